@@ -36,9 +36,9 @@ def random_sentences(n: int, seed: int = 0, min_words: int = 4, max_words: int =
 def _build(path: Path, layers: int, with_mlm_head: bool, mask_token: bool = True) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     special = SPECIAL if mask_token else [t for t in SPECIAL if t != "[MASK]"]
-    (path / "vocab.txt").write_text("\n".join(special + WORDS) + "\n")
+    vocab = {token: i for i, token in enumerate(special + WORDS)}
     kwargs = {} if mask_token else {"mask_token": None}
-    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), **kwargs)
+    tokenizer = BertTokenizerFast(vocab=vocab, **kwargs)
     config = BertConfig(
         vocab_size=len(special) + len(WORDS),
         hidden_size=32,

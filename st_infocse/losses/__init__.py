@@ -1,0 +1,19 @@
+"""Losses for ``SentenceTransformerTrainer`` and ``model.fit``, one objective per file."""
+
+from st_infocse.losses.auxiliary_pretraining import AuxiliaryPretrainingLoss
+from st_infocse.losses.cmlm_cse import CMLMCSELoss
+from st_infocse.losses.conditional_mlm import PRESETS, ConditionalMLMLoss
+from st_infocse.losses.infocse import InfoCSELoss
+from st_infocse.losses.informin import InforMinReconstructionLoss, reconstruction_term
+from st_infocse.losses.simcse import SimCSELoss
+
+__all__ = [
+    "PRESETS",
+    "AuxiliaryPretrainingLoss",
+    "CMLMCSELoss",
+    "ConditionalMLMLoss",
+    "InfoCSELoss",
+    "InforMinReconstructionLoss",
+    "SimCSELoss",
+    "reconstruction_term",
+]

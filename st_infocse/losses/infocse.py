@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from sentence_transformers import SentenceTransformer
+from torch import Tensor, nn
+
+from st_infocse.losses.conditional_mlm import ConditionalMLMLoss, Preset, resolve_preset
+from st_infocse.losses.informin import Reduction, reconstruction_term
+from st_infocse.losses.simcse import SimCSELoss
+from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit
+from st_infocse.modeling.heads import ProjectionKind
+
+
+class InfoCSELoss(nn.Module):
+    preset_name: Preset = "infocse"
+
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        lambda_: float | None = None,
+        temperature: float = 0.05,
+        projection: ProjectionKind | None = None,
+        k: int | None = None,
+        n: int | None = None,
+        mask_rate: float | None = None,
+        decoder: AuxiliaryDecoder | str | os.PathLike | None = None,
+        fusion_init: FusionInit = "copy",
+        detach: bool = True,
+        informin_weight: float = 0.0,
+        informin_reduction: Reduction = "official",
+        gather_across_devices: bool = False,
+        mlm_head_source: str | None = None,
+    ) -> None:
+        """
+        InfoCSE: contrastive learning plus ``lambda_`` times a conditional MLM through an auxiliary decoder whose
+        only access to the unmasked sentence is the model's sentence embedding (paper 000, eq. 7):
+        ``L = L_cl + lambda * L_aux``.
+
+        The contrastive term is :class:`SimCSELoss`. The conditional MLM (:class:`ConditionalMLMLoss`) runs on every
+        view, each masked independently and conditioned on that view's own sentence embedding, so it costs no extra
+        encoder pass: a frozen copy of the lower ``k`` layers reads the masked text, ``n`` fusion layers combine it
+        with the sentence embedding, and an untied head predicts the masked tokens. The auxiliary modules belong to
+        the loss: they are trained with the model but never saved in it (use
+        :class:`~st_infocse.training.AuxiliaryStateCallback` to keep them across checkpoints).
+
+        Returns a dict ``{"contrastive", "cmlm"[, "reconstruction"]}`` of weighted terms, which the trainer sums
+        and logs one by one. With ``lambda_=0`` the MLM is not computed and the loss is exactly SimCSE's.
+
+        Args:
+            model: SentenceTransformer whose first module is a Hugging Face encoder (CLS pooling recommended).
+            lambda_: weight of the conditional MLM term; default is the preset's (1e-5 for InfoCSE).
+            temperature: contrastive temperature.
+            projection: training-only projection head for the contrastive term (``"mlp"``, ``"bn-mlp"``; the
+                authors' released InfoCSE script uses ``"bn-mlp"``).
+            k: frozen lower layers of the auxiliary decoder; default half the encoder's depth.
+            n: fusion layers; default 2.
+            mask_rate: masking rate of the auxiliary MLM; default 0.40.
+            decoder: a stage-1 decoder (object or folder from ``AuxiliaryPretrainingLoss.save_decoder``).
+            fusion_init: ``"copy"`` (encoder layers above ``k``) or ``"fresh"`` fusion layers.
+            detach: freeze the decoder's lower copy (paper default).
+            informin_weight: weight of InforMin-CL's reconstruction term between the two views (0 = off).
+            informin_reduction: scaling of that term, see :func:`~st_infocse.losses.informin.reconstruction_term`.
+            gather_across_devices: gather contrastive candidates across processes.
+            mlm_head_source: model path or hub id to take the MLM head from (default: the model's own).
+
+        References:
+            - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings
+              (Findings of EMNLP). https://arxiv.org/abs/2210.06432
+
+        Requirements:
+            1. Unlabelled sentences (one column) or (anchor, positive) pairs such as IDC-mined pairs.
+            2. A tokenizer with a mask token; a BERT-like encoder of at least 2 layers.
+
+        Inputs:
+            +-------------------------------+--------+
+            | Texts                         | Labels |
+            +===============================+========+
+            | (sentence) single column      | none   |
+            +-------------------------------+--------+
+            | (anchor, positive) pairs      | none   |
+            +-------------------------------+--------+
+
+        Example:
+            ::
+
+                from datasets import Dataset
+                from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from st_infocse import losses
+                from st_infocse.training import AuxiliaryStateCallback
+
+                model = SentenceTransformer("bert-base-uncased")   # CLS pooling recommended
+                train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+                loss = losses.InfoCSELoss(model, lambda_=1e-5)
+                trainer = SentenceTransformerTrainer(
+                    model=model, train_dataset=train_dataset, loss=loss, callbacks=[AuxiliaryStateCallback(loss)]
+                )
+                trainer.train()
+        """
+        super().__init__()
+        self.model = model
+        settings = resolve_preset(self.preset_name)
+        self.lambda_ = settings.lambda_ if lambda_ is None else lambda_
+        if self.lambda_ < 0 or informin_weight < 0:
+            raise ValueError("lambda_ and informin_weight must be non-negative.")
+        self.contrastive = SimCSELoss(model, temperature, projection, gather_across_devices)
+        self.cmlm = ConditionalMLMLoss(
+            model,
+            preset=self.preset_name,
+            k=k,
+            n=n,
+            mask_rate=mask_rate,
+            decoder=decoder,
+            fusion_init=fusion_init,
+            detach=detach,
+            mlm_head_source=mlm_head_source,
+        )
+        self.informin_weight = informin_weight
+        self.informin_reduction = informin_reduction
+
+    @property
+    def decoder(self) -> AuxiliaryDecoder:
+        return self.cmlm.decoder
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> dict[str, Tensor]:
+        embeddings, views = self.contrastive.embed(sentence_features)
+        projected = self.contrastive.project(embeddings)
+        losses = {"contrastive": self.contrastive.info_nce(projected)}
+        if self.lambda_:
+            output = self.cmlm.compute_loss_from_embeddings(embeddings[:2], views[:2])
+            losses["cmlm"] = self.lambda_ * output.loss
+        if self.informin_weight:
+            reconstruction = reconstruction_term(projected[0], projected[1], self.informin_reduction)
+            losses["reconstruction"] = self.informin_weight * reconstruction
+        return losses
+
+    def get_config_dict(self) -> dict[str, Any]:
+        config = {"lambda_": self.lambda_, **self.contrastive.get_config_dict(), **self.cmlm.get_config_dict()}
+        if self.informin_weight:
+            config.update(informin_weight=self.informin_weight, informin_reduction=self.informin_reduction)
+        return config
+
+    @property
+    def citation(self) -> str:
+        return INFOCSE_CITATION
+
+
+INFOCSE_CITATION = """
+@inproceedings{wu2022infocse,
+    title={{InfoCSE}: Information-aggregated Contrastive Learning of Sentence Embeddings},
+    author={Wu, Xing and Gao, Chaochen and Lin, Zijia and Han, Jizhong and Wang, Zhongyuan and Hu, Songlin},
+    booktitle={Findings of the Association for Computational Linguistics: EMNLP 2022},
+    year={2022}
+}
+"""

@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import torch.nn.functional as F
+from sentence_transformers import SentenceTransformer
+from torch import Tensor, nn
+
+from st_infocse.losses.simcse import SimCSELoss
+from st_infocse.modeling.auxiliary_decoder import mlm_loss
+from st_infocse.modeling.encoder_parts import find_encoder_parts
+from st_infocse.modeling.heads import ProjectionKind, build_mlm_head
+from st_infocse.modeling.masking import TokenMasker
+
+Reduction = Literal["official", "eq8"]
+
+
+def reconstruction_term(z1: Tensor, z2: Tensor, reduction: Reduction = "official") -> Tensor:
+    """InforMin-CL's reconstruction term between the L2-normalised views ``z1`` and ``z2``.
+
+    ``"eq8"`` is the paper's equation 8, the mean over the batch of ``||z1 - z2||^2``. ``"official"`` is the
+    authors' code, ``mse(z1, z2) + mse(z2, z1)``: twice the mean over batch *and* dimensions, i.e. ``2 / dim``
+    times ``"eq8"``. The paper's lambda values (0.4 for BERT-base, 4 for RoBERTa) were tuned with the latter.
+    """
+    z1, z2 = F.normalize(z1.float(), dim=-1), F.normalize(z2.float(), dim=-1)
+    if reduction == "eq8":
+        return (z1 - z2).pow(2).sum(dim=-1).mean()
+    if reduction == "official":
+        return 2.0 * (z1 - z2).pow(2).mean()
+    raise ValueError(f"reduction must be 'official' or 'eq8', got {reduction!r}")
+
+
+class InforMinReconstructionLoss(nn.Module):
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        lambda_: float = 0.4,
+        temperature: float = 0.05,
+        projection: ProjectionKind | None = "mlp",
+        reduction: Reduction = "official",
+        mlm_weight: float = 0.0,
+        mask_rate: float = 0.15,
+        gather_across_devices: bool = False,
+    ) -> None:
+        """
+        InforMin-CL: the SimCSE contrastive loss plus ``lambda_`` times a reconstruction term that pulls the two
+        views of a sentence together, ``L = L_C + lambda * R`` (paper 001, eq. 9).
+
+        ``R`` is computed on the L2-normalised views used by the contrastive term (after the training-only
+        projection). ``reduction="official"`` (default) scales it as the authors' code does,
+        ``mse(z1, z2) + mse(z2, z1)``, which is what the paper's ``lambda`` values were tuned with (0.4 for
+        BERT-base, 4 for RoBERTa-base/large); ``reduction="eq8"`` is equation 8 literally (mean over the batch of
+        ``||z1 - z2||^2``, ``dim / 2`` times larger). The views are never masked: the official code's masking of the
+        contrastive inputs when the MLM term is on is not reproduced.
+
+        Args:
+            model: SentenceTransformer model (CLS pooling recommended).
+            lambda_: weight of the reconstruction term.
+            temperature: contrastive temperature.
+            projection: training-only head for both terms: ``"mlp"`` (the paper's MLP on [CLS]), ``"bn-mlp"`` or None.
+            reduction: ``"official"`` or ``"eq8"`` (see above).
+            mlm_weight: ``beta``, weight of an optional MLM term on a separately masked copy (0.1 in the paper's
+                "w/ MLM" rows; off by default because it costs STS). It runs the encoder once more and uses an
+                untied MLM head owned by the loss.
+            mask_rate: masking rate of the optional MLM term.
+            gather_across_devices: gather contrastive candidates across processes.
+
+        References:
+            - Chen et al. 2022. An Information Minimization Based Contrastive Learning Model for Unsupervised
+              Sentence Embeddings Learning (COLING). https://arxiv.org/abs/2209.10951
+
+        Requirements:
+            1. Unlabelled sentences (one column) or (anchor, positive) pairs.
+
+        Inputs:
+            +-------------------------------+--------+
+            | Texts                         | Labels |
+            +===============================+========+
+            | (sentence) single column      | none   |
+            +-------------------------------+--------+
+            | (anchor, positive) pairs      | none   |
+            +-------------------------------+--------+
+
+        Example:
+            ::
+
+                from datasets import Dataset
+                from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from st_infocse import losses
+
+                model = SentenceTransformer("bert-base-uncased")
+                train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+                loss = losses.InforMinReconstructionLoss(model, lambda_=0.4)
+                trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
+                trainer.train()
+        """
+        super().__init__()
+        self.model = model
+        self.lambda_ = lambda_
+        self.reduction = reduction
+        if reduction not in ("official", "eq8"):
+            raise ValueError(f"reduction must be 'official' or 'eq8', got {reduction!r}")
+        self.contrastive = SimCSELoss(model, temperature, projection, gather_across_devices)
+        self.mlm_weight = mlm_weight
+        self.mask_rate = mask_rate
+        if mlm_weight:
+            parts = find_encoder_parts(model)
+            self.masker = TokenMasker(parts.tokenizer, mask_rate)
+            self.mlm_head = build_mlm_head(parts)
+
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor]) -> dict[str, Tensor]:
+        projected = self.contrastive.project(embeddings)
+        contrastive = self.contrastive.info_nce(projected)
+        reconstruction = reconstruction_term(projected[0], projected[1], self.reduction)
+        return {"contrastive": contrastive, "reconstruction": self.lambda_ * reconstruction}
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> dict[str, Tensor]:
+        embeddings, views = self.contrastive.embed(sentence_features)
+        losses = self.compute_loss_from_embeddings(embeddings)
+        if self.mlm_weight:
+            features = views[0]
+            masked_ids, mlm_labels = self.masker(features["input_ids"], features["attention_mask"])
+            masked = {key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")}
+            masked["input_ids"] = masked_ids
+            tokens = self.model(masked)["token_embeddings"]
+            losses["mlm"] = self.mlm_weight * mlm_loss(self.mlm_head, tokens, mlm_labels).loss
+        return losses
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {
+            "lambda_": self.lambda_,
+            "reduction": self.reduction,
+            "mlm_weight": self.mlm_weight,
+            **self.contrastive.get_config_dict(),
+        }
+
+    @property
+    def citation(self) -> str:
+        return INFORMIN_CITATION
+
+
+INFORMIN_CITATION = """
+@inproceedings{chen2022informin,
+    title={An Information Minimization Based Contrastive Learning Model for Unsupervised Sentence Embeddings Learning},
+    author={Chen, Shaobin and Zhou, Jie and Sun, Yuling and He, Liang},
+    booktitle={Proceedings of the 29th International Conference on Computational Linguistics (COLING)},
+    year={2022}
+}
+"""

@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.losses.merged_forward import embed_columns
+from sentence_transformers.util import all_gather_with_grad, cos_sim, get_rank
+from torch import Tensor, nn
+
+from st_infocse.modeling.heads import ProjectionHead, ProjectionKind
+
+
+class SimCSELoss(nn.Module):
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        temperature: float = 0.05,
+        projection: ProjectionKind | None = None,
+        gather_across_devices: bool = False,
+    ) -> None:
+        """
+        The contrastive core of SimCSE: InfoNCE over in-batch negatives with cosine similarity and a temperature.
+
+        With a single text column, every sentence is encoded twice and the two dropout masks make the positive pair
+        (unsupervised SimCSE). With ``(anchor, positive[, negative ...])`` columns, the positive column is the
+        positive and any further columns are hard negatives (mined or supervised pairs).
+
+        Args:
+            model: SentenceTransformer model (CLS pooling recommended: SimCSE's ``cls_before_pooler``).
+            temperature: softmax temperature ``tau`` (0.05 in the papers); the logits are ``cos / tau``.
+            projection: optional training-only head on the sentence embedding for this term: ``"mlp"``
+                (SimCSE's Linear + Tanh) or ``"bn-mlp"`` (DiffCSE/InfoCSE's Linear-BN-ReLU-Linear-BN). It is owned
+                by the loss and never saved with the model.
+            gather_across_devices: gather the candidate embeddings from all processes (DDP) so every process sees
+                the global batch of negatives.
+
+        References:
+            - Gao, Yao, Chen 2021. SimCSE: Simple Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2104.08821
+
+        Requirements:
+            1. Unlabelled sentences (one column), or pairs/triplets of texts.
+
+        Inputs:
+            +-----------------------------------------------+--------+
+            | Texts                                         | Labels |
+            +===============================================+========+
+            | (sentence) single column                      | none   |
+            +-----------------------------------------------+--------+
+            | (anchor, positive) pairs                      | none   |
+            +-----------------------------------------------+--------+
+            | (anchor, positive, negative) triplets         | none   |
+            +-----------------------------------------------+--------+
+
+        Relations:
+            - Equivalent to ``MultipleNegativesRankingLoss(scale=1 / temperature)`` on ``(s, s)`` pairs without a
+              projection head.
+
+        Example:
+            ::
+
+                from datasets import Dataset
+                from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from st_infocse import losses
+
+                model = SentenceTransformer("bert-base-uncased")
+                train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+                loss = losses.SimCSELoss(model)
+                trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
+                trainer.train()
+        """
+        super().__init__()
+        if temperature <= 0:
+            raise ValueError(f"temperature must be positive, got {temperature}")
+        self.model = model
+        self.temperature = temperature
+        self.projection_kind = projection
+        self.projection = (
+            ProjectionHead(model.get_embedding_dimension(), projection) if projection is not None else None
+        )
+        self.gather_across_devices = gather_across_devices
+
+    def embed(self, sentence_features: Iterable[dict[str, Any]]) -> tuple[list[Tensor], list[dict[str, Any]]]:
+        """Embed the columns; a single column is embedded twice (two dropout views) in one forward pass.
+
+        Returns the embeddings and the features of each view (the same dict twice for a single column).
+        """
+        features = list(sentence_features)
+        if not features:
+            raise ValueError("The loss received no text columns.")
+        if len(features) == 1:
+            views = [features[0], dict(features[0])]
+            # Both views are candidates of the same width: one merged forward, independent dropout per row.
+            return embed_columns(self.model, views, separate_first=False), views
+        return embed_columns(self.model, features), features
+
+    def project(self, embeddings: list[Tensor]) -> list[Tensor]:
+        """Apply the training-only projection head, if any."""
+        if self.projection is None:
+            return embeddings
+        if embeddings[0].size(0) < 2 and self.projection_kind == "bn-mlp":
+            raise ValueError("The 'bn-mlp' projection (BatchNorm) needs a batch of at least 2 sentences.")
+        return [self.projection(emb) for emb in embeddings]
+
+    def info_nce(self, embeddings: list[Tensor]) -> Tensor:
+        """InfoNCE of the first view against the second (positives) and any further views (hard negatives)."""
+        if len(embeddings) < 2:
+            raise ValueError("The contrastive loss needs at least two views (anchor and positive).")
+        anchors, candidates = embeddings[0], embeddings[1:]
+        offset = 0
+        if self.gather_across_devices:
+            candidates = [all_gather_with_grad(c) for c in candidates]
+            offset = get_rank() * anchors.size(0)
+        scores = cos_sim(anchors, torch.cat(candidates, dim=0)) / self.temperature
+        labels = torch.arange(offset, offset + anchors.size(0), device=anchors.device)
+        return F.cross_entropy(scores.float(), labels)
+
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor]) -> Tensor:
+        """The contrastive loss of precomputed sentence embeddings (projection applied here)."""
+        return self.info_nce(self.project(embeddings))
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        embeddings, _ = self.embed(sentence_features)
+        return self.compute_loss_from_embeddings(embeddings)
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "projection": self.projection_kind,
+            "gather_across_devices": self.gather_across_devices,
+        }
+
+    @property
+    def citation(self) -> str:
+        return SIMCSE_CITATION
+
+
+SIMCSE_CITATION = """
+@inproceedings{gao2021simcse,
+    title={{SimCSE}: Simple Contrastive Learning of Sentence Embeddings},
+    author={Gao, Tianyu and Yao, Xingcheng and Chen, Danqi},
+    booktitle={Empirical Methods in Natural Language Processing (EMNLP)},
+    year={2021}
+}
+"""

@@ -1,0 +1,20 @@
+"""Model parts behind the auxiliary objectives: the auxiliary decoder, heads, masking, encoder lookup."""
+
+from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, AuxiliaryDecoderConfig, MLMOutput, mlm_loss
+from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, find_encoder_parts
+from st_infocse.modeling.heads import MLMHead, ProjectionHead, build_mlm_head
+from st_infocse.modeling.masking import TokenMasker
+
+__all__ = [
+    "AuxiliaryDecoder",
+    "AuxiliaryDecoderConfig",
+    "EncoderParts",
+    "MLMHead",
+    "MLMOutput",
+    "ProjectionHead",
+    "TokenMasker",
+    "UnsupportedModelError",
+    "build_mlm_head",
+    "find_encoder_parts",
+    "mlm_loss",
+]

@@ -1,0 +1,287 @@
+"""The auxiliary decoder of InfoCSE / CMLM-CSE: frozen lower layers, fusion layers, untied MLM head."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from torch import nn
+from transformers import AutoConfig, AutoModel, PretrainedConfig
+
+from st_infocse.modeling.encoder_parts import (
+    EncoderParts,
+    UnsupportedModelError,
+    bidirectional_mask,
+    get_submodule,
+    run_layers,
+)
+from st_infocse.modeling.heads import MLMHead, build_mlm_head
+
+logger = logging.getLogger(__name__)
+
+CONFIG_NAME = "auxiliary_decoder_config.json"
+WEIGHTS_NAME = "auxiliary_decoder.safetensors"
+FusionInit = Literal["copy", "fresh"]
+
+
+@dataclass
+class AuxiliaryDecoderConfig:
+    """Shape of an auxiliary decoder; saved next to its weights."""
+
+    k: int
+    n: int
+    embedding_dim: int
+    encoder_config: dict
+    layers_path: str
+    detach: bool = True
+    fusion_init: str = "copy"
+
+
+@dataclass
+class MLMOutput:
+    """Loss over the masked positions and how many of them were predicted correctly."""
+
+    loss: torch.Tensor
+    correct: int
+    total: int
+
+
+class AuxiliaryDecoder(nn.Module):
+    """Auxiliary network for conditional masked language modelling (paper 000 §3.2, paper 003).
+
+    The masked sentence runs through a copy of the encoder's embeddings and lower ``k`` layers. The sentence
+    embedding ``h`` of the *unmasked* sentence replaces the [CLS] state, ``[h ; M_{>0}]`` runs through ``n``
+    trainable fusion layers, and an untied MLM head predicts the masked tokens. With ``detach=True`` (the paper's
+    setting) the lower copy is frozen: it runs in eval mode under ``torch.no_grad``, so ``M_{>0}`` carries no
+    gradient and the only path from the MLM loss into the encoder is ``h``.
+
+    Build it from a model with :meth:`from_encoder`, save it with :meth:`save_pretrained` and reload it with
+    :meth:`from_pretrained`.
+
+    Example:
+        ::
+
+            from sentence_transformers import SentenceTransformer
+            from st_infocse.modeling import AuxiliaryDecoder
+
+            model = SentenceTransformer("bert-base-uncased")
+            decoder = AuxiliaryDecoder.from_encoder(model, k=6, n=2)
+            decoder.save_pretrained("aux-decoder")
+            decoder = AuxiliaryDecoder.from_pretrained("aux-decoder")
+    """
+
+    def __init__(self, config: AuxiliaryDecoderConfig) -> None:
+        super().__init__()
+        self.config = config
+        encoder_config = _encoder_config(config.encoder_config, depth=config.k + config.n)
+        # One model of depth k + n gives both the lower stack (first k layers) and the fusion layers (the rest).
+        base = AutoModel.from_config(encoder_config)
+        layers = get_submodule(base, config.layers_path)
+        self.fusion = nn.ModuleList(list(layers)[config.k :])
+        _truncate_layers(base, config.layers_path, config.k)
+        if getattr(base, "pooler", None) is not None:
+            base.pooler = None
+        self.lower = base
+        self.head = MLMHead(
+            encoder_config.hidden_size,
+            encoder_config.vocab_size,
+            getattr(encoder_config, "hidden_act", "gelu"),
+            getattr(encoder_config, "layer_norm_eps", 1e-12),
+        )
+        hidden = encoder_config.hidden_size
+        # A Dense module can change the sentence embedding size; project h back to the hidden size.
+        self.h_proj = nn.Linear(config.embedding_dim, hidden) if config.embedding_dim != hidden else None
+        self.lower.requires_grad_(not config.detach)
+
+    @property
+    def encoder_config(self) -> PretrainedConfig:
+        return self.lower.config
+
+    @classmethod
+    def from_encoder(
+        cls,
+        model: nn.Module,
+        k: int,
+        n: int,
+        fusion_init: FusionInit = "copy",
+        detach: bool = True,
+        mlm_head_source: str | None = None,
+    ) -> AuxiliaryDecoder:
+        """Initialise a decoder from a ``SentenceTransformer``'s own weights.
+
+        Args:
+            model: the SentenceTransformer being trained (first module a Hugging Face encoder).
+            k: number of lower encoder layers copied (frozen when ``detach``).
+            n: number of fusion layers.
+            fusion_init: ``"copy"`` copies encoder layers ``k .. k+n-1`` (the top layer again where the encoder has
+                fewer); ``"fresh"`` initialises them randomly, as the authors' code does before stage 1.
+            detach: freeze the lower copy (paper default). ``False`` trains it (paper 000 Table 6 ablation).
+            mlm_head_source: where to look for the checkpoint's MLM head; defaults to the model's own path.
+        """
+        from st_infocse.modeling.encoder_parts import find_encoder_parts
+
+        parts = find_encoder_parts(model)
+        _check_depths(parts, k, n)
+        if fusion_init not in ("copy", "fresh"):
+            raise ValueError(f"fusion_init must be 'copy' or 'fresh', got {fusion_init!r}")
+        config = AuxiliaryDecoderConfig(
+            k=k,
+            n=n,
+            embedding_dim=model.get_embedding_dimension(),
+            encoder_config=parts.config.to_dict(),
+            layers_path=parts.layers_path,
+            detach=detach,
+            fusion_init=fusion_init,
+        )
+        decoder = cls(config)
+        decoder.copy_lower_from(parts)
+        if fusion_init == "copy":
+            source_layers = list(parts.layers)
+            for i, layer in enumerate(decoder.fusion):
+                index = min(k + i, parts.depth - 1)
+                layer.load_state_dict(source_layers[index].state_dict())
+            if k + n > parts.depth:
+                logger.info(
+                    "Fusion layers %d..%d start as copies of the top encoder layer (%d layers above k=%d).",
+                    parts.depth - k,
+                    n - 1,
+                    parts.depth - k,
+                    k,
+                )
+        decoder.head = build_mlm_head(parts, mlm_head_source)
+        return decoder.to(parts.hf_model.device)
+
+    def copy_lower_from(self, parts: EncoderParts) -> None:
+        """Copy the encoder's embeddings and lower ``k`` layers into the lower stack."""
+        state = parts.hf_model.state_dict()
+        own = self.lower.state_dict()
+        missing = [key for key in own if key not in state]
+        if missing:
+            raise UnsupportedModelError(f"Encoder weights missing for the auxiliary copy: {missing[:5]}")
+        self.lower.load_state_dict({key: state[key] for key in own})
+
+    def lower_hidden_states(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Hidden states after the lower ``k`` layers (frozen and gradient-free when ``detach``)."""
+        kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            kwargs["token_type_ids"] = token_type_ids
+        if self.config.detach:
+            # The trainer only toggles the model's mode; keep the frozen copy dropout-free regardless.
+            self.lower.eval()
+            with torch.no_grad():
+                return self.lower(**kwargs).last_hidden_state.detach()
+        self.lower.train(self.training)
+        return self.lower(**kwargs).last_hidden_state
+
+    def forward(
+        self,
+        sentence_embedding: torch.Tensor,
+        masked_input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        labels: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        lower_hidden: torch.Tensor | None = None,
+    ) -> MLMOutput:
+        """Conditional MLM loss on the masked positions.
+
+        Args:
+            sentence_embedding: ``(batch, dim)`` embedding of the unmasked sentences (carries the gradient).
+            masked_input_ids: ``(batch, seq)`` token ids with masking applied.
+            attention_mask: ``(batch, seq)`` padding mask.
+            labels: ``(batch, seq)`` original ids at masked positions, -100 elsewhere.
+            token_type_ids: optional segment ids.
+            lower_hidden: precomputed lower-stack states (stage 1 passes the shared encoder's states here).
+        """
+        if lower_hidden is None:
+            lower_hidden = self.lower_hidden_states(masked_input_ids, attention_mask, token_type_ids)
+        h = sentence_embedding if self.h_proj is None else self.h_proj(sentence_embedding)
+        hidden = torch.cat([h.unsqueeze(1).to(lower_hidden.dtype), lower_hidden[:, 1:]], dim=1)
+        hidden = run_layers(self.fusion, hidden, bidirectional_mask(self.encoder_config, hidden, attention_mask))
+        return mlm_loss(self.head, hidden, labels)
+
+    def save_pretrained(self, path: str | os.PathLike) -> None:
+        """Write the decoder's config (JSON) and weights (safetensors) to ``path``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / CONFIG_NAME).write_text(json.dumps(asdict(self.config), indent=2, default=str))
+        state = {key: value.detach().contiguous().cpu() for key, value in self.state_dict().items()}
+        save_file(state, str(path / WEIGHTS_NAME))
+
+    @classmethod
+    def from_pretrained(cls, path: str | os.PathLike, device: str | torch.device | None = None) -> AuxiliaryDecoder:
+        """Load a decoder written by :meth:`save_pretrained` (safetensors only, no pickle)."""
+        path = Path(path)
+        if not (path / CONFIG_NAME).is_file() or not (path / WEIGHTS_NAME).is_file():
+            raise FileNotFoundError(f"No auxiliary decoder in {path}: expected {CONFIG_NAME} and {WEIGHTS_NAME}.")
+        config = AuxiliaryDecoderConfig(**json.loads((path / CONFIG_NAME).read_text()))
+        decoder = cls(config)
+        decoder.load_state_dict(load_file(str(path / WEIGHTS_NAME)))
+        return decoder.to(device) if device is not None else decoder
+
+    def check_compatible(self, model: nn.Module) -> None:
+        """Raise a clear error when this decoder cannot serve ``model`` (vocabulary, width, embedding size)."""
+        from st_infocse.modeling.encoder_parts import find_encoder_parts
+
+        parts = find_encoder_parts(model)
+        mine, theirs = self.encoder_config, parts.config
+        for attr in ("model_type", "hidden_size", "vocab_size"):
+            if getattr(mine, attr, None) != getattr(theirs, attr, None):
+                raise ValueError(
+                    f"The auxiliary decoder was built for {attr}={getattr(mine, attr, None)!r} but the model has "
+                    f"{attr}={getattr(theirs, attr, None)!r}."
+                )
+        if self.config.embedding_dim != model.get_embedding_dimension():
+            raise ValueError(
+                f"The auxiliary decoder expects {self.config.embedding_dim}-dim sentence embeddings, the model "
+                f"produces {model.get_embedding_dimension()}."
+            )
+
+
+def mlm_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor) -> MLMOutput:
+    """Cross-entropy over masked positions only; the head runs on those positions alone (its vocabulary
+    projection is the expensive part)."""
+    selected = labels != -100
+    total = int(selected.sum())
+    if total == 0:
+        # Nothing to predict (e.g. a batch of empty strings): a zero that keeps the graph connected.
+        return MLMOutput(loss=hidden.sum() * 0.0, correct=0, total=0)
+    logits = head(hidden[selected])
+    targets = labels[selected]
+    loss = F.cross_entropy(logits.float(), targets)
+    correct = int((logits.detach().argmax(-1) == targets).sum())
+    return MLMOutput(loss=loss, correct=correct, total=total)
+
+
+def _encoder_config(config_dict: dict, depth: int) -> PretrainedConfig:
+    config_dict = copy.deepcopy(config_dict)
+    model_type = config_dict.pop("model_type")
+    config = AutoConfig.for_model(model_type, **config_dict)
+    config.num_hidden_layers = depth
+    return config
+
+
+def _truncate_layers(model: nn.Module, path: str, k: int) -> None:
+    parent_path, _, name = path.rpartition(".")
+    parent = get_submodule(model, parent_path) if parent_path else model
+    setattr(parent, name, nn.ModuleList(list(getattr(parent, name))[:k]))
+    model.config.num_hidden_layers = k
+
+
+def _check_depths(parts: EncoderParts, k: int, n: int) -> None:
+    if not isinstance(k, int) or not 1 <= k < parts.depth:
+        raise ValueError(
+            f"k (frozen lower layers) must be between 1 and {parts.depth - 1} for this {parts.depth}-layer encoder, "
+            f"got {k!r}: the sentence embedding must come from layers above the auxiliary copy."
+        )
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n (fusion layers) must be a positive integer, got {n!r}")

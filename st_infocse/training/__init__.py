@@ -1,0 +1,17 @@
+"""Trainer glue: keeping loss-owned auxiliary state across checkpoints."""
+
+from st_infocse.training.callbacks import (
+    AUXILIARY_STATE_NAME,
+    AuxiliaryStateCallback,
+    auxiliary_state_dict,
+    load_auxiliary_state,
+    save_auxiliary_state,
+)
+
+__all__ = [
+    "AUXILIARY_STATE_NAME",
+    "AuxiliaryStateCallback",
+    "auxiliary_state_dict",
+    "load_auxiliary_state",
+    "save_auxiliary_state",
+]

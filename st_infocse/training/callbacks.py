@@ -1,0 +1,111 @@
+"""Keep a loss's auxiliary modules across checkpoints, and log what they learn."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+logger = logging.getLogger(__name__)
+
+AUXILIARY_STATE_NAME = "auxiliary_state.safetensors"
+
+
+def auxiliary_state_dict(loss: nn.Module) -> dict[str, torch.Tensor]:
+    """Everything in the loss's state that is not the model's: decoders, heads, BatchNorm statistics."""
+    model = getattr(loss, "model", None)
+    model_storage = {t.data_ptr() for t in model.state_dict().values()} if model is not None else set()
+    return {key: value for key, value in loss.state_dict().items() if value.data_ptr() not in model_storage}
+
+
+def save_auxiliary_state(loss: nn.Module, directory: str | os.PathLike) -> Path:
+    """Write the loss's auxiliary state to ``directory/auxiliary_state.safetensors``."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / AUXILIARY_STATE_NAME
+    # Clone so tensors that share storage (tied weights) can be written independently.
+    save_file({key: value.detach().cpu().clone().contiguous() for key, value in auxiliary_state_dict(loss).items()}, str(path))
+    return path
+
+
+def load_auxiliary_state(loss: nn.Module, directory: str | os.PathLike) -> None:
+    """Restore what :func:`save_auxiliary_state` wrote; the keys must match the loss exactly."""
+    path = Path(directory) / AUXILIARY_STATE_NAME
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"No auxiliary state at {path}. Without it the loss's decoder and heads would restart from scratch; "
+            "train with AuxiliaryStateCallback(loss) so every checkpoint carries it."
+        )
+    state = load_file(str(path))
+    expected = auxiliary_state_dict(loss)
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise ValueError(
+            f"The auxiliary state in {path} does not fit this loss (missing {missing[:5]}, unexpected {unexpected[:5]}); "
+            "was it written by a loss with other settings?"
+        )
+    with torch.no_grad():
+        for key, value in expected.items():
+            value.copy_(state[key].to(value.device, value.dtype))
+
+
+class AuxiliaryStateCallback(TrainerCallback):
+    """Trainer callback that saves a loss's auxiliary modules next to every checkpoint and restores them on resume.
+
+    ``SentenceTransformerTrainer`` optimises parameters owned by a loss but saves and restores only the model, so
+    without this callback a resumed InfoCSE run would restart its auxiliary decoder from its initial weights. The
+    callback also adds the auxiliary MLM loss and accuracy (``cmlm_loss``, ``cmlm_accuracy``) to the training logs,
+    so a reader can see whether the auxiliary task is being learned.
+
+    Args:
+        loss: the loss given to the trainer.
+        resume_from: checkpoint folder to restore from. By default, when training starts at a step above 0 (a
+            resume), the state is read from ``output_dir/checkpoint-<step>``, which is what
+            ``trainer.train(resume_from_checkpoint=True)`` resumes from.
+
+    Example:
+        ::
+
+            from st_infocse import losses
+            from st_infocse.training import AuxiliaryStateCallback
+
+            loss = losses.InfoCSELoss(model, lambda_=1e-5)
+            trainer = SentenceTransformerTrainer(
+                model=model, args=args, train_dataset=ds, loss=loss, callbacks=[AuxiliaryStateCallback(loss)]
+            )
+            trainer.train(resume_from_checkpoint=True)
+    """
+
+    def __init__(self, loss: nn.Module, resume_from: str | os.PathLike | None = None) -> None:
+        self.loss = loss
+        self.resume_from = resume_from
+
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
+        if state.is_world_process_zero:
+            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            save_auxiliary_state(self.loss, checkpoint)
+
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
+        if self.resume_from is None and state.global_step == 0:
+            return
+        checkpoint = self.resume_from or Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        load_auxiliary_state(self.loss, checkpoint)
+        logger.info("Auxiliary state restored from %s", checkpoint)
+
+    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, logs=None, **kwargs) -> None:
+        if not logs or "loss" not in logs:
+            return
+        extra: dict[str, float] = {}
+        for module in self.loss.modules():
+            metrics = getattr(module, "metrics", None)
+            if metrics is not None and hasattr(metrics, "pop"):
+                extra.update({key: round(value, 4) for key, value in metrics.pop().items()})
+        if extra:
+            logs.update(extra)
+            if state.log_history:
+                state.log_history[-1].update(extra)
