@@ -91,3 +91,32 @@ def make_model(tiny_bert_dir) -> Callable[..., object]:
 @pytest.fixture
 def sentences() -> list[str]:
     return random_sentences(64)
+
+
+@pytest.fixture
+def run_trainer(tmp_path):
+    """Train ``model`` with ``loss`` for a few steps through ``SentenceTransformerTrainer``; returns the trainer."""
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+
+    def run(model, loss, dataset, steps: int = 3, batch_size: int = 8, callbacks=None, resume=None, **kwargs):
+        defaults = dict(
+            output_dir=str(tmp_path / "run"),
+            max_steps=steps,
+            per_device_train_batch_size=batch_size,
+            learning_rate=1e-3,
+            logging_steps=1,
+            report_to="none",
+            save_strategy="no",
+            seed=0,
+            disable_tqdm=True,
+            use_cpu=True,
+        )
+        defaults.update(kwargs)
+        args = SentenceTransformerTrainingArguments(**defaults)
+        trainer = SentenceTransformerTrainer(
+            model=model, args=args, train_dataset=dataset, loss=loss, callbacks=callbacks
+        )
+        trainer.train(resume_from_checkpoint=resume)
+        return trainer
+
+    return run

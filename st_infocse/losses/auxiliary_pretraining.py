@@ -97,10 +97,14 @@ class AuxiliaryPretrainingLoss(nn.Module):
     def k(self) -> int:
         return self.decoder.config.k
 
-    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> dict[str, Tensor]:
+    def forward(
+        self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
+    ) -> dict[str, Tensor]:
         features = list(sentence_features)[0]
         masked_ids, mlm_labels = self.masker(features["input_ids"], features["attention_mask"])
-        masked = {key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")}
+        masked = {
+            key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")
+        }
         masked["input_ids"] = masked_ids
 
         captured: list[Tensor] = []

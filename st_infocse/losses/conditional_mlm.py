@@ -173,9 +173,7 @@ class ConditionalMLMLoss(nn.Module):
     def n(self) -> int:
         return self.decoder.config.n
 
-    def compute_loss_from_embeddings(
-        self, embeddings: list[Tensor], view_features: list[dict[str, Any]]
-    ) -> MLMOutput:
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], view_features: list[dict[str, Any]]) -> MLMOutput:
         """Conditional MLM over the given views, each conditioned on its own (unmasked) sentence embedding."""
         masked, labels, masks, types = [], [], [], []
         for features in view_features:
@@ -198,7 +196,7 @@ class ConditionalMLMLoss(nn.Module):
         else:
             outputs = [
                 self.decoder(emb, ids, mask, lab, token_type_ids=tt)
-                for emb, ids, mask, lab, tt in zip(embeddings, masked, masks, labels, types)
+                for emb, ids, mask, lab, tt in zip(embeddings[: len(masked)], masked, masks, labels, types, strict=True)
             ]
             total = sum(o.total for o in outputs)
             loss = sum(o.loss * (o.total / total) for o in outputs) if total else outputs[0].loss

@@ -124,7 +124,9 @@ class InfoCSELoss(nn.Module):
     def decoder(self) -> AuxiliaryDecoder:
         return self.cmlm.decoder
 
-    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> dict[str, Tensor]:
+    def forward(
+        self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
+    ) -> dict[str, Tensor]:
         embeddings, views = self.contrastive.embed(sentence_features)
         projected = self.contrastive.project(embeddings)
         losses = {"contrastive": self.contrastive.info_nce(projected)}

@@ -115,13 +115,17 @@ class InforMinReconstructionLoss(nn.Module):
         reconstruction = reconstruction_term(projected[0], projected[1], self.reduction)
         return {"contrastive": contrastive, "reconstruction": self.lambda_ * reconstruction}
 
-    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> dict[str, Tensor]:
+    def forward(
+        self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
+    ) -> dict[str, Tensor]:
         embeddings, views = self.contrastive.embed(sentence_features)
         losses = self.compute_loss_from_embeddings(embeddings)
         if self.mlm_weight:
             features = views[0]
             masked_ids, mlm_labels = self.masker(features["input_ids"], features["attention_mask"])
-            masked = {key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")}
+            masked = {
+                key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")
+            }
             masked["input_ids"] = masked_ids
             tokens = self.model(masked)["token_embeddings"]
             losses["mlm"] = self.mlm_weight * mlm_loss(self.mlm_head, tokens, mlm_labels).loss

@@ -89,7 +89,9 @@ def find_encoder_parts(model: nn.Module) -> EncoderParts:
             continue
         if isinstance(layers, nn.ModuleList) and len(layers):
             return EncoderParts(hf_model=hf_model, tokenizer=tokenizer, layers_path=path)
-    raise UnsupportedModelError(f"Could not find the layer stack of {type(hf_model).__name__} (looked for {_LAYER_PATHS}).")
+    raise UnsupportedModelError(
+        f"Could not find the layer stack of {type(hf_model).__name__} (looked for {_LAYER_PATHS})."
+    )
 
 
 def bidirectional_mask(config: PretrainedConfig, hidden_states: torch.Tensor, attention_mask: torch.Tensor):

@@ -29,7 +29,9 @@ def save_auxiliary_state(loss: nn.Module, directory: str | os.PathLike) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / AUXILIARY_STATE_NAME
     # Clone so tensors that share storage (tied weights) can be written independently.
-    save_file({key: value.detach().cpu().clone().contiguous() for key, value in auxiliary_state_dict(loss).items()}, str(path))
+    save_file(
+        {key: value.detach().cpu().clone().contiguous() for key, value in auxiliary_state_dict(loss).items()}, str(path)
+    )
     return path
 
 
@@ -97,7 +99,9 @@ class AuxiliaryStateCallback(TrainerCallback):
         load_auxiliary_state(self.loss, checkpoint)
         logger.info("Auxiliary state restored from %s", checkpoint)
 
-    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, logs=None, **kwargs) -> None:
+    def on_log(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, logs=None, **kwargs
+    ) -> None:
         if not logs or "loss" not in logs:
             return
         extra: dict[str, float] = {}

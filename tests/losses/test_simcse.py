@@ -1,0 +1,81 @@
+import pytest
+import torch
+import torch.nn.functional as F
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+from st_infocse import losses
+
+
+def _features(model, texts):
+    return model.preprocess(texts)
+
+
+def test_single_column_matches_hand_computed_info_nce(make_model, sentences):
+    model = make_model()
+    model.eval()  # no dropout: both views are identical, so the loss is computable by hand
+    loss = losses.SimCSELoss(model, temperature=0.05)
+    value = loss([_features(model, sentences[:8])])
+    with torch.no_grad():
+        emb = model.encode(sentences[:8], convert_to_tensor=True)
+        scores = F.normalize(emb, dim=-1) @ F.normalize(emb, dim=-1).T / 0.05
+        expected = F.cross_entropy(scores, torch.arange(8))
+    assert value.item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+def test_two_dropout_views_differ_in_training(make_model, sentences):
+    model = make_model()
+    model.train()
+    loss = losses.SimCSELoss(model)
+    embeddings, views = loss.embed([_features(model, sentences[:8])])
+    assert len(embeddings) == 2 and views[0]["input_ids"] is views[1]["input_ids"]
+    assert not torch.allclose(embeddings[0], embeddings[1])
+
+
+def test_matches_multiple_negatives_ranking_loss_on_pairs(make_model, sentences):
+    model = make_model()
+    model.eval()
+    anchor, positive, negative = (_features(model, sentences[i : i + 8]) for i in (0, 8, 16))
+    ours = losses.SimCSELoss(model, temperature=0.05)([anchor, positive, negative])
+    anchor, positive, negative = (_features(model, sentences[i : i + 8]) for i in (0, 8, 16))
+    theirs = MultipleNegativesRankingLoss(model, scale=20.0)([anchor, positive, negative], None)
+    assert ours.item() == pytest.approx(theirs.item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "bn-mlp"])
+def test_projection_head_is_owned_by_the_loss(make_model, sentences, kind, tmp_path):
+    model = make_model()
+    loss = losses.SimCSELoss(model, projection=kind)
+    value = loss([_features(model, sentences[:8])])
+    value.backward()
+    assert any(p.grad is not None for p in loss.projection.parameters())
+    model.save(str(tmp_path / "saved"))
+    saved = {p.name for p in (tmp_path / "saved").rglob("*")}
+    assert not any("projection" in name for name in saved)
+    assert loss.get_config_dict()["projection"] == kind
+
+
+def test_bn_projection_refuses_a_batch_of_one(make_model):
+    model = make_model()
+    loss = losses.SimCSELoss(model, projection="bn-mlp")
+    with pytest.raises(ValueError, match="at least 2"):
+        loss([_features(model, ["only one sentence"])])
+
+
+def test_empty_string_in_batch_is_handled(make_model, sentences):
+    model = make_model()
+    value = losses.SimCSELoss(model)([_features(model, ["", *sentences[:7]])])
+    assert torch.isfinite(value)
+
+
+def test_bad_arguments(make_model):
+    model = make_model()
+    with pytest.raises(ValueError, match="temperature"):
+        losses.SimCSELoss(model, temperature=0)
+    with pytest.raises(ValueError, match="projection"):
+        losses.SimCSELoss(model, projection="transformer")
+
+
+def test_config_and_citation(make_model):
+    loss = losses.SimCSELoss(make_model())
+    assert loss.get_config_dict() == {"temperature": 0.05, "projection": None, "gather_across_devices": False}
+    assert "gao2021simcse" in loss.citation
