@@ -1,5 +1,6 @@
 """Trainer glue: keeping loss-owned auxiliary state across checkpoints."""
 
+from st_infocse.training.arguments import STSB_DEV_METRIC, PaperTrainingArguments
 from st_infocse.training.callbacks import (
     AUXILIARY_STATE_NAME,
     AuxiliaryStateCallback,
@@ -10,6 +11,8 @@ from st_infocse.training.callbacks import (
 
 __all__ = [
     "AUXILIARY_STATE_NAME",
+    "STSB_DEV_METRIC",
+    "PaperTrainingArguments",
     "AuxiliaryStateCallback",
     "auxiliary_state_dict",
     "load_auxiliary_state",

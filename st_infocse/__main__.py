@@ -1,0 +1,5 @@
+import sys
+
+from st_infocse.cli import main
+
+sys.exit(main())

@@ -1,0 +1,34 @@
+"""Training arguments with the papers' defaults, for the command line and for scripts."""
+
+# No ``from __future__ import annotations``: HfArgumentParser resolves these annotations at runtime.
+from dataclasses import dataclass, field
+
+from sentence_transformers import SentenceTransformerTrainingArguments
+from transformers.trainer_utils import IntervalStrategy, SaveStrategy
+
+# The metric logged by ``st_infocse.evaluation.stsb_dev_evaluator()`` under its default name.
+STSB_DEV_METRIC = "eval_sts-dev_spearman_cosine"
+
+
+@dataclass
+class PaperTrainingArguments(SentenceTransformerTrainingArguments):
+    """``SentenceTransformerTrainingArguments`` with the unsupervised papers' setting: batch 64, lr 3e-5, one epoch,
+    STS-B dev every 125 steps with the best checkpoint kept. Every other field is sentence-transformers' own."""
+
+    output_dir: str | None = field(
+        default="output/st-infocse", metadata={"help": "Where checkpoints and the final model go."}
+    )
+    per_device_train_batch_size: int = field(default=64, metadata={"help": "Batch size per device."})
+    num_train_epochs: float = field(default=1.0, metadata={"help": "Training epochs."})
+    learning_rate: float = field(default=3e-5, metadata={"help": "Learning rate of the model."})
+    logging_steps: float = field(default=25, metadata={"help": "Log every N steps."})
+    eval_strategy: IntervalStrategy | str = field(default="steps", metadata={"help": "When to evaluate on STS-B dev."})
+    eval_steps: float | None = field(default=125, metadata={"help": "Evaluate every N steps."})
+    save_strategy: SaveStrategy | str = field(default="steps", metadata={"help": "When to checkpoint."})
+    save_steps: float = field(default=125, metadata={"help": "Checkpoint every N steps."})
+    save_total_limit: int | None = field(default=2, metadata={"help": "Checkpoints kept."})
+    load_best_model_at_end: bool = field(default=True, metadata={"help": "Keep the best STS-B dev checkpoint."})
+    metric_for_best_model: str | None = field(
+        default=STSB_DEV_METRIC, metadata={"help": "Metric for the best checkpoint."}
+    )
+    report_to: None | str | list[str] = field(default="none", metadata={"help": "Logging integrations."})
