@@ -1,0 +1,36 @@
+"""Lazy imports of the optional ``eval`` extra (mteb, beir, scikit-learn, matplotlib)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+# import name -> distribution name, for the error message
+_DISTRIBUTIONS = {"sklearn": "scikit-learn", "pytrec_eval": "pytrec-eval-terrier"}
+
+
+def require(module: str, feature: str) -> ModuleType:
+    """Import ``module`` or raise an ImportError that says how to install it.
+
+    Args:
+        module: Dotted import path, e.g. ``"beir.retrieval.evaluation"``.
+        feature: What needs it, for the message (``"BEIR metrics"``).
+
+    Returns:
+        The imported module.
+
+    Example:
+        >>> require("json", "tests").__name__
+        'json'
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        top = module.split(".")[0]
+        if importlib.util.find_spec(top) is not None:
+            raise  # installed but broken or too old: the original error says more
+        dist = _DISTRIBUTIONS.get(top, top)
+        raise ImportError(
+            f"{feature} needs the optional package '{dist}', which is not installed: pip install \"st-infocse[eval]\""
+        ) from exc

@@ -1,0 +1,51 @@
+"""Plain-text and markdown table formatting shared by the result classes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to a common width: the first left-aligned, the others (numbers) right-aligned.
+
+    Args:
+        header: Column names.
+        rows: Cells, as strings.
+
+    Returns:
+        The table, one line per row.
+
+    Example:
+        >>> print(text_table(["Model", "STS12"], [["m", "70.00"]]))
+        Model  STS12
+        m      70.00
+    """
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    return "\n".join(line(r) for r in [header, *rows])
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A markdown table with the first column left-aligned and the others right-aligned.
+
+    Args:
+        header: Column names.
+        rows: Cells, as strings.
+
+    Returns:
+        The markdown.
+
+    Example:
+        >>> print(markdown_table(["Model", "STS12"], [["m", "70.00"]]))
+        | Model | STS12 |
+        |---|---:|
+        | m | 70.00 |
+    """
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)

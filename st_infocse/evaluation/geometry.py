@@ -1,0 +1,135 @@
+"""Alignment and uniformity of the embedding space (Wang & Isola 2020), measured on STS-B as SimCSE does.
+
+On L2-normalised embeddings ``f``:
+
+- alignment  = E_{(x, y) ~ positive pairs} ||f(x) - f(y)||^2 (alpha = 2), positive pairs being the STS pairs
+  whose gold score is above ``positive_above`` (SimCSE: 4.0);
+- uniformity = log E_{x, y ~ data, x != y} exp(-t ||f(x) - f(y)||^2) (t = 2), over every distinct sentence.
+
+Lower is better for both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ._encoding import encode_texts
+from .data import PathLike, STSPairs, load_sts
+
+
+@dataclass
+class GeometryResult:
+    """Alignment and uniformity (lower is better).
+
+    Attributes:
+        alignment: Mean squared distance of positive pairs.
+        uniformity: Log of the mean Gaussian potential over distinct sentence pairs.
+        n_positive_pairs: Pairs counted for alignment.
+        n_sentences: Distinct sentences counted for uniformity.
+        source: Where the pairs came from.
+    """
+
+    alignment: float
+    uniformity: float
+    n_positive_pairs: int
+    n_sentences: int
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    def __str__(self) -> str:
+        return (
+            f"alignment {self.alignment:.4f} ({self.n_positive_pairs} positive pairs)  "
+            f"uniformity {self.uniformity:.4f} ({self.n_sentences} sentences)"
+        )
+
+
+def alignment_loss(x: torch.Tensor, y: torch.Tensor, alpha: float = 2.0) -> float:
+    """Mean ``||x_i - y_i||^alpha`` over rows of two L2-normalised embedding matrices.
+
+    Args:
+        x, y: Paired embeddings, shape ``(n, d)``.
+        alpha: Exponent.
+
+    Returns:
+        The alignment.
+
+    Example:
+        >>> round(alignment_loss(torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]])), 4)
+        2.0
+    """
+    return float((x - y).norm(dim=1).pow(alpha).mean())
+
+
+def uniformity_loss(x: torch.Tensor, t: float = 2.0, chunk_size: int = 4096) -> float:
+    """``log mean_{i<j} exp(-t ||x_i - x_j||^2)`` over the rows of an L2-normalised embedding matrix.
+
+    Computed block by block so that tens of thousands of sentences fit in memory.
+
+    Args:
+        x: Embeddings, shape ``(n, d)`` with ``n >= 2``.
+        t: Temperature.
+        chunk_size: Rows per block.
+
+    Returns:
+        The uniformity.
+
+    Example:
+        >>> round(uniformity_loss(torch.tensor([[1.0, 0.0], [-1.0, 0.0]])), 4)  # distance^2 = 4: log e^-8
+        -8.0
+    """
+    n = x.shape[0]
+    if n < 2:
+        raise ValueError("uniformity needs at least two distinct sentences")
+    x = x.double()
+    total = torch.zeros((), dtype=torch.float64)
+    for start in range(0, n, chunk_size):
+        block = x[start : start + chunk_size]
+        squared = torch.cdist(block, x).pow(2)
+        rows = torch.arange(start, start + block.shape[0]).unsqueeze(1)
+        upper = torch.arange(n).unsqueeze(0) > rows  # each unordered pair once
+        total += torch.exp(-t * squared)[upper].sum()
+    return float(torch.log(total / (n * (n - 1) / 2)))
+
+
+def evaluate_alignment_uniformity(
+    model: Any,
+    source: PathLike | STSPairs,
+    positive_above: float = 4.0,
+    batch_size: int = 64,
+    show_progress_bar: bool | None = None,
+) -> GeometryResult:
+    """Alignment and uniformity of ``model`` on STS pairs (SimCSE's Figure 2 / paper 001's Figure 3 protocol).
+
+    Args:
+        model: A ``SentenceTransformer``.
+        source: STS-B pairs, a SentEval folder (STS-B test), ``"mteb"``, or a sentence1/sentence2/score file/folder.
+        positive_above: Pairs with a gold score strictly above this are positives (SimCSE: 4.0 on a 0-5 scale).
+        batch_size: Encoding batch size.
+        show_progress_bar: ``None``: shown for 1,000+ sentences.
+
+    Returns:
+        Both numbers.
+
+    Example:
+        >>> print(evaluate_alignment_uniformity(model, "../shared/data/senteval"))  # doctest: +SKIP
+    """
+    pairs = load_sts(source, task="STS-B", split="test")
+    positives = [i for i, s in enumerate(pairs.scores) if s > positive_above]
+    if not positives:
+        raise ValueError(f"{pairs.source}: no pair scores above {positive_above}")
+    sentences = list(dict.fromkeys([*pairs.sentences1, *pairs.sentences2]))
+    embeddings = torch.nn.functional.normalize(encode_texts(model, sentences, batch_size, show_progress_bar), dim=1)
+    index = {s: i for i, s in enumerate(sentences)}
+    x = embeddings[[index[pairs.sentences1[i]] for i in positives]]
+    y = embeddings[[index[pairs.sentences2[i]] for i in positives]]
+    alignment = alignment_loss(x, y)
+    uniformity = uniformity_loss(embeddings)
+    if not math.isfinite(uniformity):
+        raise FloatingPointError("uniformity is not finite")
+    return GeometryResult(alignment, uniformity, len(positives), len(sentences), pairs.source)

@@ -1,0 +1,324 @@
+"""Results out: JSON, markdown tables, and plots (matplotlib, from the ``eval`` extra)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import platform
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ._deps import require
+from ._format import markdown_table
+from .retrieval import BEIRResult, InDomainRetrievalResult
+from .sts import STSB_DEV_METRIC, STSResult
+from .transfer import TransferResult
+
+PathLike = str | Path
+
+
+def environment() -> dict[str, str]:
+    """Versions of the packages that shape the numbers, for the JSON.
+
+    Returns:
+        Package -> version (``"not installed"`` when absent), plus the Python version.
+
+    Example:
+        >>> "python" in environment()
+        True
+    """
+    out = {"python": platform.python_version()}
+    for package in ("st-infocse", "sentence-transformers", "transformers", "torch", "mteb", "beir", "scikit-learn"):
+        try:
+            out[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            out[package] = "not installed"
+    return out
+
+
+def to_jsonable(value: Any) -> Any:
+    """Turn result objects (anything with ``to_dict``), numpy scalars and paths into JSON-ready values.
+
+    Non-finite floats become ``None`` (JSON has no NaN).
+
+    Args:
+        value: A result, or a dict/list of them.
+
+    Returns:
+        Plain dicts, lists, strings, numbers.
+
+    Example:
+        >>> to_jsonable({"x": float("nan"), "p": Path("a")})
+        {'x': None, 'p': 'a'}
+    """
+    if hasattr(value, "to_dict"):
+        return to_jsonable(value.to_dict())
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_json(results: Mapping[str, Any], path: PathLike, include_environment: bool = True) -> Path:
+    """Write results (and the package versions) as indented JSON.
+
+    Args:
+        results: Name -> result object / dict / number.
+        path: Output file; parent folders are created.
+        include_environment: Add ``"environment"`` (versions) and ``"created"`` (UTC time).
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> import tempfile
+        >>> p = write_json({"score": 1.0}, Path(tempfile.mkdtemp()) / "r.json", include_environment=False)
+        >>> p.read_text()
+        '{\\n  "score": 1.0\\n}\\n'
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = dict(to_jsonable(results))
+    if include_environment:
+        payload["environment"] = environment()
+        payload["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def sts_markdown(results: Sequence[STSResult]) -> str:
+    """Several models' STS rows in one markdown table (the papers' Table 2 layout), notes below.
+
+    Args:
+        results: One result per model, same tasks.
+
+    Returns:
+        The markdown.
+
+    Example:
+        >>> print(sts_markdown([result_a, result_b]))  # doctest: +SKIP
+    """
+    if not results:
+        raise ValueError("no results")
+    table = markdown_table(["Model", *results[0].scores], [r.row() for r in results])
+    notes = list(dict.fromkeys(note for r in results for note in r.notes()))
+    return table + "".join(f"\n\n- {note}" if i == 0 else f"\n- {note}" for i, note in enumerate(notes))
+
+
+def markdown_report(results: Mapping[str, Any]) -> str:
+    """One markdown document with a section per result.
+
+    Args:
+        results: Title -> an ``STSResult`` (or a list of them), ``BEIRResult``, ``TransferResult``,
+            ``InDomainRetrievalResult``, ``GeometryResult``, or any JSON-able value.
+
+    Returns:
+        The markdown.
+
+    Example:
+        >>> print(markdown_report({"STS": sts_result}))  # doctest: +SKIP
+    """
+    sections = []
+    for title, value in results.items():
+        if isinstance(value, STSResult):
+            body = sts_markdown([value])
+        elif isinstance(value, Sequence) and value and all(isinstance(v, STSResult) for v in value):
+            body = sts_markdown(list(value))
+        elif isinstance(value, (BEIRResult, TransferResult)):
+            body = value.to_markdown()
+        elif isinstance(value, InDomainRetrievalResult):
+            header = ["", *(f"R@{k}" for k in value.recall)]
+            body = markdown_table(
+                header, [[f"recall ({value.n_queries} queries)", *(f"{v:.2f}" for v in value.recall.values())]]
+            )
+        elif hasattr(value, "to_dict"):
+            body = markdown_table(["metric", "value"], [[k, _cell(v)] for k, v in value.to_dict().items()])
+        else:
+            body = f"```json\n{json.dumps(to_jsonable(value), indent=2)}\n```"
+        sections.append(f"## {title}\n\n{body}")
+    return "\n\n".join(sections) + "\n"
+
+
+def _cell(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def _figure(width: float, height: float) -> Any:
+    # the object-oriented API needs no pyplot and no global backend switch
+    require("matplotlib", "Plots")
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def plot_sts(results: Sequence[STSResult], path: PathLike, reference: Mapping[str, float] | None = None) -> Path:
+    """Grouped bar chart of Spearman x100 per STS task, one bar per model.
+
+    Args:
+        results: One result per model.
+        path: Output image (``.png``, ``.svg``...).
+        reference: Optional task -> value drawn as black ticks (e.g. published numbers).
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> plot_sts([result], "sts.png", reference={"STS12": 72.37})  # doctest: +SKIP
+    """
+    tasks = list(results[0].scores)
+    figure = _figure(1.2 * len(tasks) + 2, 4)
+    axes = figure.add_subplot()
+    width = 0.8 / len(results)
+    for i, result in enumerate(results):
+        positions = [t + (i - (len(results) - 1) / 2) * width for t in range(len(tasks))]
+        bars = axes.bar(positions, [result.scores.get(t, math.nan) for t in tasks], width, label=result.model)
+        axes.bar_label(bars, fmt="%.1f", fontsize=7)
+    if reference:
+        xs = [i for i, t in enumerate(tasks) if t in reference]
+        axes.scatter(xs, [reference[tasks[i]] for i in xs], marker="_", s=400, color="black", label="reference")
+    axes.set_xticks(range(len(tasks)), tasks)
+    axes.set_ylabel("Spearman x100 (cosine)")
+    low = min(v for r in results for v in r.scores.values())
+    axes.set_ylim(max(0.0, low - 10), 100)
+    axes.legend(fontsize=8)
+    return _save(figure, path)
+
+
+def plot_beir(results: Sequence[BEIRResult], path: PathLike, metric: str = "ndcg@10") -> Path:
+    """Horizontal bar chart of one retrieval metric per dataset, one bar per model.
+
+    Args:
+        results: One result per model.
+        path: Output image.
+        metric: Which metric (``"ndcg@10"``, ``"recall@100"``...).
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> plot_beir([beir_result], "beir.png")  # doctest: +SKIP
+    """
+    datasets = list(results[0].datasets)
+    figure = _figure(6, 0.5 * len(datasets) * max(1, len(results)) + 1.5)
+    axes = figure.add_subplot()
+    height = 0.8 / len(results)
+    for i, result in enumerate(results):
+        positions = [d + (i - (len(results) - 1) / 2) * height for d in range(len(datasets))]
+        values = [
+            result.datasets[d].metrics.get(metric, math.nan) if d in result.datasets else math.nan for d in datasets
+        ]
+        bars = axes.barh(positions, values, height, label=result.model)
+        axes.bar_label(bars, fmt="%.3f", fontsize=7)
+    axes.set_yticks(range(len(datasets)), datasets)
+    axes.invert_yaxis()
+    axes.set_xlabel(metric)
+    axes.legend(fontsize=8)
+    return _save(figure, path)
+
+
+def _log_history(source: Any) -> list[dict[str, Any]]:
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if path.is_dir():
+            path = path / "trainer_state.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: file not found (expected a trainer_state.json)")
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))["log_history"]
+        except (json.JSONDecodeError, KeyError) as exc:
+            raise ValueError(f"{path}: not a trainer_state.json with a log_history ({exc})") from None
+    if hasattr(source, "log_history"):
+        return list(source.log_history)
+    return list(source)
+
+
+def plot_training_curve(source: Any, path: PathLike, metric: str = STSB_DEV_METRIC) -> Path:
+    """Line plot of an evaluation metric over training steps, the best step marked.
+
+    Args:
+        source: A ``TrainerState`` (``trainer.state``), its ``log_history`` list, a ``trainer_state.json`` file,
+            or a checkpoint folder holding one.
+        path: Output image.
+        metric: Logged key (default: :func:`~st_infocse.evaluation.stsb_dev_evaluator`'s metric).
+
+    Returns:
+        The path written.
+
+    Example:
+        >>> plot_training_curve(trainer.state, "sts_dev.png")  # doctest: +SKIP
+    """
+    points = [(entry["step"], entry[metric]) for entry in _log_history(source) if metric in entry and "step" in entry]
+    if not points:
+        raise ValueError(f"no {metric!r} entries in the training log")
+    steps, values = zip(*points, strict=True)
+    figure = _figure(6, 3.5)
+    axes = figure.add_subplot()
+    axes.plot(steps, values, marker="o", markersize=3)
+    best = max(range(len(values)), key=values.__getitem__)
+    axes.annotate(
+        f"best {values[best]:.4f} @ {steps[best]}",
+        (steps[best], values[best]),
+        textcoords="offset points",
+        xytext=(0, 8),
+        ha="center",
+        fontsize=8,
+    )
+    axes.set_xlabel("step")
+    axes.set_ylabel(metric)
+    axes.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def _save(figure: Any, path: PathLike) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    return path
+
+
+def save_report(
+    results: Mapping[str, Any], out_dir: PathLike, name: str = "evaluation", plots: bool = True
+) -> dict[str, Path]:
+    """Write ``<name>.json``, ``<name>.md`` and, when matplotlib is installed, a plot per STS/BEIR result.
+
+    Args:
+        results: Title -> result (see :func:`markdown_report`).
+        out_dir: Output folder.
+        name: File stem.
+        plots: Draw plots (skipped quietly when matplotlib is missing).
+
+    Returns:
+        Kind (``"json"``, ``"markdown"``, ``"plot:<title>"``) -> path written.
+
+    Example:
+        >>> save_report({"STS": sts_result, "BEIR": beir_result}, "results")  # doctest: +SKIP
+    """
+    out_dir = Path(out_dir)
+    written = {
+        "json": write_json(results, out_dir / f"{name}.json"),
+        "markdown": out_dir / f"{name}.md",
+    }
+    written["markdown"].write_text(markdown_report(results), encoding="utf-8")
+    if not plots:
+        return written
+    try:
+        require("matplotlib", "Plots")
+    except ImportError:
+        return written
+    for title, value in results.items():
+        slug = "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
+        if isinstance(value, STSResult):
+            written[f"plot:{title}"] = plot_sts([value], out_dir / f"{name}_{slug}.png")
+        elif isinstance(value, BEIRResult):
+            written[f"plot:{title}"] = plot_beir([value], out_dir / f"{name}_{slug}.png")
+    return written

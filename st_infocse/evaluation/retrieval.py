@@ -1,0 +1,638 @@
+"""BEIR zero-shot retrieval (nDCG@10, recall@k) and the in-domain STS-B retrieval of paper 000, Table 11.
+
+Two backends give the same numbers on the same data:
+
+- ``"native"``: ``model.encode_query``/``encode_document`` (one length-sorted call each), exact search with the
+  model's own similarity, metrics from beir's ``EvaluateRetrieval.evaluate`` (pytrec_eval);
+- ``"mteb"``: the data is handed to an mteb retrieval task and scored by ``mteb.evaluate``.
+
+Documents are read as ``title + " " + text`` (stripped) as mteb does, and query-document id collisions are
+ignored only for the datasets where mteb does so (ArguAna, FiQA, Quora, FEVER, MS MARCO), not beir's blanket
+default.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ._deps import require
+from ._encoding import encode_texts, model_name
+from ._format import markdown_table, text_table
+from .data import PathLike, RetrievalData, STSPairs, load_beir_folder, load_mteb_retrieval, load_sts
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 100, 1000)
+#: The 14 public BEIR datasets of paper 000's Table 3, in its row order (BEIR folder names).
+BEIR_PAPER_DATASETS: tuple[str, ...] = (
+    "trec-covid",
+    "nfcorpus",
+    "nq",
+    "fiqa",
+    "arguana",
+    "webis-touche2020",
+    "quora",
+    "cqadupstack",
+    "dbpedia-entity",
+    "scidocs",
+    "climate-fever",
+    "scifact",
+    "hotpotqa",
+    "fever",
+)
+CQADUPSTACK_FORUMS: tuple[str, ...] = (
+    "android",
+    "english",
+    "gaming",
+    "gis",
+    "mathematica",
+    "physics",
+    "programmers",
+    "stats",
+    "tex",
+    "unix",
+    "webmasters",
+    "wordpress",
+)
+
+
+@dataclass(frozen=True)
+class BEIRTaskInfo:
+    """How a BEIR dataset is evaluated.
+
+    Attributes:
+        name: BEIR folder name.
+        mteb_name: The mteb task (``None`` when mteb has no single task for it).
+        ignore_identical_ids: Drop a retrieved document whose id equals the query id (mteb's per-task setting).
+        split: The evaluation split.
+    """
+
+    name: str
+    mteb_name: str | None
+    ignore_identical_ids: bool = False
+    split: str = "test"
+
+
+# mteb's per-task settings (checked against mteb's task classes in tests/evaluation/test_retrieval.py)
+_BEIR_TASKS: dict[str, BEIRTaskInfo] = {
+    info.name: info
+    for info in (
+        BEIRTaskInfo("trec-covid", "TRECCOVID"),
+        BEIRTaskInfo("nfcorpus", "NFCorpus"),
+        BEIRTaskInfo("nq", "NQ"),
+        BEIRTaskInfo("hotpotqa", "HotpotQA"),
+        BEIRTaskInfo("fiqa", "FiQA2018", ignore_identical_ids=True),
+        BEIRTaskInfo("arguana", "ArguAna", ignore_identical_ids=True),
+        BEIRTaskInfo("webis-touche2020", "Touche2020"),
+        BEIRTaskInfo("cqadupstack", None),
+        BEIRTaskInfo("quora", "QuoraRetrieval", ignore_identical_ids=True),
+        BEIRTaskInfo("dbpedia-entity", "DBPedia"),
+        BEIRTaskInfo("scidocs", "SCIDOCS"),
+        BEIRTaskInfo("fever", "FEVER", ignore_identical_ids=True),
+        BEIRTaskInfo("climate-fever", "ClimateFEVER"),
+        BEIRTaskInfo("scifact", "SciFact"),
+        BEIRTaskInfo("msmarco", "MSMARCO", ignore_identical_ids=True, split="dev"),
+        *(
+            BEIRTaskInfo(f"cqadupstack/{forum}", f"CQADupstack{forum.capitalize()}Retrieval")
+            for forum in CQADUPSTACK_FORUMS
+        ),
+    )
+}
+
+
+def beir_task_info(name: str) -> BEIRTaskInfo:
+    """Settings for a BEIR dataset given its BEIR folder name or mteb task name (case-insensitive).
+
+    Args:
+        name: ``"scifact"``, ``"SciFact"``, ``"fiqa"``, ``"FiQA2018"``...
+
+    Returns:
+        The settings; unknown names get mteb's defaults (no mteb task, identical ids kept, ``test`` split).
+
+    Example:
+        >>> beir_task_info("FiQA2018").ignore_identical_ids, beir_task_info("scifact").mteb_name
+        (True, 'SciFact')
+    """
+    key = name.lower().strip("/")
+    for info in _BEIR_TASKS.values():
+        if key in (info.name, (info.mteb_name or "").lower()):
+            return info
+    return BEIRTaskInfo(name, None)
+
+
+@dataclass
+class RetrievalResult:
+    """Retrieval metrics for one dataset, in [0, 1] as BEIR reports them.
+
+    Attributes:
+        name: Dataset name.
+        metrics: ``"ndcg@10"``, ``"recall@100"``, ``"map@10"``, ``"precision@1"`` ... -> value.
+        n_queries, n_documents: Sizes.
+        source: Where the data came from.
+        split: Qrels split.
+        backend: ``"native"`` or ``"mteb"``.
+        seconds: Wall time.
+        parts: For datasets made of several (CQADupStack): each part's result; ``metrics`` is their mean.
+    """
+
+    name: str
+    metrics: dict[str, float]
+    n_queries: int
+    n_documents: int
+    source: str
+    split: str
+    backend: str
+    seconds: float = 0.0
+    parts: dict[str, RetrievalResult] = field(default_factory=dict)
+
+    @property
+    def ndcg_at_10(self) -> float:
+        return self.metrics["ndcg@10"]
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "metrics": self.metrics,
+            "n_queries": self.n_queries,
+            "n_documents": self.n_documents,
+            "source": self.source,
+            "split": self.split,
+            "backend": self.backend,
+            "seconds": self.seconds,
+        }
+        if self.parts:
+            out["parts"] = {name: part.to_dict() for name, part in self.parts.items()}
+        return out
+
+
+@dataclass
+class BEIRResult:
+    """nDCG@10 (and the other metrics) of one model on several BEIR datasets; prints like paper 000's Table 3.
+
+    Attributes:
+        model: Model name.
+        datasets: Dataset name -> result.
+    """
+
+    model: str
+    datasets: dict[str, RetrievalResult]
+
+    @property
+    def average(self) -> float:
+        """Mean nDCG@10 over the datasets."""
+        return float(np.mean([r.ndcg_at_10 for r in self.datasets.values()]))
+
+    def _rows(self, metrics: Sequence[str]) -> list[list[str]]:
+        rows = [
+            [name] + [f"{r.metrics.get(m, float('nan')):.4f}" for m in metrics] for name, r in self.datasets.items()
+        ]
+        averages = [np.mean([r.metrics.get(m, np.nan) for r in self.datasets.values()]) for m in metrics]
+        return [*rows, ["average"] + [f"{a:.4f}" for a in averages]]
+
+    def to_markdown(self, metrics: Sequence[str] = ("ndcg@10", "recall@100")) -> str:
+        """A markdown table: one row per dataset, one column per metric, then the average."""
+        return markdown_table(["Dataset", *metrics], self._rows(metrics))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "average_ndcg@10": self.average,
+            "datasets": {name: r.to_dict() for name, r in self.datasets.items()},
+        }
+
+    def __str__(self) -> str:
+        return f"{self.model}\n" + text_table(["Dataset", "nDCG@10"], self._rows(["ndcg@10"]))
+
+
+def _document_text(doc: dict[str, str]) -> str:
+    # mteb's _corpus_to_dict: the title, a space, the text, stripped
+    title = doc.get("title") or ""
+    return (title + " " + doc["text"]).strip() if title else doc["text"].strip()
+
+
+def search(
+    model: Any,
+    data: RetrievalData,
+    top_k: int = 1000,
+    batch_size: int = 64,
+    show_progress_bar: bool | None = None,
+    corpus_chunk_size: int = 50_000,
+    query_chunk_size: int = 1024,
+) -> dict[str, dict[str, float]]:
+    """Exact nearest-neighbour search of every query over the corpus.
+
+    Args:
+        model: A ``SentenceTransformer``; ``encode_query``/``encode_document`` and ``similarity`` are used when
+            present (so models with query/document prompts get them, as in mteb), else ``encode`` and cosine.
+        data: The dataset.
+        top_k: Documents kept per query.
+        batch_size: Encoding batch size.
+        show_progress_bar: ``None``: shown for 1,000+ texts.
+        corpus_chunk_size, query_chunk_size: Bound the size of each similarity matrix.
+
+    Returns:
+        Query id -> {document id -> score}, the format pytrec_eval, beir and mteb read.
+
+    Example:
+        >>> results = search(model, load_beir_folder("../shared/data/beir/scifact"))  # doctest: +SKIP
+    """
+    from sentence_transformers.util import cos_sim
+
+    doc_ids = list(data.corpus)
+    query_ids = list(data.queries)
+    if not doc_ids or not query_ids:
+        raise ValueError(f"{data.name}: empty corpus or no queries")
+    documents = encode_texts(
+        model, [_document_text(data.corpus[d]) for d in doc_ids], batch_size, show_progress_bar, kind="document"
+    )
+    queries = encode_texts(model, [data.queries[q] for q in query_ids], batch_size, show_progress_bar, kind="query")
+    similarity = getattr(model, "similarity", None) or cos_sim
+    top_k = min(top_k, len(doc_ids))
+    results: dict[str, dict[str, float]] = {}
+    for q_start in range(0, len(query_ids), query_chunk_size):
+        q = queries[q_start : q_start + query_chunk_size]
+        best_scores = torch.empty((len(q), 0))
+        best_index = torch.empty((len(q), 0), dtype=torch.long)
+        for d_start in range(0, len(doc_ids), corpus_chunk_size):
+            scores = torch.as_tensor(similarity(q, documents[d_start : d_start + corpus_chunk_size])).float()
+            k = min(top_k, scores.shape[1])
+            values, index = torch.topk(scores, k, dim=1)
+            merged_scores = torch.cat([best_scores, values], dim=1)
+            merged_index = torch.cat([best_index, index + d_start], dim=1)
+            k = min(top_k, merged_scores.shape[1])
+            best_scores, order = torch.topk(merged_scores, k, dim=1)
+            best_index = torch.gather(merged_index, 1, order)
+        for row, query_id in enumerate(query_ids[q_start : q_start + query_chunk_size]):
+            results[query_id] = {
+                doc_ids[j]: float(s) for j, s in zip(best_index[row].tolist(), best_scores[row].tolist(), strict=True)
+            }
+    return results
+
+
+def retrieval_metrics(
+    qrels: dict[str, dict[str, int]],
+    results: dict[str, dict[str, float]],
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+    ignore_identical_ids: bool = False,
+) -> dict[str, float]:
+    """nDCG, MAP, recall and precision at each k through beir's ``EvaluateRetrieval.evaluate`` (pytrec_eval).
+
+    Args:
+        qrels: Query id -> {document id -> relevance}.
+        results: Query id -> {document id -> score}.
+        k_values: Cut-offs.
+        ignore_identical_ids: Drop retrieved documents whose id equals the query id.
+
+    Returns:
+        ``{"ndcg@10": ..., "map@10": ..., "recall@10": ..., "precision@10": ...}`` for each k, in [0, 1].
+
+    Example:
+        >>> retrieval_metrics({"q": {"d1": 1}}, {"q": {"d1": 0.9, "d2": 0.1}}, k_values=(1,))["ndcg@1"]
+        1.0
+    """
+    evaluation = require("beir.retrieval.evaluation", "BEIR metrics")
+    # beir edits ``results`` in place when ignoring identical ids
+    results = {q: dict(docs) for q, docs in results.items()}
+    ndcg, _map, recall, precision = evaluation.EvaluateRetrieval.evaluate(
+        qrels, results, list(k_values), ignore_identical_ids=ignore_identical_ids
+    )
+    out: dict[str, float] = {}
+    for prefix, scores in (("ndcg", ndcg), ("map", _map), ("recall", recall), ("precision", precision)):
+        for key, value in scores.items():
+            out[f"{prefix}@{key.split('@')[1]}"] = float(value)
+    return out
+
+
+def _mteb_local_task(data: RetrievalData, ignore_identical_ids: bool) -> Any:
+    from datasets import Dataset
+
+    mteb = require("mteb", "the mteb retrieval backend")
+    info = beir_task_info(data.name)
+    if info.mteb_name:
+        task = mteb.get_task(info.mteb_name)
+    else:
+        from mteb.abstasks.retrieval import AbsTaskRetrieval
+        from mteb.abstasks.task_metadata import TaskMetadata
+
+        class LocalRetrieval(AbsTaskRetrieval):
+            metadata = TaskMetadata(
+                name=f"Local-{data.name}",
+                description=f"Local BEIR folder {data.source}",
+                reference=None,
+                dataset={"path": "local", "revision": "local"},
+                type="Retrieval",
+                category="t2t",
+                modalities=["text"],
+                eval_splits=[data.split],
+                eval_langs=["eng-Latn"],
+                main_score="ndcg_at_10",
+                date=None,
+                domains=None,
+                task_subtypes=None,
+                license=None,
+                annotations_creators=None,
+                dialect=None,
+                sample_creation=None,
+                bibtex_citation="",
+            )
+
+        task = LocalRetrieval()
+    task.ignore_identical_ids = ignore_identical_ids
+    corpus = Dataset.from_list(
+        [{"id": d, "title": doc.get("title") or "", "text": doc["text"]} for d, doc in data.corpus.items()]
+    )
+    queries = Dataset.from_list([{"id": q, "text": text} for q, text in data.queries.items()])
+    task.dataset = {
+        "default": {data.split: {"corpus": corpus, "queries": queries, "relevant_docs": data.qrels, "top_ranked": None}}
+    }
+    task.data_loaded = True
+    task.filter_eval_splits([data.split])
+    return task
+
+
+def _evaluate_with_mteb(
+    model: Any,
+    data: RetrievalData,
+    k_values: Sequence[int],
+    ignore_identical_ids: bool,
+    batch_size: int,
+    progress: bool,
+) -> dict[str, float]:
+    mteb = require("mteb", "the mteb retrieval backend")
+    task = _mteb_local_task(data, ignore_identical_ids)
+    # mteb's score dict always reads recall@1; its search depth is the largest k, as in the native backend
+    task.k_values = tuple(sorted(set(k_values) | {1}))
+    task._top_k = max(k_values)
+    result = mteb.evaluate(
+        model,
+        task,
+        cache=None,
+        overwrite_strategy="always",
+        encode_kwargs={"batch_size": batch_size, "show_progress_bar": progress},
+        show_progress_bar=progress,
+    )
+    scores = result.task_results[0].scores[data.split][0]
+    return {
+        f"{metric}@{k}": float(scores[f"{name}_at_{k}"])
+        for metric, name in (("ndcg", "ndcg"), ("map", "map"), ("recall", "recall"), ("precision", "precision"))
+        for k in k_values
+    }
+
+
+def evaluate_retrieval(
+    model: Any,
+    data: RetrievalData,
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+    backend: str = "native",
+    ignore_identical_ids: bool | None = None,
+    batch_size: int = 64,
+    show_progress_bar: bool | None = None,
+) -> RetrievalResult:
+    """Zero-shot retrieval metrics of ``model`` on one dataset.
+
+    Args:
+        model: A ``SentenceTransformer``.
+        data: The dataset (:func:`~st_infocse.evaluation.load_beir_folder`, ``load_mteb_retrieval``).
+        k_values: Cut-offs for nDCG/MAP/recall/precision.
+        backend: ``"native"`` (our search, beir/pytrec_eval metrics) or ``"mteb"`` (``mteb.evaluate``).
+        ignore_identical_ids: ``None``: mteb's setting for this dataset (see :func:`beir_task_info`).
+        batch_size: Encoding batch size.
+        show_progress_bar: ``None``: shown for 1,000+ texts.
+
+    Returns:
+        The metrics.
+
+    Example:
+        >>> data = load_beir_folder("../shared/data/beir/scifact")  # doctest: +SKIP
+        >>> evaluate_retrieval(model, data).ndcg_at_10  # doctest: +SKIP
+        0.64508
+    """
+    if backend not in ("native", "mteb"):
+        raise ValueError(f"backend must be 'native' or 'mteb', got {backend!r}")
+    if ignore_identical_ids is None:
+        ignore_identical_ids = beir_task_info(data.name).ignore_identical_ids
+    start = time.perf_counter()
+    if backend == "native":
+        results = search(model, data, top_k=max(k_values), batch_size=batch_size, show_progress_bar=show_progress_bar)
+        metrics = retrieval_metrics(data.qrels, results, k_values, ignore_identical_ids)
+    else:
+        progress = bool(show_progress_bar) if show_progress_bar is not None else len(data.corpus) >= 1000
+        metrics = _evaluate_with_mteb(model, data, k_values, ignore_identical_ids, batch_size, progress)
+    return RetrievalResult(
+        name=data.name,
+        metrics=metrics,
+        n_queries=len(data.queries),
+        n_documents=len(data.corpus),
+        source=data.source,
+        split=data.split,
+        backend=backend,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _average(name: str, parts: dict[str, RetrievalResult], backend: str, source: str) -> RetrievalResult:
+    keys = next(iter(parts.values())).metrics
+    return RetrievalResult(
+        name=name,
+        metrics={k: float(np.mean([p.metrics[k] for p in parts.values()])) for k in keys},
+        n_queries=sum(p.n_queries for p in parts.values()),
+        n_documents=sum(p.n_documents for p in parts.values()),
+        source=source,
+        split=next(iter(parts.values())).split,
+        backend=backend,
+        seconds=sum(p.seconds for p in parts.values()),
+        parts=parts,
+    )
+
+
+def evaluate_beir(
+    model: Any,
+    datasets: str | Sequence[str] = ("scifact",),
+    source: PathLike = "mteb",
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+    backend: str = "native",
+    split: str | None = None,
+    batch_size: int = 64,
+    show_progress_bar: bool | None = None,
+    model_label: str | None = None,
+) -> BEIRResult:
+    """BEIR zero-shot retrieval on one or more datasets, online through mteb or from local BEIR folders.
+
+    CQADupStack is evaluated per forum and averaged, as BEIR and the papers do.
+
+    Args:
+        model: A ``SentenceTransformer``.
+        datasets: BEIR names (``"scifact"``, ``"nfcorpus"``... see :data:`BEIR_PAPER_DATASETS`) or mteb names.
+        source: ``"mteb"`` (Hugging Face hub) or a folder holding one subfolder per dataset (``<source>/scifact``),
+            or a single BEIR dataset folder.
+        k_values: Cut-offs.
+        backend: ``"native"`` or ``"mteb"`` (see :func:`evaluate_retrieval`).
+        split: Qrels split (default: ``test``; ``dev`` for MS MARCO).
+        batch_size: Encoding batch size.
+        show_progress_bar: ``None``: shown for 1,000+ texts.
+        model_label: Name in the printed table.
+
+    Returns:
+        The per-dataset results and their average nDCG@10.
+
+    Example:
+        >>> print(evaluate_beir(model, "scifact", source="../shared/data/beir"))  # doctest: +SKIP
+        all-MiniLM-L6-v2
+        Dataset  nDCG@10
+        scifact   0.6451
+        average   0.6451
+    """
+    names = [datasets] if isinstance(datasets, str) else list(datasets)
+    out: dict[str, RetrievalResult] = {}
+    for name in names:
+        info = beir_task_info(name)
+        the_split = split or info.split
+        loaded = _load_retrieval(name, source, the_split)
+        if len(loaded) == 1 and loaded[0][0] == "":
+            out[name] = evaluate_retrieval(model, loaded[0][1], k_values, backend, None, batch_size, show_progress_bar)
+            continue
+        parts = {}
+        for part_name, data in loaded:
+            parts[part_name] = evaluate_retrieval(model, data, k_values, backend, None, batch_size, show_progress_bar)
+        out[name] = _average(name, parts, backend, source=str(source))
+    return BEIRResult(model_label or model_name(model), out)
+
+
+def _load_retrieval(name: str, source: PathLike, split: str) -> list[tuple[str, RetrievalData]]:
+    """[("", data)] for a plain dataset, [(part, data), ...] for one made of several (CQADupStack)."""
+    info = beir_task_info(name)
+    if isinstance(source, str) and source == "mteb":
+        if info.name == "cqadupstack":
+            return [(f, load_mteb_retrieval(f"cqadupstack/{f}", split)) for f in CQADUPSTACK_FORUMS]
+        return [("", _renamed(load_mteb_retrieval(info.mteb_name or name, split), info.name))]
+    root = Path(source)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: folder not found (expected BEIR dataset folders or 'mteb')")
+    folder = root / name
+    if not folder.is_dir():
+        if (root / "corpus.jsonl").is_file() and root.name.lower() == name.lower():
+            folder = root
+        else:
+            raise FileNotFoundError(f"{folder}: folder not found (no BEIR dataset {name!r} under {root})")
+    if (folder / "corpus.jsonl").is_file():
+        return [("", load_beir_folder(folder, split, name=info.name))]
+    subfolders = sorted(p for p in folder.iterdir() if (p / "corpus.jsonl").is_file())
+    if not subfolders:
+        raise FileNotFoundError(f"{folder}: no corpus.jsonl here or in its subfolders")
+    return [(p.name, load_beir_folder(p, split, name=f"{info.name}/{p.name}")) for p in subfolders]
+
+
+def _renamed(data: RetrievalData, name: str) -> RetrievalData:
+    data.name = name
+    return data
+
+
+def download_beir(name: str, out_dir: PathLike) -> Path:
+    """Download and unzip a BEIR dataset from the BEIR authors' server (not the Hugging Face hub).
+
+    Args:
+        name: BEIR dataset name (``"scifact"``).
+        out_dir: Where to unzip; the dataset lands in ``out_dir/name``.
+
+    Returns:
+        The dataset folder, ready for :func:`~st_infocse.evaluation.load_beir_folder`.
+
+    Example:
+        >>> folder = download_beir("scifact", "beir-data")  # doctest: +SKIP
+    """
+    util = require("beir.util", "Downloading BEIR datasets")
+    url = f"https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
+    return Path(util.download_and_unzip(url, str(out_dir)))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# in-domain retrieval (paper 000, Table 11, after DiffCSE)
+
+
+@dataclass
+class InDomainRetrievalResult:
+    """Recall@k x100 of finding ``s2`` from ``s1`` among all STS-B test sentences.
+
+    Attributes:
+        recall: k -> recall x100.
+        n_queries: Pairs with the gold score (97 on STS-B test).
+        n_corpus: Corpus size (every sentence slot: 2,758 on STS-B test).
+        source: Where the pairs came from.
+    """
+
+    recall: dict[int, float]
+    n_queries: int
+    n_corpus: int
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "recall": {f"R@{k}": v for k, v in self.recall.items()},
+            "n_queries": self.n_queries,
+            "n_corpus": self.n_corpus,
+            "source": self.source,
+        }
+
+    def __str__(self) -> str:
+        return "  ".join(f"R@{k} {v:.2f}" for k, v in self.recall.items()) + f"  ({self.n_queries} queries)"
+
+
+def evaluate_in_domain_retrieval(
+    model: Any,
+    source: PathLike | STSPairs,
+    gold_score: float = 5.0,
+    k_values: Sequence[int] = (1, 5, 10),
+    batch_size: int = 64,
+    show_progress_bar: bool | None = None,
+) -> InDomainRetrievalResult:
+    """In-domain retrieval on STS-B test (paper 000, Table 11): query ``s1`` of each gold-5.0 pair, find ``s2``.
+
+    The corpus is every sentence slot of the test set (both sides of every pair: 2,758 sentences, 97 queries
+    on STS-B test). A query never retrieves itself: its own slot and other slots holding exactly the query's
+    text are left out of its ranking (a duplicate of the query is not a neighbour), unless that text is also
+    the answer. A hit at k: a slot holding the answer's text ranks in the top k (ties count in its favour).
+
+    Args:
+        model: A ``SentenceTransformer``.
+        source: STS-B test pairs, a SentEval folder, ``"mteb"``, or a sentence1/sentence2/score file or folder.
+        gold_score: Gold score that marks a query/answer pair.
+        k_values: Recall cut-offs.
+        batch_size: Encoding batch size.
+        show_progress_bar: ``None``: shown for 1,000+ sentences.
+
+    Returns:
+        Recall@k x100.
+
+    Example:
+        >>> print(evaluate_in_domain_retrieval(model, "../shared/data/senteval"))  # doctest: +SKIP
+    """
+    pairs = load_sts(source, task="STS-B", split="test")
+    slots = [*pairs.sentences1, *pairs.sentences2]
+    queries = [i for i, score in enumerate(pairs.scores) if score == gold_score]
+    if not queries:
+        raise ValueError(f"{pairs.source}: no pair has gold score {gold_score}")
+    embeddings = encode_texts(model, slots, batch_size, show_progress_bar)
+    embeddings = torch.nn.functional.normalize(embeddings, dim=1)
+    texts = np.asarray(slots, dtype=object)
+    hits = {k: 0 for k in k_values}
+    for i in queries:
+        query_text, answer_text = pairs.sentences1[i], pairs.sentences2[i]
+        scores = embeddings @ embeddings[i]
+        candidate = np.ones(len(slots), dtype=bool)
+        candidate[i] = False
+        if query_text != answer_text:
+            candidate &= texts != query_text
+        answers = candidate & (texts == answer_text)
+        best_answer = scores[torch.from_numpy(answers)].max()
+        rank = 1 + int((scores[torch.from_numpy(candidate)] > best_answer).sum())
+        for k in k_values:
+            hits[k] += rank <= k
+    recall = {k: 100.0 * hits[k] / len(queries) for k in k_values}
+    return InDomainRetrievalResult(recall, len(queries), len(slots), pairs.source)

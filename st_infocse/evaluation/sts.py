@@ -1,0 +1,336 @@
+"""The papers' STS table: Spearman x100 of cosine similarity on STS12-16, STS-B test and SICK-R test.
+
+STS12-16 use SentEval's "all" setting: one Spearman over all subsets concatenated. mteb's STS12-16 test sets
+are those same concatenations (3,108 / 1,500 / 3,750 / 3,000 / 1,186 pairs), so mteb's published per-task
+``cosine_spearman`` is the "all" number; measured on all-MiniLM-L6-v2 from a SentEval folder, the two agree to
+0.01 (``benchmarks/evaluation_reference.py``). The metric is computed the way sentence-transformers'
+``EmbeddingSimilarityEvaluator`` and mteb compute it (``pairwise_cos_sim`` then ``scipy.stats.spearmanr``);
+only the encoding is shared: every unique sentence of the suite goes through one length-sorted
+``model.encode`` call.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+from sentence_transformers.util import pairwise_cos_sim
+
+from ._encoding import encode_texts, model_name
+from ._format import markdown_table, text_table
+from .data import STS_TASKS, PathLike, STSPairs, canonical_sts_name, load_sts
+
+logger = logging.getLogger(__name__)
+
+#: Key under which ``SentenceTransformerTrainer`` logs :func:`stsb_dev_evaluator`'s score (default name).
+STSB_DEV_METRIC = "eval_sts-dev_spearman_cosine"
+
+
+@dataclass
+class STSTaskResult:
+    """One STS task's scores.
+
+    Attributes:
+        name: Task name.
+        spearman: Spearman x100 of cosine similarity against the gold scores (the papers' number).
+        pearson: Pearson x100, for reference.
+        n_pairs: Number of scored pairs.
+        source: Where the data came from.
+        split: The split.
+        note: E.g. which SICK-R split, or "all subsets concatenated".
+        subset_spearman: Spearman x100 per SentEval subset (their plain mean is SentEval's "mean" setting).
+    """
+
+    name: str
+    spearman: float
+    pearson: float
+    n_pairs: int
+    source: str
+    split: str
+    note: str = ""
+    subset_spearman: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spearman": self.spearman,
+            "pearson": self.pearson,
+            "n_pairs": self.n_pairs,
+            "source": self.source,
+            "split": self.split,
+            "note": self.note,
+            "subset_spearman": self.subset_spearman,
+        }
+
+
+@dataclass
+class STSResult:
+    """Scores of one model on several STS tasks; ``print()`` shows the papers' table row.
+
+    Attributes:
+        model: Model name for the row.
+        tasks: Task name -> result, in column order.
+        seconds: Wall time of the evaluation (encoding included).
+        n_sentences: Unique sentences encoded.
+    """
+
+    model: str
+    tasks: dict[str, STSTaskResult]
+    seconds: float = 0.0
+    n_sentences: int = 0
+
+    @property
+    def average(self) -> float:
+        """Plain mean of the tasks' Spearman x100 (the papers' "Avg.")."""
+        return float(np.mean([t.spearman for t in self.tasks.values()]))
+
+    @property
+    def scores(self) -> dict[str, float]:
+        """Task -> Spearman x100, plus ``"Avg."``."""
+        return {**{name: t.spearman for name, t in self.tasks.items()}, "Avg.": self.average}
+
+    def notes(self) -> list[str]:
+        """Where the numbers come from: tasks sharing a note on one line, then the data source(s)."""
+        groups: dict[str, list[str]] = {}
+        for name, task in self.tasks.items():
+            if task.note:
+                groups.setdefault(task.note, []).append(name)
+        lines = [f"{', '.join(names)}: {note}" for note, names in groups.items()]
+        kinds = {t.source.split(":", 1)[0] for t in self.tasks.values()}
+        paths = [t.source.split(":", 1)[1] for t in self.tasks.values() if ":" in t.source]
+        if kinds == {"senteval"} and len(paths) == len(self.tasks):
+            lines.append(f"data: SentEval folder {_common_folder(paths)}")
+        elif kinds == {"mteb"}:
+            lines.append("data: mteb tasks (Hugging Face hub)")
+        else:
+            lines += [f"{name} data: {t.source}" for name, t in self.tasks.items()]
+        return lines
+
+    def row(self) -> list[str]:
+        """The table row's cells: model name, each task, the average (2 decimals)."""
+        return [self.model] + [f"{v:.2f}" for v in self.scores.values()]
+
+    def to_markdown(self) -> str:
+        """The result as a markdown table (see :func:`~st_infocse.evaluation.sts_markdown` for several models)."""
+        return markdown_table(["Model", *self.scores], [self.row()])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "average": self.average,
+            "tasks": {name: t.to_dict() for name, t in self.tasks.items()},
+            "seconds": self.seconds,
+            "n_sentences": self.n_sentences,
+        }
+
+    def __str__(self) -> str:
+        table = text_table(["Model", *self.scores], [self.row()])
+        return "\n".join([table, *(f"  {note}" for note in self.notes())])
+
+
+def _common_folder(paths: Sequence[str]) -> str:
+    common = Path(os.path.commonpath(paths))
+    # a single task's source is a file or a task folder; show the SentEval root rather than STS/
+    return str(common.parent if common.name in ("STS", "SICK") or common.suffix else common)
+
+
+def spearman_x100(gold: Sequence[float], predicted: Sequence[float]) -> float:
+    """Spearman correlation x100 (``scipy.stats.spearmanr``), NaN-safe for constant inputs.
+
+    Args:
+        gold: Gold scores.
+        predicted: Predicted similarities.
+
+    Returns:
+        The correlation x100 (0.0 when either side is constant).
+
+    Example:
+        >>> spearman_x100([1, 2, 3], [0.1, 0.5, 0.2])
+        50.0
+    """
+    if len(set(gold)) < 2 or len(set(np.asarray(predicted).tolist())) < 2:
+        return 0.0
+    return float(spearmanr(gold, predicted).statistic) * 100
+
+
+def _score(pairs: STSPairs, e1: Any, e2: Any) -> STSTaskResult:
+    cosine = pairwise_cos_sim(e1, e2).numpy().astype(np.float64)
+    gold = np.asarray(pairs.scores, dtype=np.float64)
+    pearson = float(pearsonr(gold, cosine).statistic) * 100 if len(set(cosine.tolist())) > 1 else 0.0
+    subsets: dict[str, float] = {}
+    if len(pairs.subsets) > 1:
+        start = 0
+        for subset, size in pairs.subsets.items():
+            subsets[subset] = spearman_x100(gold[start : start + size], cosine[start : start + size])
+            start += size
+    return STSTaskResult(
+        name=pairs.name,
+        spearman=spearman_x100(gold, cosine),
+        pearson=pearson,
+        n_pairs=len(pairs),
+        source=pairs.source,
+        split=pairs.split,
+        note=pairs.note,
+        subset_spearman=subsets,
+    )
+
+
+def evaluate_sts(
+    model: Any,
+    datasets: STSPairs | Sequence[STSPairs],
+    batch_size: int = 64,
+    show_progress_bar: bool | None = None,
+    model_label: str | None = None,
+) -> STSResult:
+    """Spearman x100 of cosine similarity on already loaded STS datasets.
+
+    Args:
+        model: A ``SentenceTransformer``.
+        datasets: One or more :class:`STSPairs`; all their unique sentences are encoded in one call.
+        batch_size: Encoding batch size.
+        show_progress_bar: ``None``: shown for 1,000+ unique sentences.
+        model_label: Row label (default: inferred from the model).
+
+    Returns:
+        The scores, one entry per dataset.
+
+    Example:
+        >>> from st_infocse.evaluation import STSPairs, evaluate_sts
+        >>> pairs = STSPairs("toy", ["a cat", "a dog", "a car"], ["a cat sat", "a dog ran", "the sea"],
+        ...                  [5.0, 4.0, 0.0], source="hand-made")
+        >>> print(evaluate_sts(model, pairs))  # doctest: +SKIP
+    """
+    if isinstance(datasets, STSPairs):
+        datasets = [datasets]
+    names = [d.name for d in datasets]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate task names: {names}")
+    start = time.perf_counter()
+    texts = [s for d in datasets for s in (*d.sentences1, *d.sentences2)]
+    embeddings = encode_texts(model, texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    results: dict[str, STSTaskResult] = {}
+    offset = 0
+    for pairs in datasets:
+        n = len(pairs)
+        e1 = embeddings[offset : offset + n]
+        e2 = embeddings[offset + n : offset + 2 * n]
+        offset += 2 * n
+        results[pairs.name] = _score(pairs, e1, e2)
+    return STSResult(
+        model=model_label or model_name(model),
+        tasks=results,
+        seconds=time.perf_counter() - start,
+        n_sentences=len(set(texts)),
+    )
+
+
+def evaluate_sts_suite(
+    model: Any,
+    source: PathLike | Mapping[str, PathLike | STSPairs] = "mteb",
+    tasks: Sequence[str] = STS_TASKS,
+    batch_size: int = 64,
+    show_progress_bar: bool | None = None,
+    model_label: str | None = None,
+) -> STSResult:
+    """The papers' STS table row (STS12-16 "all", STS-B test, SICK-R test) in one call.
+
+    Args:
+        model: A ``SentenceTransformer``.
+        source: ``"mteb"`` (online; note mteb's SICK-R is all 9,927 SICK pairs), a SentEval ``data/downstream``
+            folder (offline; SICK-R is the 4,927-pair test split), or a mapping task -> file/folder/STSPairs
+            for local jsonl/csv/Hugging Face data.
+        tasks: Which tasks, in column order.
+        batch_size: Encoding batch size.
+        show_progress_bar: ``None``: shown for 1,000+ unique sentences.
+        model_label: Row label.
+
+    Returns:
+        The scores; ``print(result)`` shows the table row and where each number comes from.
+
+    Example:
+        >>> from sentence_transformers import SentenceTransformer
+        >>> model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")  # doctest: +SKIP
+        >>> print(evaluate_sts_suite(model, "../shared/data/senteval"))  # doctest: +SKIP
+        Model             STS12  STS13  STS14  STS15  STS16  STS-B  SICK-R   Avg.
+        all-MiniLM-L6-v2  72.36  80.60  75.60  85.39  78.99  82.03   77.15  78.87
+    """
+    loaded = []
+    for task in tasks:
+        name = canonical_sts_name(task)
+        if isinstance(source, Mapping):
+            if name not in source and task not in source:
+                raise KeyError(f"no source given for task {task!r} (have: {', '.join(source)})")
+            item = source[name] if name in source else source[task]
+            pairs = replace(load_sts(item, task=name), name=name)
+        else:
+            pairs = load_sts(source if source == "mteb" else Path(source), task=name)
+        loaded.append(pairs)
+    return evaluate_sts(model, loaded, batch_size, show_progress_bar, model_label)
+
+
+def stsb_dev_evaluator(
+    source: PathLike | STSPairs = "hub",
+    name: str = "sts-dev",
+    split: str = "dev",
+    batch_size: int = 64,
+    show_progress_bar: bool = False,
+) -> Any:
+    """STS-B dev Spearman for ``SentenceTransformerTrainer`` (checkpoint selection as in all four papers).
+
+    Returns sentence-transformers' own ``EmbeddingSimilarityEvaluator`` with cosine as the main similarity, so
+    the trainer logs ``eval_{name}_spearman_cosine`` (:data:`STSB_DEV_METRIC` for the default name); pass that
+    as ``metric_for_best_model`` with ``load_best_model_at_end=True`` and ``eval_strategy="steps"``.
+
+    Args:
+        source: ``"hub"`` (``sentence-transformers/stsb`` validation split from the Hugging Face hub), a SentEval
+            folder, a jsonl/csv file or Hugging Face folder with sentence1/sentence2/score, or loaded STSPairs.
+        name: Evaluator name (prefix of the logged metric).
+        split: Split to read from a SentEval or Hugging Face folder.
+        batch_size: Encoding batch size.
+        show_progress_bar: Progress bar while evaluating.
+
+    Returns:
+        An ``EmbeddingSimilarityEvaluator``.
+
+    Example:
+        >>> from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+        >>> evaluator = stsb_dev_evaluator("../shared/data/senteval")  # doctest: +SKIP
+        >>> args = SentenceTransformerTrainingArguments(  # doctest: +SKIP
+        ...     "out", eval_strategy="steps", eval_steps=125, save_steps=125,
+        ...     load_best_model_at_end=True, metric_for_best_model=STSB_DEV_METRIC)
+        >>> trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train,  # doctest: +SKIP
+        ...                                      loss=loss, evaluator=evaluator)
+    """
+    from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+
+    if isinstance(source, str) and source == "hub":
+        import datasets
+
+        try:
+            ds = datasets.load_dataset("sentence-transformers/stsb", split="validation")
+        except Exception as exc:  # hub errors come in many types
+            raise RuntimeError(
+                f"could not load sentence-transformers/stsb from the Hugging Face hub ({type(exc).__name__}); "
+                "offline? pass a SentEval folder or a local sentence1/sentence2/score file as the source"
+            ) from exc
+        pairs = STSPairs("STS-B", list(ds["sentence1"]), list(ds["sentence2"]), list(ds["score"]), "hub", "dev")
+    else:
+        pairs = load_sts(source, task="STS-B", split=split)
+    evaluator = EmbeddingSimilarityEvaluator(
+        pairs.sentences1,
+        pairs.sentences2,
+        pairs.scores,
+        batch_size=batch_size,
+        main_similarity="cosine",
+        name=name,
+        show_progress_bar=show_progress_bar,
+    )
+    # known before the first evaluation, so callers can read it when building TrainingArguments
+    evaluator.primary_metric = f"{name}_spearman_cosine"
+    return evaluator

@@ -1,0 +1,241 @@
+"""SentEval transfer tasks (MR, CR, SUBJ, MPQA, SST2, TREC, MRPC): logistic regression on frozen embeddings.
+
+The protocol follows SentEval: MR, CR, SUBJ and MPQA by stratified k-fold cross-validation (k=10, seed 1111)
+with the regularisation chosen by an inner cross-validation on each training fold; SST2 with the
+regularisation chosen on its dev split; TREC and MRPC with an inner cross-validation on the training split,
+then one fit on it and one score on the test split. MRPC features are ``[|u - v|, u * v]`` as in SentEval.
+
+One deliberate difference: SentEval's scikit-learn path fits ``LogisticRegression`` on raw embeddings, where
+a fixed C grid means very different regularisation for embeddings of different scale (unit-norm MiniLM vectors
+have coordinates near 0.05); the features are standardised first (``StandardScaler`` fitted on the training
+part only) so the same C grid suits every model. The papers used SentEval's PyTorch classifier (Adam, early
+stopping), so expect numbers close to, not equal to, theirs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._deps import require
+from ._encoding import encode_texts, model_name
+from ._format import markdown_table, text_table
+from .data import TRANSFER_TASKS, PathLike, TransferData, canonical_transfer_name, load_senteval_transfer
+
+#: The C values searched (SentEval's scikit-learn grid, 2^-2 ... 2^3).
+C_GRID: tuple[float, ...] = tuple(2.0**t for t in range(-2, 4))
+
+
+@dataclass
+class TransferTaskResult:
+    """One transfer task's test accuracy.
+
+    Attributes:
+        name: Task name.
+        accuracy: Test accuracy x100 (mean over the outer folds for cross-validated tasks).
+        protocol: How it was measured.
+        n_train, n_test: Example counts (for cross-validation, ``n_test`` is the total over the folds).
+        chosen_c: The selected C (one per outer fold for cross-validated tasks).
+        f1: Test F1 x100 of the positive class (MRPC only).
+        source: Where the data came from.
+    """
+
+    name: str
+    accuracy: float
+    protocol: str
+    n_train: int
+    n_test: int
+    chosen_c: list[float]
+    source: str
+    f1: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class TransferResult:
+    """Accuracy x100 of one model on the transfer tasks; ``print()`` shows the papers' table row."""
+
+    model: str
+    tasks: dict[str, TransferTaskResult]
+    seconds: float = 0.0
+
+    @property
+    def average(self) -> float:
+        return float(np.mean([t.accuracy for t in self.tasks.values()]))
+
+    @property
+    def scores(self) -> dict[str, float]:
+        return {**{n: t.accuracy for n, t in self.tasks.items()}, "Avg.": self.average}
+
+    def row(self) -> list[str]:
+        """The table row's cells: model name, each task, the average (2 decimals)."""
+        return [self.model] + [f"{v:.2f}" for v in self.scores.values()]
+
+    def to_markdown(self) -> str:
+        return markdown_table(["Model", *self.scores], [self.row()])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "average": self.average,
+            "tasks": {n: t.to_dict() for n, t in self.tasks.items()},
+            "seconds": self.seconds,
+        }
+
+    def __str__(self) -> str:
+        return text_table(["Model", *self.scores], [self.row()])
+
+
+def _features(model: Any, examples: list[Any], batch_size: int, progress: bool | None) -> np.ndarray:
+    if examples and isinstance(examples[0], tuple):
+        a = encode_texts(model, [x[0] for x in examples], batch_size, progress).numpy()
+        b = encode_texts(model, [x[1] for x in examples], batch_size, progress).numpy()
+        return np.concatenate([np.abs(a - b), a * b], axis=1)
+    return encode_texts(model, examples, batch_size, progress).numpy()
+
+
+def _classifier(c: float, seed: int, max_iter: int) -> Any:
+    linear = require("sklearn.linear_model", "Transfer tasks")
+    pipeline = require("sklearn.pipeline", "Transfer tasks")
+    preprocessing = require("sklearn.preprocessing", "Transfer tasks")
+    return pipeline.make_pipeline(
+        preprocessing.StandardScaler(), linear.LogisticRegression(C=c, max_iter=max_iter, random_state=seed)
+    )
+
+
+def _grid_search(c_grid: Sequence[float], folds: int, seed: int, max_iter: int) -> Any:
+    model_selection = require("sklearn.model_selection", "Transfer tasks")
+    inner = model_selection.StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    return model_selection.GridSearchCV(
+        _classifier(c_grid[0], seed, max_iter), {"logisticregression__C": list(c_grid)}, cv=inner, n_jobs=1
+    )
+
+
+def classify(
+    data: TransferData,
+    train_x: np.ndarray,
+    test_x: np.ndarray | None = None,
+    dev_x: np.ndarray | None = None,
+    kfold: int = 10,
+    inner_kfold: int = 5,
+    c_grid: Sequence[float] = C_GRID,
+    seed: int = 1111,
+    max_iter: int = 1000,
+) -> TransferTaskResult:
+    """Run SentEval's protocol for ``data`` on precomputed features.
+
+    Args:
+        data: The task (its labels and which splits exist decide the protocol).
+        train_x, test_x, dev_x: Features for ``data.train``, ``data.test``, ``data.dev``.
+        kfold: Outer folds for tasks without a test split.
+        inner_kfold: Folds of the inner cross-validation that picks C.
+        c_grid: C values searched.
+        seed: Seed of the fold shuffles and the solver.
+        max_iter: Solver iterations.
+
+    Returns:
+        The task's result.
+
+    Example:
+        >>> import numpy as np
+        >>> data = TransferData("toy", ["a"] * 8, [0, 1] * 4, ("no", "yes"), "hand-made")
+        >>> x = np.array([[float(y)] for y in data.train_labels])
+        >>> classify(data, x, kfold=2, inner_kfold=2).accuracy
+        100.0
+    """
+    model_selection = require("sklearn.model_selection", "Transfer tasks")
+    metrics = require("sklearn.metrics", "Transfer tasks")
+    y = np.asarray(data.train_labels)
+    if data.test is None:
+        outer = model_selection.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
+        accuracies, chosen = [], []
+        for train_index, test_index in outer.split(train_x, y):
+            search = _grid_search(c_grid, inner_kfold, seed, max_iter).fit(train_x[train_index], y[train_index])
+            accuracies.append(search.score(train_x[test_index], y[test_index]))
+            chosen.append(float(search.best_params_["logisticregression__C"]))
+        return TransferTaskResult(
+            data.name, 100 * float(np.mean(accuracies)), f"{kfold}-fold CV", len(y), len(y), chosen, data.source
+        )
+    if test_x is None:
+        raise ValueError(f"{data.name}: test features missing")
+    y_test = np.asarray(data.test_labels)
+    if data.dev is not None:
+        if dev_x is None:
+            raise ValueError(f"{data.name}: dev features missing")
+        y_dev = np.asarray(data.dev_labels)
+        dev_scores = [_classifier(c, seed, max_iter).fit(train_x, y).score(dev_x, y_dev) for c in c_grid]
+        best_c = float(c_grid[int(np.argmax(dev_scores))])
+        fitted = _classifier(best_c, seed, max_iter).fit(train_x, y)
+        protocol = "C chosen on dev"
+    else:
+        search = _grid_search(c_grid, inner_kfold, seed, max_iter).fit(train_x, y)
+        best_c, fitted = float(search.best_params_["logisticregression__C"]), search.best_estimator_
+        protocol = f"C chosen by {inner_kfold}-fold CV on train"
+    predicted = fitted.predict(test_x)
+    f1 = 100 * float(metrics.f1_score(y_test, predicted)) if data.name == "MRPC" else None
+    return TransferTaskResult(
+        data.name,
+        100 * float(metrics.accuracy_score(y_test, predicted)),
+        protocol,
+        len(y),
+        len(y_test),
+        [best_c],
+        data.source,
+        f1,
+    )
+
+
+def evaluate_transfer(
+    model: Any,
+    source: PathLike | Sequence[TransferData] | Mapping[str, TransferData],
+    tasks: Sequence[str] = TRANSFER_TASKS,
+    kfold: int = 10,
+    inner_kfold: int = 5,
+    c_grid: Sequence[float] = C_GRID,
+    seed: int = 1111,
+    batch_size: int = 64,
+    show_progress_bar: bool | None = None,
+    model_label: str | None = None,
+) -> TransferResult:
+    """Transfer-task accuracy (the papers' transfer table) with logistic regression on frozen embeddings.
+
+    Args:
+        model: A ``SentenceTransformer``.
+        source: A SentEval ``data/downstream`` folder, or loaded :class:`TransferData` (a list or name mapping).
+        tasks: Which tasks (ignored when ``source`` is loaded data).
+        kfold: Outer folds for MR, CR, SUBJ, MPQA (SentEval: 10).
+        inner_kfold: Folds of the inner search for C.
+        c_grid: C values searched.
+        seed: Seed of the fold shuffles and the solver.
+        batch_size: Encoding batch size.
+        show_progress_bar: ``None``: shown for 1,000+ sentences.
+        model_label: Name in the printed row.
+
+    Returns:
+        Accuracy x100 per task and the average.
+
+    Example:
+        >>> print(evaluate_transfer(model, "../shared/data/senteval"))  # doctest: +SKIP
+    """
+    require("sklearn", "Transfer tasks")
+    if isinstance(source, Mapping):
+        loaded = list(source.values())
+    elif isinstance(source, (str, Path)):
+        loaded = [load_senteval_transfer(source, canonical_transfer_name(t)) for t in tasks]
+    else:
+        loaded = list(source)
+    start = time.perf_counter()
+    results = {}
+    for data in loaded:
+        train_x = _features(model, data.train, batch_size, show_progress_bar)
+        test_x = _features(model, data.test, batch_size, show_progress_bar) if data.test is not None else None
+        dev_x = _features(model, data.dev, batch_size, show_progress_bar) if data.dev is not None else None
+        results[data.name] = classify(data, train_x, test_x, dev_x, kfold, inner_kfold, c_grid, seed)
+    return TransferResult(model_label or model_name(model), results, time.perf_counter() - start)

@@ -1,0 +1,152 @@
+"""Retrieval: hand-computed BEIR metrics, native vs mteb backends, mteb's per-task settings, in-domain recall."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from st_infocse.evaluation import (
+    RetrievalData,
+    beir_task_info,
+    evaluate_beir,
+    evaluate_in_domain_retrieval,
+    evaluate_retrieval,
+    load_beir_folder,
+    retrieval_metrics,
+    search,
+)
+from st_infocse.evaluation.retrieval import _BEIR_TASKS
+
+pytest.importorskip("beir")
+
+ONE_OVER_LOG2_3 = 1 / math.log2(3)
+
+
+def _toy(ev):
+    """Documents at 0, 60, 120 degrees; query a at 10 degrees (relevant: d2), query b at 125 (d3: 1, d1: 2)."""
+    angles = {"doc one": 0, "doc two": 60, "doc three": 120, "query a": 10, "query b": 125}
+    stub = ev.StubEncoder({t: ev.unit(a) for t, a in angles.items()})
+    data = RetrievalData(
+        "toy",
+        corpus={
+            "d1": {"title": "", "text": "doc one"},
+            "d2": {"title": "", "text": "doc two"},
+            "d3": {"title": "doc", "text": "three"},
+        },
+        queries={"qa": "query a", "qb": "query b"},
+        qrels={"qa": {"d2": 1}, "qb": {"d3": 1, "d1": 2}},
+        source="hand-made",
+    )
+    return stub, data
+
+
+def test_search_ranks_by_cosine_and_reads_title_plus_text(ev):
+    stub, data = _toy(ev)
+    results = search(stub, data, top_k=2)
+    assert list(results["qa"]) == ["d1", "d2"] and list(results["qb"]) == ["d3", "d2"]
+    assert results["qa"]["d1"] == pytest.approx(math.cos(math.radians(10)), abs=1e-6)
+    assert "doc three" in stub.calls[0]  # title + " " + text, as mteb reads documents
+
+
+def test_metrics_by_hand(ev):
+    stub, data = _toy(ev)
+    result = evaluate_retrieval(stub, data, k_values=(1, 3, 10))
+    # qa: relevant d2 at rank 2 -> nDCG 1/log2(3). qb (linear gains, as trec_eval): ranking d3(1), d2, d1(2):
+    # DCG = 1 + 2/log2(4) = 2, ideal = 2 + 1/log2(3)
+    ndcg_b = 2 / (2 + ONE_OVER_LOG2_3)
+    assert result.metrics["ndcg@10"] == pytest.approx((ONE_OVER_LOG2_3 + ndcg_b) / 2, abs=1e-5)
+    assert result.ndcg_at_10 == result.metrics["ndcg@10"]
+    assert result.metrics["recall@1"] == pytest.approx((0 + 0.5) / 2)
+    assert result.metrics["recall@3"] == pytest.approx(1.0)
+    assert result.metrics["precision@1"] == pytest.approx(0.5)
+    # MAP@3: qa 1/2; qb (1/1 + 2/3) / 2
+    assert result.metrics["map@3"] == pytest.approx((0.5 + (1 + 2 / 3) / 2) / 2, abs=1e-5)
+    assert (result.n_queries, result.n_documents, result.backend) == (2, 3, "native")
+
+
+def test_identical_ids_follow_mteb(ev):
+    stub = ev.StubEncoder({"q": ev.unit(0), "same": ev.unit(1), "answer": ev.unit(30)})
+    data = RetrievalData(
+        "toy",
+        corpus={"x1": {"title": "", "text": "same"}, "d": {"title": "", "text": "answer"}},
+        queries={"x1": "q"},
+        qrels={"x1": {"d": 1}},
+        source="hand-made",
+    )
+    assert retrieval_metrics(data.qrels, search(stub, data), (10,))["ndcg@10"] == pytest.approx(
+        ONE_OVER_LOG2_3, abs=1e-5
+    )
+    assert evaluate_retrieval(stub, data, k_values=(10,)).ndcg_at_10 == pytest.approx(ONE_OVER_LOG2_3, abs=1e-5)
+    assert evaluate_retrieval(stub, data, k_values=(10,), ignore_identical_ids=True).ndcg_at_10 == pytest.approx(1.0)
+    data.name = "arguana"  # mteb ignores identical ids on ArguAna
+    assert evaluate_retrieval(stub, data, k_values=(10,)).ndcg_at_10 == pytest.approx(1.0)
+
+
+def test_task_table_matches_mteb():
+    mteb = pytest.importorskip("mteb")
+    for info in _BEIR_TASKS.values():
+        if info.mteb_name is None:
+            continue
+        task = mteb.get_task(info.mteb_name)
+        assert task.ignore_identical_ids == info.ignore_identical_ids, info
+        assert task.metadata.eval_splits == [info.split], info
+    assert beir_task_info("QuoraRetrieval").name == "quora"
+    assert beir_task_info("my-own").mteb_name is None
+
+
+def test_native_backend_equals_mteb(ev, make_model, tmp_path):
+    pytest.importorskip("mteb")
+    rng_words = ev.random_pairs(__import__("random").Random(1), ev.WORDS, 20)
+    corpus = {f"d{i}": f"{a} {b}" for i, (a, b, _) in enumerate(rng_words)}
+    queries = {f"q{i}": rng_words[i][0] for i in range(0, 20, 3)}
+    qrels = [(q, f"d{int(q[1:])}", 1) for q in queries] + [("q0", "d5", 2)]
+    data = load_beir_folder(ev.write_beir(tmp_path / "toy", corpus, queries, qrels))
+    model = make_model()
+    native = evaluate_retrieval(model, data, k_values=(1, 3, 10))
+    via_mteb = evaluate_retrieval(model, data, k_values=(1, 3, 10), backend="mteb")
+    assert via_mteb.backend == "mteb"
+    assert native.metrics.keys() == via_mteb.metrics.keys()
+    for key, value in native.metrics.items():
+        assert via_mteb.metrics[key] == pytest.approx(value, abs=2e-5), key
+    with pytest.raises(ValueError, match="backend must be"):
+        evaluate_retrieval(model, data, backend="faiss")
+
+
+def test_evaluate_beir_folders_and_cqadupstack_average(ev, tmp_path):
+    stub, data = _toy(ev)
+    corpus = {d: (doc["title"] + " " + doc["text"]).strip() for d, doc in data.corpus.items()}
+    qrels = [(q, d, s) for q, rel in data.qrels.items() for d, s in rel.items()]
+    ev.write_beir(tmp_path / "toy", corpus, data.queries, qrels)
+    ev.write_beir(tmp_path / "cqadupstack" / "android", corpus, {"qa": "query a"}, [("qa", "d2", 1)])
+    ev.write_beir(tmp_path / "cqadupstack" / "gis", corpus, {"qa": "query a"}, [("qa", "d1", 1)])
+    result = evaluate_beir(stub, ["toy", "cqadupstack"], source=tmp_path, k_values=(1, 10), model_label="stub")
+    assert result.datasets["toy"].ndcg_at_10 == pytest.approx(evaluate_retrieval(stub, data, (1, 10)).ndcg_at_10)
+    cqa = result.datasets["cqadupstack"]
+    assert set(cqa.parts) == {"android", "gis"}
+    assert cqa.parts["gis"].ndcg_at_10 == pytest.approx(1.0)
+    assert cqa.ndcg_at_10 == pytest.approx((ONE_OVER_LOG2_3 + 1.0) / 2, abs=1e-5)
+    assert result.average == pytest.approx((result.datasets["toy"].ndcg_at_10 + cqa.ndcg_at_10) / 2)
+    lines = str(result).splitlines()
+    assert lines[0] == "stub" and lines[1].split() == ["Dataset", "nDCG@10"] and lines[-1].startswith("average")
+    assert result.to_markdown().splitlines()[0] == "| Dataset | ndcg@10 | recall@100 |"
+    assert "parts" in result.to_dict()["datasets"]["cqadupstack"]
+    # a single BEIR folder works as the source too
+    alone = evaluate_beir(stub, "toy", source=tmp_path / "toy", k_values=(10,))
+    assert alone.datasets["toy"].ndcg_at_10 == pytest.approx(result.datasets["toy"].ndcg_at_10)
+    with pytest.raises(FileNotFoundError, match="no BEIR dataset 'nfcorpus'"):
+        evaluate_beir(stub, "nfcorpus", source=tmp_path)
+
+
+def test_in_domain_retrieval_by_hand(ev, tmp_path):
+    ev.write_stsb(tmp_path, "test", [("q0", "a0", 5.0), ("q1", "a1", 5.0), ("x", "y", 2.0), ("q0", "z", 1.0)])
+    angles = {"q0": 0, "a0": 40, "q1": 100, "a1": 105, "x": 90, "y": 20, "z": 10}
+    stub = ev.StubEncoder({t: ev.unit(a) for t, a in angles.items()})
+    result = evaluate_in_domain_retrieval(stub, tmp_path, k_values=(1, 2, 3))
+    # q0: its own slot and the other "q0" slot are not candidates; z (10 deg) and y (20) beat a0 (40): rank 3.
+    # q1: a1 is 5 degrees away: rank 1.
+    assert result.recall == {1: 50.0, 2: 50.0, 3: 100.0}
+    assert (result.n_queries, result.n_corpus) == (2, 8)
+    assert str(result).startswith("R@1 50.00")
+    with pytest.raises(ValueError, match="no pair has gold score 4.5"):
+        evaluate_in_domain_retrieval(stub, tmp_path, gold_score=4.5)
