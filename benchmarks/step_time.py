@@ -85,7 +85,8 @@ def main() -> None:
             "informin": lambda m: losses.InforMinReconstructionLoss(m),
         }[name](model)
         params = [p for p in loss.parameters() if p.requires_grad]
-        setups[name] = (model, loss, torch.optim.AdamW(params, lr=1e-5))
+        # The trainer's default optimiser (optim="adamw_torch_fused").
+        setups[name] = (model, loss, torch.optim.AdamW(params, lr=1e-5, fused=True))
 
     def step(name: str) -> float:
         model, loss, optimizer = setups[name]

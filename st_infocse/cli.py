@@ -22,7 +22,7 @@ from typing import Any
 
 logger = logging.getLogger("st_infocse")
 
-OBJECTIVES = ("simcse", "infocse", "cmlm-cse", "informin", "idc")
+OBJECTIVES = ("simcse", "infocse", "cmlm-cse", "informin", "idc", "cmlm")
 WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
 
 
@@ -47,6 +47,14 @@ class ModelArguments:
     )
     max_seq_length: int = field(default=32, metadata={"help": "Maximum tokens per sentence."})
     trust_remote_code: bool = field(default=False, metadata={"help": "Allow custom model code from the hub."})
+
+
+@dataclass
+class SavedModelArguments(ModelArguments):
+    """For commands that use a trained model as it is: its own pooling and length unless told otherwise."""
+
+    pooling: str = field(default="model", metadata={"help": "'model' keeps the saved modules; cls, mean or max re-pools the encoder."})
+    max_seq_length: int | None = field(default=None, metadata={"help": "Maximum tokens per sentence (default: the model's)."})
 
 
 @dataclass
@@ -234,7 +242,8 @@ def load_model(args: ModelArguments):
     try:
         if args.pooling == "model":
             model = SentenceTransformer(source, trust_remote_code=args.trust_remote_code)
-            model.max_seq_length = args.max_seq_length
+            if args.max_seq_length is not None:
+                model.max_seq_length = args.max_seq_length
             return model
         if args.pooling not in ("cls", "mean", "max"):
             raise CLIError(f"unknown pooling {args.pooling!r}; use cls, mean, max or model")
@@ -335,6 +344,9 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
     aux["fusion_init"] = args.fusion_init or "copy"
     if objective == "simcse":
         return losses.SimCSELoss(model, temperature=args.temperature, projection=args.projection)
+    if objective == "cmlm":
+        # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss").
+        return losses.ConditionalMLMLoss(model, **aux)
     if objective == "informin":
         lam = 0.4 if args.lambda_ is None else args.lambda_
         return losses.InforMinReconstructionLoss(
@@ -511,7 +523,7 @@ def _train_idc(model, loss_args: LossArguments, training_args, evaluator, start:
 def cmd_mine(argv: Sequence[str]) -> int:
     from st_infocse.mining import mine_pairs
 
-    model_args, mine_args = _parse([ModelArguments, MineArguments], argv, "st-infocse mine")
+    model_args, mine_args = _parse([SavedModelArguments, MineArguments], argv, "st-infocse mine")
     if not mine_args.docs:
         raise CLIError("--docs is required")
     documents = load_documents(mine_args.docs, mine_args.max_docs)
@@ -549,7 +561,7 @@ def cmd_mine(argv: Sequence[str]) -> int:
 def cmd_evaluate(argv: Sequence[str]) -> int:
     from st_infocse import evaluation
 
-    model_args, eval_args = _parse([ModelArguments, EvaluateArguments], argv, "st-infocse evaluate")
+    model_args, eval_args = _parse([SavedModelArguments, EvaluateArguments], argv, "st-infocse evaluate")
     if not (eval_args.sts or eval_args.beir or eval_args.transfer):
         raise CLIError("nothing to evaluate: give --sts, --beir and/or --transfer")
     for flag, value in (
@@ -587,7 +599,7 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
 
 COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "pretrain-aux": (cmd_pretrain_aux, "stage 1: pre-train the auxiliary decoder (paper 000 §3.1)"),
-    "train": (cmd_train, "train with --objective simcse|infocse|cmlm-cse|informin|idc"),
+    "train": (cmd_train, "train with --objective simcse|infocse|cmlm-cse|informin|idc|cmlm"),
     "mine": (cmd_mine, "mine IDC positive pairs from documents into a dataset on disk"),
     "evaluate": (cmd_evaluate, "STS suite, BEIR and transfer tasks; JSON, markdown and plots"),
 }

@@ -116,7 +116,7 @@ def test_pretrain_aux_then_train_infocse_with_dev_selection(workspace, capsys):
     assert SentenceTransformer(str(root / "out"), device="cpu").encode(["a cat"]).shape == (1, 32)
 
 
-@pytest.mark.parametrize("objective", ["simcse", "cmlm-cse", "informin"])
+@pytest.mark.parametrize("objective", ["simcse", "cmlm-cse", "informin", "cmlm"])
 def test_train_each_objective(workspace, objective, capsys):
     out = workspace["root"] / objective
     code = main(
