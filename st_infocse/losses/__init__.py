@@ -1,5 +1,6 @@
 """Losses for ``SentenceTransformerTrainer`` and ``model.fit``, one objective per file."""
 
+from st_infocse.losses._checks import NonFiniteLossError
 from st_infocse.losses.auxiliary_pretraining import AuxiliaryPretrainingLoss
 from st_infocse.losses.cmlm_cse import CMLMCSELoss
 from st_infocse.losses.conditional_mlm import PRESETS, ConditionalMLMLoss
@@ -14,6 +15,7 @@ __all__ = [
     "ConditionalMLMLoss",
     "InfoCSELoss",
     "InforMinReconstructionLoss",
+    "NonFiniteLossError",
     "SimCSELoss",
     "reconstruction_term",
 ]

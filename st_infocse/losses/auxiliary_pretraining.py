@@ -8,6 +8,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
+from st_infocse.losses._checks import check_finite
 from st_infocse.losses.conditional_mlm import MLMMetrics
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -15,6 +16,8 @@ from st_infocse.modeling.masking import TokenMasker
 
 
 class AuxiliaryPretrainingLoss(nn.Module):
+    training_step: int | None = None  # set by AuxiliaryStateCallback, quoted in non-finite loss errors
+
     def __init__(
         self,
         model: SentenceTransformer,
@@ -124,7 +127,9 @@ class AuxiliaryPretrainingLoss(nn.Module):
             out["sentence_embedding"], masked_ids, features["attention_mask"], mlm_labels, lower_hidden=captured[0]
         )
         self.metrics.update(aux)
-        return {"mlm": encoder_mlm.loss, "aux": self.aux_weight * aux.loss}
+        losses = {"mlm": encoder_mlm.loss, "aux": self.aux_weight * aux.loss}
+        check_finite(self, losses)
+        return losses
 
     def save_decoder(self, path: str | os.PathLike) -> None:
         """Save the decoder for stage 2, its frozen part taken from the encoder's current lower layers."""

@@ -11,6 +11,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
+from st_infocse.losses._checks import check_finite
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMOutput
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
@@ -74,6 +75,8 @@ class MLMMetrics:
 
 
 class ConditionalMLMLoss(nn.Module):
+    training_step: int | None = None  # set by AuxiliaryStateCallback, quoted in non-finite loss errors
+
     def __init__(
         self,
         model: SentenceTransformer,
@@ -207,7 +210,9 @@ class ConditionalMLMLoss(nn.Module):
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         features = list(sentence_features)[:2]
         embeddings = embed_columns(self.model, features)
-        return self.compute_loss_from_embeddings(embeddings, features).loss
+        loss = self.compute_loss_from_embeddings(embeddings, features).loss
+        check_finite(self, {"cmlm": loss})
+        return loss
 
     def get_config_dict(self) -> dict[str, Any]:
         return {

@@ -7,6 +7,7 @@ from typing import Any
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
+from st_infocse.losses._checks import check_finite
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss, Preset, resolve_preset
 from st_infocse.losses.informin import Reduction, reconstruction_term
 from st_infocse.losses.simcse import SimCSELoss
@@ -16,6 +17,7 @@ from st_infocse.modeling.heads import ProjectionKind
 
 class InfoCSELoss(nn.Module):
     preset_name: Preset = "infocse"
+    training_step: int | None = None  # set by AuxiliaryStateCallback, quoted in non-finite loss errors
 
     def __init__(
         self,
@@ -136,6 +138,7 @@ class InfoCSELoss(nn.Module):
         if self.informin_weight:
             reconstruction = reconstruction_term(projected[0], projected[1], self.informin_reduction)
             losses["reconstruction"] = self.informin_weight * reconstruction
+        check_finite(self, losses)
         return losses
 
     def get_config_dict(self) -> dict[str, Any]:

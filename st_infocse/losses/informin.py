@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
+from st_infocse.losses._checks import check_finite
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.modeling.auxiliary_decoder import mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -32,6 +33,8 @@ def reconstruction_term(z1: Tensor, z2: Tensor, reduction: Reduction = "official
 
 
 class InforMinReconstructionLoss(nn.Module):
+    training_step: int | None = None  # set by AuxiliaryStateCallback, quoted in non-finite loss errors
+
     def __init__(
         self,
         model: SentenceTransformer,
@@ -129,6 +132,7 @@ class InforMinReconstructionLoss(nn.Module):
             masked["input_ids"] = masked_ids
             tokens = self.model(masked)["token_embeddings"]
             losses["mlm"] = self.mlm_weight * mlm_loss(self.mlm_head, tokens, mlm_labels).loss
+        check_finite(self, losses)
         return losses
 
     def get_config_dict(self) -> dict[str, Any]:

@@ -10,10 +10,13 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.util import all_gather_with_grad, cos_sim, get_rank
 from torch import Tensor, nn
 
+from st_infocse.losses._checks import check_finite
 from st_infocse.modeling.heads import ProjectionHead, ProjectionKind
 
 
 class SimCSELoss(nn.Module):
+    training_step: int | None = None  # set by AuxiliaryStateCallback, quoted in non-finite loss errors
+
     def __init__(
         self,
         model: SentenceTransformer,
@@ -123,7 +126,9 @@ class SimCSELoss(nn.Module):
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         embeddings, _ = self.embed(sentence_features)
-        return self.compute_loss_from_embeddings(embeddings)
+        loss = self.compute_loss_from_embeddings(embeddings)
+        check_finite(self, {"contrastive": loss})
+        return loss
 
     def get_config_dict(self) -> dict[str, Any]:
         return {

@@ -56,13 +56,42 @@ def load_auxiliary_state(loss: nn.Module, directory: str | os.PathLike) -> None:
             value.copy_(state[key].to(value.device, value.dtype))
 
 
+def average_auxiliary_gradients(loss: nn.Module) -> None:
+    """Average the gradients of the loss's own trainable parameters across processes.
+
+    The trainer wraps only the model in DistributedDataParallel, so without this every process would train its own
+    auxiliary decoder and heads on its own data. A parameter without a gradient on some process (e.g. an MLM head
+    in a batch with nothing masked) counts as a zero gradient there, so every process joins the same collective.
+    """
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return
+    model = getattr(loss, "model", None)
+    model_params = {id(p) for p in model.parameters()} if model is not None else set()
+    params = [p for p in loss.parameters() if p.requires_grad and id(p) not in model_params]
+    if not params:
+        return
+    grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    dist.all_reduce(flat)
+    flat /= dist.get_world_size()
+    offset = 0
+    for p in params:
+        numel = p.numel()
+        p.grad = flat[offset : offset + numel].view_as(p).clone()
+        offset += numel
+
+
 class AuxiliaryStateCallback(TrainerCallback):
     """Trainer callback that saves a loss's auxiliary modules next to every checkpoint and restores them on resume.
 
     ``SentenceTransformerTrainer`` optimises parameters owned by a loss but saves and restores only the model, so
     without this callback a resumed InfoCSE run would restart its auxiliary decoder from its initial weights. The
     callback also adds the auxiliary MLM loss and accuracy (``cmlm_loss``, ``cmlm_accuracy``) to the training logs,
-    so a reader can see whether the auxiliary task is being learned.
+    so a reader can see whether the auxiliary task is being learned; averages the auxiliary modules' gradients
+    across processes in distributed training (the trainer wraps only the model in DDP); and tells the loss the
+    step number, so that a non-finite loss is reported with the step it happened at.
 
     Args:
         loss: the loss given to the trainer.
