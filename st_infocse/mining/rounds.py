@@ -1,0 +1,535 @@
+"""The mutually reinforced loop (paper 002 Alg. 1) and InfoCSE++ (section 3.3).
+
+Round ``t`` mines pairs with model ``t`` (or takes adjacent sentences in the first round),
+trains model ``t + 1`` on them with a fresh loss from the caller's factory, and scores it on the
+validation evaluator; the loop stops after ``patience`` rounds without improvement and puts the
+best weights back. InfoCSE++ alternates such IDC runs with supervised fine-tuning on a small
+labelled pair set and keeps the model that scores best on the labelled validation set.
+
+Nothing here imports a loss from this package: callers pass a loss factory
+(``Callable[[SentenceTransformer], nn.Module]``), e.g. ``lambda m: InfoCSELoss(m, lambda_=1e-5)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from datasets import Dataset
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+from torch import nn
+
+from st_infocse.mining.idc import MiningReport, adjacent_pairs, mine_pairs
+from st_infocse.mining.sampler import DocumentAwareBatchSampler
+
+logger = logging.getLogger(__name__)
+
+LossFactory = Callable[[SentenceTransformer], nn.Module]
+Evaluator = Callable[[SentenceTransformer], "float | dict[str, float]"]
+
+# Paper 002 Table 5 (lr 2e-5) with one epoch per round; report_to/save off so a round writes nothing.
+DEFAULT_TRAINING_ARGS: dict[str, Any] = {
+    "num_train_epochs": 1,
+    "per_device_train_batch_size": 64,
+    "learning_rate": 2e-5,
+    "warmup_steps": 0.1,
+    "save_strategy": "no",
+    "report_to": "none",
+    "logging_strategy": "no",
+}
+# mine_pairs arguments that also apply to adjacent-sentence pairs (document reading and skipping).
+_PREPARE_KEYS = (
+    "min_sentences",
+    "max_sentences",
+    "deduplicate",
+    "shard_sentences",
+    "show_progress_bar",
+    "language",
+    "sentences_key",
+    "text_key",
+    "id_key",
+)
+
+
+@dataclass
+class RoundStats:
+    """One mine -> train round.
+
+    Attributes:
+        round: 1-based round number.
+        annotation: ``"adjacent"`` (adjacent sentences) or ``"idc"`` (mined with the model
+            trained in the previous round, or the model as given in round 1).
+        pairs: Pairs trained on.
+        pairs_per_document: ``pairs / documents used``.
+        documents_used: Documents that gave sentences to the graph.
+        skipped: Skipped documents by reason.
+        train_loss: Mean training loss reported by the trainer.
+        score: Validation score after training (``None`` without an evaluator).
+        improved: Whether ``score`` beat the best so far by more than ``min_delta``.
+        mining_seconds: Time spent mining.
+        training_seconds: Time spent training.
+        mining: The full :class:`MiningReport` as a dict.
+    """
+
+    round: int
+    annotation: str
+    pairs: int
+    pairs_per_document: float
+    documents_used: int
+    skipped: dict[str, int]
+    train_loss: float | None
+    score: float | None
+    improved: bool | None
+    mining_seconds: float
+    training_seconds: float
+    mining: dict[str, Any] = field(repr=False)
+
+
+@dataclass
+class RoundsResult:
+    """Outcome of :func:`train_idc_rounds`.
+
+    Attributes:
+        model: The trained model (the same object that was passed in), holding the best weights
+            when an evaluator was given.
+        rounds: Per-round statistics.
+        initial_score: Validation score of the model as given.
+        best_round: Round whose weights were kept (0 = the model as given).
+        best_score: Its validation score.
+        stopped_early: True when the loop ended because the score stopped improving.
+    """
+
+    model: SentenceTransformer = field(repr=False)
+    rounds: list[RoundStats]
+    initial_score: float | None
+    best_round: int
+    best_score: float | None
+    stopped_early: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (without the model)."""
+        return {
+            "rounds": [asdict(r) for r in self.rounds],
+            "initial_score": self.initial_score,
+            "best_round": self.best_round,
+            "best_score": self.best_score,
+            "stopped_early": self.stopped_early,
+        }
+
+
+@dataclass
+class CycleStats:
+    """One InfoCSE++ cycle: IDC rounds, then supervised fine-tuning.
+
+    Attributes:
+        cycle: 1-based cycle number.
+        idc: The IDC rounds of this cycle.
+        finetune_loss: Mean training loss of the fine-tuning.
+        score: Labelled-validation score after fine-tuning.
+        improved: Whether it beat the best so far by more than ``min_delta``.
+    """
+
+    cycle: int
+    idc: RoundsResult
+    finetune_loss: float | None
+    score: float
+    improved: bool
+
+
+@dataclass
+class PlusPlusResult:
+    """Outcome of :func:`train_infocse_plus_plus`.
+
+    Attributes:
+        model: The model passed in, holding the weights that scored best on the labelled
+            validation set (the initial weights if no fine-tuned model beat them).
+        cycles: Per-cycle statistics.
+        initial_score: Validation score of the model as given.
+        best_cycle: Cycle whose fine-tuned weights were kept (0 = the model as given).
+        best_score: Its validation score.
+        stopped_early: True when the loop ended because the score stopped improving.
+    """
+
+    model: SentenceTransformer = field(repr=False)
+    cycles: list[CycleStats]
+    initial_score: float
+    best_cycle: int
+    best_score: float
+    stopped_early: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (without the model)."""
+        return {
+            "cycles": [
+                {
+                    "cycle": c.cycle,
+                    "idc": c.idc.to_dict(),
+                    "finetune_loss": c.finetune_loss,
+                    "score": c.score,
+                    "improved": c.improved,
+                }
+                for c in self.cycles
+            ],
+            "initial_score": self.initial_score,
+            "best_cycle": self.best_cycle,
+            "best_score": self.best_score,
+            "stopped_early": self.stopped_early,
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _reiterable(documents: Any, passes: int) -> Callable[[], Iterable[Any]]:
+    """A function giving a fresh pass over the documents; refuses one-shot iterators."""
+    if callable(documents) and not hasattr(documents, "__iter__"):
+        return documents
+    if isinstance(documents, Iterator) and passes > 1:
+        raise ValueError(
+            "documents is a one-shot iterator but several mining passes are needed: pass a list, a "
+            "datasets.Dataset, or a zero-argument callable returning a fresh iterable"
+        )
+    return lambda: documents
+
+
+def _score(evaluator: Any, model: SentenceTransformer) -> float:
+    """The evaluator's primary metric as a float."""
+    out = evaluator(model)
+    if isinstance(out, dict):
+        key = getattr(evaluator, "primary_metric", None)
+        if key is None or key not in out:
+            raise ValueError(f"the evaluator returned {sorted(out)} but its primary_metric is {key!r}")
+        out = out[key]
+    return float(out)
+
+
+def _better(score: float, best: float, min_delta: float, greater_is_better: bool) -> bool:
+    return score > best + min_delta if greater_is_better else score < best - min_delta
+
+
+def _snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
+
+
+def _train(
+    model: SentenceTransformer,
+    train_dataset: Dataset,
+    loss: nn.Module,
+    training_args: dict[str, Any] | None,
+    output_dir: Path,
+    seed: int,
+    batch_sampler: Any = None,
+) -> float | None:
+    kwargs = {**DEFAULT_TRAINING_ARGS, "seed": seed, **(training_args or {})}
+    if batch_sampler is not None:
+        kwargs["batch_sampler"] = batch_sampler
+    args = SentenceTransformerTrainingArguments(output_dir=str(output_dir), **kwargs)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss)
+    output = trainer.train()
+    return float(output.training_loss) if output.training_loss is not None else None
+
+
+# --------------------------------------------------------------------------------------------
+# Mutually reinforced rounds
+# --------------------------------------------------------------------------------------------
+
+
+def train_idc_rounds(
+    model: SentenceTransformer,
+    documents: Iterable[Any] | Callable[[], Iterable[Any]],
+    loss_factory: LossFactory,
+    *,
+    rounds: int = 3,
+    initial_annotation: Literal["model", "adjacent"] = "model",
+    evaluator: Evaluator | None = None,
+    patience: int = 1,
+    min_delta: float = 0.0,
+    training_args: dict[str, Any] | None = None,
+    mining_kwargs: dict[str, Any] | None = None,
+    document_aware_batches: bool = True,
+    output_dir: str | Path | None = None,
+    seed: int = 0,
+) -> RoundsResult:
+    """Mine -> train -> re-mine for ``rounds`` rounds (paper 002 Alg. 1), stopping at a plateau.
+
+    Args:
+        model: The model to train in place; it also does the mining.
+        documents: Re-iterable documents (list, ``datasets.Dataset``) or a zero-argument callable
+            returning a fresh iterable each round; any form :func:`mine_pairs` reads.
+        loss_factory: Builds the loss for a round from the model, e.g.
+            ``MultipleNegativesRankingLoss`` or ``lambda m: InfoCSELoss(m, lambda_=1e-5)``.
+            Called once per round (a loss that owns trainable modules should be built so that it
+            reuses them across rounds if that is wanted).
+        rounds: Maximum number of rounds.
+        initial_annotation: ``"model"``: round 1 mines with the model as given (SBERT/SimCSE
+            initialisation); ``"adjacent"``: round 1 trains on adjacent sentences (CONPONO-like).
+        evaluator: A sentence-transformers evaluator (its ``primary_metric`` and
+            ``greater_is_better`` are honoured) or a callable ``model -> float``. Without one,
+            all ``rounds`` run and the last weights are kept.
+        patience: Stop after this many rounds in a row without improvement.
+        min_delta: Improvement smaller than this does not count.
+        training_args: Keyword arguments for ``SentenceTransformerTrainingArguments`` overriding
+            :data:`DEFAULT_TRAINING_ARGS` (``output_dir`` is set per round).
+        mining_kwargs: Keyword arguments for :func:`mine_pairs` (``k``, ``threshold``,
+            ``max_pairs_per_cluster``, ``pool``, ...); ``output_dir`` is set per round.
+        document_aware_batches: Use :class:`DocumentAwareBatchSampler` so pairs of one document are
+            never in-batch negatives of each other.
+        output_dir: Where each round's pairs and trainer output go (``round-N/``); a temporary
+            folder when omitted.
+        seed: Training seed (and mining seed unless ``mining_kwargs`` sets one).
+
+    Returns:
+        :class:`RoundsResult` with per-round pair counts, scores and timings.
+
+    Example:
+        >>> from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+        >>> result = train_idc_rounds(  # doctest: +SKIP
+        ...     model, docs, MultipleNegativesRankingLoss, rounds=3, evaluator=sts_dev_evaluator
+        ... )
+        >>> [(r.round, r.pairs, r.score) for r in result.rounds]  # doctest: +SKIP
+    """
+    if rounds < 1:
+        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    if initial_annotation not in ("model", "adjacent"):
+        raise ValueError(f"initial_annotation must be 'model' or 'adjacent', got {initial_annotation!r}")
+    if patience < 1:
+        raise ValueError(f"patience must be >= 1, got {patience}")
+    fresh_documents = _reiterable(documents, rounds)
+    mining_kwargs = {"seed": seed, **(mining_kwargs or {})}
+    greater = bool(getattr(evaluator, "greater_is_better", True))
+    tmp = tempfile.TemporaryDirectory(prefix="idc-rounds-") if output_dir is None else None
+    root = Path(tmp.name if tmp is not None else output_dir)
+    try:
+        initial_score = _score(evaluator, model) if evaluator is not None else None
+        if initial_score is not None:
+            logger.info("IDC rounds: initial score %.4f", initial_score)
+        best_score, best_round = initial_score, 0
+        best_state = _snapshot(model) if evaluator is not None else None
+        stats: list[RoundStats] = []
+        stale, stopped_early = 0, False
+        for number in range(1, rounds + 1):
+            round_dir = root / f"round-{number}"
+            t0 = time.perf_counter()
+            # Pairs go to disk (memory-mapped) so a large corpus's pairs need not fit in memory.
+            pairs_dir = round_dir / "pairs"
+            if number == 1 and initial_annotation == "adjacent":
+                prepare = {key: mining_kwargs[key] for key in _PREPARE_KEYS if key in mining_kwargs}
+                pairs, report = adjacent_pairs(fresh_documents(), output_dir=pairs_dir, **prepare)
+                annotation = "adjacent"
+            else:
+                pairs, report = mine_pairs(fresh_documents(), model, **{**mining_kwargs, "output_dir": pairs_dir})
+                annotation = "idc"
+            mining_seconds = time.perf_counter() - t0
+            if report.pairs == 0:
+                raise ValueError(f"round {number}: no pairs to train on ({report.summary()})")
+            sampler = DocumentAwareBatchSampler.for_pairs(pairs) if document_aware_batches else None
+            t1 = time.perf_counter()
+            loss = _train(
+                model,
+                pairs.select_columns(["anchor", "positive"]),
+                loss_factory(model),
+                training_args,
+                round_dir / "trainer",
+                seed,
+                sampler,
+            )
+            training_seconds = time.perf_counter() - t1
+            score = _score(evaluator, model) if evaluator is not None else None
+            improved = None
+            if score is not None:
+                improved = _better(score, best_score, min_delta, greater)
+                if improved:
+                    best_score, best_round, best_state, stale = score, number, _snapshot(model), 0
+                else:
+                    stale += 1
+            stats.append(
+                _round_stats(number, annotation, report, loss, score, improved, mining_seconds, training_seconds)
+            )
+            logger.info(
+                "IDC round %d (%s): %d pairs (%.2f/document), loss %s, score %s%s",
+                number,
+                annotation,
+                report.pairs,
+                report.pairs_per_document,
+                "n/a" if loss is None else f"{loss:.4f}",
+                "n/a" if score is None else f"{score:.4f}",
+                "" if improved is None else (" (best)" if improved else " (no improvement)"),
+            )
+            if stale >= patience and number < rounds:
+                stopped_early = True
+                logger.info("IDC rounds: no improvement for %d round(s), stopping after round %d", stale, number)
+                break
+        if best_state is not None and best_round != len(stats):
+            model.load_state_dict(best_state)
+            logger.info("IDC rounds: restored the weights of round %d (score %.4f)", best_round, best_score)
+        if best_state is None:
+            best_round = len(stats)
+        return RoundsResult(model, stats, initial_score, best_round, best_score, stopped_early)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def _round_stats(
+    number: int,
+    annotation: str,
+    report: MiningReport,
+    loss: float | None,
+    score: float | None,
+    improved: bool | None,
+    mining_seconds: float,
+    training_seconds: float,
+) -> RoundStats:
+    return RoundStats(
+        round=number,
+        annotation=annotation,
+        pairs=report.pairs,
+        pairs_per_document=report.pairs_per_document,
+        documents_used=report.documents_used,
+        skipped={k: v for k, v in report.skipped.items() if v},
+        train_loss=loss,
+        score=score,
+        improved=improved,
+        mining_seconds=mining_seconds,
+        training_seconds=training_seconds,
+        mining=report.to_dict(),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# InfoCSE++ (few-shot)
+# --------------------------------------------------------------------------------------------
+
+
+def train_infocse_plus_plus(
+    model: SentenceTransformer,
+    documents: Iterable[Any] | Callable[[], Iterable[Any]],
+    labelled_pairs: Dataset,
+    evaluator: Evaluator,
+    idc_loss_factory: LossFactory,
+    supervised_loss_factory: LossFactory = MultipleNegativesRankingLoss,
+    *,
+    cycles: int = 3,
+    idc_rounds: int = 2,
+    initial_annotation: Literal["model", "adjacent"] = "model",
+    patience: int = 1,
+    min_delta: float = 0.0,
+    idc_training_args: dict[str, Any] | None = None,
+    supervised_training_args: dict[str, Any] | None = None,
+    mining_kwargs: dict[str, Any] | None = None,
+    idc_evaluator: Evaluator | None | Literal["same"] = "same",
+    output_dir: str | Path | None = None,
+    seed: int = 0,
+) -> PlusPlusResult:
+    """InfoCSE++: alternate IDC rounds on unlabelled documents with supervised fine-tuning.
+
+    Each cycle runs :func:`train_idc_rounds` from the current model, then fine-tunes on
+    ``labelled_pairs`` and scores the result on the labelled validation ``evaluator``. The loop
+    stops when that score has not improved for ``patience`` cycles; the best-scoring weights
+    (the model as given included) are loaded back into ``model``.
+
+    Args:
+        model: The model, trained in place.
+        documents: Unlabelled documents, as for :func:`train_idc_rounds`.
+        labelled_pairs: The few-shot training pairs; columns in the order the supervised loss
+            expects (``anchor``, ``positive`` for ``MultipleNegativesRankingLoss``).
+        evaluator: Validation on labelled data (sentence-transformers evaluator or ``model -> float``).
+        idc_loss_factory: Loss for the IDC rounds.
+        supervised_loss_factory: Loss for fine-tuning (default ``MultipleNegativesRankingLoss``).
+        cycles: Maximum number of IDC + fine-tuning cycles.
+        idc_rounds: Maximum IDC rounds per cycle.
+        initial_annotation: First annotation of the first cycle (later cycles mine with the
+            fine-tuned model, as the paper's Figure 3).
+        patience: Cycles without improvement before stopping.
+        min_delta: Improvement smaller than this does not count.
+        idc_training_args: Trainer arguments for IDC rounds (see :func:`train_idc_rounds`).
+        supervised_training_args: Trainer arguments for fine-tuning.
+        mining_kwargs: Arguments for :func:`mine_pairs`.
+        idc_evaluator: Early stopping inside the IDC rounds: ``"same"`` uses ``evaluator``,
+            ``None`` runs all ``idc_rounds``.
+        output_dir: Where each cycle's artefacts go; a temporary folder when omitted.
+        seed: Seed for training and mining.
+
+    Returns:
+        :class:`PlusPlusResult` with per-cycle IDC statistics and validation scores.
+
+    Example:
+        >>> result = train_infocse_plus_plus(  # doctest: +SKIP
+        ...     model, docs, few_labelled_pairs, dev_evaluator, MultipleNegativesRankingLoss, cycles=3
+        ... )
+        >>> result.best_cycle, result.best_score  # doctest: +SKIP
+    """
+    if cycles < 1:
+        raise ValueError(f"cycles must be >= 1, got {cycles}")
+    if patience < 1:
+        raise ValueError(f"patience must be >= 1, got {patience}")
+    if len(labelled_pairs) == 0:
+        raise ValueError("labelled_pairs is empty")
+    fresh_documents = _reiterable(documents, cycles * idc_rounds)
+    inner_evaluator = evaluator if idc_evaluator == "same" else idc_evaluator
+    greater = bool(getattr(evaluator, "greater_is_better", True))
+    tmp = tempfile.TemporaryDirectory(prefix="infocse-pp-") if output_dir is None else None
+    root = Path(tmp.name if tmp is not None else output_dir)
+    try:
+        initial_score = _score(evaluator, model)
+        best_score, best_cycle, best_state = initial_score, 0, _snapshot(model)
+        stats: list[CycleStats] = []
+        stale, stopped_early = 0, False
+        for number in range(1, cycles + 1):
+            cycle_dir = root / f"cycle-{number}"
+            idc = train_idc_rounds(
+                model,
+                fresh_documents,
+                idc_loss_factory,
+                rounds=idc_rounds,
+                initial_annotation=initial_annotation if number == 1 else "model",
+                evaluator=inner_evaluator,
+                patience=patience,
+                min_delta=min_delta,
+                training_args=idc_training_args,
+                mining_kwargs=mining_kwargs,
+                output_dir=cycle_dir / "idc",
+                seed=seed + number,
+            )
+            loss = _train(
+                model,
+                labelled_pairs,
+                supervised_loss_factory(model),
+                supervised_training_args,
+                cycle_dir / "finetune",
+                seed + number,
+            )
+            score = _score(evaluator, model)
+            improved = _better(score, best_score, min_delta, greater)
+            if improved:
+                best_score, best_cycle, best_state, stale = score, number, _snapshot(model), 0
+            else:
+                stale += 1
+            stats.append(CycleStats(number, idc, loss, score, improved))
+            logger.info(
+                "InfoCSE++ cycle %d: IDC rounds %d (best %d), fine-tuned score %.4f%s",
+                number,
+                len(idc.rounds),
+                idc.best_round,
+                score,
+                " (best)" if improved else " (no improvement)",
+            )
+            if stale >= patience and number < cycles:
+                stopped_early = True
+                break
+        if best_cycle != len(stats):
+            model.load_state_dict(best_state)
+            logger.info("InfoCSE++: restored the weights of cycle %d (score %.4f)", best_cycle, best_score)
+        return PlusPlusResult(model, stats, initial_score, best_cycle, best_score, stopped_early)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()

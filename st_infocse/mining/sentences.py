@@ -1,0 +1,172 @@
+"""Sentence splitting and document normalisation for IDC mining.
+
+Splitting uses ``sentencex`` (Wikimedia's rule-based segmenter, ~300 languages, a compiled
+wheel with no runtime downloads). ``pysbd`` was tried first and rejected: it hangs on
+Wikipedia-style strings such as ``"..[111 111 111 ...]"`` (catastrophic regex backtracking,
+pySBD issue #79, still open) and was ~300x slower on our Wikipedia documents (13,438 documents:
+0.4 s with sentencex, ~6 min extrapolated with pysbd).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sentencex import segment
+
+logger = logging.getLogger(__name__)
+
+# Reasons a document is skipped; the report counts each one.
+SKIP_NOT_TEXT = "not_text"
+SKIP_EMPTY = "empty"
+SKIP_TOO_FEW = "too_few_sentences"
+SKIP_TOO_MANY = "too_many_sentences"
+SKIP_REASONS = (SKIP_NOT_TEXT, SKIP_EMPTY, SKIP_TOO_FEW, SKIP_TOO_MANY)
+
+
+def split_sentences(text: str, language: str = "en") -> list[str]:
+    """Split raw text into sentences.
+
+    Lines are treated as hard boundaries (paragraphs, list items, headings), then each line is
+    segmented with ``sentencex``. Sentences are whitespace-stripped and empty ones dropped.
+
+    Args:
+        text: The raw text.
+        language: ISO 639 code passed to ``sentencex`` (unknown codes fall back to its generic rules).
+
+    Returns:
+        The sentences, in order.
+
+    Raises:
+        TypeError: If ``text`` is not a string.
+
+    Example:
+        >>> split_sentences("Dr. Smith went to Washington. He liked it.\\nA new paragraph")
+        ['Dr. Smith went to Washington.', 'He liked it.', 'A new paragraph']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"split_sentences expects a str, got {type(text).__name__}")
+    sentences: list[str] = []
+    for line in text.splitlines():
+        if line.strip():
+            sentences.extend(s.strip() for s in segment(language, line) if s.strip())
+    return sentences
+
+
+@dataclass
+class PreparedDocument:
+    """A document reduced to its usable sentences.
+
+    Attributes:
+        doc_id: The document's id as a string (the input's id, or its position in the input).
+        sentences: Stripped, non-empty sentences; unique when deduplication is on.
+        duplicates_removed: Sentences dropped because an identical one came earlier in the document.
+        empty_removed: Empty or whitespace-only sentences dropped.
+    """
+
+    doc_id: str
+    sentences: list[str]
+    duplicates_removed: int = 0
+    empty_removed: int = 0
+
+
+@dataclass
+class Skipped:
+    """A document that cannot be used, with the reason (one of ``SKIP_REASONS``)."""
+
+    doc_id: str
+    reason: str
+    detail: str = ""
+
+
+def _raw_sentences(
+    doc: Any, sentences_key: str, text_key: str, id_key: str, language: str
+) -> tuple[str | None, list[Any] | None, str]:
+    """Return (id, raw sentence list or None, detail) for one input item, splitting text when needed."""
+    doc_id = None
+    if isinstance(doc, Mapping):
+        raw_id = doc.get(id_key)
+        doc_id = None if raw_id is None else str(raw_id)
+        if doc.get(sentences_key) is not None:
+            doc = doc[sentences_key]
+        elif doc.get(text_key) is not None:
+            doc = doc[text_key]
+        else:
+            return doc_id, None, f"no {sentences_key!r} or {text_key!r} field"
+    if isinstance(doc, str):
+        return doc_id, split_sentences(doc, language), ""
+    if isinstance(doc, (list, tuple)):
+        if not all(isinstance(s, str) for s in doc):
+            bad = next(type(s).__name__ for s in doc if not isinstance(s, str))
+            return doc_id, None, f"sentence of type {bad}"
+        return doc_id, list(doc), ""
+    return doc_id, None, f"document of type {type(doc).__name__}"
+
+
+def prepare_documents(
+    documents: Iterable[Any],
+    *,
+    min_sentences: int = 2,
+    max_sentences: int | None = 1000,
+    deduplicate: bool = True,
+    language: str = "en",
+    sentences_key: str = "sentences",
+    text_key: str = "text",
+    id_key: str = "id",
+) -> Iterator[PreparedDocument | Skipped]:
+    """Turn any supported document form into sentence lists, lazily, flagging unusable ones.
+
+    A document may be a list of sentences, a raw text (split with :func:`split_sentences`), or a
+    mapping (e.g. a ``datasets.Dataset`` row) with a ``sentences`` list or a ``text`` string and
+    an optional ``id``. Each input item yields exactly one :class:`PreparedDocument` or one
+    :class:`Skipped`, so counts always add up.
+
+    Args:
+        documents: Any iterable of documents, consumed once and lazily.
+        min_sentences: Fewer usable sentences than this skips the document (``too_few_sentences``);
+            values below 2 are raised to 2 since one sentence has no pair.
+        max_sentences: More sentences than this skips the document (``too_many_sentences``);
+            the graph step is quadratic in a document's length. ``None`` disables the cap.
+        deduplicate: Keep only the first of identical sentences within a document.
+        language: Language code for splitting raw text.
+        sentences_key: Mapping key holding a sentence list.
+        text_key: Mapping key holding raw text.
+        id_key: Mapping key holding the document id.
+
+    Yields:
+        One :class:`PreparedDocument` or :class:`Skipped` per input item.
+
+    Example:
+        >>> docs = [["A cat sat.", "A dog ran.", "A cat sat."], "One sentence only.", None]
+        >>> [getattr(d, "reason", None) or d.sentences for d in prepare_documents(docs)]
+        [['A cat sat.', 'A dog ran.'], 'too_few_sentences', 'not_text']
+    """
+    min_sentences = max(2, min_sentences)
+    if max_sentences is not None and max_sentences < min_sentences:
+        raise ValueError(f"max_sentences ({max_sentences}) must be >= min_sentences ({min_sentences})")
+    for position, doc in enumerate(documents):
+        doc_id, raw, detail = _raw_sentences(doc, sentences_key, text_key, id_key, language)
+        doc_id = str(position) if doc_id is None else doc_id
+        if raw is None:
+            yield Skipped(doc_id, SKIP_NOT_TEXT, detail)
+            continue
+        sentences = [s.strip() for s in raw]
+        kept = [s for s in sentences if s]
+        empty_removed = len(sentences) - len(kept)
+        if not kept:
+            yield Skipped(doc_id, SKIP_EMPTY)
+            continue
+        duplicates_removed = 0
+        if deduplicate:
+            unique = list(dict.fromkeys(kept))
+            duplicates_removed = len(kept) - len(unique)
+            kept = unique
+        if len(kept) < min_sentences:
+            yield Skipped(doc_id, SKIP_TOO_FEW, f"{len(kept)} sentence(s)")
+            continue
+        if max_sentences is not None and len(kept) > max_sentences:
+            yield Skipped(doc_id, SKIP_TOO_MANY, f"{len(kept)} sentences")
+            continue
+        yield PreparedDocument(doc_id, kept, duplicates_removed, empty_removed)

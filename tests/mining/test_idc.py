@@ -1,0 +1,258 @@
+"""IDC graph and pair mining on hand-built embeddings (exact answers) and on a tiny real model."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from datasets import Dataset
+
+from st_infocse.mining import adjacent_pairs, cluster_documents, cluster_sentences, mine_pairs
+
+
+def unit(degrees: float) -> list[float]:
+    return [math.cos(math.radians(degrees)), math.sin(math.radians(degrees))]
+
+
+# s0..s5 on the unit circle. Nearest neighbours: s0<->s1, s2->s1, s3<->s4, s5->s4 (85 deg away),
+# so K=1 gives {s0,s1,s2} and {s3,s4,s5}.
+ANGLES = {"s0": 0, "s1": 10, "s2": 30, "s3": 100, "s4": 115, "s5": 200}
+TABLE = {text: unit(angle) for text, angle in ANGLES.items()}
+
+
+def pair_set(pairs: Dataset) -> set[tuple[str, str, str, int]]:
+    return set(zip(pairs["doc_id"], pairs["anchor"], pairs["positive"], pairs["cluster_id"], strict=True))
+
+
+def test_top1_clusters_on_hand_built_vectors():
+    emb = np.array([TABLE[f"s{i}"] for i in range(6)])
+    assert cluster_sentences(emb).tolist() == [0, 0, 0, 1, 1, 1]
+    # The floor cuts s5's only edge (cos 85 deg = 0.087): it becomes its own cluster.
+    assert cluster_sentences(emb, threshold=0.5).tolist() == [0, 0, 0, 1, 1, 2]
+    # K=2 adds s3 -> s2 (70 deg, s3's second nearest), joining everything.
+    assert cluster_sentences(emb, k=2).tolist() == [0, 0, 0, 0, 0, 0]
+    # K larger than the document is the same as "everyone".
+    assert cluster_sentences(emb, k=50).tolist() == [0] * 6
+    # Scale does not matter (cosine), a single sentence is its own cluster, no sentence no cluster.
+    assert cluster_sentences(emb * 7.5).tolist() == [0, 0, 0, 1, 1, 1]
+    assert cluster_sentences(emb[:1]).tolist() == [0]
+    assert cluster_sentences(np.zeros((0, 2))).tolist() == []
+
+
+def test_ties_are_all_kept_and_order_does_not_matter():
+    # a is exactly as close to b as to c (cos 0.6 both); b and c have closer partners b2, c2.
+    # Index-based tie breaking would link a to b only and split {a, b, b2} from {c, c2}.
+    vectors = {"a": [1, 0], "b": [0.6, 0.8], "c": [0.6, -0.8], "b2": unit(60), "c2": unit(-60)}
+    order = ["a", "b", "b2", "c", "c2"]
+    assert cluster_sentences(np.array([vectors[t] for t in order])).tolist() == [0, 0, 0, 0, 0]
+    reordered = ["c2", "c", "a", "b2", "b"]
+    assert cluster_sentences(np.array([vectors[t] for t in reordered])).tolist() == [0, 0, 0, 0, 0]
+    # Without a, the two halves are separate clusters.
+    assert cluster_sentences(np.array([vectors[t] for t in ["b", "b2", "c", "c2"]])).tolist() == [0, 0, 1, 1]
+
+
+def test_block_diagonal_batch_matches_one_document_at_a_time():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 12, size=40)
+    emb = rng.normal(size=(lengths.sum(), 8))
+    labels, first = cluster_documents(emb, lengths, k=2, threshold=0.1)
+    start = 0
+    for n in lengths:
+        expected = cluster_sentences(emb[start : start + n], k=2, threshold=0.1)
+        assert labels[start : start + n].tolist() == expected.tolist()
+        # The cluster key is the global index of the cluster's first sentence.
+        assert all(first[start + i] == start + np.flatnonzero(expected == expected[i])[0] for i in range(n))
+        start += n
+
+
+def test_graph_input_errors_are_clear():
+    with pytest.raises(ValueError, match="NaN or inf"):
+        cluster_sentences(np.array([[1.0, 0.0], [np.nan, 1.0]]))
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        cluster_sentences(np.eye(3), k=0)
+    with pytest.raises(ValueError, match="totalling"):
+        cluster_documents(np.eye(3), [2, 2])
+
+
+def test_exact_pairs_and_counted_skips(lookup_encoder):
+    encoder = lookup_encoder(TABLE)
+    docs = [
+        {"id": "good", "sentences": ["s0", "s1", "s2", "s3", "s4", "s5"]},
+        {"id": "dups", "sentences": ["s0", "s3", "s0", "  ", "s3", "s1"]},
+        {"id": "one", "sentences": ["s0"]},
+        {"id": "same", "sentences": ["s2", "s2", "s2"]},
+        {"id": "empty-list", "sentences": []},
+        {"id": "blank", "text": "   \n  "},
+        {"id": "no-fields"},
+        {"id": "numbers", "sentences": [1, 2]},
+        42,
+        None,
+        {"id": "huge", "sentences": [f"h{i}" for i in range(20)]},
+    ]
+    pairs, report = mine_pairs(docs, encoder, max_sentences=10, show_progress_bar=False)
+    assert list(pairs.column_names) == ["anchor", "positive", "doc_id", "cluster_id"]
+    assert pair_set(pairs) == {
+        ("good", "s0", "s1", 0),
+        ("good", "s0", "s2", 0),
+        ("good", "s1", "s2", 0),
+        ("good", "s3", "s4", 1),
+        ("good", "s3", "s5", 1),
+        ("good", "s4", "s5", 1),
+        # "dups" deduplicates to [s0, s3, s1]: s3's nearest is s1 (90 deg) -> one cluster.
+        ("dups", "s0", "s3", 0),
+        ("dups", "s0", "s1", 0),
+        ("dups", "s3", "s1", 0),
+    }
+    assert len(pairs) == 9 == report.pairs
+    assert report.documents_seen == 11
+    assert report.documents_used == 2
+    assert report.skipped == {"not_text": 4, "empty": 2, "too_few_sentences": 2, "too_many_sentences": 1}
+    assert report.documents_seen == report.documents_used + report.documents_skipped
+    assert ("8", "document of type int") in report.skipped_examples["not_text"]
+    assert report.duplicate_sentences_removed == 2
+    assert report.empty_sentences_removed == 1
+    assert report.sentences == 9
+    assert report.clusters == 3 and report.singleton_clusters == 0
+    assert report.pairs_per_document == 4.5
+    # One encode call, each distinct text once, longest first; skipped documents never encoded.
+    assert len(encoder.calls) == 1 == report.shards
+    assert sorted(encoder.calls[0]) == ["s0", "s1", "s2", "s3", "s4", "s5"]
+
+
+def test_without_deduplication_identical_sentences_pair_up(lookup_encoder):
+    docs = [{"id": "dups", "sentences": ["s0", "s3", "s0", "s3", "s1"]}]
+    pairs, report = mine_pairs(docs, lookup_encoder(TABLE), deduplicate=False, show_progress_bar=False)
+    # Copies are each other's nearest (cos 1); s1 is tied between both copies of s0 and keeps both edges.
+    assert pair_set(pairs) == {
+        ("dups", "s0", "s0", 0),
+        ("dups", "s0", "s1", 0),
+        ("dups", "s0", "s1", 0),
+        ("dups", "s3", "s3", 1),
+    }
+    assert len(pairs) == 4 and report.duplicate_sentences_removed == 0
+
+
+def test_threshold_can_leave_a_document_without_pairs(lookup_encoder):
+    docs = [["s0", "s3"], ["s0", "s1"]]  # 100 deg apart; 10 deg apart
+    pairs, report = mine_pairs(docs, lookup_encoder(TABLE), threshold=0.5, show_progress_bar=False)
+    assert pair_set(pairs) == {("1", "s0", "s1", 0)}
+    assert report.documents_without_pairs == 1
+    assert report.singleton_clusters == 2 and report.clusters == 3
+
+
+def test_cap_is_seeded_and_independent_of_shards(lookup_encoder):
+    rng = np.random.default_rng(1)
+    docs = [[f"d{d}s{i}" + "x" * int(rng.integers(0, 5)) for i in range(int(rng.integers(2, 10)))] for d in range(30)]
+    encoder = lookup_encoder({s: rng.normal(size=4).tolist() for doc in docs for s in doc})
+    kwargs = {"k": 3, "max_pairs_per_cluster": 4, "show_progress_bar": False}
+    one_shard, report = mine_pairs(docs, encoder, seed=5, **kwargs)
+    assert report.pairs_dropped_by_cap > 0
+    per_cluster = Counter(zip(one_shard["doc_id"], one_shard["cluster_id"], strict=True))
+    assert max(per_cluster.values()) == 4
+    encoder.calls.clear()
+    many_shards, report_many = mine_pairs(docs, encoder, seed=5, shard_sentences=7, **kwargs)
+    assert report_many.shards == len(encoder.calls) > 3
+    for call in encoder.calls:
+        assert [len(t) for t in call] == sorted((len(t) for t in call), reverse=True)
+    assert one_shard.to_dict() == many_shards.to_dict()
+    again, _ = mine_pairs(docs, encoder, seed=5, **kwargs)
+    assert again.to_dict() == one_shard.to_dict()
+    other, _ = mine_pairs(docs, encoder, seed=6, **kwargs)
+    assert other.to_dict() != one_shard.to_dict()
+    assert len(other) == len(one_shard)
+
+
+def test_streaming_input_and_on_disk_output(lookup_encoder, tmp_path):
+    docs = [["s0", "s1", "s2"], ["s3", "s4", "s5"], ["s0", "s5"]] * 5
+    in_memory, _ = mine_pairs(docs, lookup_encoder(TABLE), show_progress_bar=False)
+    stream = (d for d in docs)  # a one-shot iterator, read lazily
+    on_disk, report = mine_pairs(
+        stream, lookup_encoder(TABLE), shard_sentences=4, output_dir=tmp_path / "pairs", show_progress_bar=False
+    )
+    assert report.shards == 8
+    assert on_disk.cache_files and all(str(tmp_path) in f["filename"] for f in on_disk.cache_files)
+    assert on_disk.to_dict() == in_memory.to_dict()
+    with pytest.raises(FileExistsError):
+        mine_pairs(docs, lookup_encoder(TABLE), output_dir=tmp_path / "pairs")
+
+
+def test_dataset_inputs_with_raw_text_and_ids(lookup_encoder):
+    table = {"Cats purr.": unit(0), "Cats nap.": unit(5), "Kings rule.": unit(90), "Queens rule.": unit(95)}
+    rows = {
+        "id": ["w1", "w2"],
+        "title": ["ignored", "ignored"],
+        "text": ["Cats purr. Kings rule.\nCats nap. Queens rule.", "Cats nap."],
+    }
+    for documents in (Dataset.from_dict(rows), Dataset.from_dict(rows).to_iterable_dataset()):
+        pairs, report = mine_pairs(documents, lookup_encoder(table), show_progress_bar=False)
+        assert pair_set(pairs) == {("w1", "Cats purr.", "Cats nap.", 0), ("w1", "Kings rule.", "Queens rule.", 1)}
+        assert report.skipped["too_few_sentences"] == 1
+    with pytest.raises(ValueError, match="neither"):
+        mine_pairs(Dataset.from_dict({"body": ["x"]}), lookup_encoder(table))
+
+
+def test_broken_model_output_is_a_clear_error(lookup_encoder):
+    with pytest.raises(ValueError, match="NaN or inf"):
+        mine_pairs([["s0", "s1"]], lookup_encoder({"s0": [1.0, 0.0], "s1": [float("nan"), 0.0]}))
+
+
+def test_adjacent_pairs():
+    pairs, report = adjacent_pairs([["a", "b", "c"], ["d"], ["e", "f", "e"], 3.5], show_progress_bar=False)
+    assert pair_set(pairs) == {("0", "a", "b", 0), ("0", "b", "c", 1), ("2", "e", "f", 0)}
+    assert report.skipped["too_few_sentences"] == 1 and report.skipped["not_text"] == 1
+    assert report.duplicate_sentences_removed == 1
+
+
+def _find(parent: list[int], x: int) -> int:
+    while parent[x] != x:
+        x = parent[x]
+    return x
+
+
+def _reference_pairs(docs: list[list[str]], vectors: dict[str, np.ndarray]) -> set[tuple[str, str, str]]:
+    """Brute force, one document at a time: every nearest neighbour, union-find, all pairs per component."""
+    out = set()
+    for d, doc in enumerate(docs):
+        emb = np.array([vectors[s] for s in doc], dtype=np.float32)
+        sims = emb @ emb.T
+        np.fill_diagonal(sims, -np.inf)
+        parent = list(range(len(doc)))
+        for i in range(len(doc)):
+            for j in np.flatnonzero(sims[i] == sims[i].max()):
+                parent[_find(parent, i)] = _find(parent, int(j))
+        for i in range(len(doc)):
+            for j in range(i + 1, len(doc)):
+                if _find(parent, i) == _find(parent, j):
+                    out.add((str(d), doc[i], doc[j]))
+    return out
+
+
+def test_tiny_model_mining_matches_brute_force(make_model, topic_docs):
+    model = make_model()
+    # A random tiny BERT puts all sentences within ~1e-5 cosine of each other, so compare with
+    # exact ties only (real models are far from this; see the tie tests above for tolerance).
+    pairs, report = mine_pairs(topic_docs, model, batch_size=16, tie_tolerance=0.0, show_progress_bar=False)
+    unique = sorted({s for doc in topic_docs for s in doc})
+    vectors = dict(zip(unique, model.encode(unique, normalize_embeddings=True), strict=True))
+    assert set(zip(pairs["doc_id"], pairs["anchor"], pairs["positive"], strict=True)) == _reference_pairs(
+        topic_docs, vectors
+    )
+    # With K=1 and no floor every sentence has a neighbour: no singletons, every sentence is in a pair.
+    assert report.singleton_clusters == 0
+    assert {s for doc in topic_docs for s in doc} == set(pairs["anchor"]) | set(pairs["positive"])
+
+
+def test_multi_process_pool_gives_the_same_pairs(make_model, topic_docs):
+    model = make_model()
+    expected, _ = mine_pairs(topic_docs, model, tie_tolerance=0.0, show_progress_bar=False)
+    pool = model.start_multi_process_pool(["cpu"])
+    try:
+        pooled, report = mine_pairs(
+            topic_docs, model, tie_tolerance=0.0, pool=pool, encode_kwargs={"chunk_size": 16}, show_progress_bar=False
+        )
+    finally:
+        model.stop_multi_process_pool(pool)
+    assert report.sentences_encoded > 16  # several chunks went through the pool
+    assert pooled.to_dict() == expected.to_dict()

@@ -1,0 +1,122 @@
+"""Mine -> train -> re-mine rounds and InfoCSE++ on a tiny model (a handful of steps each)."""
+
+from __future__ import annotations
+
+import pytest
+from datasets import Dataset
+from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+from st_infocse.mining import mine_pairs, train_idc_rounds, train_infocse_plus_plus
+
+
+def test_rounds_stop_when_the_score_drops_and_keep_the_best(
+    make_model, topic_docs, small_training_args, scripted_evaluator, same_weights
+):
+    model = make_model()
+    evaluator = scripted_evaluator([0.50, 0.60, 0.55, 0.99])  # initial, round 1, round 2, (never asked)
+    result = train_idc_rounds(
+        model,
+        topic_docs,
+        MultipleNegativesRankingLoss,
+        rounds=3,
+        evaluator=evaluator,
+        training_args=small_training_args,
+    )
+    assert [r.round for r in result.rounds] == [1, 2]
+    assert [r.score for r in result.rounds] == [0.60, 0.55]
+    assert [r.improved for r in result.rounds] == [True, False]
+    assert result.stopped_early and result.best_round == 1 and result.best_score == 0.60
+    assert result.initial_score == 0.50
+    # Training changed the weights each round, and the round-1 weights were put back.
+    assert not same_weights(evaluator.seen[0], evaluator.seen[1])
+    assert not same_weights(evaluator.seen[1], evaluator.seen[2])
+    assert same_weights(model.state_dict(), evaluator.seen[1])
+    for stats in result.rounds:
+        assert stats.annotation == "idc"
+        assert stats.pairs > 0 and stats.documents_used == len(topic_docs)
+        assert stats.pairs == stats.mining["pairs"]
+        assert stats.train_loss is not None and stats.train_loss > 0
+    # Round 2 re-mined with the round-1 model: its pairs are what that model mines.
+    model.load_state_dict(evaluator.seen[1])
+    pairs, _ = mine_pairs(topic_docs, model, show_progress_bar=False)
+    assert result.rounds[1].pairs == len(pairs)
+
+
+def test_adjacent_first_round_and_a_real_evaluator(make_model, topic_docs, small_training_args):
+    model = make_model()
+    evaluator = EmbeddingSimilarityEvaluator(
+        ["the cat sat", "the king won", "the river ran", "a dog ate"],
+        ["a cat sat", "the queen lost", "the road moved", "the fish swam"],
+        [1.0, 0.3, 0.2, 0.6],
+        name="toy",
+    )
+    result = train_idc_rounds(
+        model,
+        topic_docs,
+        MultipleNegativesRankingLoss,
+        rounds=2,
+        initial_annotation="adjacent",
+        evaluator=evaluator,
+        patience=2,
+        training_args=small_training_args,
+    )
+    first, second = result.rounds  # patience 2: both rounds run whatever the scores
+    assert not result.stopped_early
+    assert first.annotation == "adjacent" and second.annotation == "idc"
+    assert first.pairs == sum(len(doc) - 1 for doc in topic_docs)
+    assert all(-1.0 <= r.score <= 1.0 for r in result.rounds)
+    assert result.to_dict()["rounds"][0]["pairs"] == first.pairs
+
+
+def test_rounds_refuse_a_one_shot_iterator(make_model):
+    with pytest.raises(ValueError, match="one-shot iterator"):
+        train_idc_rounds(make_model(), iter([["a b", "c d"]]), MultipleNegativesRankingLoss, rounds=2)
+
+
+def test_infocse_plus_plus_keeps_the_best_fine_tuned_model(
+    make_model, topic_docs, small_training_args, scripted_evaluator, same_weights
+):
+    model = make_model()
+    labelled = Dataset.from_dict(
+        {
+            "anchor": ["the cat sat", "the king won", "the river ran", "the song played"] * 2,
+            "positive": ["a cat sat", "a king won", "a river ran", "a song played"] * 2,
+        }
+    )
+    # initial, cycle 1 (fine-tuned), cycle 2 (fine-tuned): the drop stops the loop after cycle 2.
+    evaluator = scripted_evaluator([0.30, 0.50, 0.40, 0.90])
+    result = train_infocse_plus_plus(
+        model,
+        topic_docs,
+        labelled,
+        evaluator,
+        MultipleNegativesRankingLoss,
+        cycles=3,
+        idc_rounds=1,
+        idc_evaluator=None,
+        idc_training_args=small_training_args,
+        supervised_training_args=small_training_args,
+    )
+    assert [c.score for c in result.cycles] == [0.50, 0.40]
+    assert result.best_cycle == 1 and result.best_score == 0.50 and result.stopped_early
+    assert same_weights(model.state_dict(), evaluator.seen[1])
+    assert all(len(c.idc.rounds) == 1 and c.idc.rounds[0].pairs > 0 for c in result.cycles)
+    assert all(c.finetune_loss is not None for c in result.cycles)
+    assert result.to_dict()["cycles"][1]["score"] == 0.40
+
+
+def test_rounds_with_infocse_loss(make_model, topic_docs, small_training_args):
+    from st_infocse.losses import InfoCSELoss
+
+    model = make_model()
+    result = train_idc_rounds(
+        model,
+        topic_docs,
+        lambda m: InfoCSELoss(m, lambda_=1e-5),
+        rounds=2,
+        training_args=small_training_args,
+    )
+    assert [r.annotation for r in result.rounds] == ["idc", "idc"]
+    assert all(r.pairs > 0 and r.train_loss is not None and r.train_loss > 0 for r in result.rounds)
+    assert result.best_round == 2 and not result.stopped_early

@@ -1,0 +1,63 @@
+"""Sentence splitting and document preparation."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from st_infocse.mining import PreparedDocument, Skipped, prepare_documents, split_sentences
+
+
+def test_split_keeps_abbreviations_and_breaks_lines():
+    text = "Dr. Smith moved to Washington D.C. in 1990. He liked it!\n\nA heading\nIs it over? Yes."
+    assert split_sentences(text) == [
+        "Dr. Smith moved to Washington D.C. in 1990.",
+        "He liked it!",
+        "A heading",
+        "Is it over?",
+        "Yes.",
+    ]
+    assert split_sentences("") == [] and split_sentences(" \n\t ") == []
+    with pytest.raises(TypeError):
+        split_sentences(None)  # type: ignore[arg-type]
+
+
+def test_split_does_not_hang_on_reference_lists():
+    # pysbd (the former choice) never returns on this Wikipedia-style string (pySBD issue #79).
+    start = time.perf_counter()
+    out = split_sentences("See the list..[111 111 111 111 111 111 111 111 111 111 111 111] for details. " * 50)
+    assert out and time.perf_counter() - start < 5
+
+
+def test_prepare_documents_one_result_per_input():
+    docs = [
+        ["A.", " B. ", "", "A."],
+        "Only one sentence.",
+        {"id": 7, "text": "First one. Second one."},
+        {"id": "s", "sentences": "Given as text. Still split."},
+        {"title": "no body"},
+        ["ok", None],
+        b"bytes",
+        [],
+        ["x", "y", "z"],
+    ]
+    out = list(prepare_documents(docs, max_sentences=2))
+    assert len(out) == len(docs)
+    assert out[0] == PreparedDocument("0", ["A.", "B."], duplicates_removed=1, empty_removed=1)
+    assert out[1] == Skipped("1", "too_few_sentences", "1 sentence(s)")
+    assert out[2] == PreparedDocument("7", ["First one.", "Second one."])
+    assert out[3] == PreparedDocument("s", ["Given as text.", "Still split."])
+    assert [o.reason for o in out[4:7]] == ["not_text"] * 3
+    assert out[5].detail == "sentence of type NoneType"
+    assert out[7] == Skipped("7", "empty")
+    assert out[8] == Skipped("8", "too_many_sentences", "3 sentences")
+
+
+def test_prepare_documents_options():
+    docs = [["a", "a", "b"]]
+    assert next(iter(prepare_documents(docs, deduplicate=False))).sentences == ["a", "a", "b"]
+    assert next(iter(prepare_documents(docs, min_sentences=3))).reason == "too_few_sentences"
+    assert next(iter(prepare_documents(docs, min_sentences=0))).sentences == ["a", "b"]  # raised to 2
+    with pytest.raises(ValueError, match="max_sentences"):
+        list(prepare_documents(docs, min_sentences=5, max_sentences=3))
