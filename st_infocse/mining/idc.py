@@ -278,7 +278,7 @@ class MiningReport:
 
     def summary(self) -> str:
         """One line for logs."""
-        skipped = ", ".join(f"{k}={v}" for k, v in sorted(self.skipped.items())) or "none"
+        skipped = ", ".join(f"{k}={v}" for k, v in sorted(self.skipped.items()) if v) or "none"
         return (
             f"{self.method}: {self.documents_seen} documents read, {self.documents_used} used, skipped: {skipped}; "
             f"{self.sentences} sentences, {self.clusters} clusters, {self.pairs} pairs "
@@ -310,9 +310,7 @@ def _select_input_columns(documents: Any, keys: tuple[str, str, str]) -> Any:
     column_names = getattr(documents, "column_names", None)
     if isinstance(column_names, list) and hasattr(documents, "select_columns"):
         sentences_key, text_key, id_key = keys
-        wanted = [c for c in (sentences_key, id_key) if c in column_names]
-        if sentences_key not in column_names:
-            wanted = [c for c in (text_key, id_key) if c in column_names]
+        wanted = [c for c in keys if c in column_names]
         if not any(c in column_names for c in (sentences_key, text_key)):
             raise ValueError(
                 f"the documents dataset has neither a {sentences_key!r} nor a {text_key!r} column "
@@ -569,8 +567,8 @@ def mine_pairs(
         >>> model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")  # doctest: +SKIP
         >>> docs = [["The cat sat.", "A cat was sitting.", "Stocks fell.", "Markets dropped."]]
         >>> pairs, report = mine_pairs(docs, model)  # doctest: +SKIP
-        >>> pairs["anchor"], pairs["positive"]  # doctest: +SKIP
-        (['The cat sat.', 'Stocks fell.'], ['A cat was sitting.', 'Markets dropped.'])
+        >>> list(zip(pairs["anchor"], pairs["positive"]))  # doctest: +SKIP
+        [('The cat sat.', 'A cat was sitting.'), ('Stocks fell.', 'Markets dropped.')]
     """
     return _mine(
         documents,

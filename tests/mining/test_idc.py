@@ -121,6 +121,14 @@ def test_exact_pairs_and_counted_skips(lookup_encoder):
     assert sorted(encoder.calls[0]) == ["s0", "s1", "s2", "s3", "s4", "s5"]
 
 
+def test_default_cap_skips_a_document_of_thousands_of_sentences(lookup_encoder):
+    encoder = lookup_encoder(TABLE)
+    huge = [f"line {i}" for i in range(5000)]
+    pairs, report = mine_pairs([huge, ["s0", "s1"]], encoder, show_progress_bar=False)
+    assert report.skipped["too_many_sentences"] == 1 and len(pairs) == 1
+    assert encoder.calls == [["s0", "s1"]]  # the huge document was never encoded
+
+
 def test_without_deduplication_identical_sentences_pair_up(lookup_encoder):
     docs = [{"id": "dups", "sentences": ["s0", "s3", "s0", "s3", "s1"]}]
     pairs, report = mine_pairs(docs, lookup_encoder(TABLE), deduplicate=False, show_progress_bar=False)
