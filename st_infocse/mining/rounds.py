@@ -232,7 +232,8 @@ def _train(
     kwargs = {**DEFAULT_TRAINING_ARGS, "seed": seed, **(training_args or {})}
     if batch_sampler is not None:
         kwargs["batch_sampler"] = batch_sampler
-    args = SentenceTransformerTrainingArguments(output_dir=str(output_dir), **kwargs)
+    kwargs["output_dir"] = str(output_dir)  # one folder per round/cycle, whatever the caller passed
+    args = SentenceTransformerTrainingArguments(**kwargs)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss)
     output = trainer.train()
     return float(output.training_loss) if output.training_loss is not None else None
