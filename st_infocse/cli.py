@@ -256,8 +256,10 @@ def load_model(args: ModelArguments):
 
 
 def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None):
-    """A one-column ``datasets.Dataset`` of non-empty texts; empty lines are dropped and counted."""
+    """A one-column ``text`` dataset; missing, non-string and blank rows are dropped and counted."""
     from datasets import Dataset, load_dataset, load_from_disk
+
+    from st_infocse.training.data import clean_texts, read_text_file
 
     path = Path(source).expanduser()
     if _looks_local(source) and not path.exists():
@@ -268,7 +270,7 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
         except FileNotFoundError as exc:
             raise CLIError(f"{source} is not a dataset folder written by save_to_disk") from exc
     elif path.is_file() and path.name.endswith((".txt", ".txt.gz")):
-        dataset = load_dataset("text", data_files=str(path), split="train")
+        dataset = read_text_file(path)
     elif path.is_file():
         kind = {".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}.get(
             path.suffix if path.suffix != ".gz" else Path(path.stem).suffix
@@ -288,13 +290,11 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
     column = text_column or ("text" if "text" in strings else (strings[0] if len(strings) == 1 else None))
     if column is None or column not in dataset.column_names:
         raise CLIError(f"choose the text column with --text_column (string columns in {source}: {strings})")
-    dataset = dataset.select_columns([column])
     if max_samples is not None:
         dataset = dataset.select(range(min(max_samples, len(dataset))))
-    before = len(dataset)
-    dataset = dataset.filter(lambda row: isinstance(row[column], str) and row[column].strip() != "")
-    if len(dataset) < before:
-        logger.warning("Dropped %d empty or non-text rows of %d in %s", before - len(dataset), before, source)
+    dataset, report = clean_texts(dataset, column)
+    if report.dropped:
+        print(f"{source}: {report}")
     if len(dataset) == 0:
         raise CLIError(f"no text in {source}")
     return dataset.rename_column(column, "text") if column != "text" else dataset

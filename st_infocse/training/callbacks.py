@@ -128,6 +128,17 @@ class AuxiliaryStateCallback(TrainerCallback):
         load_auxiliary_state(self.loss, checkpoint)
         logger.info("Auxiliary state restored from %s", checkpoint)
 
+    def on_step_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
+        # Lets a loss that meets a non-finite value say at which step.
+        for module in self.loss.modules():
+            if hasattr(module, "training_step"):
+                module.training_step = state.global_step + 1
+
+    def on_pre_optimizer_step(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs
+    ) -> None:
+        average_auxiliary_gradients(self.loss)
+
     def on_log(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, logs=None, **kwargs
     ) -> None:
