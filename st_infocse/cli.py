@@ -53,8 +53,12 @@ class ModelArguments:
 class SavedModelArguments(ModelArguments):
     """For commands that use a trained model as it is: its own pooling and length unless told otherwise."""
 
-    pooling: str = field(default="model", metadata={"help": "'model' keeps the saved modules; cls, mean or max re-pools the encoder."})
-    max_seq_length: int | None = field(default=None, metadata={"help": "Maximum tokens per sentence (default: the model's)."})
+    pooling: str = field(
+        default="model", metadata={"help": "'model' keeps the saved modules; cls, mean or max re-pools the encoder."}
+    )
+    max_seq_length: int | None = field(
+        default=None, metadata={"help": "Maximum tokens per sentence (default: the model's)."}
+    )
 
 
 @dataclass
@@ -168,8 +172,15 @@ def _training_arguments_class():
     return PaperTrainingArguments
 
 
-def _parse(dataclass_types: Sequence[type], argv: Sequence[str], prog: str) -> tuple[Any, ...]:
-    """Parse flags into the dataclasses; ``--config FILE`` (JSON/YAML) is expanded first so later flags win."""
+NO_EVALUATION = ["--eval_strategy", "no", "--load_best_model_at_end", "false"]
+
+
+def _parse(dataclass_types: Sequence[type], argv: Sequence[str], prog: str, evaluates: bool = True) -> tuple[Any, ...]:
+    """Parse flags into the dataclasses; ``--config FILE`` (JSON/YAML) is expanded first so later flags win.
+
+    Without STS-B dev evaluation (``evaluates=False`` or ``--stsb_dev none``) the best-checkpoint defaults are
+    switched off before the training arguments validate themselves.
+    """
     from transformers import HfArgumentParser
 
     parser = HfArgumentParser(
@@ -181,7 +192,20 @@ def _parse(dataclass_types: Sequence[type], argv: Sequence[str], prog: str) -> t
         if index + 1 >= len(argv):
             raise CLIError("--config needs a file")
         argv = _config_to_flags(argv[index + 1]) + argv[:index] + argv[index + 2 :]
+    if not evaluates or _flag_value(argv, "--stsb_dev", "hub").lower() == "none":
+        argv = NO_EVALUATION + argv
     return tuple(parser.parse_args_into_dataclasses(args=argv))
+
+
+def _flag_value(argv: Sequence[str], flag: str, default: str) -> str:
+    """The last value given for ``flag`` (``--flag value`` or ``--flag=value``)."""
+    value = default
+    for i, item in enumerate(argv):
+        if item == flag and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif item.startswith(flag + "="):
+            value = item.split("=", 1)[1]
+    return value
 
 
 def _config_to_flags(path: str) -> list[str]:
@@ -395,7 +419,14 @@ def _train(model, loss, dataset, training_args, evaluator):
         evaluator=evaluator,
         callbacks=[AuxiliaryStateCallback(loss)],
     )
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    resume = training_args.resume_from_checkpoint
+    if isinstance(resume, str) and resume.lower() in ("true", "last"):
+        resume = True  # the newest checkpoint-N in output_dir
+    elif isinstance(resume, str) and resume.lower() in ("false", "none", ""):
+        resume = None
+    elif resume is not None and not Path(resume).is_dir():
+        raise CLIError(f"--resume_from_checkpoint: no checkpoint folder at {resume}")
+    trainer.train(resume_from_checkpoint=resume)
     return trainer
 
 
@@ -410,11 +441,11 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
     from st_infocse import losses
 
     model_args, data_args, loss_args, training_args = _parse(
-        [ModelArguments, DataArguments, LossArguments, _training_arguments_class()], argv, "st-infocse pretrain-aux"
+        [ModelArguments, DataArguments, LossArguments, _training_arguments_class()],
+        argv,
+        "st-infocse pretrain-aux",
+        evaluates=False,
     )
-    training_args.eval_strategy = "no"
-    training_args.load_best_model_at_end = False
-    training_args.metric_for_best_model = None
     model = load_model(model_args)
     dataset = load_texts(data_args.train_data, data_args.text_column, data_args.max_train_samples)
     loss = losses.AuxiliaryPretrainingLoss(

@@ -267,3 +267,49 @@ def test_incompatible_model_exits_with_code_2(workspace, tiny_bert_nomask_dir, c
 def test_unknown_flag_exits_with_code_2(capsys):
     assert main(["train", "--no_such_flag", "1"]) == 2
     assert "--no_such_flag" in capsys.readouterr().err
+
+
+def test_resume_after_interruption_matches_uninterrupted_run(workspace):
+    import shutil
+
+    import torch
+
+    root = workspace["root"]
+    common = [
+        "train",
+        "--objective",
+        "infocse",
+        "--model",
+        str(workspace["model"]),
+        "--train_data",
+        str(workspace["sentences"]),
+        "--stsb_dev",
+        "none",
+        "--lambda",
+        "0.1",
+        "--max_steps",
+        "4",
+        "--save_steps",
+        "2",
+        "--per_device_train_batch_size",
+        "8",
+        "--use_cpu",
+        "true",
+        "--save_total_limit",
+        "5",
+    ]
+    assert main([*common, "--output_dir", str(root / "full")]) == 0
+    # A run killed after writing checkpoint-2 leaves exactly that folder; resuming continues from it.
+    shutil.copytree(root / "full" / "checkpoint-2", root / "killed" / "checkpoint-2")
+    assert main([*common, "--output_dir", str(root / "killed"), "--resume_from_checkpoint", "true"]) == 0
+    full = SentenceTransformer(str(root / "full"), device="cpu").state_dict()
+    resumed = SentenceTransformer(str(root / "killed"), device="cpu").state_dict()
+    for key, value in full.items():
+        assert torch.allclose(value, resumed[key], atol=1e-6), key
+    from safetensors.torch import load_file
+
+    aux_full = load_file(str(root / "full" / "checkpoint-4" / "auxiliary_state.safetensors"))
+    aux_resumed = load_file(str(root / "killed" / "checkpoint-4" / "auxiliary_state.safetensors"))
+    assert aux_full.keys() == aux_resumed.keys()
+    for key, value in aux_full.items():
+        assert torch.allclose(value, aux_resumed[key], atol=1e-6), key
