@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import inspect
 import json
 import logging
 import os
@@ -14,15 +14,9 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
-from transformers import AutoConfig, AutoModel, PretrainedConfig
+from transformers import AutoModel, PretrainedConfig
 
-from st_infocse.modeling.encoder_parts import (
-    EncoderParts,
-    UnsupportedModelError,
-    bidirectional_mask,
-    get_submodule,
-    run_layers,
-)
+from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for, get_submodule
 from st_infocse.modeling.heads import MLMHead, build_mlm_head
 
 logger = logging.getLogger(__name__)
@@ -81,21 +75,27 @@ class AuxiliaryDecoder(nn.Module):
     def __init__(self, config: AuxiliaryDecoderConfig) -> None:
         super().__init__()
         self.config = config
-        encoder_config = _encoder_config(config.encoder_config, depth=config.k + config.n)
-        # One model of depth k + n gives both the lower stack (first k layers) and the fusion layers (the rest).
+        self.family = family_for(config.encoder_config["model_type"])
+        encoder_config = self.family.config_for_depth(config.encoder_config, config.k + config.n)
+        # One model of depth k + n gives both the lower stack (first k layers) and the fusion layers (the rest);
+        # the lower model also hosts what the fusion layers share with it (MPNet's relative position bias,
+        # ModernBERT's rotary embedding).
         base = AutoModel.from_config(encoder_config)
-        layers = get_submodule(base, config.layers_path)
+        layers = get_submodule(base, self.family.layers_path)
         self.fusion = nn.ModuleList(list(layers)[config.k :])
-        _truncate_layers(base, config.layers_path, config.k)
+        _set_submodule(base, self.family.layers_path, nn.ModuleList(list(layers)[: config.k]))
+        base.config.num_hidden_layers = config.k
         if getattr(base, "pooler", None) is not None:
             base.pooler = None
+        # A pre-norm model's final norm moves behind the fusion layers (trainable), so that the lower copy returns
+        # the k-th layer's raw output, as the fusion layers expect.
+        self.output_norm: nn.Module | None = None
+        if self.family.output_norm_path:
+            self.output_norm = get_submodule(base, self.family.output_norm_path)
+            _set_submodule(base, self.family.output_norm_path, nn.Identity())
         self.lower = base
-        self.head = MLMHead(
-            encoder_config.hidden_size,
-            encoder_config.vocab_size,
-            getattr(encoder_config, "hidden_act", "gelu"),
-            getattr(encoder_config, "layer_norm_eps", 1e-12),
-        )
+        self._takes_token_types = "token_type_ids" in inspect.signature(base.forward).parameters
+        self.head = MLMHead.for_config(encoder_config)
         hidden = encoder_config.hidden_size
         # A Dense module can change the sentence embedding size; project h back to the hidden size.
         self.h_proj = nn.Linear(config.embedding_dim, hidden) if config.embedding_dim != hidden else None
@@ -156,6 +156,9 @@ class AuxiliaryDecoder(nn.Module):
                     parts.depth - k,
                     k,
                 )
+        if decoder.output_norm is not None:
+            # The MLM head was trained behind this norm.
+            decoder.output_norm.load_state_dict(parts.output_norm.state_dict())
         decoder.head = build_mlm_head(parts, mlm_head_source)
         return decoder.to(parts.hf_model.device)
 
@@ -173,7 +176,7 @@ class AuxiliaryDecoder(nn.Module):
     ) -> torch.Tensor:
         """Hidden states after the lower ``k`` layers (frozen and gradient-free when ``detach``)."""
         kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if token_type_ids is not None:
+        if token_type_ids is not None and self._takes_token_types:
             kwargs["token_type_ids"] = token_type_ids
         if self.config.detach:
             # The trainer only toggles the model's mode; keep the frozen copy dropout-free regardless.
@@ -206,7 +209,9 @@ class AuxiliaryDecoder(nn.Module):
             lower_hidden = self.lower_hidden_states(masked_input_ids, attention_mask, token_type_ids)
         h = sentence_embedding if self.h_proj is None else self.h_proj(sentence_embedding)
         hidden = torch.cat([h.unsqueeze(1).to(lower_hidden.dtype), lower_hidden[:, 1:]], dim=1)
-        hidden = run_layers(self.fusion, hidden, bidirectional_mask(self.encoder_config, hidden, attention_mask))
+        hidden = self.family.run(self.lower, self.fusion, hidden, attention_mask)
+        if self.output_norm is not None:
+            hidden = self.output_norm(hidden)
         return mlm_loss(self.head, hidden, labels)
 
     def save_pretrained(self, path: str | os.PathLike) -> None:
@@ -262,19 +267,10 @@ def mlm_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor) -> MLM
     return MLMOutput(loss=loss, correct=correct, total=total)
 
 
-def _encoder_config(config_dict: dict, depth: int) -> PretrainedConfig:
-    config_dict = copy.deepcopy(config_dict)
-    model_type = config_dict.pop("model_type")
-    config = AutoConfig.for_model(model_type, **config_dict)
-    config.num_hidden_layers = depth
-    return config
-
-
-def _truncate_layers(model: nn.Module, path: str, k: int) -> None:
+def _set_submodule(model: nn.Module, path: str, module: nn.Module) -> None:
     parent_path, _, name = path.rpartition(".")
     parent = get_submodule(model, parent_path) if parent_path else model
-    setattr(parent, name, nn.ModuleList(list(getattr(parent, name))[:k]))
-    model.config.num_hidden_layers = k
+    setattr(parent, name, module)
 
 
 def _check_depths(parts: EncoderParts, k: int, n: int) -> None:

@@ -1,21 +1,255 @@
-"""Find the Hugging Face encoder inside a SentenceTransformer, and its embedding and layer stack."""
+"""Find the Hugging Face encoder inside a SentenceTransformer, and describe its layer stack per encoder family.
+
+The auxiliary decoder copies the encoder's lower layers and runs further layers on hidden states it builds itself
+(``[h ; M_{>0}]``). Each family says where its layers live, which config attribute holds its depth, how to run a
+slice of its layers on hidden states with a padding mask (what the layers need besides the mask: MPNet's relative
+position bias, ModernBERT's rotary embeddings and local/global masks), and where its MLM head is.
+"""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
+from transformers.masking_utils import create_bidirectional_mask, create_bidirectional_sliding_window_mask
 
-# Families whose layers are called as ``layer(hidden_states, attention_mask)`` with the mask built by
-# ``transformers.masking_utils.create_bidirectional_mask`` and whose depth is ``config.num_hidden_layers``.
-SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "camembert", "electra")
-_LAYER_PATHS = ("encoder.layer",)
+# ``run(host, layers, hidden_states, attention_mask)``: ``host`` is the Hugging Face model the layers were built
+# with (it owns the config and any shared modules such as MPNet's relative bias or ModernBERT's rotary embedding);
+# ``attention_mask`` is the ``(batch, seq)`` padding mask.
+LayerRunner = Callable[[PreTrainedModel, Iterable[nn.Module], torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 class UnsupportedModelError(ValueError):
     """The model cannot host an auxiliary decoder; the message names what is missing."""
+
+
+def _last_hidden(output: Any) -> torch.Tensor:
+    return output[0] if isinstance(output, tuple) else output
+
+
+def run_mask_only_layers(
+    host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor
+) -> torch.Tensor:
+    """BERT, RoBERTa, ELECTRA, DistilBERT: each layer is ``layer(hidden_states, mask)``, with the mask the model
+    itself builds (its form depends on the attention implementation in the config)."""
+    mask = create_bidirectional_mask(config=host.config, inputs_embeds=hidden_states, attention_mask=attention_mask)
+    for layer in layers:
+        hidden_states = _last_hidden(layer(hidden_states, mask))
+    return hidden_states
+
+
+def run_mpnet_layers(
+    host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor
+) -> torch.Tensor:
+    """MPNet: every layer also takes the relative-position bias, which ``MPNetEncoder`` computes once from its own
+    ``relative_attention_bias`` table; the host's encoder computes it the same way here."""
+    mask = create_bidirectional_mask(config=host.config, inputs_embeds=hidden_states, attention_mask=attention_mask)
+    position_bias = host.encoder.compute_position_bias(hidden_states)
+    for layer in layers:
+        hidden_states = _last_hidden(layer(hidden_states, mask, position_bias))
+    return hidden_states
+
+
+def run_modernbert_layers(
+    host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor
+) -> torch.Tensor:
+    """ModernBERT: each layer is global or local (``layer.attention_type``) and takes the mask and rotary
+    embeddings of its kind, built as ``ModernBertModel.forward`` builds them (the host's ``rotary_emb``)."""
+    layers = list(layers)
+    kinds = {layer.attention_type for layer in layers}
+    mask_kwargs = {"config": host.config, "inputs_embeds": hidden_states, "attention_mask": attention_mask}
+    makers = {
+        "full_attention": create_bidirectional_mask,
+        "sliding_attention": create_bidirectional_sliding_window_mask,
+    }
+    masks = {kind: makers[kind](**mask_kwargs) for kind in kinds}
+    position_ids = torch.arange(hidden_states.shape[1], device=hidden_states.device).unsqueeze(0)
+    rotary = {kind: host.rotary_emb(hidden_states, position_ids, kind) for kind in kinds}
+    for layer in layers:
+        kind = layer.attention_type
+        hidden_states = _last_hidden(layer(hidden_states, attention_mask=masks[kind], position_embeddings=rotary[kind]))
+    return hidden_states
+
+
+def _modernbert_layer_types(config: dict, depth: int) -> dict:
+    # Layer i of a deeper copy has the kind of encoder layer i (the top one's above the encoder's depth), which is
+    # the layer its weights are copied from.
+    types = config.get("layer_types")
+    if types:
+        config["layer_types"] = [types[min(i, len(types) - 1)] for i in range(depth)]
+    return config
+
+
+def _same_config(config: dict, depth: int) -> dict:
+    return config
+
+
+@dataclass(frozen=True)
+class MLMHeadLayout:
+    """Where a ``*ForMaskedLM`` model keeps its head, and the head's shape for a given config.
+
+    ``dense`` and ``norm`` are module paths inside the ``*ForMaskedLM`` model (the vocabulary projection is its
+    ``get_output_embeddings()``); ``options`` maps the config to :class:`~st_infocse.modeling.heads.MLMHead`
+    keyword arguments (activation, epsilon, biases, width) so that the head computes what the checkpoint's does.
+    """
+
+    dense: str
+    norm: str
+    options: Callable[[PretrainedConfig], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class EncoderFamily:
+    """How the auxiliary objectives handle one architecture family."""
+
+    name: str
+    model_types: tuple[str, ...]
+    layers_path: str
+    depth_attribute: str
+    run: LayerRunner
+    head: MLMHeadLayout
+    # A norm the model applies after its last layer (pre-norm models). The decoder's lower copy leaves it out so
+    # that it returns the k-th layer's raw output, and applies its own copy after the fusion layers.
+    output_norm_path: str | None = None
+    # Adjusts other per-layer config entries when the depth changes.
+    resize_config: Callable[[dict, int], dict] = _same_config
+
+    def config_for_depth(self, config_dict: dict, depth: int) -> PretrainedConfig:
+        """A config of this family with ``depth`` layers, from an encoder's ``config.to_dict()``."""
+        from transformers import AutoConfig
+
+        config_dict = self.resize_config(copy.deepcopy(config_dict), depth)
+        config_dict[self.depth_attribute] = depth
+        model_type = config_dict.pop("model_type")
+        return AutoConfig.for_model(model_type, **config_dict)
+
+
+def _bert_head(config: PretrainedConfig) -> dict[str, Any]:
+    return {"hidden_act": config.hidden_act, "layer_norm_eps": config.layer_norm_eps}
+
+
+def _gelu_head(config: PretrainedConfig) -> dict[str, Any]:
+    # RobertaLMHead / MPNetLMHead hard-code ``gelu`` whatever the encoder's ``hidden_act``.
+    return {"hidden_act": "gelu", "layer_norm_eps": config.layer_norm_eps}
+
+
+def _electra_head(config: PretrainedConfig) -> dict[str, Any]:
+    # The generator head projects to embedding_size, which may be narrower than the hidden size.
+    return {"hidden_act": "gelu", "layer_norm_eps": config.layer_norm_eps, "width": config.embedding_size}
+
+
+def _distilbert_head(config: PretrainedConfig) -> dict[str, Any]:
+    return {"hidden_act": config.activation, "layer_norm_eps": 1e-12}
+
+
+def _modernbert_head(config: PretrainedConfig) -> dict[str, Any]:
+    return {
+        "hidden_act": config.classifier_activation,
+        "layer_norm_eps": config.norm_eps,
+        "dense_bias": config.classifier_bias,
+        "norm_bias": config.norm_bias,
+        "decoder_bias": config.decoder_bias,
+    }
+
+
+FAMILIES: tuple[EncoderFamily, ...] = (
+    EncoderFamily(
+        "bert",
+        ("bert",),
+        "encoder.layer",
+        "num_hidden_layers",
+        run_mask_only_layers,
+        MLMHeadLayout("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", _bert_head),
+    ),
+    EncoderFamily(
+        "roberta",
+        ("roberta", "xlm-roberta", "camembert"),
+        "encoder.layer",
+        "num_hidden_layers",
+        run_mask_only_layers,
+        MLMHeadLayout("lm_head.dense", "lm_head.layer_norm", _gelu_head),
+    ),
+    EncoderFamily(
+        "electra",
+        ("electra",),
+        "encoder.layer",
+        "num_hidden_layers",
+        run_mask_only_layers,
+        MLMHeadLayout("generator_predictions.dense", "generator_predictions.LayerNorm", _electra_head),
+    ),
+    EncoderFamily(
+        "distilbert",
+        ("distilbert",),
+        "transformer.layer",
+        "n_layers",
+        run_mask_only_layers,
+        MLMHeadLayout("vocab_transform", "vocab_layer_norm", _distilbert_head),
+    ),
+    EncoderFamily(
+        "mpnet",
+        ("mpnet",),
+        "encoder.layer",
+        "num_hidden_layers",
+        run_mpnet_layers,
+        MLMHeadLayout("lm_head.dense", "lm_head.layer_norm", _gelu_head),
+    ),
+    EncoderFamily(
+        "modernbert",
+        ("modernbert",),
+        "layers",
+        "num_hidden_layers",
+        run_modernbert_layers,
+        MLMHeadLayout("head.dense", "head.norm", _modernbert_head),
+        output_norm_path="final_norm",
+        resize_config=_modernbert_layer_types,
+    ),
+)
+SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(t for family in FAMILIES for t in family.model_types)
+
+# Why some well-known encoders are refused, beyond "no description for this family".
+_KNOWN_UNSUPPORTED = {
+    "albert": "ALBERT shares one set of layer weights across its depth (encoder.albert_layer_groups), so there are "
+    "no separate lower k layers to copy and no per-layer stack to run",
+    "t5": "a T5 encoder has no mask token for masked language modelling, and its blocks (encoder.block) take a "
+    "relative position bias computed inside the first block",
+    "mt5": "an mT5 encoder has no mask token for masked language modelling, and its blocks take a relative position "
+    "bias computed inside the first block",
+    "xlnet": "XLNet is a permutation language model: its layers run two-stream relative attention with memory, not a "
+    "masked-LM encoder stack driven by a padding mask",
+}
+
+
+def family_for(model_type: str) -> EncoderFamily:
+    """The family description for a config's ``model_type``.
+
+    Raises:
+        UnsupportedModelError: naming the model type and what is missing for it.
+    """
+    for family in FAMILIES:
+        if model_type in family.model_types:
+            return family
+    reason = _KNOWN_UNSUPPORTED.get(
+        model_type,
+        "st_infocse has no description of its layer stack (path, depth attribute, how to run a slice of layers on "
+        "hidden states with a padding mask) or of its MLM head",
+    )
+    raise UnsupportedModelError(
+        f"Model type {model_type!r} is not supported by the auxiliary decoder: {reason}. Supported types: "
+        f"{', '.join(SUPPORTED_MODEL_TYPES)}. The contrastive losses (SimCSELoss, InforMinReconstructionLoss "
+        "without its MLM term) work with any model."
+    )
+
+
+def run_layers(
+    host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor
+) -> torch.Tensor:
+    """Run ``layers`` (built with ``host``'s config) on ``hidden_states`` with a ``(batch, seq)`` padding mask."""
+    return family_for(host.config.model_type).run(host, layers, hidden_states, attention_mask)
 
 
 @dataclass
@@ -24,11 +258,15 @@ class EncoderParts:
 
     hf_model: PreTrainedModel
     tokenizer: object
-    layers_path: str
+    family: EncoderFamily
 
     @property
     def config(self) -> PretrainedConfig:
         return self.hf_model.config
+
+    @property
+    def layers_path(self) -> str:
+        return self.family.layers_path
 
     @property
     def depth(self) -> int:
@@ -43,12 +281,22 @@ class EncoderParts:
         return get_submodule(self.hf_model, self.layers_path)
 
     @property
+    def output_norm(self) -> nn.Module | None:
+        """The norm applied after the last layer, for families that have one (ModernBERT's ``final_norm``)."""
+        path = self.family.output_norm_path
+        return get_submodule(self.hf_model, path) if path else None
+
+    @property
     def word_embeddings(self) -> nn.Embedding:
         return self.hf_model.get_input_embeddings()
 
     @property
     def name_or_path(self) -> str:
         return getattr(self.hf_model, "name_or_path", "") or getattr(self.config, "_name_or_path", "")
+
+    def run_layers(self, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor):
+        """Run some of this encoder's layers on hidden states, as the encoder's own forward would."""
+        return self.family.run(self.hf_model, layers, hidden_states, attention_mask)
 
 
 def get_submodule(module: nn.Module, path: str) -> nn.Module:
@@ -58,11 +306,11 @@ def get_submodule(module: nn.Module, path: str) -> nn.Module:
 
 
 def find_encoder_parts(model: nn.Module) -> EncoderParts:
-    """Return the Hugging Face encoder, tokenizer and layer stack of a ``SentenceTransformer``.
+    """Return the Hugging Face encoder, tokenizer and family description of a ``SentenceTransformer``.
 
     Raises:
         UnsupportedModelError: if the first module is not a Hugging Face transformer, the tokenizer is missing,
-            or the architecture's layer stack is unknown.
+            or the architecture is not one of the described families.
     """
     first = model[0] if isinstance(model, nn.Sequential) and len(model) else None
     hf_model = getattr(first, "auto_model", None)
@@ -75,34 +323,14 @@ def find_encoder_parts(model: nn.Module) -> EncoderParts:
     tokenizer = getattr(first, "tokenizer", None)
     if tokenizer is None:
         raise UnsupportedModelError(f"The transformer module {type(first).__name__} has no text tokenizer.")
-    model_type = getattr(hf_model.config, "model_type", "?")
-    if model_type not in SUPPORTED_MODEL_TYPES:
+    family = family_for(getattr(hf_model.config, "model_type", "?"))
+    try:
+        layers = get_submodule(hf_model, family.layers_path)
+    except AttributeError:
+        layers = None
+    if not isinstance(layers, nn.ModuleList) or not len(layers):
         raise UnsupportedModelError(
-            f"Model type {model_type!r} is not supported by the auxiliary decoder yet; supported types: "
-            f"{', '.join(SUPPORTED_MODEL_TYPES)}. The contrastive losses (SimCSELoss, InforMinReconstructionLoss "
-            "without its MLM term) work with any model."
+            f"{type(hf_model).__name__} has no layer stack at {family.layers_path!r}, where {family.name} models "
+            "keep theirs; the auxiliary decoder needs the base model (AutoModel), not a task model."
         )
-    for path in _LAYER_PATHS:
-        try:
-            layers = get_submodule(hf_model, path)
-        except AttributeError:
-            continue
-        if isinstance(layers, nn.ModuleList) and len(layers):
-            return EncoderParts(hf_model=hf_model, tokenizer=tokenizer, layers_path=path)
-    raise UnsupportedModelError(
-        f"Could not find the layer stack of {type(hf_model).__name__} (looked for {_LAYER_PATHS})."
-    )
-
-
-def bidirectional_mask(config: PretrainedConfig, hidden_states: torch.Tensor, attention_mask: torch.Tensor):
-    """The attention mask in the form the model's own layers expect (depends on the attention implementation)."""
-    from transformers.masking_utils import create_bidirectional_mask
-
-    return create_bidirectional_mask(config=config, inputs_embeds=hidden_states, attention_mask=attention_mask)
-
-
-def run_layers(layers: nn.ModuleList, hidden_states: torch.Tensor, mask) -> torch.Tensor:
-    for layer in layers:
-        out = layer(hidden_states, mask)
-        hidden_states = out[0] if isinstance(out, tuple) else out
-    return hidden_states
+    return EncoderParts(hf_model=hf_model, tokenizer=tokenizer, family=family)

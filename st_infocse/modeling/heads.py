@@ -7,7 +7,10 @@ from typing import Literal
 
 import torch
 from torch import nn
+from transformers import PretrainedConfig
 from transformers.activations import ACT2FN
+
+from st_infocse.modeling.encoder_parts import MLMHeadLayout, family_for
 
 logger = logging.getLogger(__name__)
 
@@ -42,67 +45,65 @@ class ProjectionHead(nn.Module):
 
 
 class MLMHead(nn.Module):
-    """BERT-shaped MLM head (dense, activation, LayerNorm, vocabulary projection with bias).
+    """MLM head: dense, activation, LayerNorm, vocabulary projection.
 
     Its vocabulary projection is its own parameter, never tied to the encoder's word embeddings: a tied head
-    would carry MLM gradients into the encoder through the embedding matrix.
+    would carry MLM gradients into the encoder through the embedding matrix. The options cover the heads of the
+    supported families (ModernBERT's dense and norm may have no bias; ELECTRA's generator head is ``width`` wide).
     """
 
-    def __init__(self, hidden_size: int, vocab_size: int, hidden_act: str = "gelu", layer_norm_eps: float = 1e-12):
+    def __init__(
+        self,
+        hidden_size: int,
+        vocab_size: int,
+        hidden_act: str = "gelu",
+        layer_norm_eps: float = 1e-12,
+        *,
+        width: int | None = None,
+        dense_bias: bool = True,
+        norm_bias: bool = True,
+        decoder_bias: bool = True,
+    ) -> None:
         super().__init__()
-        self.dense = nn.Linear(hidden_size, hidden_size)
+        width = width or hidden_size
+        self.dense = nn.Linear(hidden_size, width, bias=dense_bias)
         self.act = ACT2FN[hidden_act] if isinstance(hidden_act, str) else hidden_act
-        self.layer_norm = nn.LayerNorm(hidden_size, eps=layer_norm_eps)
-        self.decoder = nn.Linear(hidden_size, vocab_size)
+        self.layer_norm = nn.LayerNorm(width, eps=layer_norm_eps, bias=norm_bias)
+        self.decoder = nn.Linear(width, vocab_size, bias=decoder_bias)
+
+    @classmethod
+    def for_config(cls, config: PretrainedConfig, vocab_size: int | None = None) -> MLMHead:
+        """A head shaped like the ``*ForMaskedLM`` head of ``config``'s family."""
+        options = family_for(config.model_type).head.options(config)
+        return cls(config.hidden_size, vocab_size or config.vocab_size, **options)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         return self.decoder(self.layer_norm(self.act(self.dense(hidden_states))))
-
-
-def _head_modules(mlm_model: nn.Module, hidden_size: int) -> tuple[nn.Linear, nn.LayerNorm, nn.Module] | None:
-    """The transform dense, LayerNorm and output projection of a ``*ForMaskedLM`` model's head, if present."""
-    prefix = getattr(mlm_model, "base_model_prefix", "")
-    dense = norm = None
-    for name, module in mlm_model.named_modules():
-        if not name or name == prefix or name.startswith(prefix + "."):
-            continue
-        if dense is None and isinstance(module, nn.Linear) and module.weight.shape == (hidden_size, hidden_size):
-            dense = module
-        elif norm is None and isinstance(module, nn.LayerNorm) and module.normalized_shape == (hidden_size,):
-            norm = module
-    output = mlm_model.get_output_embeddings()
-    if dense is None or norm is None or output is None:
-        return None
-    return dense, norm, output
 
 
 def build_mlm_head(encoder_parts, source: str | None = None) -> MLMHead:
     """An MLM head for the encoder: the checkpoint's own head where it has one, else a new one.
 
     A new head gets a freshly initialised transform and an output projection copied (untied) from the input word
-    embeddings, which is what a tied BERT head starts from.
+    embeddings, which is what a tied head starts from.
     """
-    config = encoder_parts.config
-    head = MLMHead(
-        config.hidden_size,
-        encoder_parts.word_embeddings.num_embeddings,
-        getattr(config, "hidden_act", "gelu"),
-        getattr(config, "layer_norm_eps", 1e-12),
-    )
+    head = MLMHead.for_config(encoder_parts.config, encoder_parts.word_embeddings.num_embeddings)
     source = source if source is not None else encoder_parts.name_or_path
-    loaded = _load_checkpoint_head(source, config.hidden_size) if source else None
+    loaded = _load_checkpoint_head(source, encoder_parts.family.head) if source else None
     with torch.no_grad():
         if loaded is not None:
             dense, norm, output = loaded
             head.dense.load_state_dict(dense.state_dict())
             head.layer_norm.load_state_dict(norm.state_dict())
             head.decoder.weight.copy_(output.weight)
-            bias = output.bias if getattr(output, "bias", None) is not None else None
-            head.decoder.bias.copy_(bias if bias is not None else torch.zeros_like(head.decoder.bias))
+            if head.decoder.bias is not None:
+                bias = getattr(output, "bias", None)
+                head.decoder.bias.copy_(bias if bias is not None else torch.zeros_like(head.decoder.bias))
             logger.info("MLM head loaded from the checkpoint %s (untied copy).", source)
         else:
             head.decoder.weight.copy_(encoder_parts.word_embeddings.weight)
-            head.decoder.bias.zero_()
+            if head.decoder.bias is not None:
+                head.decoder.bias.zero_()
             logger.warning(
                 "The checkpoint %r has no MLM head: using a new one (transform freshly initialised, output projection "
                 "copied from the input word embeddings, untied). Stage-1 auxiliary pre-training or a higher learning "
@@ -112,7 +113,8 @@ def build_mlm_head(encoder_parts, source: str | None = None) -> MLMHead:
     return head
 
 
-def _load_checkpoint_head(source: str, hidden_size: int):
+def _load_checkpoint_head(source: str, layout: MLMHeadLayout) -> tuple[nn.Linear, nn.LayerNorm, nn.Module] | None:
+    """The transform dense, LayerNorm and output projection of the ``*ForMaskedLM`` head saved at ``source``."""
     from transformers import AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 
@@ -131,4 +133,9 @@ def _load_checkpoint_head(source: str, hidden_size: int):
     missing_head = [k for k in info.get("missing_keys", []) if not k.startswith(prefix + ".")]
     if missing_head:
         return None
-    return _head_modules(mlm_model, hidden_size)
+    try:
+        dense, norm = (mlm_model.get_submodule(path) for path in (layout.dense, layout.norm))
+    except AttributeError:
+        logger.info("%s has no MLM head at %r / %r.", type(mlm_model).__name__, layout.dense, layout.norm)
+        return None
+    return dense, norm, mlm_model.get_output_embeddings()
