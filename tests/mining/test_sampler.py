@@ -25,13 +25,14 @@ def test_no_document_twice_in_a_batch(drop_last):
         sizes = rng.integers(1, 12, size=int(rng.integers(1, 25))).tolist()
         batch_size = int(rng.integers(1, 10))
         ds = _dataset(sizes)
+        doc_ids = ds["doc_id"][:]
         sampler = DocumentAwareBatchSampler(ds, batch_size, drop_last, seed=trial)
         batches = list(sampler)
         assert len(batches) == len(sampler)
         flat = [i for b in batches for i in b]
         assert len(flat) == len(set(flat))
         for batch in batches:
-            docs = [ds["doc_id"][i] for i in batch]
+            docs = [doc_ids[i] for i in batch]
             assert len(docs) == len(set(docs))
             assert len(batch) == batch_size if drop_last else 1 <= len(batch) <= batch_size
         if not drop_last:
