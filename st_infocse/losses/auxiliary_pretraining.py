@@ -120,8 +120,9 @@ class AuxiliaryPretrainingLoss(nn.Module):
             out = self.model(masked)
         finally:
             handle.remove()
-        if len(captured) != 1:
-            raise RuntimeError(f"Expected one pass through encoder layer {self.k}, saw {len(captured)}.")
+        if not captured:
+            raise RuntimeError(f"The model's forward pass did not run encoder layer {self.k}; is it the encoder's layer stack?")
+        # Gradient checkpointing can run a layer more than once; the first pass is the forward one.
         encoder_mlm = mlm_loss(self.decoder.head, out["token_embeddings"], mlm_labels)
         aux = self.decoder(
             out["sentence_embedding"], masked_ids, features["attention_mask"], mlm_labels, lower_hidden=captured[0]

@@ -97,16 +97,6 @@ def build_family_checkpoint(path: Path, family: str, with_mlm_head: bool = True)
     return path
 
 
-@pytest.fixture(autouse=True)
-def one_intra_op_thread():
-    """Ops on these tiny tensors gain nothing from a second thread, and on a shared CPU each op's thread barrier
-    can wait a whole scheduler slice (a 10x slowdown measured here); restore the setting afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="session")
 def family_dirs(tmp_path_factory) -> Callable[[str], Path]:
     """``family -> path`` of a 4-layer checkpoint saved with its MLM head (built once per session)."""
