@@ -111,6 +111,9 @@ class LossArguments:
     informin_weight: float = field(
         default=0.0, metadata={"help": "Add InforMin's reconstruction term to InfoCSE with this weight."}
     )
+    gather_across_devices: bool = field(
+        default=False, metadata={"help": "Contrast against the embeddings of all processes (multi-GPU)."}
+    )
     aux_learning_rate: float | None = field(
         default=None, metadata={"help": "Own learning rate for the loss's auxiliary modules."}
     )
@@ -367,14 +370,23 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
     aux = dict(k=args.k, n=args.n, mask_rate=args.mask_rate, decoder=args.decoder, detach=args.detach)
     aux["fusion_init"] = args.fusion_init or "copy"
     if objective == "simcse":
-        return losses.SimCSELoss(model, temperature=args.temperature, projection=args.projection)
+        return losses.SimCSELoss(
+            model,
+            temperature=args.temperature,
+            projection=args.projection,
+            gather_across_devices=args.gather_across_devices,
+        )
     if objective == "cmlm":
         # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss").
         return losses.ConditionalMLMLoss(model, **aux)
     if objective == "informin":
         lam = 0.4 if args.lambda_ is None else args.lambda_
         return losses.InforMinReconstructionLoss(
-            model, lambda_=lam, temperature=args.temperature, projection=args.projection or "mlp"
+            model,
+            lambda_=lam,
+            temperature=args.temperature,
+            projection=args.projection or "mlp",
+            gather_across_devices=args.gather_across_devices,
         )
     cls = losses.CMLMCSELoss if objective == "cmlm-cse" else losses.InfoCSELoss
     return cls(
@@ -383,6 +395,7 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
         temperature=args.temperature,
         projection=args.projection,
         informin_weight=args.informin_weight,
+        gather_across_devices=args.gather_across_devices,
         **aux,
     )
 
