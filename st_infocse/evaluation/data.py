@@ -888,6 +888,8 @@ def _mrpc(path: Path) -> tuple[list[tuple[str, str]], list[int]]:
             raise DataFormatError(path, number, f"Quality must be 0 or 1, got {label}")
         pairs.append((_tokens(fields[3]), _tokens(fields[4])))
         labels.append(label)
+    if not pairs:
+        raise DataFormatError(path, None, "no sentence pairs after the header")
     return pairs, labels
 
 

