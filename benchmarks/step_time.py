@@ -100,6 +100,7 @@ def main() -> None:
         optimizer.zero_grad(set_to_none=True)
         return time.perf_counter() - start
 
+    load_before = os.getloadavg()
     times: dict[str, list[float]] = {name: [] for name in setups}
     for i in range(args.warmup + args.repeats):
         for name in setups:
@@ -138,6 +139,8 @@ def main() -> None:
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        # Other processes slow every step alike; the round-robin keeps the ratios comparable.
+        "load_average_1min_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         "results": results,
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
