@@ -17,6 +17,7 @@ def test_cross_validation_on_separable_and_constant_features():
     result = classify(data, separable, kfold=2, inner_kfold=2)
     assert result.accuracy == pytest.approx(100.0)
     assert result.protocol == "2-fold CV" and len(result.chosen_c) == 2
+    assert classify(data, 1e-3 * separable, kfold=2, inner_kfold=2, standardize=True).accuracy == pytest.approx(100.0)
     # constant features: each fold predicts its training majority (3 positives vs 2 negatives), so the
     # stratified test fold (3 positives, 2 negatives) scores 3/5
     constant = np.zeros((10, 3))
