@@ -585,6 +585,7 @@ def report(cfg: Config, command: str) -> None:
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "quality.md").write_text("\n".join(lines) + "\n")
+    update_readme("\n".join(lines))
     payload = {
         "command": command,
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
@@ -596,6 +597,17 @@ def report(cfg: Config, command: str) -> None:
     (RESULTS / "quality.json").write_text(json.dumps(payload, indent=1))
     plot(runs)
     print("\n".join(lines))
+
+
+def update_readme(markdown: str) -> None:
+    """Replace the generated block between the README's quality-table markers."""
+    readme = REPO / "README.md"
+    start, end = "<!-- quality-table -->", "<!-- /quality-table -->"
+    text = readme.read_text()
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        tail = rest.split(end, 1)[1]
+        readme.write_text(f"{head}{start}\n{markdown}\n{end}{tail}")
 
 
 def plot(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
