@@ -44,8 +44,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch
 from datasets import Dataset
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
-from sentence_transformers.sentence_transformer import losses as st_losses
 from sentence_transformers.base.modules import Transformer
+from sentence_transformers.sentence_transformer import losses as st_losses
 from sentence_transformers.sentence_transformer.modules import Pooling
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
