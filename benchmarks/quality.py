@@ -10,8 +10,8 @@ number of steps on the same Wikipedia sentences (``--steps`` x 64 of ``../shared
 max length 32, lr 3e-5, one seed per run. Parts:
 
 - ``sweep``: InfoCSE settings scored on STS-B dev only (never on test sets): first lambda x auxiliary learning rate,
-  then stage 1, k, fusion-layer initialisation, mask rate and detach, each varied from the best so far (ties within
-  0.05 dev points go to the larger lambda).
+  then stage 1, k, fusion-layer initialisation, mask rate and detach, each moved alone from the best stage-A setting
+  (ties within 0.05 dev points go to the larger lambda); the best of all is the sweep's choice.
 - ``table``: one row per objective (seed 0), STS12-16/STS-B/SICK-R (SentEval protocol) and SciFact nDCG@10.
 - ``seeds``: the decisive rows (SimCSE, InfoCSE with the sweep's setting) with two more seeds, and stage 1 toggled.
 - ``domain``: unsupervised adaptation to SciFact (its abstracts as sentences and as IDC documents), starting from
@@ -104,7 +104,7 @@ SWEEP_STAGE_A = [
 
 
 def stage_b(best: InfoCSESetting) -> list[InfoCSESetting]:
-    """Each remaining knob moved away from its default, starting from the best stage-A setting."""
+    """Each remaining knob moved alone away from its default, starting from the best stage-A setting."""
     return [
         replace(best, stage1=True),
         replace(best, k=1),
