@@ -423,7 +423,9 @@ def _train(model, loss, dataset, training_args, evaluator):
     from sentence_transformers import SentenceTransformerTrainer
 
     from st_infocse.training import AuxiliaryStateCallback
+    from st_infocse.training.precision import warn_if_slow_bf16
 
+    warn_if_slow_bf16(bool(training_args.bf16), training_args.device.type == "cpu")
     trainer = SentenceTransformerTrainer(
         model=model,
         args=training_args,
