@@ -30,7 +30,6 @@ import json
 import os
 import platform
 import random
-import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -272,7 +271,7 @@ class Bench:
         model.eval()
         return seconds, history
 
-    def sentence_dataset(self, seed: int, pairs: bool = False, texts: list[str] | None = None) -> Dataset:
+    def sentence_dataset(self, pairs: bool = False, texts: list[str] | None = None) -> Dataset:
         n = self.cfg.steps * self.cfg.batch_size
         texts = texts[:n] if texts is not None else read_lines(self.cfg.sentences, n)
         if pairs:
@@ -316,7 +315,7 @@ class Bench:
         model = load_model("cls", self.cfg.max_length)
         loss = losses.AuxiliaryPretrainingLoss(model, k=setting.k, fusion_init=setting.fusion_init)
         seconds, _ = self.train(
-            model, loss, self.sentence_dataset(seed, texts=texts), seed, steps=self.cfg.stage1_steps,
+            model, loss, self.sentence_dataset(texts=texts), seed, steps=self.cfg.stage1_steps,
             aux_lr=setting.aux_lr,
         )
         model.save(str(folder / "model"))
@@ -353,17 +352,19 @@ class Bench:
     def run_infocse(
         self, part: str, name: str, setting: InfoCSESetting, seed: int, sts: bool, scifact: bool,
         informin_weight: float = 0.0, dataset: Dataset | None = None, batch_sampler: Any = None,
-        description: str | None = None,
+        description: str | None = None, texts: list[str] | None = None, start: str = "cls",
+        extra: dict[str, Any] | None = None,
     ) -> RunResult:
         if (hit := self.cached(part, name, seed)) is not None:
             return hit
-        model, loss, stage1_seconds = self.infocse_loss(setting, seed, informin_weight)
-        dataset = dataset if dataset is not None else self.sentence_dataset(seed)
+        model, loss, stage1_seconds = self.infocse_loss(setting, seed, informin_weight, texts, start)
+        dataset = dataset if dataset is not None else self.sentence_dataset(texts=texts)
         seconds, history = self.train(model, loss, dataset, seed, aux_lr=setting.aux_lr, batch_sampler=batch_sampler)
         result = RunResult(
             name, part, seed, description or f"InfoCSE ({setting.label()})", seconds + stage1_seconds,
             self.cfg.steps + (self.cfg.stage1_steps if setting.stage1 else 0), log_history=history,
-            extra={"setting": asdict(setting), "stage1_seconds": stage1_seconds, "informin_weight": informin_weight},
+            extra={"setting": asdict(setting), "stage1_seconds": stage1_seconds, "informin_weight": informin_weight}
+            | (extra or {}),
         )
         self.evaluate(model, result, sts=sts, scifact=scifact, dev=True)
         return self.store(result)
@@ -407,14 +408,14 @@ class Bench:
         builders: dict[str, tuple[str, Callable[[], tuple[torch.nn.Module, Dataset]]]] = {
             "untrained-cls": ("all-MiniLM-L6-v2 with CLS pooling, untrained", lambda: (None, None)),
             "mean-pooling": ("all-MiniLM-L6-v2 as shipped (mean pooling), untrained", lambda: (None, None)),
-            "simcse": ("SimCSELoss (ours)", lambda: (losses.SimCSELoss(model), self.sentence_dataset(seed, texts=texts))),
+            "simcse": ("SimCSELoss (ours)", lambda: (losses.SimCSELoss(model), self.sentence_dataset(texts=texts))),
             "mnrl": ("sentence-transformers MultipleNegativesRankingLoss on (s, s)",
                      lambda: (st_losses.MultipleNegativesRankingLoss(model),
-                              self.sentence_dataset(seed, pairs=True, texts=texts))),
+                              self.sentence_dataset(pairs=True, texts=texts))),
             "cmlm-cse": ("CMLMCSELoss (paper 003 preset)",
-                         lambda: (losses.CMLMCSELoss(model), self.sentence_dataset(seed, texts=texts))),
+                         lambda: (losses.CMLMCSELoss(model), self.sentence_dataset(texts=texts))),
             "informin": ("InforMinReconstructionLoss (lambda 0.4, MLP projection)",
-                         lambda: (losses.InforMinReconstructionLoss(model), self.sentence_dataset(seed, texts=texts))),
+                         lambda: (losses.InforMinReconstructionLoss(model), self.sentence_dataset(texts=texts))),
             "tsdae": ("sentence-transformers DenoisingAutoEncoderLoss (TSDAE, tied decoder)",
                       lambda: (st_losses.DenoisingAutoEncoderLoss(model, minilm_path(), tie_encoder_decoder=True),
                                self.tsdae_dataset(seed, texts=texts))),
@@ -459,10 +460,9 @@ class Bench:
             result.train_steps = self.cfg.steps
             self.evaluate(miner, result, sts=sts, scifact=True, dev=True)
             return self.store(result)
-        result = self.run_infocse(part, name, setting, seed, sts=sts, scifact=True, dataset=dataset,
-                                  batch_sampler=sampler, description=f"IDC pairs (round 1) + InfoCSE ({setting.label()})")
-        result.extra.update(extra)
-        return self.store(result)
+        return self.run_infocse(part, name, setting, seed, sts=sts, scifact=True, dataset=dataset,
+                                batch_sampler=sampler, extra=extra,
+                                description=f"IDC pairs (round 1) + InfoCSE ({setting.label()})")
 
     def table(self) -> None:
         for name in ("untrained-cls", "simcse", "mnrl"):
@@ -498,17 +498,9 @@ class Bench:
         corpus = read_jsonl(self.cfg.beir / "scifact" / "corpus.jsonl", self.cfg.domain_documents)
         docs = [{"id": d["_id"], "text": d["text"]} for d in corpus]
         self.idc_row("domain", "idc-mnrl", 0, docs, "scifact", sts=False, start="mean")
-        best = self.chosen()
-        if self.cached("domain", "infocse-tuned", 0) is None:
-            model, loss, _ = self.infocse_loss(replace(best, stage1=False), 0, texts=texts, start="mean")
-            result = RunResult("infocse-tuned", "domain", 0, f"InfoCSELoss ({replace(best, stage1=False).label()})",
-                               extra={"setting": asdict(best)})
-            result.train_seconds, result.log_history = self.train(
-                model, loss, self.sentence_dataset(0, texts=texts), 0, aux_lr=best.aux_lr
-            )
-            result.train_steps = self.cfg.steps
-            self.evaluate(model, result, sts=False, scifact=True, dev=True)
-            self.store(result)
+        setting = replace(self.chosen(), stage1=False)  # stage 1 here ran on Wikipedia, not SciFact
+        self.run_infocse("domain", "infocse-tuned", setting, 0, sts=False, scifact=True, texts=texts, start="mean",
+                         description=f"InfoCSELoss ({setting.label()})")
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -529,14 +521,8 @@ def _mean_std(values: list[float]) -> str:
     return f"{mean:.2f} ± {std:.2f}"
 
 
-def _last(history: list[dict[str, Any]], key: str) -> Any:
-    values = [h[key] for h in history if key in h]
-    return values[-1] if values else None
-
-
-def _first(history: list[dict[str, Any]], key: str) -> Any:
-    values = [h[key] for h in history if key in h]
-    return values[0] if values else None
+def _logged(history: list[dict[str, Any]], key: str) -> list[Any]:
+    return [h[key] for h in history if key in h]
 
 
 def report(cfg: Config, command: str) -> None:
@@ -572,8 +558,9 @@ def report(cfg: Config, command: str) -> None:
             r = group[0]
             h = r["log_history"]
             label = r["description"]
-            loss_cell = f"{_first(h, 'cmlm_loss')} → {_last(h, 'cmlm_loss')}" if _first(h, "cmlm_loss") else "-"
-            acc_cell = f"{_first(h, 'cmlm_accuracy')} → {_last(h, 'cmlm_accuracy')}" if _first(h, "cmlm_accuracy") else "-"
+            loss, acc = _logged(h, "cmlm_loss"), _logged(h, "cmlm_accuracy")
+            loss_cell = f"{loss[0]} → {loss[-1]}" if loss else "-"
+            acc_cell = f"{acc[0]} → {acc[-1]}" if acc else "-"
             lines.append(f"| {label} | {r['stsb_dev']} | {loss_cell} | {acc_cell} | {r['train_seconds']:.0f} |")
     choice = cfg.work_dir / "sweep_choice.json"
     if choice.exists():
@@ -686,8 +673,6 @@ def main() -> None:
                 f" --steps {cfg.steps}" if cfg.steps != 40 else ""))
         else:
             getattr(bench, part)()
-    if bench.runs.exists() and not any(bench.runs.iterdir()):
-        shutil.rmtree(bench.runs)
 
 
 if __name__ == "__main__":
