@@ -632,15 +632,16 @@ def plot(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
         fig.tight_layout()
         fig.savefig(RESULTS / "quality_sts_avg.png", dpi=120)
         plt.close(fig)
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for name in names:
+    fig, ax = plt.subplots(figsize=(9, 4))
+    colors = plt.get_cmap("tab20").colors  # more rows than the default ten-colour cycle
+    for i, name in enumerate(n for n in names if table[n][0]["log_history"]):
         history = table[name][0]["log_history"]
-        if history:
-            ax.plot([h["step"] for h in history], [h["loss"] for h in history], label=name)
+        ax.plot([h["step"] for h in history], [h["loss"] for h in history], label=name, color=colors[i % 20],
+                linestyle="-" if i % 2 == 0 else "--")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (sum of terms)")
     ax.set_yscale("log")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_title("Training loss, seed 0")
     fig.tight_layout()
     fig.savefig(RESULTS / "quality_loss_curves.png", dpi=120)
