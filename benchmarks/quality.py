@@ -15,7 +15,9 @@ max length 32, lr 3e-5, one seed per run. Parts:
 - ``table``: one row per objective (seed 0), STS12-16/STS-B/SICK-R (SentEval protocol) and SciFact nDCG@10.
 - ``seeds``: the decisive rows (SimCSE, InfoCSE with the sweep's setting) with two more seeds, and stage 1 toggled.
 - ``domain``: unsupervised adaptation to SciFact (its abstracts as sentences and as IDC documents), starting from
-  the model as shipped (mean pooling), scored on SciFact nDCG@10; SimCSE and InfoCSE with three seeds.
+  the model as shipped (mean pooling), scored on SciFact nDCG@10: SimCSE, MNRL, InfoCSE (sweep choice, no stage 1),
+  CMLM-CSE, InforMin, InfoCSE + InforMin, IDC with MNRL and with InfoCSE, TSDAE (seed 0; SimCSE and InfoCSE
+  with three seeds).
 - ``report``: ``benchmarks/results/quality.json``, ``quality.md`` and PNG plots from the runs present.
 
 Finished runs are cached as JSON under ``--work-dir`` and skipped when the command is repeated, so parts can run in
@@ -43,6 +45,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch
 from datasets import Dataset
+from scipy import stats
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer import losses as st_losses
@@ -461,7 +464,7 @@ class Bench:
             self.evaluate(miner, result, sts=sts, scifact=True, dev=True)
             return self.store(result)
         return self.run_infocse(part, name, setting, seed, sts=sts, scifact=True, dataset=dataset,
-                                batch_sampler=sampler, extra=extra,
+                                batch_sampler=sampler, extra=extra, start=start,
                                 description=f"IDC pairs (round 1) + InfoCSE ({setting.label()})")
 
     def table(self) -> None:
@@ -503,6 +506,12 @@ class Bench:
             self.run_infocse("domain", "infocse-tuned", setting, seed, sts=False, scifact=True, texts=texts,
                              start="mean", description=f"InfoCSELoss ({setting.label()})")
             self.simple_row("domain", "simcse", seed, sts=False, scifact=True, texts=texts, start="mean")
+        for name in ("cmlm-cse", "informin"):
+            self.simple_row("domain", name, 0, sts=False, scifact=True, texts=texts, start="mean")
+        self.run_infocse("domain", "infocse+informin", setting, 0, sts=False, scifact=True, texts=texts,
+                         start="mean", informin_weight=0.4,
+                         description=f"InfoCSELoss ({setting.label()}) + InforMin reconstruction (weight 0.4)")
+        self.idc_row("domain", "idc-infocse", 0, docs, "scifact", sts=False, start="mean", setting=setting)
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -512,7 +521,10 @@ TABLE_ORDER = [
     "untrained-cls", "mean-pooling", "simcse", "mnrl", "infocse-paper", "infocse-tuned", "infocse-tuned-stage1",
     "infocse-tuned-no-stage1", "cmlm-cse", "informin", "infocse+informin", "idc-mnrl", "idc-infocse", "tsdae",
 ]
-DOMAIN_ORDER = ["mean-pooling", "simcse", "mnrl", "tsdae", "idc-mnrl", "infocse-tuned"]
+DOMAIN_ORDER = [
+    "mean-pooling", "simcse", "mnrl", "infocse-tuned", "cmlm-cse", "informin", "infocse+informin", "idc-mnrl",
+    "idc-infocse", "tsdae",
+]
 STS_COLUMNS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R"]
 
 
@@ -526,6 +538,17 @@ def _mean_std(values: list[float]) -> str:
 
 def _logged(history: list[dict[str, Any]], key: str) -> list[Any]:
     return [h[key] for h in history if key in h]
+
+
+def _compare(group: dict[str, list[dict[str, Any]]], metric: str, label: str) -> str | None:
+    """InfoCSE (sweep choice) minus SimCSE on ``metric`` with Welch's t-test, once both have several seeds."""
+    a = [r[metric] for r in group.get("infocse-tuned", []) if r[metric] is not None]
+    b = [r[metric] for r in group.get("simcse", []) if r[metric] is not None]
+    if len(a) < 2 or len(b) < 2:
+        return None
+    test = stats.ttest_ind(a, b, equal_var=False)
+    diff = sum(a) / len(a) - sum(b) / len(b)
+    return f"{label} {diff:+.2f} (Welch t = {test.statistic:.2f}, p = {test.pvalue:.2f}, seeds {len(a)} vs {len(b)})"
 
 
 def report(cfg: Config, command: str) -> None:
@@ -551,6 +574,10 @@ def report(cfg: Config, command: str) -> None:
         dev = _mean_std([r["stsb_dev"] for r in group]) if group[0]["stsb_dev"] is not None else ""
         seeds = ",".join(str(r["seed"]) for r in group)
         lines.append(f"| {group[0]['description']} | {seeds} | " + " | ".join(cells) + f" | {avg} | {sci} | {dev} |")
+
+    diffs = [d for d in (_compare(table, "sts_avg", "STS avg"), _compare(table, "scifact_ndcg10", "SciFact")) if d]
+    if diffs:
+        lines += ["", "InfoCSE (sweep choice) minus SimCSE: " + "; ".join(diffs) + "."]
 
     sweep = runs.get("sweep", {})
     if sweep:
@@ -583,6 +610,8 @@ def report(cfg: Config, command: str) -> None:
             train = sum(r["train_seconds"] for r in group) / len(group)
             lines.append(f"| {group[0]['description']} | {seeds} | {_mean_std(scores)} | {delta} | "
                          f"{_mean_std([r['stsb_dev'] for r in group])} | {train:.0f} |")
+        if diff := _compare(domain, "scifact_ndcg10", "SciFact"):
+            lines += ["", f"InfoCSE (sweep choice) minus SimCSE: {diff}."]
 
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "quality.md").write_text("\n".join(lines) + "\n")

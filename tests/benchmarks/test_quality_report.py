@@ -66,6 +66,8 @@ def test_report_builds_table_json_plots_and_readme_block(quality, tmp_path, monk
     bench.store(_run(quality, "simcse", "domain", 0, None, 80.0, 66.0))
     bench.store(_run(quality, "simcse", "domain", 1, None, 80.0, 67.0))
     bench.store(_run(quality, "mean-pooling", "domain", 0, None, 82.0, 64.5))
+    for seed, score in ((0, 68.0), (1, 69.0)):
+        bench.store(_run(quality, "infocse-tuned", "domain", seed, None, 80.0, score))
     (cfg.work_dir / "sweep_choice.json").write_text(json.dumps({"label": "lambda=0.1", "setting": {}}))
 
     quality.report(cfg, "python benchmarks/quality.py all")
@@ -77,6 +79,9 @@ def test_report_builds_table_json_plots_and_readme_block(quality, tmp_path, monk
     assert "Sweep choice (best STS-B dev): lambda=0.1." in md
     assert "| desc simcse | 0,1 | 66.50 ± 0.71 | +2.00 |" in md  # mean change against the model as shipped
     domain = md[md.index("SciFact adaptation"):]
+    # means 68.5 vs 66.5, each std 0.71: t = 2 / sqrt(0.5 / 2 + 0.5 / 2) = 2.83
+    assert "InfoCSE (sweep choice) minus SimCSE: SciFact +2.00 (Welch t = 2.83, p = 0.11, seeds 2 vs 2)." in domain
+    assert "minus SimCSE" not in md[:md.index("SciFact adaptation")]  # one seed of InfoCSE in the table: no test
     assert domain.index("| desc mean-pooling | 0 | 64.50 | +0.00 |") < domain.index("| desc simcse | 0,1 | 66.50")
     payload = json.loads((results / "quality.json").read_text())
     assert [r["seed"] for r in payload["runs"]["table"]["simcse"]] == [0, 1]
@@ -85,3 +90,21 @@ def test_report_builds_table_json_plots_and_readme_block(quality, tmp_path, monk
     text = readme.read_text()
     assert "old" not in text and "76.00 ± 1.41" in text and text.endswith("<!-- /quality-table -->\noutro\n")
     assert bench.cached("table", "simcse", 1).sts_avg == 77.0
+
+
+def test_idc_infocse_row_trains_from_the_rows_starting_point(quality, tmp_path, monkeypatch):
+    """The IDC + InfoCSE row must start where its part says (mean pooling for SciFact adaptation), not at CLS."""
+    from datasets import Dataset
+
+    cfg = quality.Config(40, 64, 32, 128, 3e-5, Path("s"), Path("d"), Path("e"), Path("b"), tmp_path / "work", 1,
+                         10, 10, 40)
+    bench = quality.Bench(cfg)
+    loaded, forwarded = [], {}
+    monkeypatch.setattr(quality, "load_model", lambda pooling, max_length: loaded.append(pooling))
+    pairs = Dataset.from_dict({"anchor": ["a", "b"], "positive": ["c", "d"], "doc_id": ["x", "y"]})
+    monkeypatch.setattr(bench, "idc_pairs", lambda documents, tag, model: (pairs, {"pairs": 2}))
+    monkeypatch.setattr(bench, "run_infocse", lambda *args, **kwargs: forwarded.update(kwargs))
+
+    bench.idc_row("domain", "idc-infocse", 0, [], "scifact", sts=False, start="mean",
+                  setting=quality.PAPER_DEFAULT)
+    assert loaded == ["mean"] and forwarded["start"] == "mean"
