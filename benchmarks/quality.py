@@ -32,6 +32,7 @@ import json
 import os
 import platform
 import random
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -173,8 +174,7 @@ def delete_words(text: str, rng: random.Random, ratio: float = 0.6) -> str:
     return " ".join(kept or [rng.choice(words)])
 
 
-def scifact_sentences(cfg: Config) -> list[str]:
-    corpus = read_jsonl(cfg.beir / "scifact" / "corpus.jsonl")
+def scifact_sentences(corpus: list[dict[str, Any]]) -> list[str]:
     sentences = [s for doc in corpus for s in split_sentences(doc["text"]) if len(s.split()) >= 5]
     random.Random(0).shuffle(sentences)
     return sentences
@@ -482,30 +482,34 @@ class Bench:
         self.simple_row("table", "mean-pooling", 0)
         self.idc_row("table", "idc-infocse", 0, docs, "wiki", sts=True, start="cls", setting=self.chosen())
 
+    def decisive_pair(self, part: str, setting: InfoCSESetting, sts: bool, description: str,
+                      texts: list[str] | None = None, start: str = "cls") -> None:
+        """InfoCSE (``setting``) and SimCSE over seeds 0-2, interleaved so a cut-short run still compares like with
+        like; the report tests their difference."""
+        for seed in (0, 1, 2):
+            self.run_infocse(part, "infocse-tuned", setting, seed, sts=sts, scifact=True, texts=texts, start=start,
+                             description=description)
+            self.simple_row(part, "simcse", seed, sts=sts, scifact=True, texts=texts, start=start)
+
     def seeds(self) -> None:
         best = self.chosen()
-        for seed in (0, 1, 2):  # interleaved, so a cut-short run still compares like with like
-            self.run_infocse("table", "infocse-tuned", best, seed, sts=True, scifact=True,
-                             description=f"InfoCSELoss, sweep choice ({best.label()})")
-            self.simple_row("table", "simcse", seed)
+        self.decisive_pair("table", best, sts=True, description=f"InfoCSELoss, sweep choice ({best.label()})")
         toggled = replace(best, stage1=not best.stage1)
         self.run_infocse("table", "infocse-tuned-stage1" if toggled.stage1 else "infocse-tuned-no-stage1", toggled, 0,
                          sts=True, scifact=True, description=f"InfoCSELoss ({toggled.label()})")
 
     def domain(self) -> None:
         """Adapt the shipped model (mean pooling) to SciFact text; SciFact nDCG@10 only."""
-        texts = scifact_sentences(self.cfg)
+        corpus = read_jsonl(self.cfg.beir / "scifact" / "corpus.jsonl")
+        texts = scifact_sentences(corpus)
         self.simple_row("domain", "mean-pooling", 0, sts=False, scifact=True)
-        for name in ("simcse", "tsdae", "mnrl"):
+        for name in ("tsdae", "mnrl"):
             self.simple_row("domain", name, 0, sts=False, scifact=True, texts=texts, start="mean")
-        corpus = read_jsonl(self.cfg.beir / "scifact" / "corpus.jsonl", self.cfg.domain_documents)
-        docs = [{"id": d["_id"], "text": d["text"]} for d in corpus]
+        docs = [{"id": d["_id"], "text": d["text"]} for d in corpus[: self.cfg.domain_documents]]
         self.idc_row("domain", "idc-mnrl", 0, docs, "scifact", sts=False, start="mean")
         setting = replace(self.chosen(), stage1=False)  # stage 1 here ran on Wikipedia, not SciFact
-        for seed in (0, 1, 2):  # the decisive pair over three seeds, interleaved as in ``seeds``
-            self.run_infocse("domain", "infocse-tuned", setting, seed, sts=False, scifact=True, texts=texts,
-                             start="mean", description=f"InfoCSELoss ({setting.label()})")
-            self.simple_row("domain", "simcse", seed, sts=False, scifact=True, texts=texts, start="mean")
+        self.decisive_pair("domain", setting, sts=False, description=f"InfoCSELoss ({setting.label()})", texts=texts,
+                           start="mean")
         for name in ("cmlm-cse", "informin"):
             self.simple_row("domain", name, 0, sts=False, scifact=True, texts=texts, start="mean")
         self.run_infocse("domain", "infocse+informin", setting, 0, sts=False, scifact=True, texts=texts,
@@ -531,9 +535,12 @@ STS_COLUMNS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R"]
 def _mean_std(values: list[float]) -> str:
     if len(values) == 1:
         return f"{values[0]:.2f}"
-    mean = sum(values) / len(values)
-    std = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-    return f"{mean:.2f} ± {std:.2f}"
+    return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def _ordered(group: dict[str, Any], order: list[str]) -> list[str]:
+    """Row names in the fixed order, then any others alphabetically."""
+    return [n for n in order if n in group] + sorted(set(group) - set(order))
 
 
 def _logged(history: list[dict[str, Any]], key: str) -> list[Any]:
@@ -547,7 +554,7 @@ def _compare(group: dict[str, list[dict[str, Any]]], metric: str, label: str) ->
     if len(a) < 2 or len(b) < 2:
         return None
     test = stats.ttest_ind(a, b, equal_var=False)
-    diff = sum(a) / len(a) - sum(b) / len(b)
+    diff = statistics.fmean(a) - statistics.fmean(b)
     return f"{label} {diff:+.2f} (Welch t = {test.statistic:.2f}, p = {test.pvalue:.2f}, seeds {len(a)} vs {len(b)})"
 
 
@@ -566,7 +573,7 @@ def report(cfg: Config, command: str) -> None:
     lines.append("| Objective | Seeds | " + " | ".join(STS_COLUMNS) + " | STS avg | SciFact | STS-B dev |")
     lines.append("|" + "---|" * (len(STS_COLUMNS) + 5))
     table = runs.get("table", {})
-    for name in [n for n in TABLE_ORDER if n in table] + sorted(set(table) - set(TABLE_ORDER)):
+    for name in _ordered(table, TABLE_ORDER):
         group = table[name]
         cells = [_mean_std([r["sts"][c] for r in group]) if group[0]["sts"] else "" for c in STS_COLUMNS]
         avg = _mean_std([r["sts_avg"] for r in group]) if group[0]["sts_avg"] is not None else ""
@@ -602,12 +609,12 @@ def report(cfg: Config, command: str) -> None:
                   "Δ is the change against the model as shipped):", "",
                   "| Objective | Seeds | SciFact nDCG@10 | Δ | STS-B dev | train s |", "|---|---|---|---|---|---|"]
         shipped = domain.get("mean-pooling", [{}])[0].get("scifact_ndcg10")
-        for name in [n for n in DOMAIN_ORDER if n in domain] + sorted(set(domain) - set(DOMAIN_ORDER)):
+        for name in _ordered(domain, DOMAIN_ORDER):
             group = domain[name]
             scores = [r["scifact_ndcg10"] for r in group]
-            delta = f"{sum(scores) / len(scores) - shipped:+.2f}" if shipped is not None else ""
+            delta = f"{statistics.fmean(scores) - shipped:+.2f}" if shipped is not None else ""
             seeds = ",".join(str(r["seed"]) for r in group)
-            train = sum(r["train_seconds"] for r in group) / len(group)
+            train = statistics.fmean(r["train_seconds"] for r in group)
             lines.append(f"| {group[0]['description']} | {seeds} | {_mean_std(scores)} | {delta} | "
                          f"{_mean_std([r['stsb_dev'] for r in group])} | {train:.0f} |")
         if diff := _compare(domain, "scifact_ndcg10", "SciFact"):
@@ -649,7 +656,7 @@ def plot(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
     table = runs.get("table", {})
     names = [n for n in TABLE_ORDER if n in table and table[n][0]["sts_avg"] is not None]
     if names:
-        means = [sum(r["sts_avg"] for r in table[n]) / len(table[n]) for n in names]
+        means = [statistics.fmean(r["sts_avg"] for r in table[n]) for n in names]
         fig, ax = plt.subplots(figsize=(9, 4))
         ax.bar(range(len(names)), means, color="#4a7ab5")
         for i, n in enumerate(names):

@@ -49,6 +49,7 @@ from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 
 from st_infocse import losses
+from st_infocse.training.precision import cpu_flags, cpu_has_native_bf16
 
 REPO = Path(__file__).resolve().parents[1]
 OBJECTIVES = ("simcse", "infocse", "cmlm-cse", "informin")
@@ -137,20 +138,15 @@ def batch_flops(setups: dict, sentences: list[str]) -> dict:
 
 
 def cpu_info() -> dict:
-    flags: set[str] = set()
     model_name = ""
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "flags" and not flags:
-                flags = set(value.split())
-            elif key.strip() == "model name" and not model_name:
-                model_name = value.strip()
-    present = {flag: flag in flags for flag in CPU_FLAGS}
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        model_name = next((line.partition(":")[2].strip() for line in lines if line.startswith("model name")), "")
+    flags = cpu_flags() or set()
     return {
         "model_name": model_name,
-        "flags": present,
-        "native_bf16": present["avx512_bf16"] or present["amx_bf16"],
+        "flags": {flag: flag in flags for flag in CPU_FLAGS},
+        "native_bf16": bool(cpu_has_native_bf16()),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "mkldnn_available": torch.backends.mkldnn.is_available(),
     }
