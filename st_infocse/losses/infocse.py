@@ -24,12 +24,12 @@ class InfoCSELoss(nn.Module):
         model: SentenceTransformer,
         lambda_: float | None = None,
         temperature: float = 0.05,
-        projection: ProjectionKind | None = None,
+        projection: ProjectionKind | None = "bn-mlp",
         k: int | None = None,
         n: int | None = None,
         mask_rate: float | None = None,
         decoder: AuxiliaryDecoder | str | os.PathLike | None = None,
-        fusion_init: FusionInit = "copy",
+        fusion_init: FusionInit | None = None,
         detach: bool = True,
         informin_weight: float = 0.0,
         informin_reduction: Reduction = "official",
@@ -41,27 +41,37 @@ class InfoCSELoss(nn.Module):
         only access to the unmasked sentence is the model's sentence embedding (paper 000, eq. 7):
         ``L = L_cl + lambda * L_aux``.
 
-        The contrastive term is :class:`SimCSELoss`. The conditional MLM (:class:`ConditionalMLMLoss`) runs on every
-        view, each masked independently and conditioned on that view's own sentence embedding, so it costs no extra
-        encoder pass: a frozen copy of the lower ``k`` layers reads the masked text, ``n`` fusion layers combine it
+        The defaults are the authors' released run (caskcsg/sentemb ``InfoCSE/Infocse-bert-base.sh``): the
+        contrastive term is :class:`SimCSELoss` through the training-only BatchNorm projection (``--batchnorm``),
+        applied once to all views stacked; the conditional MLM (:class:`ConditionalMLMLoss`) runs on every view,
+        each masked independently at rate 0.40 and conditioned on that view's own sentence embedding, so it costs no
+        extra encoder pass: a frozen copy of the lower ``k`` layers reads the masked text, ``n`` fusion layers combine it
         with the sentence embedding, and an untied head predicts the masked tokens. The auxiliary modules belong to
         the loss: they are trained with the model but never saved in it (use
         :class:`~st_infocse.training.AuxiliaryStateCallback` to keep them across checkpoints).
 
         Returns a dict ``{"contrastive", "cmlm"[, "reconstruction"]}`` of weighted terms, which the trainer sums
-        and logs one by one. With ``lambda_=0`` the MLM is not computed and the loss is exactly SimCSE's.
+        and logs one by one. With ``lambda_=0`` the MLM is not computed and the loss is exactly
+        ``SimCSELoss(model, projection=projection)``'s.
+
+        For the authors' optimisation as well, train with :class:`~st_infocse.training.AuxiliaryStateCallback`
+        (it clips the encoder and the loss's own modules under one ``max_grad_norm``, as their trainer did) and
+        start from a CLS-pooled model; ``docs/REPRODUCING.md`` lists the remaining differences.
 
         Args:
-            model: SentenceTransformer whose first module is a Hugging Face encoder (CLS pooling recommended).
+            model: SentenceTransformer whose first module is a Hugging Face encoder, with CLS pooling (the papers'
+                sentence embedding; a warning says so once otherwise).
             lambda_: weight of the conditional MLM term; default is the preset's (1e-5 for InfoCSE).
             temperature: contrastive temperature.
-            projection: training-only projection head for the contrastive term (``"mlp"``, ``"bn-mlp"``; the
-                authors' released InfoCSE script uses ``"bn-mlp"``).
-            k: frozen lower layers of the auxiliary decoder; default half the encoder's depth.
+            projection: training-only projection head for the contrastive term: ``"bn-mlp"`` (default, the released
+                script's ``--batchnorm`` head), ``"mlp"`` (SimCSE's Linear + Tanh) or ``None`` (no head).
+            k: frozen lower layers of the auxiliary decoder; default 6 for encoders of 12 or more layers (both
+                released scripts, base and large, use ``--skip_from 6``), half the depth below that.
             n: fusion layers; default 2.
-            mask_rate: masking rate of the auxiliary MLM; default 0.40.
+            mask_rate: masking rate of the auxiliary MLM; default 0.40 (0.30 from 24 layers, the large script).
             decoder: a stage-1 decoder (object or folder from ``AuxiliaryPretrainingLoss.save_decoder``).
-            fusion_init: ``"copy"`` (encoder layers above ``k``) or ``"fresh"`` fusion layers.
+            fusion_init: ``"fresh"`` (default: random layers with the encoder's ``initializer_range``, as the
+                released script starts them) or ``"copy"`` (the encoder layers above ``k``).
             detach: freeze the decoder's lower copy (paper default).
             informin_weight: weight of InforMin-CL's reconstruction term between the two views (0 = off).
             informin_reduction: scaling of that term, see :func:`~st_infocse.losses.informin.reconstruction_term`.
@@ -90,10 +100,13 @@ class InfoCSELoss(nn.Module):
 
                 from datasets import Dataset
                 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from sentence_transformers.base.modules import Transformer
+                from sentence_transformers.sentence_transformer.modules import Pooling
                 from st_infocse import losses
                 from st_infocse.training import AuxiliaryStateCallback
 
-                model = SentenceTransformer("bert-base-uncased")   # CLS pooling recommended
+                encoder = Transformer("bert-base-uncased", max_seq_length=32)
+                model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 loss = losses.InfoCSELoss(model, lambda_=1e-5)
                 trainer = SentenceTransformerTrainer(
@@ -133,7 +146,8 @@ class InfoCSELoss(nn.Module):
         projected = self.contrastive.project(embeddings)
         losses = {"contrastive": self.contrastive.info_nce(projected)}
         if self.lambda_:
-            output = self.cmlm.compute_loss_from_embeddings(embeddings[:2], views[:2])
+            # Every column, as the authors' cl_forward runs the MLM on all batch * num_sent sentences.
+            output = self.cmlm.compute_loss_from_embeddings(embeddings, views)
             losses["cmlm"] = self.lambda_ * output.loss
         if self.informin_weight:
             reconstruction = reconstruction_term(projected[0], projected[1], self.informin_reduction)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Literal
 
+import torch
 import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
@@ -11,7 +12,7 @@ from st_infocse.losses._checks import check_finite
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.modeling.auxiliary_decoder import mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
-from st_infocse.modeling.heads import ProjectionKind, build_mlm_head
+from st_infocse.modeling.heads import ProjectionKind, at_least_fp32, build_mlm_head
 from st_infocse.modeling.masking import TokenMasker
 
 Reduction = Literal["official", "eq8"]
@@ -24,7 +25,7 @@ def reconstruction_term(z1: Tensor, z2: Tensor, reduction: Reduction = "official
     authors' code, ``mse(z1, z2) + mse(z2, z1)``: twice the mean over batch *and* dimensions, i.e. ``2 / dim``
     times ``"eq8"``. The paper's lambda values (0.4 for BERT-base, 4 for RoBERTa) were tuned with the latter.
     """
-    z1, z2 = F.normalize(z1.float(), dim=-1), F.normalize(z2.float(), dim=-1)
+    z1, z2 = F.normalize(at_least_fp32(z1), dim=-1), F.normalize(at_least_fp32(z2), dim=-1)
     if reduction == "eq8":
         return (z1 - z2).pow(2).sum(dim=-1).mean()
     if reduction == "official":
@@ -63,9 +64,9 @@ class InforMinReconstructionLoss(nn.Module):
             temperature: contrastive temperature.
             projection: training-only head for both terms: ``"mlp"`` (the paper's MLP on [CLS]), ``"bn-mlp"`` or None.
             reduction: ``"official"`` or ``"eq8"`` (see above).
-            mlm_weight: ``beta``, weight of an optional MLM term on a separately masked copy (0.1 in the paper's
-                "w/ MLM" rows; off by default because it costs STS). It runs the encoder once more and uses an
-                untied MLM head owned by the loss.
+            mlm_weight: ``beta``, weight of an optional MLM term on independently masked copies of both views (0.1
+                in the paper's "w/ MLM" rows; off by default because it costs STS, paper 001 Table 6). It runs the
+                encoder once more per view and uses an untied copy of the checkpoint's MLM head owned by the loss.
             mask_rate: masking rate of the optional MLM term.
             gather_across_devices: gather contrastive candidates across processes.
 
@@ -124,16 +125,26 @@ class InforMinReconstructionLoss(nn.Module):
         embeddings, views = self.contrastive.embed(sentence_features)
         losses = self.compute_loss_from_embeddings(embeddings)
         if self.mlm_weight:
-            features = views[0]
-            masked_ids, mlm_labels = self.masker(features["input_ids"], features["attention_mask"])
-            masked = {
-                key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")
-            }
-            masked["input_ids"] = masked_ids
-            tokens = self.model(masked)["token_embeddings"]
-            losses["mlm"] = self.mlm_weight * mlm_loss(self.mlm_head, tokens, mlm_labels).loss
+            losses["mlm"] = self.mlm_weight * self.masked_lm(views)
         check_finite(self, losses)
         return losses
+
+    def masked_lm(self, views: list[dict[str, Tensor]]) -> Tensor:
+        """MLM on an independently masked copy of every view, through the encoder (one more pass).
+
+        The authors' collator masks all ``batch * num_sent`` sentences and ``cl_forward`` runs the encoder on them
+        (informin-cl/models.py:144-156, 221-225); their contrastive views were the masked ones too (the collator
+        masks ``input_ids`` in place), which is not reproduced: here the views stay intact.
+        """
+        hidden, labels = [], []
+        for features in views:
+            masked_ids, view_labels = self.masker(features["input_ids"], features["attention_mask"])
+            masked = {key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")}
+            masked["input_ids"] = masked_ids
+            tokens = self.model(masked)["token_embeddings"]
+            hidden.append(tokens.reshape(-1, tokens.shape[-1]))
+            labels.append(view_labels.reshape(-1))
+        return mlm_loss(self.mlm_head, torch.cat(hidden), torch.cat(labels)).loss
 
     def get_config_dict(self) -> dict[str, Any]:
         return {

@@ -11,7 +11,7 @@ from sentence_transformers.util import all_gather_with_grad, cos_sim, get_rank
 from torch import Tensor, nn
 
 from st_infocse.losses._checks import check_finite
-from st_infocse.modeling.heads import ProjectionHead, ProjectionKind
+from st_infocse.modeling.heads import ProjectionHead, ProjectionKind, at_least_fp32, initializer_range
 
 
 class SimCSELoss(nn.Module):
@@ -21,7 +21,7 @@ class SimCSELoss(nn.Module):
         self,
         model: SentenceTransformer,
         temperature: float = 0.05,
-        projection: ProjectionKind | None = None,
+        projection: ProjectionKind | None = "mlp",
         gather_across_devices: bool = False,
     ) -> None:
         """
@@ -32,11 +32,12 @@ class SimCSELoss(nn.Module):
         positive and any further columns are hard negatives (mined or supervised pairs).
 
         Args:
-            model: SentenceTransformer model (CLS pooling recommended: SimCSE's ``cls_before_pooler``).
+            model: SentenceTransformer model with CLS pooling (SimCSE's ``--pooler_type cls``: the last layer's [CLS]).
             temperature: softmax temperature ``tau`` (0.05 in the papers); the logits are ``cos / tau``.
-            projection: optional training-only head on the sentence embedding for this term: ``"mlp"``
-                (SimCSE's Linear + Tanh) or ``"bn-mlp"`` (DiffCSE/InfoCSE's Linear-BN-ReLU-Linear-BN). It is owned
-                by the loss and never saved with the model.
+            projection: training-only head on the sentence embedding for this term. ``"mlp"`` (default) is
+                unsupervised SimCSE's ``--mlp_only_train`` head, Linear(d, d) + Tanh with N(0, 0.02) weights;
+                ``"bn-mlp"`` is InfoCSE's BatchNorm head; ``None`` uses the embeddings as they are. The head is owned
+                by the loss, never saved with the model and never used by ``encode``.
             gather_across_devices: gather the candidate embeddings from all processes (DDP) so every process sees
                 the global batch of negatives.
 
@@ -58,17 +59,20 @@ class SimCSELoss(nn.Module):
             +-----------------------------------------------+--------+
 
         Relations:
-            - Equivalent to ``MultipleNegativesRankingLoss(scale=1 / temperature)`` on ``(s, s)`` pairs without a
-              projection head.
+            - With ``projection=None`` it equals ``MultipleNegativesRankingLoss(scale=1 / temperature)`` on
+              ``(s, s)`` pairs.
 
         Example:
             ::
 
                 from datasets import Dataset
                 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from sentence_transformers.base.modules import Transformer
+                from sentence_transformers.sentence_transformer.modules import Pooling
                 from st_infocse import losses
 
-                model = SentenceTransformer("bert-base-uncased")
+                encoder = Transformer("bert-base-uncased", max_seq_length=32)
+                model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 loss = losses.SimCSELoss(model)
                 trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
@@ -81,7 +85,9 @@ class SimCSELoss(nn.Module):
         self.temperature = temperature
         self.projection_kind = projection
         self.projection = (
-            ProjectionHead(model.get_embedding_dimension(), projection) if projection is not None else None
+            ProjectionHead(model.get_embedding_dimension(), projection, initializer_range(model))
+            if projection is not None
+            else None
         )
         self.gather_across_devices = gather_across_devices
 
@@ -100,12 +106,17 @@ class SimCSELoss(nn.Module):
         return embed_columns(self.model, features), features
 
     def project(self, embeddings: list[Tensor]) -> list[Tensor]:
-        """Apply the training-only projection head, if any."""
+        """Apply the training-only projection head, if any, to all views at once.
+
+        The views are stacked into one batch before the head, as the authors' ``cl_forward`` does: for the
+        BatchNorm head this makes one normalisation batch of all rows (2B for two views), not one per view.
+        """
         if self.projection is None:
             return embeddings
-        if embeddings[0].size(0) < 2 and self.projection_kind == "bn-mlp":
+        sizes = [emb.size(0) for emb in embeddings]
+        if sum(sizes) < 2 and self.projection_kind == "bn-mlp":
             raise ValueError("The 'bn-mlp' projection (BatchNorm) needs a batch of at least 2 sentences.")
-        return [self.projection(emb) for emb in embeddings]
+        return list(self.projection(torch.cat(embeddings)).split(sizes))
 
     def info_nce(self, embeddings: list[Tensor]) -> Tensor:
         """InfoNCE of the first view against the second (positives) and any further views (hard negatives)."""
@@ -118,7 +129,7 @@ class SimCSELoss(nn.Module):
             offset = get_rank() * anchors.size(0)
         scores = cos_sim(anchors, torch.cat(candidates, dim=0)) / self.temperature
         labels = torch.arange(offset, offset + anchors.size(0), device=anchors.device)
-        return F.cross_entropy(scores.float(), labels)
+        return F.cross_entropy(at_least_fp32(scores), labels)
 
     def compute_loss_from_embeddings(self, embeddings: list[Tensor]) -> Tensor:
         """The contrastive loss of precomputed sentence embeddings (projection applied here)."""

@@ -20,28 +20,50 @@ ProjectionKind = Literal["mlp", "bn-mlp"]
 class ProjectionHead(nn.Module):
     """Projection applied to sentence embeddings for the contrastive term during training only.
 
-    ``"mlp"`` is SimCSE's ``mlp_only_train`` head (Linear + Tanh); ``"bn-mlp"`` is DiffCSE/InfoCSE's
-    Linear-BN-ReLU-Linear-BN head.
+    ``"mlp"`` is unsupervised SimCSE's ``--mlp_only_train`` head: Linear(d, d) + Tanh (princeton-nlp/SimCSE,
+    ``simcse/models.py`` ``MLPLayer``). ``"bn-mlp"`` is InfoCSE's ``--batchnorm`` head: Linear(d, 2d, no bias) -
+    BatchNorm(2d) - ReLU - Linear(2d, d, no bias) - BatchNorm(d, affine=False) (caskcsg/sentemb,
+    ``InfoCSE/infocse/models_cls_mlm.py`` ``ProjectionMLP``). Linear weights start from N(0, ``init_std``) with zero
+    biases, as the authors' ``init_weights`` leaves them (``init_std`` is the encoder's ``initializer_range``, 0.02
+    for BERT). BatchNorm normalises over every row it is given: pass all views of a batch stacked, as the authors
+    do, not one view at a time.
     """
 
-    def __init__(self, dim: int, kind: ProjectionKind = "mlp") -> None:
+    def __init__(self, dim: int, kind: ProjectionKind = "mlp", init_std: float = 0.02) -> None:
         super().__init__()
         self.kind = kind
         if kind == "mlp":
             self.net = nn.Sequential(nn.Linear(dim, dim), nn.Tanh())
         elif kind == "bn-mlp":
             self.net = nn.Sequential(
-                nn.Linear(dim, dim, bias=False),
-                nn.BatchNorm1d(dim),
+                nn.Linear(dim, 2 * dim, bias=False),
+                nn.BatchNorm1d(2 * dim),
                 nn.ReLU(inplace=True),
-                nn.Linear(dim, dim, bias=False),
+                nn.Linear(2 * dim, dim, bias=False),
                 nn.BatchNorm1d(dim, affine=False),
             )
         else:
-            raise ValueError(f"Unknown projection {kind!r}; choose 'mlp' or 'bn-mlp'.")
+            raise ValueError(f"Unknown projection {kind!r}; choose 'mlp', 'bn-mlp' or None.")
+        for module in self.net:
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, mean=0.0, std=init_std)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
 
     def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
         return self.net(embeddings)
+
+
+def at_least_fp32(tensor: torch.Tensor) -> torch.Tensor:
+    """Upcast half-precision values for a numerically sensitive step (softmax, normalisation); float64 stays."""
+    return tensor.float() if tensor.dtype in (torch.float16, torch.bfloat16) else tensor
+
+
+def initializer_range(model: nn.Module, default: float = 0.02) -> float:
+    """The Hugging Face ``initializer_range`` of a SentenceTransformer's encoder (0.02 when it has none)."""
+    first = next(iter(model.children()), None) if hasattr(model, "children") else None
+    config = getattr(getattr(first, "auto_model", None), "config", None)
+    return float(getattr(config, "initializer_range", default) or default)
 
 
 class MLMHead(nn.Module):

@@ -1,0 +1,95 @@
+"""Dropout-free tiny BERT checkpoints for the parity tests, built in the test session (never downloaded)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+from ..conftest import SPECIAL, WORDS, random_sentences
+
+
+def build_checkpoint(path: Path, layers: int) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = {token: i for i, token in enumerate(SPECIAL + WORDS)}
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        hidden_dropout_prob=0.0,  # both views identical, so the package and the reference see the same numbers
+        attention_probs_dropout_prob=0.0,
+    )
+    torch.manual_seed(0)
+    BertForMaskedLM(config).save_pretrained(path)
+    BertTokenizerFast(vocab=vocab).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def parity_bert_dir(tmp_path_factory) -> Path:
+    """A 4-layer BERT saved with its MLM head, dropout 0."""
+    return build_checkpoint(tmp_path_factory.mktemp("parity_bert"), layers=4)
+
+
+@pytest.fixture
+def cls_model(parity_bert_dir) -> Callable[..., object]:
+    """A CLS-pooled SentenceTransformer (SimCSE's ``cls_before_pooler``) on the parity checkpoint."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    def factory(path: Path | None = None, pooling: str = "cls"):
+        torch.manual_seed(0)
+        transformer = Transformer(str(path or parity_bert_dir), max_seq_length=32)
+        model = SentenceTransformer(
+            modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling)], device="cpu"
+        )
+        model.train()
+        return model
+
+    return factory
+
+
+def column_texts(kind: str, batch: int = 16) -> list[list[str]]:
+    """Texts per column: one column (unsupervised, two dropout views) or (anchor, positive) pairs."""
+    texts = random_sentences(2 * batch, seed=3)
+    return [texts[:batch]] if kind == "single" else [texts[:batch], texts[batch:]]
+
+
+def relative_difference(ours: torch.Tensor, theirs: torch.Tensor) -> float:
+    """||ours - theirs|| / ||theirs||, the largest acceptable value being 1e-4."""
+    ours, theirs = ours.detach().double(), theirs.detach().double()
+    scale = theirs.norm().item()
+    return (ours - theirs).norm().item() / scale if scale > 0 else (ours - theirs).norm().item()
+
+
+def gradients(value: torch.Tensor, params: dict[str, torch.nn.Parameter]) -> dict[str, torch.Tensor]:
+    grads = torch.autograd.grad(value, list(params.values()), retain_graph=True, allow_unused=True)
+    return {
+        name: torch.zeros_like(p) if g is None else g for (name, p), g in zip(params.items(), grads, strict=True)
+    }
+
+
+def largest_gradient_difference(
+    ours: dict[str, torch.Tensor], theirs: dict[str, torch.Tensor], scale: float = 1.0
+) -> tuple[float, str]:
+    """The worst relative difference over the tensors (ours multiplied by ``scale``), and its name.
+
+    Each tensor is compared relative to its own reference norm, floored at 1e-3 of the norm of all reference
+    gradients together: some gradients are zero in exact arithmetic (a key bias shifts every attention score of
+    a query equally, so softmax ignores it) and hold only rounding noise, which no relative bound can fit.
+    """
+    total = torch.sqrt(sum(g.detach().double().pow(2).sum() for g in theirs.values())).item()
+    worst, where = 0.0, ""
+    for name, theirs_grad in theirs.items():
+        ours_grad, theirs_grad = (ours[name] * scale).detach().double(), theirs_grad.detach().double()
+        diff = (ours_grad - theirs_grad).norm().item() / max(theirs_grad.norm().item(), 1e-3 * total, 1e-30)
+        if diff > worst:
+            worst, where = diff, name
+    return worst, where
