@@ -17,7 +17,7 @@ from torch import nn
 from transformers import AutoModel, PretrainedConfig
 
 from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for, get_submodule
-from st_infocse.modeling.heads import MLMHead, build_mlm_head
+from st_infocse.modeling.heads import MLMHead, at_least_fp32, build_mlm_head
 
 logger = logging.getLogger(__name__)
 
@@ -262,7 +262,7 @@ def mlm_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor) -> MLM
         return MLMOutput(loss=hidden.sum() * 0.0, correct=0, total=0)
     logits = head(hidden[selected])
     targets = labels[selected]
-    loss = F.cross_entropy(logits.float(), targets)
+    loss = F.cross_entropy(at_least_fp32(logits), targets)
     correct = int((logits.detach().argmax(-1) == targets).sum())
     return MLMOutput(loss=loss, correct=correct, total=total)
 
