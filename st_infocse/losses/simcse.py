@@ -114,8 +114,6 @@ class SimCSELoss(nn.Module):
         if self.projection is None:
             return embeddings
         sizes = [emb.size(0) for emb in embeddings]
-        if sum(sizes) < 2 and self.projection_kind == "bn-mlp":
-            raise ValueError("The 'bn-mlp' projection (BatchNorm) needs a batch of at least 2 sentences.")
         return list(self.projection(torch.cat(embeddings)).split(sizes))
 
     def info_nce(self, embeddings: list[Tensor]) -> Tensor:

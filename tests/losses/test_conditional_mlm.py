@@ -18,8 +18,8 @@ def test_infocse_preset_shapes(make_model):
 def test_cmlm_cse_preset_copies_top_layer_when_short(make_model, caplog):
     model = make_model()
     with caplog.at_level(logging.INFO):
-        loss = losses.ConditionalMLMLoss(model, preset="cmlm-cse")
-    assert (loss.k, loss.n) == (3, 3)  # two thirds of 4 layers, three fusion layers
+        loss = losses.ConditionalMLMLoss(model, preset="cmlm-cse", fusion_init="copy")
+    assert (loss.k, loss.n, loss.mask_rate) == (3, 3, 0.15)  # two thirds of 4 layers, three fusion layers
     top = model[0].auto_model.encoder.layer[3].state_dict()
     for layer in loss.decoder.fusion:  # only one layer above k exists: all three start from the top layer
         for key, value in layer.state_dict().items():
@@ -29,7 +29,7 @@ def test_cmlm_cse_preset_copies_top_layer_when_short(make_model, caplog):
 
 def test_fresh_fusion_layers_differ_from_encoder(make_model):
     model = make_model()
-    loss = losses.ConditionalMLMLoss(model, fusion_init="fresh")
+    loss = losses.ConditionalMLMLoss(model)  # fresh by default, as the released script builds its c_head
     encoder_layer = model[0].auto_model.encoder.layer[2].state_dict()
     fused = loss.decoder.fusion[0].state_dict()
     key = "attention.self.query.weight"

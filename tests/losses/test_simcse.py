@@ -13,7 +13,7 @@ def _features(model, texts):
 def test_single_column_matches_hand_computed_info_nce(make_model, sentences):
     model = make_model()
     model.eval()  # no dropout: both views are identical, so the loss is computable by hand
-    loss = losses.SimCSELoss(model, temperature=0.05)
+    loss = losses.SimCSELoss(model, temperature=0.05, projection=None)
     value = loss([_features(model, sentences[:8])])
     with torch.no_grad():
         emb = model.encode(sentences[:8], convert_to_tensor=True)
@@ -35,7 +35,7 @@ def test_matches_multiple_negatives_ranking_loss_on_pairs(make_model, sentences)
     model = make_model()
     model.eval()
     anchor, positive, negative = (_features(model, sentences[i : i + 8]) for i in (0, 8, 16))
-    ours = losses.SimCSELoss(model, temperature=0.05)([anchor, positive, negative])
+    ours = losses.SimCSELoss(model, temperature=0.05, projection=None)([anchor, positive, negative])
     anchor, positive, negative = (_features(model, sentences[i : i + 8]) for i in (0, 8, 16))
     theirs = MultipleNegativesRankingLoss(model, scale=20.0)([anchor, positive, negative], None)
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-5)
@@ -54,11 +54,11 @@ def test_projection_head_is_owned_by_the_loss(make_model, sentences, kind, tmp_p
     assert loss.get_config_dict()["projection"] == kind
 
 
-def test_bn_projection_refuses_a_batch_of_one(make_model):
+def test_bn_projection_normalises_a_batch_of_one_over_its_two_views(make_model):
     model = make_model()
     loss = losses.SimCSELoss(model, projection="bn-mlp")
-    with pytest.raises(ValueError, match="at least 2"):
-        loss([_features(model, ["only one sentence"])])
+    # One sentence still gives BatchNorm two rows (its two views), as in the authors' stacked batch.
+    assert torch.isfinite(loss([_features(model, ["only one sentence"])]))
 
 
 def test_empty_string_in_batch_is_handled(make_model, sentences):
@@ -77,5 +77,5 @@ def test_bad_arguments(make_model):
 
 def test_config_and_citation(make_model):
     loss = losses.SimCSELoss(make_model())
-    assert loss.get_config_dict() == {"temperature": 0.05, "projection": None, "gather_across_devices": False}
+    assert loss.get_config_dict() == {"temperature": 0.05, "projection": "mlp", "gather_across_devices": False}
     assert "gao2021simcse" in loss.citation
