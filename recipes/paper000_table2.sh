@@ -18,8 +18,9 @@ st-infocse evaluate --model "$OUT/infocse-text" --sts "$SENTEVAL" --output_dir "
 
 # Setting B, the authors' released script (which produced the published numbers): starts from a Condenser
 # checkpoint (stage 1 already done by Condenser's pre-training), 2 epochs at lr 7e-6, BatchNorm projection head.
-# Condenser's own head layers are not in the hub checkpoint, so our fusion layers start as copies of its layers 6-7.
-st-infocse train --objective infocse --model Luyu/condenser --projection bn-mlp \
+# The defaults are that script's: BatchNorm projection head, k 6, n 2 fresh fusion layers (the script reads
+# Condenser's head weights only from a local folder, so with the hub id they start random), mask 0.40.
+st-infocse train --objective infocse --model Luyu/condenser \
   --lambda 1e-5 --mask_rate 0.4 --learning_rate 7e-6 --num_train_epochs 2 --per_device_train_batch_size 64 \
   --max_seq_length 32 --eval_steps 125 --save_steps 125 --output_dir "$OUT/infocse-script"
 st-infocse evaluate --model "$OUT/infocse-script" --sts "$SENTEVAL" --output_dir "$OUT/infocse-script/eval"

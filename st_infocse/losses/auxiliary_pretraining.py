@@ -1,18 +1,21 @@
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
 from st_infocse.losses._checks import check_finite
-from st_infocse.losses.conditional_mlm import MLMMetrics
+from st_infocse.losses.conditional_mlm import MLMMetrics, resolve_preset, warn_unless_cls_pooling
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
-from st_infocse.modeling.masking import TokenMasker
+from st_infocse.modeling.masking import TokenMasker, WholeWordMasker
+
+Masking = Literal["whole_word", "token"]
 
 
 class AuxiliaryPretrainingLoss(nn.Module):
@@ -27,33 +30,52 @@ class AuxiliaryPretrainingLoss(nn.Module):
         aux_weight: float = 1.0,
         fusion_init: FusionInit = "fresh",
         mlm_head_source: str | None = None,
+        tie_head: bool = True,
+        masking: Masking = "whole_word",
     ) -> None:
         """
         Stage 1 of InfoCSE (paper 000 §3.1): pre-train the auxiliary network before joint training.
 
         One masked copy of each sentence runs through the encoder. Two MLM losses share the encoder's lower ``k``
-        layers and one untied head ``W``: the encoder's own MLM on its last layer (``L_mlm``), and the auxiliary
-        MLM (``L_aux``) in which ``n`` fusion layers read ``[h ; M_{>0}]``, the sentence embedding ``h`` of the
-        model next to the ``k``-th layer's non-[CLS] states. ``L = L_mlm + aux_weight * L_aux`` (the paper uses
+        layers and one head ``W``: the encoder's own MLM on its last layer (``L_mlm``), and the auxiliary MLM
+        (``L_aux``) in which ``n`` fusion layers read ``[h ; M_{>0}]``, the sentence embedding ``h`` of the masked
+        sentence next to the ``k``-th layer's non-[CLS] states. ``L = L_mlm + aux_weight * L_aux`` (the paper uses
         weight 1 and mask rate 0.15, Condenser's setting). The lower layers are shared here, so the ``k``-th layer
         states are read with a forward hook during the model's own forward pass.
 
+        This is Condenser's pre-training (``CondenserForPretraining`` with ``skip_from = k``, ``n_head_layers = n``
+        and ``--late_mlm``), and the defaults follow it: the head's vocabulary projection *is* the encoder's input
+        word-embedding matrix (``tie_head``, as in ``BertForMaskedLM``), so both MLM terms also train the
+        embeddings through the head; and words are masked whole with a fixed budget per sentence
+        (``masking="whole_word"``, Condenser's collator; see :class:`~st_infocse.modeling.masking.WholeWordMasker`).
+        With CLS pooling and no Dense module, ``h`` is Condenser's final-layer [CLS] state.
+
         After training, :meth:`save_decoder` writes the decoder (with the encoder's trained lower layers copied into
-        its frozen part); pass that folder as ``decoder=`` to :class:`InfoCSELoss` for stage 2, starting from the
-        model saved at the end of stage 1.
+        its frozen part, and the head's projection as an untied copy of the trained embeddings); pass that folder
+        as ``decoder=`` to :class:`InfoCSELoss` for stage 2, starting from the model saved at the end of stage 1.
+        Stage 2 trains that untied head. :meth:`untied_decoder` gives the same decoder in memory.
 
         Args:
             model: SentenceTransformer whose first module is a Hugging Face encoder with a mask token.
-            k: shared lower layers; default half the encoder's depth.
+            k: shared lower layers; default 6 on encoders of 12 or more layers (Condenser's and InfoCSE's
+                ``--skip_from 6``), half the depth below.
             n: fusion layers.
             mask_rate: masking rate.
             aux_weight: weight of ``L_aux`` relative to ``L_mlm``.
             fusion_init: ``"fresh"`` (default here, as in the authors' code) or ``"copy"``.
-            mlm_head_source: model path or hub id to take the MLM head from (default: the model's own).
+            mlm_head_source: model path or hub id to take the MLM head from (default: the model's own). With
+                ``tie_head`` only its transform and output bias are used.
+            tie_head: share the encoder's input word-embedding parameter as the head's output projection during
+                stage 1 (Condenser). ``False`` trains an untied copy instead, which leaves the embeddings to the
+                encoder's own input path.
+            masking: ``"whole_word"`` (Condenser: whole words, ``max(1, round(mask_rate * n))`` tokens per sentence)
+                or ``"token"`` (each token chosen independently with probability ``mask_rate``).
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2210.06432
             - Gao and Callan 2021. Condenser: a Pre-training Architecture for Dense Retrieval. https://arxiv.org/abs/2104.08253
+            - Condenser's code: https://github.com/luyug/Condenser (``modeling.py`` ``CondenserForPretraining``,
+              ``data.py`` ``CondenserCollator``).
 
         Requirements:
             1. Unlabelled text; a tokenizer with a mask token.
@@ -70,9 +92,12 @@ class AuxiliaryPretrainingLoss(nn.Module):
 
                 from datasets import Dataset
                 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from sentence_transformers.base.modules import Transformer
+                from sentence_transformers.sentence_transformer.modules import Pooling
                 from st_infocse import losses
 
-                model = SentenceTransformer("bert-base-uncased")
+                encoder = Transformer("bert-base-uncased", max_seq_length=32)
+                model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
                 corpus = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 stage1 = losses.AuxiliaryPretrainingLoss(model)
                 SentenceTransformerTrainer(model=model, train_dataset=corpus, loss=stage1).train()
@@ -85,15 +110,36 @@ class AuxiliaryPretrainingLoss(nn.Module):
         self.model = model
         parts = find_encoder_parts(model)
         self._parts = [parts]  # a list keeps it out of the module tree (no duplicate parameters)
-        k = k if k is not None else max(1, parts.depth // 2)
+        warn_unless_cls_pooling(model, type(self).__name__)
+        # InfoCSE's k (6 from 12 layers, half the depth below), which is also Condenser's --skip_from 6.
+        k = k if k is not None else resolve_preset("infocse").k(parts.depth)
         self.mask_rate = mask_rate
         self.aux_weight = aux_weight
-        self.masker = TokenMasker(parts.tokenizer, mask_rate)
+        if masking == "whole_word":
+            self.masker: TokenMasker | WholeWordMasker = WholeWordMasker(parts.tokenizer, mask_rate)
+        elif masking == "token":
+            self.masker = TokenMasker(parts.tokenizer, mask_rate)
+        else:
+            raise ValueError(f"masking must be 'whole_word' or 'token', got {masking!r}")
+        self.masking = masking
         # The decoder's lower copy is not used here (the encoder's own layers are shared); it is refreshed from the
         # encoder when the decoder is saved.
         self.decoder = AuxiliaryDecoder.from_encoder(
             model, k=k, n=n, fusion_init=fusion_init, detach=True, mlm_head_source=mlm_head_source
         )
+        self.tie_head = tie_head
+        if tie_head:
+            embeddings = parts.word_embeddings.weight
+            projection = self.decoder.head.decoder
+            if projection.weight.shape != embeddings.shape:
+                raise ValueError(
+                    f"tie_head: the MLM head projects to {tuple(projection.weight.shape)} but the word embeddings are "
+                    f"{tuple(embeddings.shape)}; pass tie_head=False."
+                )
+            # The same Parameter, not a copy: the model's parameters come first in the loss's module tree, so
+            # named_parameters() (the trainer's optimizer groups) lists it once, under the model's name, and the
+            # auxiliary state saved with checkpoints leaves it to the model's own checkpoint.
+            projection.weight = embeddings
         self.metrics = MLMMetrics()
 
     @property
@@ -132,11 +178,17 @@ class AuxiliaryPretrainingLoss(nn.Module):
         check_finite(self, losses)
         return losses
 
-    def save_decoder(self, path: str | os.PathLike) -> None:
-        """Save the decoder for stage 2, its frozen part taken from the encoder's current lower layers."""
+    def untied_decoder(self) -> AuxiliaryDecoder:
+        """A copy of the decoder for stage 2: its frozen part taken from the encoder's current lower layers, and
+        every weight its own (a tied head's projection becomes a copy of the current word embeddings)."""
         with torch.no_grad():
             self.decoder.copy_lower_from(self._parts[0])
-        self.decoder.save_pretrained(path)
+        # deepcopy gives the shared embedding Parameter a fresh copy, as the model is not part of the copy.
+        return copy.deepcopy(self.decoder)
+
+    def save_decoder(self, path: str | os.PathLike) -> None:
+        """Save the decoder for stage 2 (see :meth:`untied_decoder`)."""
+        self.untied_decoder().save_pretrained(path)
 
     def get_config_dict(self) -> dict[str, Any]:
         return {
@@ -145,6 +197,8 @@ class AuxiliaryPretrainingLoss(nn.Module):
             "mask_rate": self.mask_rate,
             "aux_weight": self.aux_weight,
             "fusion_init": self.decoder.config.fusion_init,
+            "tie_head": self.tie_head,
+            "masking": self.masking,
         }
 
     @property

@@ -91,9 +91,12 @@ class InforMinReconstructionLoss(nn.Module):
 
                 from datasets import Dataset
                 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from sentence_transformers.base.modules import Transformer
+                from sentence_transformers.sentence_transformer.modules import Pooling
                 from st_infocse import losses
 
-                model = SentenceTransformer("bert-base-uncased")
+                encoder = Transformer("bert-base-uncased", max_seq_length=32)
+                model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 loss = losses.InforMinReconstructionLoss(model, lambda_=0.4)
                 trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)

@@ -10,7 +10,7 @@ from st_infocse.modeling.encoder_parts import (
     find_encoder_parts,
 )
 from st_infocse.modeling.heads import MLMHead, ProjectionHead, build_mlm_head
-from st_infocse.modeling.masking import TokenMasker
+from st_infocse.modeling.masking import TokenMasker, WholeWordMasker
 
 __all__ = [
     "SUPPORTED_MODEL_TYPES",
@@ -23,6 +23,7 @@ __all__ = [
     "ProjectionHead",
     "TokenMasker",
     "UnsupportedModelError",
+    "WholeWordMasker",
     "build_mlm_head",
     "family_for",
     "find_encoder_parts",

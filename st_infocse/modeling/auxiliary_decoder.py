@@ -64,9 +64,12 @@ class AuxiliaryDecoder(nn.Module):
         ::
 
             from sentence_transformers import SentenceTransformer
+            from sentence_transformers.base.modules import Transformer
+            from sentence_transformers.sentence_transformer.modules import Pooling
             from st_infocse.modeling import AuxiliaryDecoder
 
-            model = SentenceTransformer("bert-base-uncased")
+            encoder = Transformer("bert-base-uncased", max_seq_length=32)
+            model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
             decoder = AuxiliaryDecoder.from_encoder(model, k=6, n=2)
             decoder.save_pretrained("aux-decoder")
             decoder = AuxiliaryDecoder.from_pretrained("aux-decoder")

@@ -69,8 +69,9 @@ def initializer_range(model: nn.Module, default: float = 0.02) -> float:
 class MLMHead(nn.Module):
     """MLM head: dense, activation, LayerNorm, vocabulary projection.
 
-    Its vocabulary projection is its own parameter, never tied to the encoder's word embeddings: a tied head
-    would carry MLM gradients into the encoder through the embedding matrix. The options cover the heads of the
+    Its vocabulary projection is its own parameter, not tied to the encoder's word embeddings: in the conditional
+    MLM a tied head would carry MLM gradients into the encoder through the embedding matrix. Stage 1
+    (:class:`~st_infocse.losses.AuxiliaryPretrainingLoss`) ties it on purpose, as Condenser does. The options cover the heads of the
     supported families (ModernBERT's dense and norm may have no bias; ELECTRA's generator head is ``width`` wide).
     """
 

@@ -1,10 +1,11 @@
-"""Trainer glue: keeping loss-owned auxiliary state across checkpoints."""
+"""Trainer glue: keeping loss-owned auxiliary state across checkpoints and clipping it with the model."""
 
 from st_infocse.training.arguments import STSB_DEV_METRIC, PaperTrainingArguments
 from st_infocse.training.callbacks import (
     AUXILIARY_STATE_NAME,
     AuxiliaryStateCallback,
     auxiliary_state_dict,
+    clip_gradients_jointly,
     load_auxiliary_state,
     save_auxiliary_state,
 )
@@ -15,6 +16,7 @@ __all__ = [
     "PaperTrainingArguments",
     "AuxiliaryStateCallback",
     "auxiliary_state_dict",
+    "clip_gradients_jointly",
     "load_auxiliary_state",
     "save_auxiliary_state",
 ]

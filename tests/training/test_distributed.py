@@ -40,7 +40,8 @@ def test_two_processes_match_one_process_on_the_global_batch(make_model, tiny_be
     assert torch.allclose(ddp["loss"], single.detach(), atol=1e-6)
     for name, param in model.named_parameters():
         if name in ddp["grads"]:
-            assert torch.allclose(ddp["grads"][name], param.grad, atol=1e-6), name
+            # Summation order differs between one and two processes: rounding, not a bias.
+            assert torch.allclose(ddp["grads"][name], param.grad, rtol=1e-5, atol=2e-6), name
 
     # Auxiliary modules: different local gradients, one averaged gradient on every process.
     local, synced = ddp["aux_local"], ddp["aux_synced"]
