@@ -104,3 +104,21 @@ def test_mlm_losses_warn_once_about_non_cls_pooling(cls_model):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         losses.InfoCSELoss(cls_model())
+
+
+@pytest.mark.parametrize(
+    "loss_class",
+    [
+        losses.SimCSELoss,
+        losses.InfoCSELoss,
+        losses.CMLMCSELoss,
+        losses.ConditionalMLMLoss,
+        losses.InforMinReconstructionLoss,
+        losses.AuxiliaryPretrainingLoss,
+    ],
+)
+def test_docstring_examples_build_cls_pooled_models(loss_class):
+    doc = (loss_class.__init__.__doc__ or "") + (loss_class.__doc__ or "")
+    assert "Example:" in doc
+    assert 'Pooling(encoder.get_embedding_dimension(), "cls")' in doc
+    assert 'SentenceTransformer("bert-base-uncased")' not in doc
