@@ -92,7 +92,13 @@ class LossArguments:
         },
     )
     temperature: float = field(default=0.05, metadata={"help": "Contrastive temperature."})
-    projection: str | None = field(default=None, metadata={"help": "Training-only projection head: mlp or bn-mlp."})
+    projection: str | None = field(
+        default=None,
+        metadata={
+            "help": "Training-only projection head: mlp, bn-mlp or none (default: the objective's own: bn-mlp for "
+            "infocse, mlp for simcse, cmlm-cse and informin)."
+        },
+    )
     k: int | None = field(
         default=None, metadata={"help": "Frozen lower layers of the auxiliary decoder (default: the preset's)."}
     )
@@ -100,14 +106,26 @@ class LossArguments:
         default=None, metadata={"help": "Fusion layers of the auxiliary decoder (default: the preset's)."}
     )
     mask_rate: float | None = field(
-        default=None, metadata={"help": "Masking rate of the auxiliary MLM (default 0.40; 0.15 for pretrain-aux)."}
+        default=None,
+        metadata={
+            "help": "Masking rate of the auxiliary MLM (default: infocse 0.40, 0.30 from 24 layers; cmlm-cse 0.15; "
+            "pretrain-aux 0.15)."
+        },
     )
     fusion_init: str | None = field(
         default=None,
-        metadata={"help": "copy or fresh fusion layers (default: copy for train, fresh for pretrain-aux)."},
+        metadata={"help": "fresh (default, as the authors' code) or copy (the encoder layers above k) fusion layers."},
     )
     detach: bool = field(default=True, metadata={"help": "Freeze the decoder's lower copy (paper default)."})
     decoder: str | None = field(default=None, metadata={"help": "Stage-1 decoder folder (from pretrain-aux)."})
+    tie_head: bool = field(
+        default=True,
+        metadata={"help": "pretrain-aux only: tie the MLM head's output projection to the word embeddings (Condenser)."},
+    )
+    masking: str = field(
+        default="whole_word",
+        metadata={"help": "pretrain-aux only: whole_word (Condenser, default) or token masking."},
+    )
     informin_weight: float = field(
         default=0.0, metadata={"help": "Add InforMin's reconstruction term to InfoCSE with this weight."}
     )
@@ -124,6 +142,13 @@ class LossArguments:
     rounds: int = field(default=3, metadata={"help": "idc: maximum mine -> train rounds."})
     idc_loss: str = field(default="mnrl", metadata={"help": "idc: loss trained on the mined pairs, mnrl or infocse."})
     idc_k: int = field(default=1, metadata={"help": "idc: top-K neighbours per sentence."})
+    idc_similarity: str = field(
+        default="cosine",
+        metadata={
+            "help": "idc: sentence score for mining, cosine or dot (inner product, paper 002 eq. 2).",
+            "choices": ["cosine", "dot"],
+        },
+    )
     initial_annotation: str = field(
         default="model", metadata={"help": "idc: first-round pairs from the 'model' or 'adjacent' sentences."}
     )
@@ -141,7 +166,18 @@ class MineArguments:
         default="pairs", metadata={"help": "Folder for the mined pairs (datasets save_to_disk) and report.json."}
     )
     k: int = field(default=1, metadata={"help": "Top-K neighbours per sentence."})
-    threshold: float | None = field(default=None, metadata={"help": "Cosine floor for edges."})
+    threshold: float | None = field(
+        default=None,
+        metadata={"help": "Floor on the edge score: a cosine, or the raw inner product with --similarity dot."},
+    )
+    similarity: str = field(
+        default="cosine",
+        metadata={
+            "help": "Edge score: cosine, or dot (inner product, paper 002 eq. 2; the same as cosine for models "
+            "ending in Normalize).",
+            "choices": ["cosine", "dot"],
+        },
+    )
     min_sentences: int = field(default=2, metadata={"help": "Skip documents with fewer sentences."})
     max_sentences: int | None = field(default=1000, metadata={"help": "Skip documents with more sentences."})
     max_pairs_per_cluster: int | None = field(default=None, metadata={"help": "Cap on pairs per cluster."})
@@ -368,13 +404,12 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
     if objective not in OBJECTIVES:
         raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
     aux = dict(k=args.k, n=args.n, mask_rate=args.mask_rate, decoder=args.decoder, detach=args.detach)
-    aux["fusion_init"] = args.fusion_init or "copy"
+    aux["fusion_init"] = args.fusion_init
+    # Only an explicit --projection overrides the objective's own default head; "none" turns it off.
+    head = {} if args.projection is None else {"projection": None if args.projection.lower() == "none" else args.projection}
     if objective == "simcse":
         return losses.SimCSELoss(
-            model,
-            temperature=args.temperature,
-            projection=args.projection,
-            gather_across_devices=args.gather_across_devices,
+            model, temperature=args.temperature, gather_across_devices=args.gather_across_devices, **head
         )
     if objective == "cmlm":
         # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss").
@@ -385,16 +420,16 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
             model,
             lambda_=lam,
             temperature=args.temperature,
-            projection=args.projection or "mlp",
             gather_across_devices=args.gather_across_devices,
+            **head,
         )
     cls = losses.CMLMCSELoss if objective == "cmlm-cse" else losses.InfoCSELoss
     return cls(
         model,
         lambda_=args.lambda_,
         temperature=args.temperature,
-        projection=args.projection,
         informin_weight=args.informin_weight,
+        **head,
         gather_across_devices=args.gather_across_devices,
         **aux,
     )
@@ -426,14 +461,19 @@ def _train(model, loss, dataset, training_args, evaluator):
     from st_infocse.training.precision import warn_if_slow_bf16
 
     warn_if_slow_bf16(bool(training_args.bf16), training_args.device.type == "cpu")
+    # --max_grad_norm bounds the encoder and the loss's heads/decoder together, as in the papers' trainer.
+    auxiliary = AuxiliaryStateCallback(loss, clip_jointly=True)
     trainer = SentenceTransformerTrainer(
         model=model,
         args=training_args,
         train_dataset=dataset,
         loss=loss,
         evaluator=evaluator,
-        callbacks=[AuxiliaryStateCallback(loss)],
+        callbacks=[auxiliary],
     )
+    # Reporting integrations (--report_to) receive the logs before user callbacks; going first lets them record
+    # the joint grad_norm and the auxiliary metrics this callback adds.
+    trainer.callback_handler.callbacks.insert(0, trainer.callback_handler.pop_callback(auxiliary))
     resume = training_args.resume_from_checkpoint
     if isinstance(resume, str) and resume.lower() in ("true", "last"):
         resume = True  # the newest checkpoint-N in output_dir
@@ -469,6 +509,8 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
         n=loss_args.n or 2,
         mask_rate=loss_args.mask_rate or 0.15,
         fusion_init=loss_args.fusion_init or "fresh",
+        tie_head=loss_args.tie_head,
+        masking=loss_args.masking,
     )
     training_args.learning_rate_mapping = training_args.learning_rate_mapping or _learning_rate_mapping(loss, loss_args)
     start = time.time()
@@ -555,7 +597,7 @@ def _train_idc(model, loss_args: LossArguments, training_args, evaluator, start:
         initial_annotation=loss_args.initial_annotation,
         evaluator=evaluator,
         training_args=overrides,
-        mining_kwargs={"k": loss_args.idc_k},
+        mining_kwargs={"k": loss_args.idc_k, "similarity": loss_args.idc_similarity},
         output_dir=Path(training_args.output_dir) / "rounds",
         seed=training_args.seed,
     )
@@ -580,6 +622,7 @@ def cmd_mine(argv: Sequence[str]) -> int:
         model,
         k=mine_args.k,
         threshold=mine_args.threshold,
+        similarity=mine_args.similarity,
         min_sentences=mine_args.min_sentences,
         max_sentences=mine_args.max_sentences,
         max_pairs_per_cluster=mine_args.max_pairs_per_cluster,

@@ -1,8 +1,9 @@
 """Intra-Document Clustering (IDC, paper 002 section 3.1): positive pairs mined from documents.
 
-Per document: cosine similarities between its sentences, an edge (i, j) whenever ``j`` is among
-the top-K of ``i`` or ``i`` among the top-K of ``j`` (eq. 3), clusters = connected components,
-positives = every unordered pair inside a cluster (eq. 4).
+Per document: similarities between its sentences (cosine by default, or the inner product of
+eq. 2 with ``similarity="dot"``), an edge (i, j) whenever ``j`` is among the top-K of ``i`` or ``i``
+among the top-K of ``j`` (eq. 3), clusters = connected components, positives = every unordered
+pair inside a cluster (eq. 4).
 
 The expensive part is encoding. It happens once per shard of documents, in a single ``encode``
 call over the shard's unique sentences sorted by length. The graph work then runs on all
@@ -18,7 +19,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from datasets import Dataset, Features, Value, concatenate_datasets, load_from_disk
@@ -42,19 +43,34 @@ PAIR_FEATURES = Features(
 # Bound on the floats held by one stacked group of equal-length documents (~32 MB in float32).
 _MAX_GROUP_ELEMENTS = 1 << 23
 
+# Edge scores: "cosine" (scale-invariant) or "dot", the raw inner product of paper 002 eq. 2.
+Similarity = Literal["cosine", "dot"]
+SIMILARITIES: tuple[str, ...] = ("cosine", "dot")
+
+
+def check_similarity(similarity: str) -> str:
+    """Return ``similarity`` if it is one of :data:`SIMILARITIES`, else raise a ``ValueError`` naming them."""
+    if similarity not in SIMILARITIES:
+        choices = " or ".join(repr(c) for c in SIMILARITIES)
+        raise ValueError(f"similarity must be {choices}, got {similarity!r}")
+    return similarity
+
 
 # --------------------------------------------------------------------------------------------
 # Pure graph part: embeddings in, cluster labels out.
 # --------------------------------------------------------------------------------------------
 
 
-def _normalise(embeddings: np.ndarray) -> np.ndarray:
+def _prepare(embeddings: np.ndarray, similarity: str) -> np.ndarray:
+    """Checked float32 embeddings, unit rows for cosine and untouched for dot."""
     embeddings = np.asarray(embeddings, dtype=np.float32)
     if embeddings.ndim != 2:
         raise ValueError(f"embeddings must be 2-D (sentences x dim), got shape {embeddings.shape}")
     if not np.isfinite(embeddings).all():
         bad = int((~np.isfinite(embeddings).all(axis=1)).sum())
         raise ValueError(f"{bad} sentence embedding(s) contain NaN or inf; the model's output is broken")
+    if similarity == "dot":
+        return embeddings
     norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
     # A zero vector stays zero (cosine 0 with everything) instead of dividing by zero.
     return embeddings / np.maximum(norms, 1e-12)
@@ -63,7 +79,7 @@ def _normalise(embeddings: np.ndarray) -> np.ndarray:
 def _edges_for_group(
     emb: np.ndarray, k: int, threshold: float | None, tie_tolerance: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Top-K edges for C documents of equal length n, given ``emb`` of shape (C, n, d), unit rows."""
+    """Top-K edges for C documents of equal length n, given ``emb`` of shape (C, n, d) as scored."""
     n = emb.shape[1]
     sims = emb @ emb.transpose(0, 2, 1)
     diag = np.arange(n)
@@ -72,7 +88,9 @@ def _edges_for_group(
     # The k-th largest similarity of each row; every value tied with it is also "in the top-K"
     # (eq. 3 is a statement about values), which makes the result independent of sentence order.
     kth = np.partition(sims, n - k_eff, axis=-1)[..., n - k_eff]
-    keep = sims >= (kth - tie_tolerance)[..., None]
+    # Relative above magnitude 1: inner products can be large, and float32 rounding grows with them.
+    # Cosine scores never exceed 1, so there the tolerance stays absolute.
+    keep = sims >= (kth - tie_tolerance * np.maximum(1.0, np.abs(kth)))[..., None]
     if threshold is not None:
         keep &= sims >= threshold
     return np.nonzero(keep)
@@ -84,19 +102,24 @@ def cluster_documents(
     k: int = 1,
     threshold: float | None = None,
     tie_tolerance: float = 1e-6,
+    similarity: Similarity = "cosine",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cluster the sentences of many documents at once (IDC partition-based clustering).
 
     Args:
         embeddings: ``(total_sentences, dim)`` sentence embeddings, documents stored one after
-            another in the order given by ``lengths``. Cosine similarity is used, so they need
-            not be normalised.
+            another in the order given by ``lengths``. With cosine they need not be normalised;
+            with dot their norms are part of the score.
         lengths: Number of sentences of each document (each >= 1).
         k: Keep edge (i, j) when j is among the top-``k`` most similar sentences of i, or i of j.
-        threshold: Optional floor: edges whose cosine similarity is below it are dropped, so a
-            sentence whose best match is weak stays alone.
-        tie_tolerance: Similarities within this distance of the k-th largest one count as tied
-            with it and are kept too.
+        threshold: Optional floor on the edge score in use (cosine in [-1, 1], or the raw inner
+            product for dot): edges scoring below it are dropped, so a sentence whose best match
+            is weak stays alone.
+        tie_tolerance: Scores within this distance of the k-th largest one count as tied with it
+            and are kept too (relative to that score when its magnitude exceeds 1).
+        similarity: ``"cosine"`` (default; scale-invariant) or ``"dot"`` (inner product, paper 002
+            eq. 2: a sentence with a large norm can become the top-1 of many others). For models
+            that end with a ``Normalize`` module the two are the same.
 
     Returns:
         ``(labels, first)``: ``labels[s]`` is the cluster of sentence ``s`` numbered from 0 inside
@@ -111,10 +134,11 @@ def cluster_documents(
     """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
+    check_similarity(similarity)
     lengths = np.asarray(list(lengths), dtype=np.int64)
     if (lengths < 1).any():
         raise ValueError("every document needs at least one sentence")
-    emb = _normalise(embeddings)
+    emb = _prepare(embeddings, similarity)
     if emb.shape[0] != lengths.sum():
         raise ValueError(f"{emb.shape[0]} embeddings for documents totalling {lengths.sum()} sentences")
     total = emb.shape[0]
@@ -148,15 +172,20 @@ def cluster_documents(
 
 
 def cluster_sentences(
-    embeddings: np.ndarray, k: int = 1, threshold: float | None = None, tie_tolerance: float = 1e-6
+    embeddings: np.ndarray,
+    k: int = 1,
+    threshold: float | None = None,
+    tie_tolerance: float = 1e-6,
+    similarity: Similarity = "cosine",
 ) -> np.ndarray:
     """Cluster one document's sentences; see :func:`cluster_documents` for the arguments.
 
     Args:
         embeddings: ``(sentences, dim)`` embeddings of one document.
         k: Top-K of eq. 3.
-        threshold: Optional similarity floor for edges.
-        tie_tolerance: Similarities this close to the k-th largest count as ties.
+        threshold: Optional floor on the edge score (in the units of ``similarity``).
+        tie_tolerance: Scores this close to the k-th largest count as ties.
+        similarity: ``"cosine"`` or ``"dot"`` (inner product, eq. 2).
 
     Returns:
         Cluster label per sentence, numbered from 0 in order of first appearance.
@@ -166,9 +195,10 @@ def cluster_sentences(
         [0, 1, 0, 1]
     """
     embeddings = np.asarray(embeddings)
+    check_similarity(similarity)
     if len(embeddings) == 0:
         return np.zeros(0, dtype=np.int64)
-    labels, _ = cluster_documents(embeddings, [len(embeddings)], k, threshold, tie_tolerance)
+    labels, _ = cluster_documents(embeddings, [len(embeddings)], k, threshold, tie_tolerance, similarity)
     return labels
 
 
@@ -220,6 +250,9 @@ class MiningReport:
 
     Attributes:
         method: ``"idc"`` or ``"adjacent"``.
+        similarity: Edge score used (``"cosine"`` or ``"dot"``); ``None`` for adjacent pairs.
+        k: Top-K of eq. 3; ``None`` for adjacent pairs.
+        threshold: Floor on the edge score (in the units of ``similarity``), or ``None``.
         documents_seen: Input items read.
         documents_used: Documents that entered the graph step.
         skipped: Skipped documents by reason (``not_text``, ``empty``, ``too_few_sentences``,
@@ -241,6 +274,9 @@ class MiningReport:
     """
 
     method: str = "idc"
+    similarity: str | None = None
+    k: int | None = None
+    threshold: float | None = None
     documents_seen: int = 0
     documents_used: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
@@ -279,8 +315,9 @@ class MiningReport:
     def summary(self) -> str:
         """One line for logs."""
         skipped = ", ".join(f"{k}={v}" for k, v in sorted(self.skipped.items()) if v) or "none"
+        setting = f" ({self.similarity}, k={self.k}, threshold={self.threshold})" if self.method == "idc" else ""
         return (
-            f"{self.method}: {self.documents_seen} documents read, {self.documents_used} used, skipped: {skipped}; "
+            f"{self.method}{setting}: {self.documents_seen} documents read, {self.documents_used} used, skipped: {skipped}; "
             f"{self.sentences} sentences, {self.clusters} clusters, {self.pairs} pairs "
             f"({self.pairs_per_document:.2f}/document, {self.pairs_dropped_by_cap} over the cap); "
             f"encode {self.encode_seconds:.1f}s, graph {self.graph_seconds:.2f}s, total {self.total_seconds:.1f}s"
@@ -347,7 +384,9 @@ class _ShardWriter:
         return self.parts[0] if len(self.parts) == 1 else concatenate_datasets(self.parts)
 
 
-def _encode_unique(model: Any, texts: list[str], batch_size: int, pool: Any, encode_kwargs: dict) -> np.ndarray:
+def _encode_unique(
+    model: Any, texts: list[str], batch_size: int, pool: Any, encode_kwargs: dict, normalize: bool = True
+) -> np.ndarray:
     """Encode each distinct text once, longest first, and return one row per input text."""
     index: dict[str, int] = {}
     inverse = np.fromiter((index.setdefault(t, len(index)) for t in texts), dtype=np.int64, count=len(texts))
@@ -355,7 +394,7 @@ def _encode_unique(model: Any, texts: list[str], batch_size: int, pool: Any, enc
     # encode() sorts by length itself, but a multi-process pool splits the input into chunks
     # before sorting: pre-sorting keeps every chunk's padding short.
     by_length = np.argsort([-len(t) for t in unique], kind="stable")
-    kwargs = {"batch_size": batch_size, "convert_to_numpy": True, "normalize_embeddings": True}
+    kwargs = {"batch_size": batch_size, "convert_to_numpy": True, "normalize_embeddings": normalize}
     kwargs.update(encode_kwargs)
     if pool is not None:
         kwargs["pool"] = pool
@@ -375,6 +414,7 @@ def _mine(
     k: int,
     threshold: float | None,
     tie_tolerance: float,
+    similarity: str | None,
     min_sentences: int,
     max_sentences: int | None,
     deduplicate: bool,
@@ -397,8 +437,12 @@ def _mine(
         raise ValueError(f"shard_sentences must be >= 1, got {shard_sentences}")
     if method == "idc" and model is None:
         raise ValueError("IDC mining needs a model with an encode() method")
+    if method == "idc":
+        check_similarity(similarity)
     start = time.perf_counter()
     report = MiningReport(method=method)
+    if method == "idc":
+        report.similarity, report.k, report.threshold = similarity, k, threshold
     writer = _ShardWriter(output_dir)
     documents = _select_input_columns(documents, (sentences_key, text_key, id_key))
     total = len(documents) if hasattr(documents, "__len__") else None
@@ -420,10 +464,12 @@ def _mine(
         doc_positions = np.asarray(positions, dtype=np.int64)
         if method == "idc":
             t0 = time.perf_counter()
-            emb = _encode_unique(model, texts, batch_size, pool, encode_kwargs or {})
+            # Dot needs the model's own norms, so the encoder must not normalise for it.
+            normalize = similarity == "cosine"
+            emb = _encode_unique(model, texts, batch_size, pool, encode_kwargs or {}, normalize)
             report.sentences_encoded += len(set(texts))
             t1 = time.perf_counter()
-            labels, first = cluster_documents(emb, lengths, k, threshold, tie_tolerance)
+            labels, first = cluster_documents(emb, lengths, k, threshold, tie_tolerance, similarity)
             a, b, dropped = _cluster_pairs(labels, first, doc_positions, doc_of, max_pairs_per_cluster, seed)
             report.encode_seconds += t1 - t0
             sizes = np.unique(first, return_counts=True)[1]
@@ -509,6 +555,7 @@ def mine_pairs(
     k: int = 1,
     threshold: float | None = None,
     tie_tolerance: float = 1e-6,
+    similarity: Similarity = "cosine",
     min_sentences: int = 2,
     max_sentences: int | None = 1000,
     deduplicate: bool = True,
@@ -538,8 +585,15 @@ def mine_pairs(
             ``datasets.IterableDataset`` with those columns.
         model: A ``SentenceTransformer`` (anything with a compatible ``encode``).
         k: Top-K of eq. 3 (paper default 1).
-        threshold: Optional cosine floor for edges; sentences with no neighbour above it stay alone.
-        tie_tolerance: Similarities this close to a row's k-th largest are ties and kept.
+        threshold: Optional floor on the edge score in use (cosine, or the raw inner product for
+            ``similarity="dot"``, whose scale depends on the model); sentences with no neighbour
+            above it stay alone.
+        tie_tolerance: Scores this close to a row's k-th largest are ties and kept (relative to
+            that score when its magnitude exceeds 1).
+        similarity: Edge score: ``"cosine"`` (default, scale-invariant) or ``"dot"`` (inner
+            product of the un-normalised embeddings, paper 002 eq. 2; a sentence with a large
+            norm can become the top-1 of many others). Identical for models ending in
+            ``Normalize``. Recorded in the report.
         min_sentences: Documents with fewer usable sentences are skipped (at least 2).
         max_sentences: Documents with more sentences are skipped (``None``: no cap).
         deduplicate: Collapse identical sentences inside a document before clustering.
@@ -577,6 +631,7 @@ def mine_pairs(
         k=k,
         threshold=threshold,
         tie_tolerance=tie_tolerance,
+        similarity=similarity,
         min_sentences=min_sentences,
         max_sentences=max_sentences,
         deduplicate=deduplicate,
@@ -642,6 +697,7 @@ def adjacent_pairs(
         k=1,
         threshold=None,
         tie_tolerance=0.0,
+        similarity=None,
         min_sentences=min_sentences,
         max_sentences=max_sentences,
         deduplicate=deduplicate,

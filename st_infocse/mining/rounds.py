@@ -26,8 +26,9 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraine
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from torch import nn
 
-from st_infocse.mining.idc import MiningReport, adjacent_pairs, mine_pairs
+from st_infocse.mining.idc import MiningReport, adjacent_pairs, check_similarity, mine_pairs
 from st_infocse.mining.sampler import DocumentAwareBatchSampler
+from st_infocse.training.callbacks import AuxiliaryStateCallback
 
 logger = logging.getLogger(__name__)
 
@@ -234,7 +235,11 @@ def _train(
         kwargs["batch_sampler"] = batch_sampler
     kwargs["output_dir"] = str(output_dir)  # one folder per round/cycle, whatever the caller passed
     args = SentenceTransformerTrainingArguments(**kwargs)
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train_dataset, loss=loss)
+    # The callback clips the loss's own modules with the model, as a single-stage run through the CLI does.
+    callbacks = [AuxiliaryStateCallback(loss)]
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=train_dataset, loss=loss, callbacks=callbacks
+    )
     output = trainer.train()
     return float(output.training_loss) if output.training_loss is not None else None
 
@@ -281,7 +286,8 @@ def train_idc_rounds(
         training_args: Keyword arguments for ``SentenceTransformerTrainingArguments`` overriding
             :data:`DEFAULT_TRAINING_ARGS` (``output_dir`` is set per round).
         mining_kwargs: Keyword arguments for :func:`mine_pairs` (``k``, ``threshold``,
-            ``max_pairs_per_cluster``, ``pool``, ...); ``output_dir`` is set per round.
+            ``similarity`` (``"cosine"`` or ``"dot"``), ``max_pairs_per_cluster``, ``pool``, ...);
+            ``output_dir`` is set per round. Each round's settings are in its ``mining`` report.
         document_aware_batches: Use :class:`DocumentAwareBatchSampler` so pairs of one document are
             never in-batch negatives of each other.
         output_dir: Where each round's pairs and trainer output go (``round-N/``); a temporary
@@ -306,6 +312,8 @@ def train_idc_rounds(
         raise ValueError(f"patience must be >= 1, got {patience}")
     fresh_documents = _reiterable(documents, rounds)
     mining_kwargs = {"seed": seed, **(mining_kwargs or {})}
+    # Checked now: with an adjacent first round, a bad value would otherwise surface after training.
+    check_similarity(mining_kwargs.get("similarity", "cosine"))
     greater = bool(getattr(evaluator, "greater_is_better", True))
     tmp = tempfile.TemporaryDirectory(prefix="idc-rounds-") if output_dir is None else None
     root = Path(tmp.name if tmp is not None else output_dir)
@@ -454,7 +462,7 @@ def train_infocse_plus_plus(
         min_delta: Improvement smaller than this does not count.
         idc_training_args: Trainer arguments for IDC rounds (see :func:`train_idc_rounds`).
         supervised_training_args: Trainer arguments for fine-tuning.
-        mining_kwargs: Arguments for :func:`mine_pairs`.
+        mining_kwargs: Arguments for :func:`mine_pairs` (``similarity`` included).
         idc_evaluator: Early stopping inside the IDC rounds: ``"same"`` uses ``evaluator``,
             ``None`` runs all ``idc_rounds``.
         output_dir: Where each cycle's artefacts go; a temporary folder when omitted.
@@ -475,6 +483,7 @@ def train_infocse_plus_plus(
         raise ValueError(f"patience must be >= 1, got {patience}")
     if len(labelled_pairs) == 0:
         raise ValueError("labelled_pairs is empty")
+    check_similarity((mining_kwargs or {}).get("similarity", "cosine"))
     fresh_documents = _reiterable(documents, cycles * idc_rounds)
     inner_evaluator = evaluator if idc_evaluator == "same" else idc_evaluator
     greater = bool(getattr(evaluator, "greater_is_better", True))

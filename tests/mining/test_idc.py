@@ -8,8 +8,9 @@ from collections import Counter
 import numpy as np
 import pytest
 from datasets import Dataset
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-from st_infocse.mining import adjacent_pairs, cluster_documents, cluster_sentences, mine_pairs
+from st_infocse.mining import adjacent_pairs, cluster_documents, cluster_sentences, mine_pairs, train_idc_rounds
 
 
 def unit(degrees: float) -> list[float]:
@@ -282,3 +283,101 @@ def test_multi_process_pool(make_model, topic_docs):
     assert set(zip(pairs["doc_id"], pairs["anchor"], pairs["positive"], strict=True)) == _reference_pairs(
         topic_docs, recording.vectors
     )
+
+
+# Norms differ: m is closer in angle to a1 (30 deg) than to b0 (40 deg), but b0 is twice as long.
+# Cosine: a0<->a1, m->a1, b0<->b1 -> {a0, a1, m}, {b0, b1}.
+# Dot: m.b0 = 2 cos 40 = 1.53 beats m.a1 = cos 30 = 0.87, so m joins b -> {a0, a1}, {m, b0, b1}.
+NORMED = {"a0": unit(0), "a1": unit(10), "m": unit(40), "b0": [2 * x for x in unit(80)], "b1": unit(90)}
+NORMED_ORDER = ["a0", "a1", "m", "b0", "b1"]
+
+
+def test_dot_and_cosine_choose_different_neighbours_when_norms_differ():
+    emb = np.array([NORMED[t] for t in NORMED_ORDER])
+    assert cluster_sentences(emb).tolist() == [0, 0, 0, 1, 1]
+    assert cluster_sentences(emb, similarity="cosine").tolist() == [0, 0, 0, 1, 1]
+    assert cluster_sentences(emb, similarity="dot").tolist() == [0, 0, 1, 1, 1]
+    # The floor is on the score in use: a0.a1 = 0.985 < 1 is cut, b0's edges (>= 1.53) stay.
+    assert cluster_sentences(emb, threshold=1.0, similarity="dot").tolist() == [0, 1, 2, 2, 2]
+    # A long vector becomes everyone's top-1 under dot (hubness); cosine ignores its length.
+    hub = np.array([unit(0), unit(10), [5 * x for x in unit(50)], unit(80), unit(90)])
+    assert cluster_sentences(hub, similarity="dot").tolist() == [0, 0, 0, 0, 0]
+    assert cluster_sentences(hub, similarity="cosine").tolist() == [0, 0, 1, 1, 1]
+
+
+def test_dot_and_cosine_agree_on_unit_norm_embeddings(lookup_encoder):
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(1, 10, size=30)
+    emb = rng.normal(size=(lengths.sum(), 6))
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    cosine = cluster_documents(emb, lengths, k=2, similarity="cosine")
+    dot = cluster_documents(emb, lengths, k=2, similarity="dot")
+    assert cosine[0].tolist() == dot[0].tolist() and cosine[1].tolist() == dot[1].tolist()
+    docs = [{"id": "a", "sentences": ["s0", "s1", "s2", "s3", "s4", "s5"]}, ["s5", "s0", "s3"]]
+    by_cosine, _ = mine_pairs(docs, lookup_encoder(TABLE), show_progress_bar=False)
+    by_dot, report = mine_pairs(docs, lookup_encoder(TABLE), similarity="dot", show_progress_bar=False)
+    assert len(by_dot) == 9 and by_dot.to_dict() == by_cosine.to_dict()
+    assert (report.similarity, report.k, report.threshold) == ("dot", 1, None)
+
+
+class KwargsRecorder:
+    """A lookup encoder that also keeps the keyword arguments of each encode call."""
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+        self.kwargs: list[dict] = []
+
+    def encode(self, texts: list[str], **kwargs) -> np.ndarray:
+        self.kwargs.append(kwargs)
+        return np.array([self.table[t] for t in texts], dtype=np.float32)
+
+
+def test_dot_mining_keeps_the_model_norms_and_is_recorded():
+    encoder = KwargsRecorder(NORMED)
+    pairs, report = mine_pairs([NORMED_ORDER], encoder, similarity="dot", threshold=0.5, show_progress_bar=False)
+    assert set(zip(pairs["anchor"], pairs["positive"], strict=True)) == {
+        ("a0", "a1"),
+        ("m", "b0"),
+        ("m", "b1"),
+        ("b0", "b1"),
+    }
+    assert encoder.kwargs[0]["normalize_embeddings"] is False
+    assert report.to_dict()["similarity"] == "dot" and report.to_dict()["threshold"] == 0.5
+    assert "dot" in report.summary()
+    _, cosine_report = mine_pairs([NORMED_ORDER], encoder, show_progress_bar=False)
+    assert encoder.kwargs[1]["normalize_embeddings"] is True and cosine_report.similarity == "cosine"
+    _, adjacent = adjacent_pairs([NORMED_ORDER], show_progress_bar=False)
+    assert adjacent.similarity is None and adjacent.k is None
+
+
+def test_unknown_similarity_is_a_clear_error(lookup_encoder):
+    for call in (
+        lambda: cluster_sentences(np.eye(3), similarity="inner"),
+        lambda: cluster_documents(np.eye(3), [3], similarity="Cosine"),
+        lambda: mine_pairs([["s0", "s1"]], lookup_encoder(TABLE), similarity="euclidean"),
+    ):
+        with pytest.raises(ValueError, match="similarity must be 'cosine' or 'dot'"):
+            call()
+
+
+def test_rounds_pass_the_similarity_on_and_check_it_before_training(make_model, topic_docs, small_training_args):
+    model = make_model()
+    with pytest.raises(ValueError, match="similarity must be"):
+        # An adjacent first round mines nothing: the value must be refused before it trains.
+        train_idc_rounds(
+            model,
+            topic_docs,
+            MultipleNegativesRankingLoss,
+            initial_annotation="adjacent",
+            mining_kwargs={"similarity": "dotproduct"},
+            training_args=small_training_args,
+        )
+    result = train_idc_rounds(
+        model,
+        topic_docs[:8],
+        MultipleNegativesRankingLoss,
+        rounds=1,
+        mining_kwargs={"similarity": "dot", "k": 2},
+        training_args=small_training_args,
+    )
+    assert result.rounds[0].mining["similarity"] == "dot" and result.rounds[0].mining["k"] == 2
