@@ -12,7 +12,8 @@ from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 from ..conftest import SPECIAL, WORDS, random_sentences
 
 
-def build_checkpoint(path: Path, layers: int) -> Path:
+def build_checkpoint(path: Path, layers: int, head_bias_std: float = 0.0) -> Path:
+    """A dropout-free tiny BERT with its MLM head; ``head_bias_std`` > 0 gives the head a bias that matters."""
     path.mkdir(parents=True, exist_ok=True)
     vocab = {token: i for i, token in enumerate(SPECIAL + WORDS)}
     config = BertConfig(
@@ -26,7 +27,11 @@ def build_checkpoint(path: Path, layers: int) -> Path:
         attention_probs_dropout_prob=0.0,
     )
     torch.manual_seed(0)
-    BertForMaskedLM(config).save_pretrained(path)
+    model = BertForMaskedLM(config)
+    if head_bias_std:
+        with torch.no_grad():
+            model.cls.predictions.bias.normal_(std=head_bias_std)
+    model.save_pretrained(path)
     BertTokenizerFast(vocab=vocab).save_pretrained(path)
     return path
 

@@ -15,13 +15,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+from transformers import BertConfig, BertForMaskedLM
 from transformers.models.bert.modeling_bert import BertLayer
 
 from st_infocse import losses
 from st_infocse.modeling.masking import WholeWordMasker
 
-from ..conftest import SPECIAL, WORDS, random_sentences
+from ..conftest import random_sentences
+from .conftest import build_checkpoint
 
 LAYERS = 4
 TOLERANCE = 1e-4
@@ -67,30 +68,10 @@ class CondenserReference(nn.Module):
         return c_head_loss, lm_out.loss  # line 82: --late_mlm adds lm_out.loss
 
 
-def _checkpoint(path: Path) -> Path:
-    vocab = {token: i for i, token in enumerate(SPECIAL + WORDS)}
-    config = BertConfig(
-        vocab_size=len(vocab),
-        hidden_size=32,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
-    torch.manual_seed(0)
-    mlm = BertForMaskedLM(config)
-    with torch.no_grad():
-        mlm.cls.predictions.bias.normal_(std=0.5)  # a head bias that matters, so copying it is checked
-    mlm.save_pretrained(path)
-    BertTokenizerFast(vocab=vocab).save_pretrained(path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def stage1_checkpoint(tmp_path_factory) -> Path:
-    return _checkpoint(tmp_path_factory.mktemp("stage1_parity"))
+    # A head bias that matters, so copying it is checked.
+    return build_checkpoint(tmp_path_factory.mktemp("stage1_parity"), LAYERS, head_bias_std=0.5)
 
 
 def _package_model(path: Path):
