@@ -161,3 +161,26 @@ def informin_forward(
     # :21-22 reconstruction_loss = mse(z1, z2) + mse(z2, z1); :230 weighted by --reconstruction_weight
     reconstruction = F.mse_loss(z1, z2) + F.mse_loss(z2, z1)
     return contrastive, reconstruction_weight * reconstruction
+
+
+def informin_mlm_forward(
+    encoder: nn.Module,
+    lm_head: dict[str, Tensor],
+    columns: list[dict[str, Tensor]],
+    masked_columns: list[Tensor],
+    label_columns: list[Tensor],
+    pad_id: int,
+    layer_norm_eps: float,
+) -> Tensor:
+    """InforMin-CL's optional MLM term, unweighted (informin-cl/models.py:144-156, 221-224): the encoder on the
+    masked copy of every sentence of the flattened batch, ``lm_head`` on its last layer, cross-entropy on the masked
+    positions. The released collator also fed these masked ids to the contrastive views (``mask_tokens`` masks
+    ``input_ids`` in place, train.py:507-538); the package keeps the views intact, so this reference does too."""
+    flat = flatten_columns(
+        [{**c, "input_ids": m, "labels": lab} for c, m, lab in zip(columns, masked_columns, label_columns, strict=True)],
+        pad_id,
+    )
+    labels = flat.pop("labels")
+    out = encoder(**flat)
+    scores = lm_head_forward(lm_head, out.last_hidden_state, layer_norm_eps)
+    return F.cross_entropy(scores.view(-1, scores.shape[-1]), labels.view(-1))

@@ -10,6 +10,7 @@ import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
 from ..conftest import SPECIAL, WORDS, random_sentences
+from . import authors
 
 
 def build_checkpoint(path: Path, layers: int, head_bias_std: float = 0.0) -> Path:
@@ -62,9 +63,11 @@ def cls_model(parity_bert_dir) -> Callable[..., object]:
 
 
 def column_texts(kind: str, batch: int = 16) -> list[list[str]]:
-    """Texts per column: one column (unsupervised, two dropout views) or (anchor, positive) pairs."""
-    texts = random_sentences(2 * batch, seed=3)
-    return [texts[:batch]] if kind == "single" else [texts[:batch], texts[batch:]]
+    """Texts per column: one column (unsupervised, two dropout views), (anchor, positive) pairs, or triplets with a
+    hard negative."""
+    columns = {"single": 1, "pairs": 2, "triplets": 3}[kind]
+    texts = random_sentences(columns * batch, seed=3)
+    return [texts[i * batch : (i + 1) * batch] for i in range(columns)]
 
 
 def relative_difference(ours: torch.Tensor, theirs: torch.Tensor) -> float:
@@ -98,3 +101,39 @@ def largest_gradient_difference(
         if diff > worst:
             worst, where = diff, name
     return worst, where
+
+
+class FixedMasker:
+    """Hands out pre-drawn (masked ids, labels) per view, in the order the loss asks for them."""
+
+    def __init__(self, draws: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        self.draws = list(draws)
+
+    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        masked, labels = self.draws.pop(0)
+        assert masked.shape == input_ids.shape
+        return masked.clone(), labels.clone()
+
+
+def draw_masks(views: list[dict[str, torch.Tensor]], tokenizer, rate: float, seed: int = 0):
+    """One (masked ids, labels) draw per view with the authors' ``mask_tokens``, from a seeded generator."""
+    generator = torch.Generator().manual_seed(seed)
+    return [
+        authors.mask_tokens(
+            view["input_ids"], tokenizer.all_special_ids, tokenizer.mask_token_id, len(tokenizer), rate, generator
+        )
+        for view in views
+    ]
+
+
+def head_tensors(head: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Independent copies of an ``MLMHead``'s weights, named as ``authors.lm_head_forward`` reads them."""
+    tensors = {
+        "dense.weight": head.dense.weight,
+        "dense.bias": head.dense.bias,
+        "norm.weight": head.layer_norm.weight,
+        "norm.bias": head.layer_norm.bias,
+        "decoder.weight": head.decoder.weight,
+        "decoder.bias": head.decoder.bias,
+    }
+    return {name: value.detach().clone().requires_grad_(True) for name, value in tensors.items()}

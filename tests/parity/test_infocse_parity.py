@@ -19,22 +19,18 @@ from transformers import BertLayer, BertModel
 from st_infocse import losses
 
 from . import authors
-from .conftest import column_texts, gradients, largest_gradient_difference, relative_difference
+from .conftest import (
+    FixedMasker,
+    column_texts,
+    draw_masks,
+    gradients,
+    head_tensors,
+    largest_gradient_difference,
+    relative_difference,
+)
 
 TOLERANCE = 1e-4
 TOKEN_KEYS = ("input_ids", "attention_mask", "token_type_ids")
-
-
-class FixedMasker:
-    """Hands out pre-drawn (masked ids, labels) per view, in the order the loss asks for them."""
-
-    def __init__(self, draws: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
-        self.draws = list(draws)
-
-    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        masked, labels = self.draws.pop(0)
-        assert masked.shape == input_ids.shape
-        return masked.clone(), labels.clone()
 
 
 def _reference_modules(loss, encoder_copy):
@@ -50,16 +46,7 @@ def _reference_modules(loss, encoder_copy):
     c_head = torch.nn.ModuleList([BertLayer(config) for _ in loss.decoder.fusion]).to(dtype)
     for ours, theirs in zip(loss.decoder.fusion, c_head, strict=True):
         theirs.load_state_dict(ours.state_dict())
-    head = loss.decoder.head
-    lm_head = {
-        "dense.weight": head.dense.weight,
-        "dense.bias": head.dense.bias,
-        "norm.weight": head.layer_norm.weight,
-        "norm.bias": head.layer_norm.bias,
-        "decoder.weight": head.decoder.weight,
-        "decoder.bias": head.decoder.bias,
-    }
-    lm_head = {name: value.detach().clone().requires_grad_(True) for name, value in lm_head.items()}
+    lm_head = head_tensors(loss.decoder.head)
     projection = authors.projection_mlp(encoder_copy.config.hidden_size).to(dtype)
     projection.load_state_dict(loss.contrastive.projection.net.state_dict())
     return frozen, c_head, lm_head, projection
@@ -77,18 +64,7 @@ def _run(cls_model, kind: str, loss_class=losses.InfoCSELoss):
     columns = [dict(model.preprocess(texts)) for texts in column_texts(kind)]
     tensors = [{key: value for key, value in c.items() if key in TOKEN_KEYS} for c in columns]
     views = tensors * 2 if len(tensors) == 1 else tensors  # one column = the same text twice
-    generator = torch.Generator().manual_seed(0)
-    draws = [
-        authors.mask_tokens(
-            view["input_ids"],
-            tokenizer.all_special_ids,
-            tokenizer.mask_token_id,
-            len(tokenizer),
-            loss.cmlm.mask_rate,
-            generator,
-        )
-        for view in views
-    ]
+    draws = draw_masks(views, tokenizer, loss.cmlm.mask_rate)
     loss.cmlm.masker = FixedMasker(draws)
 
     ours = loss(columns)
@@ -108,7 +84,7 @@ def _run(cls_model, kind: str, loss_class=losses.InfoCSELoss):
     return loss, model, encoder, encoder_copy, c_head, lm_head, ours, their_contrastive, their_mlm
 
 
-@pytest.mark.parametrize("kind", ["single", "pairs"])
+@pytest.mark.parametrize("kind", ["single", "pairs", "triplets"])
 def test_infocse_defaults_match_the_released_objective(cls_model, kind):
     loss, model, encoder, encoder_copy, c_head, lm_head, ours, their_cl, their_mlm = _run(cls_model, kind)
     lam = loss.lambda_

@@ -15,7 +15,15 @@ import pytest
 from st_infocse import losses
 
 from . import authors
-from .conftest import column_texts, gradients, largest_gradient_difference, relative_difference
+from .conftest import (
+    FixedMasker,
+    column_texts,
+    draw_masks,
+    gradients,
+    head_tensors,
+    largest_gradient_difference,
+    relative_difference,
+)
 
 TOLERANCE = 1e-4
 TOKEN_KEYS = ("input_ids", "attention_mask", "token_type_ids")
@@ -46,7 +54,7 @@ def _assert_encoder_gradients_match(ours, theirs, encoder, encoder_copy) -> None
     assert worst < TOLERANCE, f"encoder gradient differs at {where}: {worst:.2e}"
 
 
-@pytest.mark.parametrize("kind", ["single", "pairs"])
+@pytest.mark.parametrize("kind", ["single", "pairs", "triplets"])
 def test_simcse_defaults_match_the_released_objective(cls_model, kind):
     model, loss, encoder, encoder_copy, columns, views, mlp, pad_id = _setup(cls_model, kind, losses.SimCSELoss)
     assert loss.projection_kind == "mlp" and loss.temperature == 0.05
@@ -90,3 +98,29 @@ def test_informin_defaults_match_the_released_objective(cls_model, kind):
     if kind == "pairs":
         _assert_encoder_gradients_match(ours["reconstruction"], their_rec, encoder, encoder_copy)
     _assert_encoder_gradients_match(sum(ours.values()), their_cl + their_rec, encoder, encoder_copy)
+
+
+@pytest.mark.parametrize("kind", ["single", "pairs"])
+def test_informin_mlm_option_matches_the_released_objective(cls_model, kind):
+    """``mlm_weight=0.1`` is the paper's "w/ MLM" variant (Table 6) and train.py's default ``--do_mlm``."""
+    model, loss, encoder, encoder_copy, columns, views, mlp, pad_id = _setup(
+        cls_model, kind, lambda m: losses.InforMinReconstructionLoss(m, mlm_weight=0.1)
+    )
+    tokenizer = model[0].tokenizer
+    draws = draw_masks(views, tokenizer, loss.mask_rate)
+    loss.masker = FixedMasker(draws)
+    lm_head = head_tensors(loss.mlm_head)
+
+    ours = loss(columns)
+    their_mlm = authors.informin_mlm_forward(
+        encoder_copy,
+        lm_head,
+        views,
+        [d[0] for d in draws],
+        [d[1] for d in draws],
+        pad_id,
+        encoder_copy.config.layer_norm_eps,
+    )
+    assert loss.mask_rate == 0.15
+    assert relative_difference(ours["mlm"] / 0.1, their_mlm) < TOLERANCE
+    _assert_encoder_gradients_match(ours["mlm"] / 0.1, their_mlm, encoder, encoder_copy)
