@@ -313,3 +313,24 @@ def test_resume_after_interruption_matches_uninterrupted_run(workspace):
     assert aux_full.keys() == aux_resumed.keys()
     for key, value in aux_full.items():
         assert torch.allclose(value, aux_resumed[key], atol=1e-6), key
+
+
+@pytest.mark.parametrize(
+    ("objective", "projection", "expected"),
+    [
+        ("simcse", None, "mlp"),
+        ("infocse", None, "bn-mlp"),
+        ("cmlm-cse", None, "mlp"),
+        ("informin", None, "mlp"),
+        ("infocse", "mlp", "mlp"),
+        ("simcse", "none", None),
+    ],
+)
+def test_each_objective_gets_its_papers_head_unless_told(make_model, objective, projection, expected):
+    from st_infocse.cli import LossArguments, build_loss
+
+    loss = build_loss(make_model(), LossArguments(objective=objective, projection=projection))
+    contrastive = getattr(loss, "contrastive", loss)
+    assert contrastive.projection_kind == expected
+    if objective in ("infocse", "cmlm-cse"):
+        assert loss.decoder.config.fusion_init == "fresh"
