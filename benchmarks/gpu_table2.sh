@@ -5,12 +5,12 @@
 #     STAGE1=runs/paper000/stage1 bash benchmarks/gpu_table2.sh   # start from a stage-1 run (see below)
 #
 # 1. InfoCSE: bert-base-uncased, wiki1m from the hub (princeton-nlp/datasets-for-simcse), the InfoCSE presets
-#    (lambda 1e-5, mask rate 0.40, k=6 frozen + n=2 fusion layers), lr 3e-5, batch 64, max length 32, one epoch,
+#    (lambda 1e-5, mask rate 0.40, k=6 frozen + n=2 fusion layers, BatchNorm head), lr 3e-5, batch 64, max length 32, one epoch,
 #    STS-B dev (hub) every 125 steps with the best checkpoint kept (the CLI's defaults), then the STS suite via mteb.
 # 2. SimCSE, same data and protocol, for the SimCSE row.
 # Flags are those of recipes/paper000_table2.sh; see `st-infocse train --help` / `st-infocse evaluate --help`.
 #
-# Without STAGE1 the InfoCSE run starts from bert-base-uncased with fusion layers copied from the encoder, i.e. the
+# Without STAGE1 the InfoCSE run starts from bert-base-uncased with fresh fusion layers (the default), i.e. the
 # paper's "w/o auxiliary pre-training" variant (Table 4: STS-B dev 83.73 against 85.49 with stage 1); expect it
 # below the Table 2 row. Set STAGE1 to the output_dir of `st-infocse pretrain-aux` (recipes/paper000_table2.sh,
 # Setting A) to use its encoder and decoder.
