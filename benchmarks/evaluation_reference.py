@@ -129,7 +129,8 @@ def main() -> int:
         theirs = ev.evaluate_retrieval(model, data, batch_size=args.batch_size, backend="mteb")
         difference = ours.ndcg_at_10 - theirs.ndcg_at_10
         print(
-            f"SciFact nDCG@10: ours {ours.ndcg_at_10:.5f} ({ours.seconds:.0f} s), mteb {theirs.ndcg_at_10:.5f} ({theirs.seconds:.0f} s)\n"
+            f"SciFact nDCG@10 x100: ours {100 * ours.ndcg_at_10:.3f} ({ours.seconds:.0f} s), "
+            f"mteb {100 * theirs.ndcg_at_10:.3f} ({theirs.seconds:.0f} s)\n"
         )
         if abs(difference) > NDCG_TOLERANCE:
             failures.append(f"SciFact nDCG@10: ours {ours.ndcg_at_10:.5f} vs mteb {theirs.ndcg_at_10:.5f}")

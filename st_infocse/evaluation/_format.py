@@ -4,6 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+#: The ``"scale"`` label of a JSON result whose scores are percentages (STS Spearman, accuracy, recall@k).
+SCALE_X100 = "x100"
+#: The ``"scale"`` label of BEIR metrics kept as beir and mteb return them; tables show them x100.
+SCALE_UNIT = "0-1"
+
+
+def x100(value: float) -> str:
+    """A [0, 1] score as the papers print it: x100, two decimals.
+
+    Example:
+        >>> x100(0.64508)
+        '64.51'
+    """
+    return f"{100 * value:.2f}"
+
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Columns padded to a common width: the first left-aligned, the others (numbers) right-aligned.

@@ -1,4 +1,9 @@
-"""Results out: JSON, markdown tables, and plots (matplotlib, from the ``eval`` extra)."""
+"""Results out: JSON, markdown tables, and plots (matplotlib, from the ``eval`` extra).
+
+Tables and plots show every score x100 as the papers do. The JSON keeps each result's own values and says
+which scale they are on in its ``"scale"`` field: ``"x100"`` (STS, transfer, in-domain recall) or ``"0-1"``
+(BEIR metrics, as beir and mteb return them). Alignment and uniformity are distances, not scores: left as is.
+"""
 
 from __future__ import annotations
 
@@ -69,13 +74,19 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def write_json(results: Mapping[str, Any], path: PathLike, include_environment: bool = True) -> Path:
+def write_json(
+    results: Mapping[str, Any],
+    path: PathLike,
+    include_environment: bool = True,
+    settings: Mapping[str, Any] | None = None,
+) -> Path:
     """Write results (and the package versions) as indented JSON.
 
     Args:
         results: Name -> result object / dict / number.
         path: Output file; parent folders are created.
         include_environment: Add ``"environment"`` (versions) and ``"created"`` (UTC time).
+        settings: How the results were produced (model, ``max_seq_length``...), written first as ``"settings"``.
 
     Returns:
         The path written.
@@ -88,7 +99,10 @@ def write_json(results: Mapping[str, Any], path: PathLike, include_environment: 
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = dict(to_jsonable(results))
+    payload = {"settings": to_jsonable(settings)} if settings is not None else {}
+    if "settings" in payload and "settings" in results:
+        raise ValueError("a result is titled 'settings', which the settings would overwrite")
+    payload.update(to_jsonable(results))
     if include_environment:
         payload["environment"] = environment()
         payload["created"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -115,12 +129,13 @@ def sts_markdown(results: Sequence[STSResult]) -> str:
     return table + "".join(f"\n\n- {note}" if i == 0 else f"\n- {note}" for i, note in enumerate(notes))
 
 
-def markdown_report(results: Mapping[str, Any]) -> str:
-    """One markdown document with a section per result.
+def markdown_report(results: Mapping[str, Any], settings: Mapping[str, Any] | None = None) -> str:
+    """One markdown document with a section per result (scores x100).
 
     Args:
         results: Title -> an ``STSResult`` (or a list of them), ``BEIRResult``, ``TransferResult``,
             ``InDomainRetrievalResult``, ``GeometryResult``, or any JSON-able value.
+        settings: How the results were produced (model, ``max_seq_length``...): a first "Settings" section.
 
     Returns:
         The markdown.
@@ -129,6 +144,8 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         >>> print(markdown_report({"STS": sts_result}))  # doctest: +SKIP
     """
     sections = []
+    if settings:
+        sections.append("## Settings\n\n" + "\n".join(f"- {key}: {_cell(v)}" for key, v in settings.items()))
     for title, value in results.items():
         if isinstance(value, STSResult):
             body = sts_markdown([value])
@@ -195,7 +212,7 @@ def plot_sts(results: Sequence[STSResult], path: PathLike, reference: Mapping[st
 
 
 def plot_beir(results: Sequence[BEIRResult], path: PathLike, metric: str = "ndcg@10") -> Path:
-    """Horizontal bar chart of one retrieval metric per dataset, one bar per model.
+    """Horizontal bar chart of one retrieval metric (x100) per dataset, one bar per model.
 
     Args:
         results: One result per model.
@@ -215,13 +232,14 @@ def plot_beir(results: Sequence[BEIRResult], path: PathLike, metric: str = "ndcg
     for i, result in enumerate(results):
         positions = [d + (i - (len(results) - 1) / 2) * height for d in range(len(datasets))]
         values = [
-            result.datasets[d].metrics.get(metric, math.nan) if d in result.datasets else math.nan for d in datasets
+            100 * result.datasets[d].metrics.get(metric, math.nan) if d in result.datasets else math.nan
+            for d in datasets
         ]
         bars = axes.barh(positions, values, height, label=result.model)
-        axes.bar_label(bars, fmt="%.3f", fontsize=7)
+        axes.bar_label(bars, fmt="%.1f", fontsize=7)
     axes.set_yticks(range(len(datasets)), datasets)
     axes.invert_yaxis()
-    axes.set_xlabel(metric)
+    axes.set_xlabel(f"{metric} x100")
     axes.legend(fontsize=8)
     return _save(figure, path)
 
@@ -287,7 +305,11 @@ def _save(figure: Any, path: PathLike) -> Path:
 
 
 def save_report(
-    results: Mapping[str, Any], out_dir: PathLike, name: str = "evaluation", plots: bool = True
+    results: Mapping[str, Any],
+    out_dir: PathLike,
+    name: str = "evaluation",
+    plots: bool = True,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
     """Write ``<name>.json``, ``<name>.md`` and, when matplotlib is installed, a plot per STS/BEIR result.
 
@@ -296,6 +318,7 @@ def save_report(
         out_dir: Output folder.
         name: File stem.
         plots: Draw plots (skipped quietly when matplotlib is missing).
+        settings: How the results were produced (model, ``max_seq_length``...), recorded in both files.
 
     Returns:
         Kind (``"json"``, ``"markdown"``, ``"plot:<title>"``) -> path written.
@@ -305,10 +328,10 @@ def save_report(
     """
     out_dir = Path(out_dir)
     written = {
-        "json": write_json(results, out_dir / f"{name}.json"),
+        "json": write_json(results, out_dir / f"{name}.json", settings=settings),
         "markdown": out_dir / f"{name}.md",
     }
-    written["markdown"].write_text(markdown_report(results), encoding="utf-8")
+    written["markdown"].write_text(markdown_report(results, settings), encoding="utf-8")
     if not plots:
         return written
     try:

@@ -9,13 +9,19 @@ Two backends give the same numbers on the same data:
 Documents are read as ``title + " " + text`` (stripped) as mteb does, and query-document id collisions are
 ignored only for the datasets where mteb does so (ArguAna, FiQA, Quora, FEVER, MS MARCO), not beir's blanket
 default.
+
+Scales: the BEIR metrics stay in [0, 1] as beir and mteb return them (attributes and ``to_dict``, labelled
+``"scale": "0-1"``); printed and markdown tables show them x100 as the papers do. In-domain recall is x100.
+beir's INFO logging (about 30 lines per evaluated dataset) is held back unless the ``beir`` logger has been
+given a level (``logging.getLogger("beir").setLevel(logging.INFO)``, or ``st-infocse evaluate --verbose``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +31,7 @@ import torch
 
 from ._deps import require
 from ._encoding import encode_texts, model_name
-from ._format import markdown_table, text_table
+from ._format import SCALE_UNIT, SCALE_X100, markdown_table, text_table, x100
 from .data import PathLike, RetrievalData, STSPairs, load_beir_folder, load_mteb_retrieval, load_sts
 
 logger = logging.getLogger(__name__)
@@ -108,6 +114,28 @@ _BEIR_TASKS: dict[str, BEIRTaskInfo] = {
 }
 
 
+@contextmanager
+def quiet_beir() -> Iterator[None]:
+    """Hold back beir's INFO records (it logs every metric at every k) while keeping its warnings and errors.
+
+    A level already set on the ``beir`` logger is the user's choice and is left alone.
+
+    Example:
+        >>> with quiet_beir():
+        ...     logging.getLogger("beir.retrieval.evaluation").isEnabledFor(logging.INFO)
+        False
+    """
+    beir_logger = logging.getLogger("beir")
+    if beir_logger.level != logging.NOTSET:
+        yield
+        return
+    beir_logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        beir_logger.setLevel(logging.NOTSET)
+
+
 def beir_task_info(name: str) -> BEIRTaskInfo:
     """Settings for a BEIR dataset given its BEIR folder name or mteb task name (case-insensitive).
 
@@ -130,7 +158,7 @@ def beir_task_info(name: str) -> BEIRTaskInfo:
 
 @dataclass
 class RetrievalResult:
-    """Retrieval metrics for one dataset, in [0, 1] as BEIR reports them.
+    """Retrieval metrics for one dataset, in [0, 1] as BEIR reports them (``to_dict`` says so in ``"scale"``).
 
     Attributes:
         name: Dataset name.
@@ -159,6 +187,7 @@ class RetrievalResult:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
+            "scale": SCALE_UNIT,
             "metrics": self.metrics,
             "n_queries": self.n_queries,
             "n_documents": self.n_documents,
@@ -176,6 +205,8 @@ class RetrievalResult:
 class BEIRResult:
     """nDCG@10 (and the other metrics) of one model on several BEIR datasets; prints like paper 000's Table 3.
 
+    Values are kept in [0, 1]; ``print()`` and :meth:`to_markdown` show them x100.
+
     Attributes:
         model: Model name.
         datasets: Dataset name -> result.
@@ -190,25 +221,29 @@ class BEIRResult:
         return float(np.mean([r.ndcg_at_10 for r in self.datasets.values()]))
 
     def _rows(self, metrics: Sequence[str]) -> list[list[str]]:
-        rows = [
-            [name] + [f"{r.metrics.get(m, float('nan')):.4f}" for m in metrics] for name, r in self.datasets.items()
-        ]
-        averages = [np.mean([r.metrics.get(m, np.nan) for r in self.datasets.values()]) for m in metrics]
-        return [*rows, ["average"] + [f"{a:.4f}" for a in averages]]
+        rows = [[name] + [x100(r.metrics.get(m, float("nan"))) for m in metrics] for name, r in self.datasets.items()]
+        averages = [float(np.mean([r.metrics.get(m, np.nan) for r in self.datasets.values()])) for m in metrics]
+        return [*rows, ["average"] + [x100(a) for a in averages]]
 
     def to_markdown(self, metrics: Sequence[str] = ("ndcg@10", "recall@100")) -> str:
-        """A markdown table: one row per dataset, one column per metric, then the average."""
-        return markdown_table(["Dataset", *metrics], self._rows(metrics))
+        """A markdown table (x100): one row per dataset, one column per metric, then the average."""
+        return markdown_table(["Dataset", *metrics], self._rows(metrics)) + f"\n\n- {_BEIR_SCALE_NOTE}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
+            "scale": SCALE_UNIT,
             "average_ndcg@10": self.average,
             "datasets": {name: r.to_dict() for name, r in self.datasets.items()},
         }
 
     def __str__(self) -> str:
-        return f"{self.model}\n" + text_table(["Dataset", "nDCG@10"], self._rows(["ndcg@10"]))
+        table = text_table(["Dataset", "nDCG@10"], self._rows(["ndcg@10"]))
+        return f"{self.model}\n{table}\n  {_BEIR_SCALE_NOTE}"
+
+
+# the change of scale between tables and JSON is easy to miss, so every table says it
+_BEIR_SCALE_NOTE = "scores x100 (the JSON keeps beir's 0-1 values)"
 
 
 def _document_text(doc: dict[str, str]) -> str:
@@ -300,9 +335,10 @@ def retrieval_metrics(
     evaluation = require("beir.retrieval.evaluation", "BEIR metrics")
     # beir edits ``results`` in place when ignoring identical ids
     results = {q: dict(docs) for q, docs in results.items()}
-    ndcg, _map, recall, precision = evaluation.EvaluateRetrieval.evaluate(
-        qrels, results, list(k_values), ignore_identical_ids=ignore_identical_ids
-    )
+    with quiet_beir():
+        ndcg, _map, recall, precision = evaluation.EvaluateRetrieval.evaluate(
+            qrels, results, list(k_values), ignore_identical_ids=ignore_identical_ids
+        )
     out: dict[str, float] = {}
     for prefix, scores in (("ndcg", ndcg), ("map", _map), ("recall", recall), ("precision", precision)):
         for key, value in scores.items():
@@ -486,8 +522,9 @@ def evaluate_beir(
         >>> print(evaluate_beir(model, "scifact", source="../shared/data/beir"))  # doctest: +SKIP
         all-MiniLM-L6-v2
         Dataset  nDCG@10
-        scifact   0.6451
-        average   0.6451
+        scifact    64.51
+        average    64.51
+          scores x100 (the JSON keeps beir's 0-1 values)
     """
     names = [datasets] if isinstance(datasets, str) else list(datasets)
     out: dict[str, RetrievalResult] = {}
@@ -549,7 +586,8 @@ def download_beir(name: str, out_dir: PathLike) -> Path:
     """
     util = require("beir.util", "Downloading BEIR datasets")
     url = f"https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
-    return Path(util.download_and_unzip(url, str(out_dir)))
+    with quiet_beir():
+        return Path(util.download_and_unzip(url, str(out_dir)))
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -574,6 +612,7 @@ class InDomainRetrievalResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "scale": SCALE_X100,
             "recall": {f"R@{k}": v for k, v in self.recall.items()},
             "n_queries": self.n_queries,
             "n_corpus": self.n_corpus,

@@ -24,7 +24,7 @@ from scipy.stats import pearsonr, spearmanr
 from sentence_transformers.util import pairwise_cos_sim
 
 from ._encoding import encode_texts, model_name
-from ._format import markdown_table, text_table
+from ._format import SCALE_X100, markdown_table, text_table
 from .data import STS_TASKS, PathLike, STSPairs, canonical_sts_name, load_sts
 
 logger = logging.getLogger(__name__)
@@ -123,6 +123,7 @@ class STSResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
+            "scale": SCALE_X100,
             "average": self.average,
             "tasks": {name: t.to_dict() for name, t in self.tasks.items()},
             "seconds": self.seconds,

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._deps import require
 from ._encoding import encode_texts, model_name
-from ._format import markdown_table, text_table
+from ._format import SCALE_X100, markdown_table, text_table
 from .data import TRANSFER_TASKS, PathLike, TransferData, canonical_transfer_name, load_senteval_transfer
 
 #: The C values searched: 2^-8, 2^-6, ..., 2^6 (SentEval's scikit-learn grid, 2^-2 ... 2^3, widened).
@@ -84,6 +84,7 @@ class TransferResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,
+            "scale": SCALE_X100,
             "average": self.average,
             "tasks": {n: t.to_dict() for n, t in self.tasks.items()},
             "seconds": self.seconds,

@@ -2,25 +2,96 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 
 class NonFiniteLossError(FloatingPointError):
     """A loss component became NaN or infinite; the message names the components and the step."""
 
 
-def check_finite(loss: torch.nn.Module, components: dict[str, Tensor]) -> None:
-    """Raise :class:`NonFiniteLossError` when any component is NaN or infinite.
+class EmptyBatchError(ValueError):
+    """Every text of a training batch was empty, so the step would have trained on special tokens alone."""
 
-    One host synchronisation per step; it stops training at the step where the loss broke instead of letting
-    NaN weights be saved in later checkpoints.
+
+def clean_texts_hint(column: str | None = None) -> str:
+    """The remedy quoted by every empty-or-missing-text error, so that they all point at the same fix."""
+    where = f"column={column!r}" if column is not None else "column=..."
+    return (
+        f"Training texts must be non-blank strings: st_infocse.training.clean_texts(dataset, {where}) keeps only "
+        "those and reports what it dropped."
+    )
+
+
+class EmptyTextDetector:
+    """Says, as a device tensor, whether every text of a batch is empty: only special and padding tokens.
+
+    Nothing here reads a value back to the host; :func:`check_finite` folds the flag into the one synchronisation
+    each step already pays.
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        unk = getattr(tokenizer, "unk_token_id", None)
+        # A text of unknown characters still has content: only the tokens a tokenizer adds around text count.
+        self.special_ids = sorted(set(tokenizer.all_special_ids) - {unk})
+        self._on_device: dict[torch.device, Tensor] = {}
+
+    @classmethod
+    def for_model(cls, model: nn.Module) -> EmptyTextDetector | None:
+        """The detector for the tokenizer of the model's first module; None when it has no text tokenizer."""
+        first = model[0] if isinstance(model, nn.Sequential) and len(model) else None
+        tokenizer = getattr(first, "tokenizer", None)
+        if tokenizer is None or not hasattr(tokenizer, "all_special_ids"):
+            return None
+        return cls(tokenizer)
+
+    def _ids(self, device: torch.device) -> Tensor:
+        # Cached per device: building it each step would cost a host-to-device copy per step.
+        if device not in self._on_device:
+            self._on_device[device] = torch.tensor(self.special_ids, dtype=torch.long, device=device)
+        return self._on_device[device]
+
+    def __call__(self, features: Iterable[dict[str, Any]]) -> Tensor | None:
+        """True when no column has a real token in any row; None when the features carry no token ids."""
+        has_text = []
+        for column in features:
+            ids = column.get("input_ids")
+            if not isinstance(ids, Tensor):
+                return None
+            real = ~torch.isin(ids, self._ids(ids.device))
+            mask = column.get("attention_mask")
+            if isinstance(mask, Tensor):
+                real &= mask.bool()
+            has_text.append(real.any())
+        if not has_text:
+            return None
+        return ~torch.stack(has_text).any()
+
+
+def check_finite(loss: torch.nn.Module, components: dict[str, Tensor], empty: Tensor | None = None) -> None:
+    """Raise :class:`EmptyBatchError` when ``empty`` is true, else :class:`NonFiniteLossError` when any component
+    is NaN or infinite.
+
+    One host synchronisation per step for both checks; it stops training at the step where the loss broke
+    instead of letting NaN weights be saved in later checkpoints, or a run train on blank text.
     """
     values = torch.stack([value.detach().float().reshape(()) for value in components.values()])
-    if bool(torch.isfinite(values).all()):
+    ok = torch.isfinite(values).all()
+    if empty is not None:
+        ok = ok & ~empty.to(ok.device)
+    if bool(ok):
         return
     step = getattr(loss, "training_step", None)
     where = f" at training step {step}" if step else ""
+    # An all-empty batch also gives zero or NaN MLM terms; the emptiness is the cause to report.
+    if empty is not None and bool(empty):
+        raise EmptyBatchError(
+            f"{type(loss).__name__}: every text in the batch{where} is empty (only special and padding tokens), "
+            f"so the step would train on nothing. {clean_texts_hint()}"
+        )
     listed = ", ".join(f"{name}={value.item():.4g}" for name, value in zip(components, values, strict=True))
     raise NonFiniteLossError(
         f"{type(loss).__name__}: non-finite loss{where} ({listed}). Common causes: a learning rate too high for the "

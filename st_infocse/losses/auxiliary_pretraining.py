@@ -9,7 +9,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import check_finite
+from st_infocse.losses._checks import EmptyTextDetector, check_finite
 from st_infocse.losses.conditional_mlm import MLMMetrics, resolve_preset, warn_unless_cls_pooling
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -95,10 +95,12 @@ class AuxiliaryPretrainingLoss(nn.Module):
                 from sentence_transformers.base.modules import Transformer
                 from sentence_transformers.sentence_transformer.modules import Pooling
                 from st_infocse import losses
+                from st_infocse.training import check_training_dataset
 
                 encoder = Transformer("bert-base-uncased", max_seq_length=32)
                 model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
                 corpus = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+                corpus = check_training_dataset(corpus)  # a clear error for empty, None or blank text
                 stage1 = losses.AuxiliaryPretrainingLoss(model)
                 SentenceTransformerTrainer(model=model, train_dataset=corpus, loss=stage1).train()
                 model.save("stage1/model")
@@ -122,6 +124,7 @@ class AuxiliaryPretrainingLoss(nn.Module):
         else:
             raise ValueError(f"masking must be 'whole_word' or 'token', got {masking!r}")
         self.masking = masking
+        self.empty_texts = EmptyTextDetector(parts.tokenizer)
         # The decoder's lower copy is not used here (the encoder's own layers are shared); it is refreshed from the
         # encoder when the decoder is saved.
         self.decoder = AuxiliaryDecoder.from_encoder(
@@ -175,7 +178,8 @@ class AuxiliaryPretrainingLoss(nn.Module):
         )
         self.metrics.update(aux)
         losses = {"mlm": encoder_mlm.loss, "aux": self.aux_weight * aux.loss}
-        check_finite(self, losses)
+        # Only the first column is trained on, so only its emptiness matters.
+        check_finite(self, losses, self.empty_texts([features]))
         return losses
 
     def untied_decoder(self) -> AuxiliaryDecoder:

@@ -42,10 +42,12 @@ class CMLMCSELoss(InfoCSELoss):
             from sentence_transformers.base.modules import Transformer
             from sentence_transformers.sentence_transformer.modules import Pooling
             from st_infocse import losses
+            from st_infocse.training import check_training_dataset
 
             encoder = Transformer("bert-base-uncased", max_seq_length=32)
             model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
             train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+            train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
             loss = losses.CMLMCSELoss(model)
             SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
     """

@@ -12,7 +12,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import check_finite
+from st_infocse.losses._checks import EmptyTextDetector, check_finite
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMOutput
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.heads import ProjectionKind
@@ -217,10 +217,12 @@ class ConditionalMLMLoss(nn.Module):
                 from sentence_transformers.base.modules import Transformer
                 from sentence_transformers.sentence_transformer.modules import Pooling
                 from st_infocse import losses
+                from st_infocse.training import check_training_dataset
 
                 encoder = Transformer("bert-base-uncased", max_seq_length=32)
                 model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+                train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.ConditionalMLMLoss(model, preset="infocse")
                 trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
                 trainer.train()
@@ -233,6 +235,7 @@ class ConditionalMLMLoss(nn.Module):
         warn_unless_cls_pooling(model, type(self).__name__)
         self.mask_rate = mask_rate if mask_rate is not None else settings.mask_rate(parts.depth)
         self.masker = TokenMasker(parts.tokenizer, self.mask_rate)
+        self.empty_texts = EmptyTextDetector(parts.tokenizer)
         if decoder is not None:
             if not isinstance(decoder, AuxiliaryDecoder):
                 decoder = AuxiliaryDecoder.from_pretrained(decoder)
@@ -293,7 +296,7 @@ class ConditionalMLMLoss(nn.Module):
         features = list(sentence_features)
         embeddings = embed_columns(self.model, features)
         loss = self.compute_loss_from_embeddings(embeddings, features).loss
-        check_finite(self, {"cmlm": loss})
+        check_finite(self, {"cmlm": loss}, self.empty_texts(features))
         return loss
 
     def get_config_dict(self) -> dict[str, Any]:

@@ -103,11 +103,12 @@ class InfoCSELoss(nn.Module):
                 from sentence_transformers.base.modules import Transformer
                 from sentence_transformers.sentence_transformer.modules import Pooling
                 from st_infocse import losses
-                from st_infocse.training import AuxiliaryStateCallback
+                from st_infocse.training import AuxiliaryStateCallback, check_training_dataset
 
                 encoder = Transformer("bert-base-uncased", max_seq_length=32)
                 model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+                train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.InfoCSELoss(model, lambda_=1e-5)
                 trainer = SentenceTransformerTrainer(
                     model=model, train_dataset=train_dataset, loss=loss, callbacks=[AuxiliaryStateCallback(loss)]
@@ -142,7 +143,8 @@ class InfoCSELoss(nn.Module):
     def forward(
         self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
     ) -> dict[str, Tensor]:
-        embeddings, views = self.contrastive.embed(sentence_features)
+        features = list(sentence_features)
+        embeddings, views = self.contrastive.embed(features)
         projected = self.contrastive.project(embeddings)
         losses = {"contrastive": self.contrastive.info_nce(projected)}
         if self.lambda_:
@@ -152,7 +154,7 @@ class InfoCSELoss(nn.Module):
         if self.informin_weight:
             reconstruction = reconstruction_term(projected[0], projected[1], self.informin_reduction)
             losses["reconstruction"] = self.informin_weight * reconstruction
-        check_finite(self, losses)
+        check_finite(self, losses, self.contrastive.empty_flag(features))
         return losses
 
     def get_config_dict(self) -> dict[str, Any]:

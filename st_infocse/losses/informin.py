@@ -94,10 +94,12 @@ class InforMinReconstructionLoss(nn.Module):
                 from sentence_transformers.base.modules import Transformer
                 from sentence_transformers.sentence_transformer.modules import Pooling
                 from st_infocse import losses
+                from st_infocse.training import check_training_dataset
 
                 encoder = Transformer("bert-base-uncased", max_seq_length=32)
                 model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+                train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.InforMinReconstructionLoss(model, lambda_=0.4)
                 trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
                 trainer.train()
@@ -125,11 +127,12 @@ class InforMinReconstructionLoss(nn.Module):
     def forward(
         self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
     ) -> dict[str, Tensor]:
-        embeddings, views = self.contrastive.embed(sentence_features)
+        features = list(sentence_features)
+        embeddings, views = self.contrastive.embed(features)
         losses = self.compute_loss_from_embeddings(embeddings)
         if self.mlm_weight:
             losses["mlm"] = self.mlm_weight * self.masked_lm(views)
-        check_finite(self, losses)
+        check_finite(self, losses, self.contrastive.empty_flag(features))
         return losses
 
     def masked_lm(self, views: list[dict[str, Tensor]]) -> Tensor:

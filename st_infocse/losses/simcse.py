@@ -10,7 +10,7 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.util import all_gather_with_grad, cos_sim, get_rank
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import check_finite
+from st_infocse.losses._checks import EmptyTextDetector, check_finite
 from st_infocse.modeling.heads import ProjectionHead, ProjectionKind, at_least_fp32, initializer_range
 
 
@@ -70,10 +70,12 @@ class SimCSELoss(nn.Module):
                 from sentence_transformers.base.modules import Transformer
                 from sentence_transformers.sentence_transformer.modules import Pooling
                 from st_infocse import losses
+                from st_infocse.training import check_training_dataset
 
                 encoder = Transformer("bert-base-uncased", max_seq_length=32)
                 model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+                train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.SimCSELoss(model)
                 trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
                 trainer.train()
@@ -90,6 +92,11 @@ class SimCSELoss(nn.Module):
             else None
         )
         self.gather_across_devices = gather_across_devices
+        self.empty_texts = EmptyTextDetector.for_model(model)
+
+    def empty_flag(self, features: list[dict[str, Any]]) -> Tensor | None:
+        """Device flag: every text of the batch is empty (see :func:`~st_infocse.losses._checks.check_finite`)."""
+        return self.empty_texts(features) if self.empty_texts is not None else None
 
     def embed(self, sentence_features: Iterable[dict[str, Any]]) -> tuple[list[Tensor], list[dict[str, Any]]]:
         """Embed the columns; a single column is embedded twice (two dropout views) in one forward pass.
@@ -134,9 +141,10 @@ class SimCSELoss(nn.Module):
         return self.info_nce(self.project(embeddings))
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
-        embeddings, _ = self.embed(sentence_features)
+        features = list(sentence_features)
+        embeddings, _ = self.embed(features)
         loss = self.compute_loss_from_embeddings(embeddings)
-        check_finite(self, {"contrastive": loss})
+        check_finite(self, {"contrastive": loss}, self.empty_flag(features))
         return loss
 
     def get_config_dict(self) -> dict[str, Any]:

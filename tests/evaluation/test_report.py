@@ -45,6 +45,9 @@ def test_json_round_trip(tmp_path):
     data = json.loads(path.read_text())
     assert data["sts"]["average"] == 75.0
     assert data["sts"]["tasks"]["SICK-R"]["note"] == "a note"
+    # the JSON keeps each result's own values and names their scale
+    assert data["sts"]["scale"] == "x100"
+    assert data["beir"]["scale"] == "0-1" and data["beir"]["datasets"]["scifact"]["scale"] == "0-1"
     assert data["beir"]["average_ndcg@10"] == pytest.approx(0.1875)
     assert data["beir"]["datasets"]["scifact"]["metrics"]["recall@100"] == 0.5
     assert data["nan"] is None
@@ -70,9 +73,21 @@ def test_markdown(tmp_path):
         }
     )
     assert "## STS\n\n| Model | STS12 | Avg. |" in report
-    assert "| scifact | 0.2500 | 0.5000 |" in report and "| average | 0.1875 | 0.3750 |" in report
+    # tables are x100 like the STS table; the note says the JSON is not
+    assert "| scifact | 25.00 | 50.00 |" in report and "| average | 18.75 | 37.50 |" in report
+    assert "- scores x100 (the JSON keeps beir's 0-1 values)" in report
     assert "| recall (2 queries) | 50.00 |" in report
     assert "## n\n\n```json\n3\n```" in report
+
+
+def test_settings_lead_the_json_and_the_markdown(tmp_path):
+    settings = {"model": "m", "max_seq_length": 128}
+    written = save_report({"BEIR": _beir()}, tmp_path, plots=False, settings=settings)
+    data = json.loads(written["json"].read_text())
+    assert list(data)[:2] == ["settings", "BEIR"] and data["settings"] == settings
+    assert written["markdown"].read_text().startswith("## Settings\n\n- model: m\n- max_seq_length: 128\n\n## BEIR")
+    with pytest.raises(ValueError, match="titled 'settings'"):
+        write_json({"settings": 1}, tmp_path / "x.json", settings=settings)
 
 
 def test_plots_and_report_files(tmp_path):
@@ -87,6 +102,19 @@ def test_plots_and_report_files(tmp_path):
     assert plot_beir([_beir()], tmp_path / "b.png").read_bytes()[:8] == PNG
     written = save_report({"STS table": sts, "BEIR": _beir()}, tmp_path / "out", name="run")
     assert sorted(p.name for p in written.values()) == ["run.json", "run.md", "run_beir.png", "run_sts_table.png"]
+
+
+def test_beir_plot_is_x100(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from st_infocse.evaluation import report
+
+    figures = []
+    make_figure = report._figure
+    monkeypatch.setattr(report, "_figure", lambda *size: figures.append(make_figure(*size)) or figures[-1])
+    plot_beir([_beir()], tmp_path / "b.png")
+    axes = figures[0].axes[0]
+    assert axes.get_xlabel() == "ndcg@10 x100"
+    assert [bar.get_width() for bar in axes.patches] == pytest.approx([25.0, 12.5])
 
 
 def test_training_curve(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 import pytest
@@ -16,7 +17,7 @@ from st_infocse.evaluation import (
     retrieval_metrics,
     search,
 )
-from st_infocse.evaluation.retrieval import _BEIR_TASKS
+from st_infocse.evaluation.retrieval import _BEIR_TASKS, quiet_beir
 
 pytest.importorskip("beir")
 
@@ -128,14 +129,45 @@ def test_evaluate_beir_folders_and_cqadupstack_average(ev, tmp_path):
     assert cqa.ndcg_at_10 == pytest.approx((ONE_OVER_LOG2_3 + 1.0) / 2, abs=1e-5)
     assert result.average == pytest.approx((result.datasets["toy"].ndcg_at_10 + cqa.ndcg_at_10) / 2)
     lines = str(result).splitlines()
-    assert lines[0] == "stub" and lines[1].split() == ["Dataset", "nDCG@10"] and lines[-1].startswith("average")
+    assert lines[0] == "stub" and lines[1].split() == ["Dataset", "nDCG@10"]
+    # printed x100 like the papers' tables; the values themselves stay in [0, 1]
+    assert lines[-2].split() == ["average", f"{100 * result.average:.2f}"]
+    assert lines[-1] == "  scores x100 (the JSON keeps beir's 0-1 values)"
+    assert lines[3].split() == ["cqadupstack", f"{100 * cqa.ndcg_at_10:.2f}"]
     assert result.to_markdown().splitlines()[0] == "| Dataset | ndcg@10 | recall@100 |"
+    assert result.to_dict()["scale"] == "0-1" and result.to_dict()["average_ndcg@10"] == result.average
     assert "parts" in result.to_dict()["datasets"]["cqadupstack"]
     # a single BEIR folder works as the source too
     alone = evaluate_beir(stub, "toy", source=tmp_path / "toy", k_values=(10,))
     assert alone.datasets["toy"].ndcg_at_10 == pytest.approx(result.datasets["toy"].ndcg_at_10)
     with pytest.raises(FileNotFoundError, match="no BEIR dataset 'nfcorpus'"):
         evaluate_beir(stub, "nfcorpus", source=tmp_path)
+
+
+def _beir_info_records(caplog) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name.startswith("beir") and r.levelno < logging.WARNING]
+
+
+def test_beir_info_log_is_held_back_by_default(ev, tmp_path, caplog):
+    stub, data = _toy(ev)
+    corpus = {d: (doc["title"] + " " + doc["text"]).strip() for d, doc in data.corpus.items()}
+    ev.write_beir(tmp_path / "toy", corpus, data.queries, [("qa", "d2", 1), ("qb", "d3", 1)])
+    caplog.set_level(logging.INFO)  # what the st-infocse command configures
+    evaluate_beir(stub, "toy", source=tmp_path)
+    assert _beir_info_records(caplog) == []
+    assert logging.getLogger("beir").level == logging.NOTSET  # restored afterwards
+    # the user's own level on beir's logger wins: beir's metric lines come back
+    caplog.set_level(logging.INFO, logger="beir")
+    evaluate_beir(stub, "toy", source=tmp_path)
+    assert any(r.getMessage().startswith("NDCG@10:") for r in _beir_info_records(caplog))
+
+
+def test_quiet_beir_keeps_warnings(caplog):
+    caplog.set_level(logging.INFO)
+    with quiet_beir():
+        logging.getLogger("beir.retrieval.evaluation").info("hidden")
+        logging.getLogger("beir.retrieval.evaluation").warning("shown")
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("beir")] == ["shown"]
 
 
 def test_in_domain_retrieval_by_hand(ev, tmp_path):
@@ -148,6 +180,7 @@ def test_in_domain_retrieval_by_hand(ev, tmp_path):
     assert result.recall == {1: 50.0, 2: 50.0, 3: 100.0}
     assert (result.n_queries, result.n_corpus) == (2, 8)
     assert str(result).startswith("R@1 50.00")
+    assert result.to_dict()["scale"] == "x100"
     with pytest.raises(ValueError, match="no pair has gold score 4.5"):
         evaluate_in_domain_retrieval(stub, tmp_path, gold_score=4.5)
 

@@ -109,6 +109,7 @@ def test_suite_table_row(make_model, senteval_tree):
     assert markdown[2].startswith("| tiny | ")
     as_dict = result.to_dict()
     assert as_dict["tasks"]["STS-B"]["n_pairs"] == 12 and as_dict["average"] == pytest.approx(result.average)
+    assert as_dict["scale"] == "x100"
 
 
 def test_suite_from_local_files(ev, tmp_path):

@@ -82,6 +82,7 @@ def test_evaluate_transfer_protocols(ev, tmp_path):
     row = str(result).splitlines()[1].split()
     assert row == ["stub", "100.00", "100.00", "100.00", "100.00", "100.00"]
     assert result.to_dict()["tasks"]["TREC"]["n_train"] == 8
+    assert result.to_dict()["scale"] == "x100"
 
 
 def test_mrpc_features_are_abs_difference_and_product(ev, tmp_path):

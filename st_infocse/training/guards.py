@@ -1,0 +1,122 @@
+"""A check of the training dataset before it reaches the trainer.
+
+An empty dataset fails in torch's sampler and a ``None`` text deep in the tokenizer (at trainer construction for the
+first hundred rows, which the model card reads, and mid-training for later ones), both before any loss runs; this
+turns them into one message that says what is wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from datasets import Dataset, IterableDataset
+from sentence_transformers.util.dataset import DEFAULT_LABEL_COLUMNS
+
+from st_infocse.losses._checks import clean_texts_hint
+
+logger = logging.getLogger(__name__)
+
+# Columns the data collator does not tokenize.
+NON_TEXT_COLUMNS = frozenset(DEFAULT_LABEL_COLUMNS) | {"dataset_name"}
+SHOWN_INDICES = 5
+
+
+def _indices(mask: pa.ChunkedArray | pa.Array) -> str:
+    found = pc.indices_nonzero(pc.fill_null(mask, False)).to_pylist()
+    shown = ", ".join(str(i) for i in found[:SHOWN_INDICES])
+    return f"{shown}, ..." if len(found) > SHOWN_INDICES else shown
+
+
+def _column_problem(dataset: Dataset, column: str) -> str | None:
+    """What stops ``column`` from training, or None; some blank texts are only logged."""
+    # The arrow view honours select/shuffle indices and reads no Python objects, so large datasets check quickly.
+    values = dataset.with_format("arrow")[column]
+    rows = len(values)
+    if pa.types.is_null(values.type):
+        return f"column {column!r} has no text at all ({rows} None rows)"
+    if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        return f"column {column!r} holds {values.type} values, not text"
+    if values.null_count:
+        missing = values.null_count
+        return (
+            f"column {column!r} has {missing} None {'row' if missing == 1 else 'rows'} of {rows} "
+            f"(at {_indices(pc.is_null(values))})"
+        )
+    blank = pc.equal(pc.utf8_trim_whitespace(values), "")
+    blanks = pc.sum(blank).as_py() or 0
+    if blanks == rows:
+        return f"column {column!r} has only blank texts (all {rows} empty or whitespace), which train on nothing"
+    if blanks:
+        logger.warning(
+            "Training dataset column %r: %d of %d texts are blank (at %s); they train on special tokens only. %s",
+            column,
+            blanks,
+            rows,
+            _indices(blank),
+            clean_texts_hint(column),
+        )
+    return None
+
+
+def check_training_dataset(
+    dataset: Dataset | Mapping[str, Dataset], column: str | None = None
+) -> Dataset | Mapping[str, Dataset]:
+    """Raise a ValueError that names the problem when ``dataset`` cannot train, and return it unchanged otherwise.
+
+    Problems: no rows; ``None`` rows (their indices are listed); a column of another type than text; a column of
+    only blank texts. A few blank texts are allowed (they are still sentences for a contrastive loss) and logged.
+    Every message points at :func:`~st_infocse.training.clean_texts`, which removes such rows. Call it on the
+    dataset given to ``SentenceTransformerTrainer``; the losses themselves only see batches, where they stop on a
+    batch of nothing but empty texts (:class:`~st_infocse.losses.EmptyBatchError`).
+
+    Args:
+        dataset: a ``datasets.Dataset``, or a dict / ``DatasetDict`` of them (multi-dataset training). An
+            ``IterableDataset`` is returned unchecked, as reading it would consume a stream.
+        column: the text column to check; by default every column the trainer tokenizes (all but label columns
+            and ``dataset_name``).
+
+    Returns:
+        ``dataset``, so the call can wrap the argument: ``train_dataset=check_training_dataset(train_dataset)``.
+
+    Raises:
+        ValueError: one message listing every problem found.
+
+    Example:
+        ::
+
+            from datasets import Dataset
+            from st_infocse.training import check_training_dataset
+
+            check_training_dataset(Dataset.from_dict({"text": ["a cat", None]}))
+            # ValueError: Training dataset cannot train: column 'text' has 1 None row of 2 (at 1). Training
+            # texts must be non-blank strings: st_infocse.training.clean_texts(dataset, column='text') keeps only
+            # those and reports what it dropped.
+    """
+    if isinstance(dataset, Mapping):
+        for name, part in dataset.items():
+            _check(part, column, f"Training dataset {name!r}")
+        return dataset
+    _check(dataset, column, "Training dataset")
+    return dataset
+
+
+def _check(dataset: Dataset, column: str | None, label: str) -> None:
+    if isinstance(dataset, IterableDataset):
+        return
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"{label}: expected a datasets.Dataset, got {type(dataset).__name__}.")
+    if column is not None and column not in dataset.column_names:
+        raise ValueError(f"{label}: no column {column!r} (columns: {dataset.column_names}).")
+    columns = [column] if column is not None else [c for c in dataset.column_names if c not in NON_TEXT_COLUMNS]
+    hint_column = columns[0] if len(columns) == 1 else None
+    if len(dataset) == 0:
+        raise ValueError(f"{label} cannot train: it has no rows. {clean_texts_hint(hint_column)}")
+    if not columns:
+        raise ValueError(f"{label} cannot train: it has no text column (columns: {dataset.column_names}).")
+    problems = {name: problem for name in columns if (problem := _column_problem(dataset, name)) is not None}
+    if problems:
+        hint = clean_texts_hint(next(iter(problems)) if len(problems) == 1 else None)
+        raise ValueError(f"{label} cannot train: {'; '.join(problems.values())}. {hint}")
