@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -82,7 +83,11 @@ def test_pretrain_aux_then_train_infocse_with_dev_selection(workspace, capsys):
     assert code == 0
     assert (root / "stage1" / "model" / "modules.json").is_file()
     assert (root / "stage1" / "decoder" / "auxiliary_decoder.safetensors").is_file()
-    assert "Stage-1 auxiliary pre-training done" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "Stage-1 auxiliary pre-training done" in printed
+    # Trained at --max_seq_length 32, saved with the tiny model's own 64 (its max_position_embeddings).
+    assert "training max length 32, saved model max length 64" in printed
+    assert SentenceTransformer(str(root / "stage1" / "model"), device="cpu").max_seq_length == 64
 
     code = main(
         [
@@ -156,7 +161,7 @@ def test_train_from_a_config_file(workspace, capsys):
     )
     out = workspace["root"] / "from-config"
     assert main(["train", "--config", str(config), "--output_dir", str(out)]) == 0
-    assert "steps      1" in capsys.readouterr().out
+    assert re.search(r"^  steps +1$", capsys.readouterr().out, re.MULTILINE)
 
 
 def test_train_idc_and_mine(workspace, capsys):
@@ -334,3 +339,306 @@ def test_each_objective_gets_its_papers_head_unless_told(make_model, objective, 
     assert contrastive.projection_kind == expected
     if objective in ("infocse", "cmlm-cse"):
         assert loss.decoder.config.fusion_init == "fresh"
+
+
+# ------------------------------------------------------------------------------ lengths, summaries, bad input
+
+
+def _train_argv(workspace, data: Path, *flags: str) -> list[str]:
+    return [
+        "train",
+        "--objective",
+        "simcse",
+        "--model",
+        str(workspace["model"]),
+        "--train_data",
+        str(data),
+        "--stsb_dev",
+        "none",
+        "--output_dir",
+        str(workspace["root"] / "run"),
+        *FAST,
+        *flags,
+    ]
+
+
+def test_trained_model_keeps_the_base_models_length(workspace, capsys):
+    assert main(_train_argv(workspace, workspace["sentences"])) == 0
+    out = capsys.readouterr().out
+    start, done = out.index("Training simcse"), out.index("Training done")
+    assert start < done
+    plan = out[start:done]
+    for row in ("texts            40", "batch size       8", "optimizer steps  2", "checkpoint-N every 125 steps"):
+        assert row in plan
+    assert out.count("training max length 32, saved model max length 64") == 2  # at the start and in the summary
+    model = SentenceTransformer(str(workspace["root"] / "run"), device="cpu")
+    assert model.max_seq_length == 64
+    # Checkpoints are for resuming the run, so they keep the training length.
+    checkpoint = SentenceTransformer(str(workspace["root"] / "run" / "checkpoint-2"), device="cpu")
+    assert checkpoint.max_seq_length == 32
+
+
+def test_saved_length_of_a_sentence_transformer_is_its_own(workspace, tmp_path, capsys):
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    transformer = Transformer(str(workspace["model"]), max_seq_length=48)
+    SentenceTransformer(modules=[transformer, Pooling(32, "mean")], device="cpu").save(str(tmp_path / "st"))
+    argv = _train_argv(workspace, workspace["sentences"], "--pooling", "model", "--max_seq_length", "16")
+    argv[argv.index("--model") + 1] = str(tmp_path / "st")
+    assert main(argv) == 0
+    assert "training max length 16, saved model max length 48" in capsys.readouterr().out
+    assert SentenceTransformer(str(workspace["root"] / "run"), device="cpu").max_seq_length == 48
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "flags", "message"),
+    [
+        ("empty.txt", b"", [], "training data {path} is empty (0 bytes)"),
+        ("empty.jsonl", b"", [], "training data {path} is empty (0 bytes)"),
+        ("blank.txt", b"\n   \n\t\n", [], "no text in {path}: all of its 3 lines are blank"),
+        ("blank.txt.gz", "gzip:\n \n", [], "no text in {path}: all of its 2 lines are blank"),
+        ("notgzip.txt.gz", b"plain text", [], "cannot read {path}"),
+        ("text.txt", b"a cat\n", ["--text_column", "sentence"], "is plain text, one text per line, without columns"),
+        (
+            "numbers.jsonl",
+            b'{"text": 1}\n{"text": 2.5}\n',
+            [],
+            "no usable text in {path}: column 'text' holds no non-blank string in any of 2 rows",
+        ),
+        (
+            "numbers.jsonl",
+            b'{"text": 1}\n{"text": 2.5}\n',
+            ["--text_column", "text"],
+            "no usable text in {path}: column 'text' holds no non-blank string in any of 2 rows",
+        ),
+        ("two.jsonl", b'{"a": "x", "b": "y"}\n', [], "choose the text column with --text_column (columns in"),
+        ("other.jsonl", b'{"text": "a cat"}\n', ["--text_column", "body"], "no column 'body' in {path}"),
+        ("bad.jsonl", b'{"text": "fine"\n', [], "{path}, line 1: not valid JSON"),
+        # The first line is usable, so the cheap check passes; the full read still names the bad line.
+        ("late.jsonl", b'{"text": "a cat sat"}\n\n{"text": oops}\n', [], "{path}, line 3: not valid JSON"),
+        ("list.jsonl", b'["a cat"]\n', [], "{path}, line 1: expected a JSON object with a text field, got list"),
+        ("object.json", b'{\n  "text": "a cat"\n}\n', [], "{path} holds a single JSON dict"),
+        ("header.csv", b"id,text\n", [], "no rows in {path}"),
+        ("table.xml", b"<a/>", [], "unsupported file type for training data: {path}"),
+    ],
+)
+def test_bad_training_files_fail_in_one_line(workspace, capsys, name, content, flags, message):
+    import gzip
+
+    path = workspace["root"] / name
+    if isinstance(content, str):
+        path.write_bytes(gzip.compress(content.removeprefix("gzip:").encode()))
+    else:
+        path.write_bytes(content)
+    assert main(_train_argv(workspace, path, *flags)) == 2
+    err = _one_line_error(capsys)
+    assert err.startswith("st-infocse train: error: ") and message.format(path=path) in err
+
+
+def test_dataset_empty_after_cleaning_fails_in_one_line(workspace, capsys):
+    from datasets import Dataset
+
+    folder = workspace["root"] / "saved"
+    Dataset.from_dict({"text": [None, "  ", ""]}).save_to_disk(str(folder))
+    capsys.readouterr()  # the save's progress bar
+    assert main(_train_argv(workspace, folder)) == 2
+    err = _one_line_error(capsys)
+    assert f"no usable text in {folder}: 0 of 3 texts kept; dropped: 2 blank, 1 missing" in err
+
+
+@pytest.mark.parametrize("flags", [[], ["--text_column", "text"]])
+def test_mixed_json_rows_are_dropped_counted_once_and_train(workspace, capsys, flags):
+    path = workspace["root"] / "mixed.jsonl"
+    rows = [{"text": s} for s in random_sentences(20)]
+    rows += [{"text": 3}, {"text": None}, {"text": "  "}, {"text": ["a", "list"]}, {"other": "no text field"}]
+    _write(path, [json.dumps(row) for row in rows])
+    assert main(_train_argv(workspace, path, *flags)) == 0
+    captured = capsys.readouterr()
+    report = f"{path}: 20 of 25 texts kept; dropped: 1 blank, 2 missing, 2 not text"
+    assert captured.out.count(report) == 1
+    assert "texts kept" not in captured.err
+    assert "texts            20" in captured.out
+
+
+def test_json_array_and_csv_train(workspace, capsys):
+    array = workspace["root"] / "array.json"
+    array.write_text(json.dumps([{"sentence": s, "id": i} for i, s in enumerate(random_sentences(10))], indent=2))
+    assert main(_train_argv(workspace, array)) == 0
+    one_line = workspace["root"] / "one-line.json"
+    one_line.write_text(json.dumps([{"text": s} for s in random_sentences(10)]))
+    assert main(_train_argv(workspace, one_line)) == 0
+    table = workspace["root"] / "table.csv"
+    _write(table, ["id,sentence", *(f"{i},{s}" for i, s in enumerate(random_sentences(10)))])
+    assert main(_train_argv(workspace, table)) == 0
+    from datasets import Dataset
+
+    parquet = workspace["root"] / "table.parquet"
+    Dataset.from_dict({"id": list(range(10)), "sentence": random_sentences(10)}).to_parquet(str(parquet))
+    assert main(_train_argv(workspace, parquet)) == 0
+    assert capsys.readouterr().out.count("texts            10") == 4
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--max_steps", "0", "--num_train_epochs", "0"],
+            "--max_steps 0 with --num_train_epochs 0 makes no optimizer step",
+        ),
+        (["--max_steps", "0"], "--max_steps 0 with --num_train_epochs 1 makes no optimizer step"),
+        (["--max_steps", "-1", "--num_train_epochs", "0"], "--max_steps -1 with --num_train_epochs 0 makes no"),
+        (
+            ["--max_steps", "-1", "--dataloader_drop_last", "true", "--per_device_train_batch_size", "64"],
+            "this run makes no optimizer step: 40 texts, batch size 64 with --dataloader_drop_last",
+        ),
+    ],
+)
+def test_runs_without_an_optimizer_step_are_refused(workspace, capsys, flags, message):
+    argv = _train_argv(workspace, workspace["sentences"], *flags)
+    assert main(argv) == 2
+    assert message in _one_line_error(capsys)
+    assert not (workspace["root"] / "run").exists()
+
+
+def test_zero_steps_in_pretrain_aux_too(workspace, capsys):
+    argv = ["pretrain-aux", "--model", str(workspace["model"]), "--train_data", str(workspace["sentences"])]
+    assert main([*argv, "--max_steps", "0"]) == 2
+    assert "makes no optimizer step" in _one_line_error(capsys)
+
+
+def test_cpu_runs_do_not_pin_memory():
+    from st_infocse.cli import _finish_training_args
+    from st_infocse.training import PaperTrainingArguments
+
+    args = PaperTrainingArguments(output_dir="unused", use_cpu=True)
+    _finish_training_args(args, None)
+    assert args.dataloader_pin_memory is False
+
+
+# ---------------------------------------------------------------------------------------------- documents
+
+
+def test_mine_plain_text_documents(workspace, capsys):
+    corpus = workspace["root"] / "corpus.txt"
+    # Documents are separated by blank lines; each line is split into sentences.
+    lines = [*random_sentences(3, seed=1), "", "", *random_sentences(2, seed=2), "", "One lonely sentence.", ""]
+    lines[0] = lines[0] + ". The second sentence of this line."
+    _write(corpus, lines)
+    out = workspace["root"] / "pairs"
+    assert main(["mine", "--model", str(workspace["model"]), "--docs", str(corpus), "--output_dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "3 documents read, 2 used, skipped: too_few_sentences=1; 6 sentences" in printed
+    assert printed.count("documents read") == 1 and "MiningReport(" not in printed
+    from datasets import load_from_disk
+
+    assert set(load_from_disk(str(out / "pairs"))["doc_id"]) == {"0", "1"}
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("empty.jsonl", b"", "documents file {path} is empty (0 bytes)"),
+        ("empty.txt", b"", "documents file {path} is empty (0 bytes)"),
+        ("blank.txt", b"\n\n", "no text in {path}: all of its lines are blank"),
+        ("bad.jsonl", b"{bad\n", "{path}, line 1: not valid JSON"),
+        ("fields.jsonl", b'{"id": 1, "body": "x"}\n', "no usable document in {path} (1 records)"),
+        ("docs.csv", b"id,text\n1,a\n", "unsupported file type for documents: {path}; use .txt(.gz) (documents"),
+        ("missing.jsonl", None, "documents not found: {path}"),
+    ],
+)
+def test_bad_documents_fail_in_one_line(workspace, capsys, name, content, message):
+    path = workspace["root"] / name
+    if content is not None:
+        path.write_bytes(content)
+    for argv in (
+        ["mine", "--model", str(workspace["model"]), "--docs", str(path)],
+        ["train", "--objective", "idc", "--model", str(workspace["model"]), "--docs", str(path)],
+    ):
+        assert main(argv) == 2
+        assert message.format(path=path) in _one_line_error(capsys)
+
+
+# --------------------------------------------------------------------------------------- speed and help
+
+
+HEAVY = ("torch", "transformers", "sentence_transformers", "datasets")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "--train_data", "empty.txt"],
+        ["pretrain-aux", "--train_data", "empty.txt"],
+        ["train", "--objective", "idc", "--docs", "empty.txt"],
+        ["mine", "--docs", "empty.txt"],
+        ["train", "--config", "run.json"],
+        ["train", "--train_data", "corpus.txt", "--max_steps", "0"],
+    ],
+)
+def test_input_errors_come_before_heavy_imports(tmp_path, argv):
+    import subprocess
+    import sys
+
+    (tmp_path / "empty.txt").touch()
+    (tmp_path / "corpus.txt").write_text("a cat sat\n")
+    (tmp_path / "run.json").write_text(json.dumps({"train_data": "empty.txt"}))
+    # -X importtime lists every module the process imports, whatever imports it.
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "st_infocse", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert "st_infocse.cli" in imported  # the listing works
+    assert not {name for name in imported if name.split(".")[0] in HEAVY}
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]
+    assert len(errors) == 1 and "error:" in errors[0] and ("empty" in errors[0] or "no optimizer step" in errors[0])
+
+
+def test_train_help_lists_own_flags_first(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert text.startswith("usage: st-infocse train [flags]")
+    sections = ["\nmodel:", "\ntraining data:", "\nobjective and loss:", "\ntraining (every SentenceTransformer"]
+    positions = [text.index(section) for section in sections]
+    assert positions == sorted(positions)
+    assert text.index("--objective") < positions[-1] < text.index("--gradient_accumulation_steps")
+
+
+# ----------------------------------------------------------------------------------------------------- demo
+
+
+def test_demo_is_listed_and_runs_lazily(monkeypatch, capsys):
+    import sys
+    import types
+
+    main(["--help"])
+    assert "demo" in capsys.readouterr().out
+    received: list[list[str]] = []
+    demo = types.ModuleType("st_infocse.demo")
+    demo.cmd_demo = lambda argv: received.append(list(argv)) or 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "st_infocse.demo", demo)
+    assert main(["demo", "--output_dir", "x"]) == 0
+    assert received == [["--output_dir", "x"]]
+
+
+def test_demo_missing_is_one_line(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "st_infocse.demo", None)  # an import of it then fails as if absent
+    assert main(["demo"]) == 2
+    assert "st-infocse demo: error: the demo is not part of this installation" in _one_line_error(capsys)

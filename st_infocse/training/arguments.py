@@ -15,6 +15,9 @@ class PaperTrainingArguments(SentenceTransformerTrainingArguments):
     """``SentenceTransformerTrainingArguments`` with the unsupervised papers' setting: batch 64, lr 3e-5, one epoch,
     STS-B dev every 125 steps with the best checkpoint kept. Every other field is sentence-transformers' own."""
 
+    # A titled --help section of its own, so that the command line's model, data and loss sections come first.
+    _argument_group_name = "training (every SentenceTransformerTrainingArguments flag)"
+
     output_dir: str | None = field(
         default="output/st-infocse", metadata={"help": "Where checkpoints and the final model go."}
     )

@@ -1,0 +1,38 @@
+"""Cleaning keeps real text only, typed as strings, whatever the column held."""
+
+import gzip
+
+from datasets import Dataset, Features, Value
+
+from st_infocse.training.data import clean_text_values, clean_texts, read_text_file
+
+
+def test_values_are_cleaned_and_counted():
+    kept, report = clean_text_values(["a cat", 3, None, "  ", ["a"], "a cat", "a dog"], deduplicate=True)
+    assert kept == ["a cat", "a dog"]
+    assert (report.total, report.kept) == (7, 2)
+    assert report.dropped == {"not text": 2, "missing": 1, "blank": 1, "duplicate": 1}
+
+
+def test_cleaned_column_is_typed_as_strings():
+    # A column with no string at all is typed as numbers by Arrow; after cleaning it must still be a string column.
+    cleaned, report = clean_texts(Dataset.from_dict({"text": [1, 2], "id": [0, 1]}))
+    assert len(cleaned) == 0 and cleaned.features == Features({"text": Value("string")})
+    assert report.dropped == {"not text": 2}
+    cleaned, _ = clean_texts(Dataset.from_dict({"text": [None, "a cat"]}))
+    assert cleaned["text"] == ["a cat"] and cleaned.features["text"] == Value("string")
+
+
+def test_report_is_logged_unless_told(caplog):
+    data = Dataset.from_dict({"text": ["a cat", ""]})
+    clean_texts(data, warn=False)
+    assert "texts kept" not in caplog.text
+    clean_texts(data)
+    assert caplog.text.count("1 of 2 texts kept; dropped: 1 blank") == 1
+
+
+def test_empty_text_file_gives_a_string_column(tmp_path):
+    (tmp_path / "empty.txt").touch()
+    assert read_text_file(tmp_path / "empty.txt").features["text"] == Value("string")
+    (tmp_path / "lines.txt.gz").write_bytes(gzip.compress(b"a cat\n\nthe dog\n"))
+    assert read_text_file(tmp_path / "lines.txt.gz")["text"] == ["a cat", "", "the dog"]
