@@ -637,8 +637,8 @@ def report(cfg: Config, command: str) -> None:
 
 
 def update_readme(markdown: str) -> None:
-    """Replace the generated block between the README's quality-table markers."""
-    readme = REPO / "README.md"
+    """Replace the generated block between the quality-table markers of benchmarks/README.md."""
+    readme = REPO / "benchmarks" / "README.md"
     start, end = "<!-- quality-table -->", "<!-- /quality-table -->"
     text = readme.read_text()
     if start in text and end in text:

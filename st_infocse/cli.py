@@ -85,8 +85,8 @@ class DataArguments:
         default=WIKI1M,
         metadata={
             "help": "Training text: a .txt(.gz) file (one sentence per line), .jsonl(.gz)/.json/.csv/.tsv/.parquet, "
-            "a save_to_disk folder, an hf:// file or a hub dataset id. Missing, non-string and blank rows are dropped "
-            "and counted."
+            "a save_to_disk folder, an hf:// file, a hub dataset id, or 'demo' (4,096 Wikipedia sentences shipped "
+            "with the package). Missing, non-string and blank rows are dropped and counted."
         },
     )
     text_column: str | None = field(
@@ -96,7 +96,7 @@ class DataArguments:
     stsb_dev: str = field(
         default="hub",
         metadata={
-            "help": "STS-B dev for checkpoint selection: 'hub', a SentEval data/downstream folder, a sentence1/sentence2/score file, or 'none'."
+            "help": "STS-B dev for checkpoint selection: 'hub', 'demo' (the 1,500 pairs shipped with the package), a SentEval data/downstream folder, a sentence1/sentence2/score file, or 'none'."
         },
     )
 
@@ -518,12 +518,23 @@ def _check_saved_dataset(source: str, path: Path) -> dict[str, Any]:
         return {}
 
 
+BUNDLED = "demo"  # --train_data demo / --stsb_dev demo: the data shipped in st_infocse/data
+
+
+def bundled_text_source(source: str) -> str:
+    """``demo`` names the 4,096 Wikipedia sentences shipped with the package; anything else is returned as is."""
+    if source == BUNDLED:
+        return str(Path(__file__).resolve().parent / "data" / "wiki_sentences.txt.gz")
+    return source
+
+
 def check_text_source(source: str, text_column: str | None = None) -> str | None:
     """Cheap checks of training text before anything heavy is loaded: the text column, or None for hub data.
 
     Local files must exist, be non-empty, parse (as far as read), have the text column and hold at least one
     non-blank text; reading stops at the first such row, so this is quick on any size of file.
     """
+    source = bundled_text_source(source)
     path = Path(source).expanduser()
     if not path.exists():
         if _looks_local(source):
@@ -634,7 +645,8 @@ def _precheck_training(argv: Sequence[str], command: str) -> None:
     if decoder and not Path(decoder).expanduser().exists():
         raise CLIError(f"--decoder: not found: {decoder}")
     stsb_dev = _flag_value(argv, "--stsb_dev", DataArguments.stsb_dev)
-    if command == "train" and stsb_dev.lower() not in ("hub", "none") and not Path(stsb_dev).expanduser().exists():
+    known = ("hub", "none", BUNDLED)
+    if command == "train" and stsb_dev.lower() not in known and not Path(stsb_dev).expanduser().exists():
         raise CLIError(f"STS-B dev data not found: {stsb_dev}")
     if objective == "idc":
         docs = _flag_value(argv, "--docs", None)
@@ -702,6 +714,7 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
 
     from st_infocse.training.data import clean_text_values, clean_texts, read_text_file
 
+    source = bundled_text_source(source)
     column = check_text_source(source, text_column)
     path = Path(source).expanduser()
     kind = _file_kind(path) if path.is_file() else None
@@ -798,6 +811,10 @@ def _dev_evaluator(source: str):
 
     if source.lower() == "none":
         return None
+    if source.lower() == BUNDLED:
+        from st_infocse.data import demo_stsb_dev_evaluator
+
+        return demo_stsb_dev_evaluator()
     path = Path(source).expanduser()
     if source != "hub" and not path.exists():
         raise CLIError(f"STS-B dev data not found: {source}")

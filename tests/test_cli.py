@@ -642,3 +642,14 @@ def test_demo_missing_is_one_line(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "st_infocse.demo", None)  # an import of it then fails as if absent
     assert main(["demo"]) == 2
     assert "st-infocse demo: error: the demo is not part of this installation" in _one_line_error(capsys)
+
+
+def test_train_on_the_bundled_demo_data(tiny_bert_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["train", "--objective", "simcse", "--model", str(tiny_bert_dir), "--train_data", "demo",
+            "--max_train_samples", "64", "--stsb_dev", "demo", "--eval_steps", "2", "--save_strategy", "no",
+            "--load_best_model_at_end", "false", "--output_dir", str(out), *FAST]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "64" in printed
+    assert (out / "config.json").exists() or any(out.rglob("config.json"))

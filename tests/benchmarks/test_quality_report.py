@@ -50,7 +50,8 @@ def _run(quality, name, part, seed, sts_avg, dev, scifact, history=()):
 
 def test_report_builds_table_json_plots_and_readme_block(quality, tmp_path, monkeypatch):
     results = tmp_path / "results"
-    readme = tmp_path / "README.md"
+    readme = tmp_path / "benchmarks" / "README.md"
+    readme.parent.mkdir()
     readme.write_text("intro\n<!-- quality-table -->\nold\n<!-- /quality-table -->\noutro\n")
     monkeypatch.setattr(quality, "RESULTS", results)
     monkeypatch.setattr(quality, "REPO", tmp_path)
