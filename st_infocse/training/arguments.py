@@ -35,3 +35,18 @@ class PaperTrainingArguments(SentenceTransformerTrainingArguments):
         default=STSB_DEV_METRIC, metadata={"help": "Metric for the best checkpoint."}
     )
     report_to: None | str | list[str] = field(default="none", metadata={"help": "Logging integrations."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # Pinned memory only speeds up copies to an accelerator; without one torch warns at every dataloader.
+        if self.dataloader_pin_memory and (self.use_cpu or not _accelerator_available()):
+            self.dataloader_pin_memory = False
+
+
+def _accelerator_available() -> bool:
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6
+    if accelerator is not None:
+        return bool(accelerator.is_available())
+    return bool(torch.cuda.is_available() or getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())

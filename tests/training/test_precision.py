@@ -33,3 +33,15 @@ def test_warns_only_for_bf16_on_a_cpu_without_it(tmp_path, caplog):
         assert not warn_if_slow_bf16(True, False, avx2)  # GPU training: not our business
         assert not warn_if_slow_bf16(True, True, tmp_path / "missing")  # unknown CPU: stay quiet
     assert caplog.text == ""
+
+
+def test_paper_arguments_do_not_pin_memory_without_an_accelerator(tmp_path, monkeypatch):
+    import torch
+
+    from st_infocse.training import PaperTrainingArguments
+
+    assert PaperTrainingArguments(output_dir=str(tmp_path), use_cpu=True).dataloader_pin_memory is False
+    if getattr(torch, "accelerator", None) is not None:
+        monkeypatch.setattr(torch.accelerator, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert PaperTrainingArguments(output_dir=str(tmp_path)).dataloader_pin_memory is False
