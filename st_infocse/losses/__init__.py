@@ -1,6 +1,6 @@
 """Losses for ``SentenceTransformerTrainer`` and ``model.fit``, one objective per file."""
 
-from st_infocse.losses._checks import EmptyBatchError, NonFiniteLossError
+from st_infocse.losses._checks import EmptyBatchError, NonFiniteLossError, PredictionBoundError
 from st_infocse.losses.auxiliary_pretraining import AuxiliaryPretrainingLoss
 from st_infocse.losses.cmlm_cse import CMLMCSELoss
 from st_infocse.losses.conditional_mlm import PRESETS, ConditionalMLMLoss
@@ -17,6 +17,7 @@ __all__ = [
     "InfoCSELoss",
     "InforMinReconstructionLoss",
     "NonFiniteLossError",
+    "PredictionBoundError",
     "SimCSELoss",
     "reconstruction_term",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -17,6 +18,10 @@ class EmptyBatchError(ValueError):
     """Every text of a training batch was empty, so the step would have trained on special tokens alone."""
 
 
+class PredictionBoundError(RuntimeError):
+    """More positions were masked than a bounded MLM gather (``mlm_gather="bounded"``) had room for."""
+
+
 def clean_texts_hint(column: str | None = None) -> str:
     """The remedy quoted by every empty-or-missing-text error, so that they all point at the same fix."""
     where = f"column={column!r}" if column is not None else "column=..."
@@ -29,8 +34,7 @@ def clean_texts_hint(column: str | None = None) -> str:
 class EmptyTextDetector:
     """Says, as a device tensor, whether every text of a batch is empty: only special and padding tokens.
 
-    Nothing here reads a value back to the host; :func:`check_finite` folds the flag into the one synchronisation
-    each step already pays.
+    Nothing here reads a value back to the host; :func:`check_finite` reads the flag with the loss's own check.
     """
 
     def __init__(self, tokenizer: Any) -> None:
@@ -71,28 +75,80 @@ class EmptyTextDetector:
         return ~torch.stack(has_text).any()
 
 
-def check_finite(loss: torch.nn.Module, components: dict[str, Tensor], empty: Tensor | None = None) -> None:
-    """Raise :class:`EmptyBatchError` when ``empty`` is true, else :class:`NonFiniteLossError` when any component
-    is NaN or infinite.
+@dataclass
+class _PendingCheck:
+    """The flags of the forward passes since the last read: the values of the first broken one, else the latest."""
 
-    One host synchronisation per step for both checks; it stops training at the step where the loss broke
-    instead of letting NaN weights be saved in later checkpoints, or a run train on blank text.
+    values: Tensor
+    empty: Tensor
+    overflow: Tensor
+    broken: Tensor
+
+
+def check_finite(
+    loss: torch.nn.Module,
+    components: dict[str, Tensor],
+    empty: Tensor | None = None,
+    overflow: Tensor | None = None,
+) -> None:
+    """Raise :class:`EmptyBatchError` when ``empty`` is true, else :class:`NonFiniteLossError` when any component
+    is NaN or infinite, else :class:`PredictionBoundError` when ``overflow`` is true.
+
+    It stops training at the step where the loss broke instead of letting NaN weights be saved in later
+    checkpoints, or a run train on blank text. Reading the flags is one host synchronisation; with
+    ``loss.defer_checks`` set (``AuxiliaryStateCallback`` sets it for the length of a training run) the flags stay
+    on the device and :func:`raise_deferred_checks` reads them once the step has ended, before any checkpoint.
     """
     values = torch.stack([value.detach().float().reshape(()) for value in components.values()])
-    ok = torch.isfinite(values).all()
-    if empty is not None:
-        ok = ok & ~empty.to(ok.device)
-    if bool(ok):
+    false = torch.zeros((), dtype=torch.bool, device=values.device)
+    empty = false if empty is None else empty.to(values.device)
+    overflow = false if overflow is None else overflow.to(values.device)
+    broken = ~torch.isfinite(values).all() | empty | overflow
+    names = tuple(components)
+    if not getattr(loss, "defer_checks", False):
+        if bool(broken):
+            _raise(loss, names, values, empty, overflow)
         return
+    pending: dict[tuple[str, ...], _PendingCheck] = loss.__dict__.setdefault("_pending_checks", {})
+    before = pending.get(names)
+    if before is None:
+        pending[names] = _PendingCheck(values, empty, overflow, broken)
+        return
+    # Keep the first broken pass's values, so the error quotes the pass that broke.
+    keep = before.broken
+    pending[names] = _PendingCheck(
+        values=torch.where(keep, before.values, values),
+        empty=torch.where(keep, before.empty, empty),
+        overflow=torch.where(keep, before.overflow, overflow),
+        broken=keep | broken,
+    )
+
+
+def raise_deferred_checks(loss: torch.nn.Module) -> None:
+    """Read the flags :func:`check_finite` kept on the device for ``loss`` and raise as it would have; then forget
+    them."""
+    pending: dict[tuple[str, ...], _PendingCheck] = loss.__dict__.pop("_pending_checks", None) or {}
+    for names, check in pending.items():
+        if bool(check.broken):
+            _raise(loss, names, check.values, check.empty, check.overflow)
+
+
+def _raise(loss: torch.nn.Module, names: tuple[str, ...], values: Tensor, empty: Tensor, overflow: Tensor) -> None:
     step = getattr(loss, "training_step", None)
     where = f" at training step {step}" if step else ""
     # An all-empty batch also gives zero or NaN MLM terms; the emptiness is the cause to report.
-    if empty is not None and bool(empty):
+    if bool(empty):
         raise EmptyBatchError(
             f"{type(loss).__name__}: every text in the batch{where} is empty (only special and padding tokens), "
             f"so the step would train on nothing. {clean_texts_hint()}"
         )
-    listed = ", ".join(f"{name}={value.item():.4g}" for name, value in zip(components, values, strict=True))
+    if bool(torch.isfinite(values).all()) and bool(overflow):
+        raise PredictionBoundError(
+            f"{type(loss).__name__}: the batch{where} had more masked positions than the bounded MLM gather has "
+            "room for (mlm_gather='bounded'); nothing was dropped silently. Use mlm_gather='exact', or a larger "
+            "batch, whose bound is relatively looser."
+        )
+    listed = ", ".join(f"{name}={value.item():.4g}" for name, value in zip(names, values, strict=True))
     raise NonFiniteLossError(
         f"{type(loss).__name__}: non-finite loss{where} ({listed}). Common causes: a learning rate too high for the "
         "auxiliary modules, fp16 overflow (prefer bf16), or an input batch the model cannot encode."

@@ -11,7 +11,14 @@ from torch import Tensor, nn
 
 from st_infocse.losses._checks import EmptyTextDetector, check_finite
 from st_infocse.losses.conditional_mlm import MLMMetrics, resolve_preset, warn_unless_cls_pooling
-from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, mlm_loss
+from st_infocse.modeling.auxiliary_decoder import (
+    AuxiliaryDecoder,
+    FusionInit,
+    MLMGather,
+    check_mlm_gather,
+    mlm_loss,
+    prediction_bound,
+)
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker, WholeWordMasker
 
@@ -32,6 +39,7 @@ class AuxiliaryPretrainingLoss(nn.Module):
         mlm_head_source: str | None = None,
         tie_head: bool = True,
         masking: Masking = "whole_word",
+        mlm_gather: MLMGather = "exact",
     ) -> None:
         """
         Stage 1 of InfoCSE (paper 000 §3.1): pre-train the auxiliary network before joint training.
@@ -70,6 +78,10 @@ class AuxiliaryPretrainingLoss(nn.Module):
                 encoder's own input path.
             masking: ``"whole_word"`` (Condenser: whole words, ``max(1, round(mask_rate * n))`` tokens per sentence)
                 or ``"token"`` (each token chosen independently with probability ``mask_rate``).
+            mlm_gather: ``"exact"`` or ``"bounded"``, how both MLM terms gather the masked positions (see
+                :class:`ConditionalMLMLoss`). With whole-word masking the bound is the per-sentence budget, which is
+                never exceeded; that masker still draws on the CPU, so only ``masking="token"`` keeps the whole
+                step free of host synchronisation.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2210.06432
@@ -124,6 +136,8 @@ class AuxiliaryPretrainingLoss(nn.Module):
         else:
             raise ValueError(f"masking must be 'whole_word' or 'token', got {masking!r}")
         self.masking = masking
+        check_mlm_gather(mlm_gather)
+        self.mlm_gather = mlm_gather
         self.empty_texts = EmptyTextDetector(parts.tokenizer)
         # The decoder's lower copy is not used here (the encoder's own layers are shared); it is refreshed from the
         # encoder when the decoder is saved.
@@ -149,6 +163,16 @@ class AuxiliaryPretrainingLoss(nn.Module):
     def k(self) -> int:
         return self.decoder.config.k
 
+    def max_predictions(self, labels: Tensor) -> int | None:
+        """Room for the masked positions of ``labels`` under ``mlm_gather="bounded"``; None for the exact gather."""
+        if self.mlm_gather != "bounded":
+            return None
+        if self.masking == "whole_word":
+            # No row gets more than its budget, max(1, round(mask_rate * n)), and n is at most the row width.
+            rows, width = labels.shape
+            return rows * max(1, round(self.mask_rate * width))
+        return prediction_bound(labels.numel(), self.mask_rate)
+
     def forward(
         self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
     ) -> dict[str, Tensor]:
@@ -172,14 +196,21 @@ class AuxiliaryPretrainingLoss(nn.Module):
         if not captured:
             raise RuntimeError(f"The model's forward pass did not run encoder layer {self.k}; is it the encoder's layer stack?")
         # Gradient checkpointing can run a layer more than once; the first pass is the forward one.
-        encoder_mlm = mlm_loss(self.decoder.head, out["token_embeddings"], mlm_labels)
+        bound = self.max_predictions(mlm_labels)
+        encoder_mlm = mlm_loss(self.decoder.head, out["token_embeddings"], mlm_labels, bound)
         aux = self.decoder(
-            out["sentence_embedding"], masked_ids, features["attention_mask"], mlm_labels, lower_hidden=captured[0]
+            out["sentence_embedding"],
+            masked_ids,
+            features["attention_mask"],
+            mlm_labels,
+            lower_hidden=captured[0],
+            max_predictions=bound,
         )
         self.metrics.update(aux)
         losses = {"mlm": encoder_mlm.loss, "aux": self.aux_weight * aux.loss}
+        overflow = aux.overflow if encoder_mlm.overflow is None else encoder_mlm.overflow  # the same labels
         # Only the first column is trained on, so only its emptiness matters.
-        check_finite(self, losses, self.empty_texts([features]))
+        check_finite(self, losses, self.empty_texts([features]), overflow=overflow)
         return losses
 
     def untied_decoder(self) -> AuxiliaryDecoder:
@@ -203,6 +234,7 @@ class AuxiliaryPretrainingLoss(nn.Module):
             "fusion_init": self.decoder.config.fusion_init,
             "tie_head": self.tie_head,
             "masking": self.masking,
+            **({"mlm_gather": self.mlm_gather} if self.mlm_gather != "exact" else {}),
         }
 
     @property

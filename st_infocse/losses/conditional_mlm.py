@@ -13,7 +13,14 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
 from st_infocse.losses._checks import EmptyTextDetector, check_finite
-from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMOutput
+from st_infocse.modeling.auxiliary_decoder import (
+    AuxiliaryDecoder,
+    FusionInit,
+    MLMGather,
+    MLMOutput,
+    check_mlm_gather,
+    prediction_bound,
+)
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.heads import ProjectionKind
 from st_infocse.modeling.masking import TokenMasker
@@ -119,30 +126,36 @@ def resolve_preset(preset: str) -> ConditionalMLMPreset:
 
 
 class MLMMetrics:
-    """Running sums of the auxiliary MLM loss and accuracy between two log steps."""
+    """Running sums of the auxiliary MLM loss and accuracy between two log steps.
+
+    The sums stay device tensors, so recording a step reads nothing back to the host; :meth:`pop` reads them.
+    """
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        self.loss_sum = 0.0
+        self.loss_sum: Tensor | None = None
+        self.correct: Tensor | None = None
+        self.total: Tensor | None = None
         self.steps = 0
-        self.correct = 0
-        self.total = 0
 
     def update(self, output: MLMOutput) -> None:
-        self.loss_sum += float(output.loss.detach())
+        loss, correct, total = output.loss.detach().float(), output.correct.detach(), output.total.detach()
+        if self.loss_sum is None or self.correct is None or self.total is None:
+            self.loss_sum, self.correct, self.total = loss, correct, total
+        else:
+            self.loss_sum, self.correct, self.total = self.loss_sum + loss, self.correct + correct, self.total + total
         self.steps += 1
-        self.correct += output.correct
-        self.total += output.total
 
     def pop(self) -> dict[str, float]:
         """Mean loss and accuracy since the last call; empty when nothing was recorded."""
-        if not self.steps:
+        if not self.steps or self.loss_sum is None or self.correct is None or self.total is None:
             return {}
-        result = {"cmlm_loss": self.loss_sum / self.steps}
-        if self.total:
-            result["cmlm_accuracy"] = self.correct / self.total
+        result = {"cmlm_loss": self.loss_sum.item() / self.steps}
+        total = int(self.total.item())
+        if total:
+            result["cmlm_accuracy"] = int(self.correct.item()) / total
         self.reset()
         return result
 
@@ -161,6 +174,7 @@ class ConditionalMLMLoss(nn.Module):
         fusion_init: FusionInit | None = None,
         detach: bool = True,
         mlm_head_source: str | None = None,
+        mlm_gather: MLMGather = "exact",
     ) -> None:
         """
         Conditional masked language modelling through an auxiliary decoder (InfoCSE paper 000 §3.2; CMLM-CSE).
@@ -192,6 +206,10 @@ class ConditionalMLMLoss(nn.Module):
             detach: freeze the lower copy (paper default; ``False`` is paper 000's "w/o detach" ablation).
             mlm_head_source: model path or hub id holding the MLM head; defaults to the model's own path. Without a
                 head in the checkpoint a new one is made and a warning says so.
+            mlm_gather: ``"exact"`` (default) runs the MLM head on exactly the masked positions, which reads their
+                count (one host synchronisation per step on a GPU); ``"bounded"`` runs it on a static number of
+                positions (the binomial mean plus 8 standard deviations) with the rest ignored, reading nothing;
+                a batch with more masked positions than that stops training with an error instead of being cut.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2210.06432
@@ -236,6 +254,8 @@ class ConditionalMLMLoss(nn.Module):
         self.mask_rate = mask_rate if mask_rate is not None else settings.mask_rate(parts.depth)
         self.masker = TokenMasker(parts.tokenizer, self.mask_rate)
         self.empty_texts = EmptyTextDetector(parts.tokenizer)
+        check_mlm_gather(mlm_gather)
+        self.mlm_gather = mlm_gather
         if decoder is not None:
             if not isinstance(decoder, AuxiliaryDecoder):
                 decoder = AuxiliaryDecoder.from_pretrained(decoder)
@@ -261,6 +281,10 @@ class ConditionalMLMLoss(nn.Module):
     def n(self) -> int:
         return self.decoder.config.n
 
+    def max_predictions(self, labels: Tensor) -> int | None:
+        """Room for the masked positions of ``labels`` under ``mlm_gather="bounded"``; None for the exact gather."""
+        return prediction_bound(labels.numel(), self.mask_rate) if self.mlm_gather == "bounded" else None
+
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], view_features: list[dict[str, Any]]) -> MLMOutput:
         """Conditional MLM over the given views, each conditioned on its own (unmasked) sentence embedding."""
         masked, labels, masks, types = [], [], [], []
@@ -274,33 +298,43 @@ class ConditionalMLMLoss(nn.Module):
         if len({t.shape[1] for t in masked}) == 1:
             # Views of one width share a single pass through the decoder.
             token_types = None if any(t is None for t in types) else torch.cat(types)
+            all_labels = torch.cat(labels)
             output = self.decoder(
                 torch.cat(embeddings[: len(masked)]),
                 torch.cat(masked),
                 torch.cat(masks),
-                torch.cat(labels),
+                all_labels,
                 token_type_ids=token_types,
+                max_predictions=self.max_predictions(all_labels),
             )
         else:
             outputs = [
-                self.decoder(emb, ids, mask, lab, token_type_ids=tt)
+                self.decoder(emb, ids, mask, lab, token_type_ids=tt, max_predictions=self.max_predictions(lab))
                 for emb, ids, mask, lab, tt in zip(embeddings[: len(masked)], masked, masks, labels, types, strict=True)
             ]
             total = sum(o.total for o in outputs)
-            loss = sum(o.loss * (o.total / total) for o in outputs) if total else outputs[0].loss
-            output = MLMOutput(loss=loss, correct=sum(o.correct for o in outputs), total=total)
+            # Each view's mean weighted by its share of the positions; the ratio in float64 as Python's division.
+            # An empty batch gives weights of 0 and a zero loss.
+            loss = sum(o.loss * (o.total.double() / total.clamp(min=1)).to(o.loss.dtype) for o in outputs)
+            flags = [o.overflow for o in outputs if o.overflow is not None]
+            output = MLMOutput(
+                loss=loss,
+                correct=sum(o.correct for o in outputs),
+                total=total,
+                overflow=torch.stack(flags).any() if flags else None,
+            )
         self.metrics.update(output)
         return output
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         features = list(sentence_features)
         embeddings = embed_columns(self.model, features)
-        loss = self.compute_loss_from_embeddings(embeddings, features).loss
-        check_finite(self, {"cmlm": loss}, self.empty_texts(features))
-        return loss
+        output = self.compute_loss_from_embeddings(embeddings, features)
+        check_finite(self, {"cmlm": output.loss}, self.empty_texts(features), overflow=output.overflow)
+        return output.loss
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {
+        config = {
             "preset": self.preset,
             "k": self.k,
             "n": self.n,
@@ -308,6 +342,9 @@ class ConditionalMLMLoss(nn.Module):
             "fusion_init": self.decoder.config.fusion_init,
             "detach": self.decoder.config.detach,
         }
+        if self.mlm_gather != "exact":
+            config["mlm_gather"] = self.mlm_gather
+        return config
 
     @property
     def citation(self) -> str:

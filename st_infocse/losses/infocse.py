@@ -11,7 +11,7 @@ from st_infocse.losses._checks import check_finite
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss, Preset, resolve_preset
 from st_infocse.losses.informin import Reduction, reconstruction_term
 from st_infocse.losses.simcse import SimCSELoss
-from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit
+from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather
 from st_infocse.modeling.heads import ProjectionKind
 
 
@@ -35,6 +35,7 @@ class InfoCSELoss(nn.Module):
         informin_reduction: Reduction = "official",
         gather_across_devices: bool = False,
         mlm_head_source: str | None = None,
+        mlm_gather: MLMGather = "exact",
     ) -> None:
         """
         InfoCSE: contrastive learning plus ``lambda_`` times a conditional MLM through an auxiliary decoder whose
@@ -77,6 +78,8 @@ class InfoCSELoss(nn.Module):
             informin_reduction: scaling of that term, see :func:`~st_infocse.losses.informin.reconstruction_term`.
             gather_across_devices: gather contrastive candidates across processes.
             mlm_head_source: model path or hub id to take the MLM head from (default: the model's own).
+            mlm_gather: ``"exact"`` or ``"bounded"``, how the auxiliary MLM gathers the masked positions (see
+                :class:`ConditionalMLMLoss`; ``"bounded"`` reads nothing back to the host).
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings
@@ -132,6 +135,7 @@ class InfoCSELoss(nn.Module):
             fusion_init=fusion_init,
             detach=detach,
             mlm_head_source=mlm_head_source,
+            mlm_gather=mlm_gather,
         )
         self.informin_weight = informin_weight
         self.informin_reduction = informin_reduction
@@ -147,14 +151,16 @@ class InfoCSELoss(nn.Module):
         embeddings, views = self.contrastive.embed(features)
         projected = self.contrastive.project(embeddings)
         losses = {"contrastive": self.contrastive.info_nce(projected)}
+        overflow = None
         if self.lambda_:
             # Every column, as the authors' cl_forward runs the MLM on all batch * num_sent sentences.
             output = self.cmlm.compute_loss_from_embeddings(embeddings, views)
             losses["cmlm"] = self.lambda_ * output.loss
+            overflow = output.overflow
         if self.informin_weight:
             reconstruction = reconstruction_term(projected[0], projected[1], self.informin_reduction)
             losses["reconstruction"] = self.informin_weight * reconstruction
-        check_finite(self, losses, self.contrastive.empty_flag(features))
+        check_finite(self, losses, self.contrastive.empty_flag(features), overflow=overflow)
         return losses
 
     def get_config_dict(self) -> dict[str, Any]:

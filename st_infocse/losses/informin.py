@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from st_infocse.losses._checks import check_finite
 from st_infocse.losses.simcse import SimCSELoss
-from st_infocse.modeling.auxiliary_decoder import mlm_loss
+from st_infocse.modeling.auxiliary_decoder import MLMGather, MLMOutput, check_mlm_gather, mlm_loss, prediction_bound
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.heads import ProjectionKind, at_least_fp32, build_mlm_head
 from st_infocse.modeling.masking import TokenMasker
@@ -46,6 +46,7 @@ class InforMinReconstructionLoss(nn.Module):
         mlm_weight: float = 0.0,
         mask_rate: float = 0.15,
         gather_across_devices: bool = False,
+        mlm_gather: MLMGather = "exact",
     ) -> None:
         """
         InforMin-CL: the SimCSE contrastive loss plus ``lambda_`` times a reconstruction term that pulls the two
@@ -69,6 +70,8 @@ class InforMinReconstructionLoss(nn.Module):
                 encoder once more per view and uses an untied copy of the checkpoint's MLM head owned by the loss.
             mask_rate: masking rate of the optional MLM term.
             gather_across_devices: gather contrastive candidates across processes.
+            mlm_gather: ``"exact"`` or ``"bounded"``, how the optional MLM term gathers the masked positions (see
+                :class:`~st_infocse.losses.ConditionalMLMLoss`; ``"bounded"`` reads nothing back to the host).
 
         References:
             - Chen et al. 2022. An Information Minimization Based Contrastive Learning Model for Unsupervised
@@ -113,6 +116,8 @@ class InforMinReconstructionLoss(nn.Module):
         self.contrastive = SimCSELoss(model, temperature, projection, gather_across_devices)
         self.mlm_weight = mlm_weight
         self.mask_rate = mask_rate
+        check_mlm_gather(mlm_gather)
+        self.mlm_gather = mlm_gather
         if mlm_weight:
             parts = find_encoder_parts(model)
             self.masker = TokenMasker(parts.tokenizer, mask_rate)
@@ -130,12 +135,19 @@ class InforMinReconstructionLoss(nn.Module):
         features = list(sentence_features)
         embeddings, views = self.contrastive.embed(features)
         losses = self.compute_loss_from_embeddings(embeddings)
+        overflow = None
         if self.mlm_weight:
-            losses["mlm"] = self.mlm_weight * self.masked_lm(views)
-        check_finite(self, losses, self.contrastive.empty_flag(features))
+            output = self.masked_lm_output(views)
+            losses["mlm"] = self.mlm_weight * output.loss
+            overflow = output.overflow
+        check_finite(self, losses, self.contrastive.empty_flag(features), overflow=overflow)
         return losses
 
     def masked_lm(self, views: list[dict[str, Tensor]]) -> Tensor:
+        """The MLM term of :meth:`masked_lm_output`."""
+        return self.masked_lm_output(views).loss
+
+    def masked_lm_output(self, views: list[dict[str, Tensor]]) -> MLMOutput:
         """MLM on an independently masked copy of every view, through the encoder (one more pass).
 
         The authors' collator masks all ``batch * num_sent`` sentences and ``cl_forward`` runs the encoder on them
@@ -150,7 +162,9 @@ class InforMinReconstructionLoss(nn.Module):
             tokens = self.model(masked)["token_embeddings"]
             hidden.append(tokens.reshape(-1, tokens.shape[-1]))
             labels.append(view_labels.reshape(-1))
-        return mlm_loss(self.mlm_head, torch.cat(hidden), torch.cat(labels)).loss
+        all_labels = torch.cat(labels)
+        bound = prediction_bound(all_labels.numel(), self.mask_rate) if self.mlm_gather == "bounded" else None
+        return mlm_loss(self.mlm_head, torch.cat(hidden), all_labels, bound)
 
     def get_config_dict(self) -> dict[str, Any]:
         return {
@@ -158,6 +172,7 @@ class InforMinReconstructionLoss(nn.Module):
             "reduction": self.reduction,
             "mlm_weight": self.mlm_weight,
             **self.contrastive.get_config_dict(),
+            **({"mlm_gather": self.mlm_gather} if self.mlm_gather != "exact" else {}),
         }
 
     @property

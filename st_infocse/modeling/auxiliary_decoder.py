@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,6 +25,14 @@ logger = logging.getLogger(__name__)
 CONFIG_NAME = "auxiliary_decoder_config.json"
 WEIGHTS_NAME = "auxiliary_decoder.safetensors"
 FusionInit = Literal["copy", "fresh"]
+# How the MLM losses gather the masked positions for the head: "exact" sizes the gather from their count (one host
+# synchronisation per step on a GPU); "bounded" uses a static room and reads nothing (see :func:`mlm_loss`).
+MLMGather = Literal["exact", "bounded"]
+
+
+def check_mlm_gather(mlm_gather: str) -> None:
+    if mlm_gather not in ("exact", "bounded"):
+        raise ValueError(f"mlm_gather must be 'exact' or 'bounded', got {mlm_gather!r}")
 
 
 @dataclass
@@ -41,11 +50,17 @@ class AuxiliaryDecoderConfig:
 
 @dataclass
 class MLMOutput:
-    """Loss over the masked positions and how many of them were predicted correctly."""
+    """Loss over the masked positions and how many of them were predicted correctly.
+
+    ``correct`` and ``total`` are device tensors, read only when metrics are logged. ``overflow`` is a device flag,
+    set when a bounded gather (``max_predictions``) had more masked positions than room; the losses' step checks
+    raise on it.
+    """
 
     loss: torch.Tensor
-    correct: int
-    total: int
+    correct: torch.Tensor
+    total: torch.Tensor
+    overflow: torch.Tensor | None = None
 
 
 class AuxiliaryDecoder(nn.Module):
@@ -197,6 +212,7 @@ class AuxiliaryDecoder(nn.Module):
         labels: torch.Tensor,
         token_type_ids: torch.Tensor | None = None,
         lower_hidden: torch.Tensor | None = None,
+        max_predictions: int | None = None,
     ) -> MLMOutput:
         """Conditional MLM loss on the masked positions.
 
@@ -207,6 +223,8 @@ class AuxiliaryDecoder(nn.Module):
             labels: ``(batch, seq)`` original ids at masked positions, -100 elsewhere.
             token_type_ids: optional segment ids.
             lower_hidden: precomputed lower-stack states (stage 1 passes the shared encoder's states here).
+            max_predictions: gather at most this many masked positions without reading their count (see
+                :func:`mlm_loss`); None gathers them exactly.
         """
         if lower_hidden is None:
             lower_hidden = self.lower_hidden_states(masked_input_ids, attention_mask, token_type_ids)
@@ -215,7 +233,7 @@ class AuxiliaryDecoder(nn.Module):
         hidden = self.family.run(self.lower, self.fusion, hidden, attention_mask)
         if self.output_norm is not None:
             hidden = self.output_norm(hidden)
-        return mlm_loss(self.head, hidden, labels)
+        return mlm_loss(self.head, hidden, labels, max_predictions)
 
     def save_pretrained(self, path: str | os.PathLike) -> None:
         """Write the decoder's config (JSON) and weights (safetensors) to ``path``."""
@@ -255,19 +273,49 @@ class AuxiliaryDecoder(nn.Module):
             )
 
 
-def mlm_loss(head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor) -> MLMOutput:
+def prediction_bound(positions: int, mask_rate: float, sigmas: float = 8.0) -> int:
+    """A static room for the masked positions among ``positions`` tokens each chosen with ``mask_rate``: the
+    binomial mean plus ``sigmas`` standard deviations (plus a small floor for tiny batches), capped at ``positions``.
+
+    The count stays below it except with a probability of roughly 1e-15 per batch at the default; a batch that
+    exceeds it is never cut silently (see :func:`mlm_loss`).
+    """
+    mean = positions * mask_rate
+    spread = sigmas * math.sqrt(positions * mask_rate * (1.0 - mask_rate))
+    return min(positions, math.ceil(mean + spread) + 16)
+
+
+def mlm_loss(
+    head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor, max_predictions: int | None = None
+) -> MLMOutput:
     """Cross-entropy over masked positions only; the head runs on those positions alone (its vocabulary
-    projection is the expensive part)."""
-    selected = labels != -100
-    total = int(selected.sum())
-    if total == 0:
-        # Nothing to predict (e.g. a batch of empty strings): a zero that keeps the graph connected.
-        return MLMOutput(loss=hidden.sum() * 0.0, correct=0, total=0)
-    logits = head(hidden[selected])
-    targets = labels[selected]
-    loss = F.cross_entropy(at_least_fp32(logits), targets)
-    correct = int((logits.detach().argmax(-1) == targets).sum())
-    return MLMOutput(loss=loss, correct=correct, total=total)
+    projection is the expensive part).
+
+    ``max_predictions=None`` gathers exactly the masked positions; sizing that gather reads their count, one host
+    synchronisation on a GPU. With ``max_predictions=M`` the first ``M`` positions in a stable order (the masked
+    ones first) go through the head and the rest are ignored (label -100): no synchronisation, and the same loss
+    as long as at most ``M`` positions are masked. When more are, ``overflow`` is set and the losses' step check
+    stops training rather than let positions drop unnoticed.
+    """
+    width = hidden.shape[-1]
+    flat_hidden = hidden.reshape(-1, width)
+    flat_labels = labels.reshape(-1)
+    selected = flat_labels != -100
+    total = selected.sum()
+    overflow = None
+    if max_predictions is None:
+        # Boolean indexing sizes its output from the count: the one synchronisation of this path.
+        rows, targets = flat_hidden[selected], flat_labels[selected]
+    else:
+        room = min(max_predictions, flat_labels.numel())
+        order = torch.argsort(selected.to(torch.int8), descending=True, stable=True)[:room]
+        rows, targets = flat_hidden[order], flat_labels[order]
+        overflow = total > room
+    logits = head(rows)
+    # Sum over the count, not mean: an empty selection gives 0 (not NaN) without a host-side branch.
+    loss = F.cross_entropy(at_least_fp32(logits), targets, ignore_index=-100, reduction="sum") / total.clamp(min=1)
+    correct = ((logits.detach().argmax(-1) == targets) & (targets != -100)).sum()
+    return MLMOutput(loss=loss, correct=correct, total=total, overflow=overflow)
 
 
 def _set_submodule(model: nn.Module, path: str, module: nn.Module) -> None:

@@ -1,6 +1,6 @@
-"""BERT-style masking for tokenized batches: per-token (:class:`TokenMasker`) and whole-word with a fixed budget per
-sequence (:class:`WholeWordMasker`, Condenser's procedure). Both leave the 80/10/10 replacement to
-``transformers.DataCollatorForLanguageModeling``."""
+"""BERT-style masking for tokenized batches: per-token (:class:`TokenMasker`, on the batch's device) and whole-word
+with a fixed budget per sequence (:class:`WholeWordMasker`, Condenser's procedure, on the CPU). Both follow the
+80/10/10 replacement of ``transformers.DataCollatorForLanguageModeling``."""
 
 from __future__ import annotations
 
@@ -32,11 +32,17 @@ class TokenMasker:
     """Masks an already tokenized batch: ``mask_rate`` of the real tokens are chosen, of which 80% become
     the mask token, 10% a random token and 10% stay unchanged. Special and padding tokens are never chosen.
 
+    The draws run on the ids' own device, so masking a GPU batch reads nothing back to the host. They are the
+    ``bernoulli`` / ``randint`` calls of ``transformers.DataCollatorForLanguageModeling.torch_mask_tokens``, with
+    the same shapes and in the same order, so on the CPU a given random state gives the collator's masks exactly.
+
     Args:
         tokenizer: the encoder's tokenizer; it must have a mask token.
         mask_rate: probability that a real (non-special, non-padding) token is chosen for prediction.
         mask_replace_prob: share of chosen tokens replaced by the mask token.
         random_replace_prob: share of chosen tokens replaced by a random token.
+        seed: seeds a ``torch.Generator`` of the masker's own on each device it meets; by default the device's
+            global generator is used, so ``torch.manual_seed`` makes the masks reproducible.
 
     Example:
         ::
@@ -52,29 +58,58 @@ class TokenMasker:
         mask_rate: float = 0.4,
         mask_replace_prob: float = 0.8,
         random_replace_prob: float = 0.1,
+        seed: int | None = None,
     ) -> None:
         _require_mask_token(tokenizer)
         _check_mask_rate(mask_rate)
+        if mask_replace_prob + random_replace_prob > 1:
+            raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
         self.tokenizer = tokenizer
         self.mask_rate = mask_rate
-        self.collator = DataCollatorForLanguageModeling(
-            tokenizer=tokenizer,
-            mlm=True,
-            mlm_probability=mask_rate,
-            mask_replace_prob=mask_replace_prob,
-            random_replace_prob=random_replace_prob,
-            return_tensors="pt",
-        )
+        self.mask_replace_prob = mask_replace_prob
+        self.random_replace_prob = random_replace_prob
+        self.seed = seed
+        self.mask_token_id = tokenizer.convert_tokens_to_ids(tokenizer.mask_token)
+        self.vocab_size = len(tokenizer)
         self._special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
+        # Per device: building them each call would cost a host-to-device copy per step.
+        self._special_on: dict[torch.device, torch.Tensor] = {}
+        self._generators: dict[torch.device, torch.Generator] = {}
+
+    def _specials(self, device: torch.device) -> torch.Tensor:
+        if device not in self._special_on:
+            self._special_on[device] = self._special_ids.to(device)
+        return self._special_on[device]
+
+    def _generator(self, device: torch.device) -> torch.Generator | None:
+        if self.seed is None:
+            return None
+        if device not in self._generators:
+            self._generators[device] = torch.Generator(device=device).manual_seed(self.seed)
+        return self._generators[device]
 
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(masked_input_ids, labels)``; ``labels`` is -100 wherever no prediction is asked."""
-        device = input_ids.device
-        # The collator draws its random numbers on the CPU, so the masking runs there.
-        ids = input_ids.detach().to("cpu", copy=True)
-        protected = torch.isin(ids, self._special_ids) | (attention_mask.detach().cpu() == 0)
-        masked, labels = self.collator.torch_mask_tokens(ids, special_tokens_mask=protected)
-        return masked.to(device), labels.to(device)
+        ids = input_ids.detach()
+        device, shape = ids.device, ids.shape
+        generator = self._generator(device)
+        protected = torch.isin(ids, self._specials(device)) | (attention_mask.detach() == 0)
+
+        def coin(probability: float) -> torch.Tensor:
+            # torch.full's default dtype, as the collator's, keeps the CPU stream identical to it.
+            return torch.bernoulli(torch.full(shape, probability, device=device), generator=generator).bool()
+
+        chosen_prob = torch.full(shape, self.mask_rate, device=device).masked_fill_(protected, 0.0)
+        chosen = torch.bernoulli(chosen_prob, generator=generator).bool()
+        labels = ids.masked_fill(~chosen, -100)
+        # torch.where, not boolean-index assignment, which would count the positions on the host.
+        as_mask = coin(self.mask_replace_prob) & chosen
+        masked = torch.where(as_mask, self.mask_token_id, ids)
+        if self.mask_replace_prob == 1 or self.random_replace_prob == 0:
+            return masked, labels
+        as_random = coin(self.random_replace_prob / (1 - self.mask_replace_prob)) & chosen & ~as_mask
+        random_ids = torch.randint(self.vocab_size, shape, dtype=torch.long, device=device, generator=generator)
+        return torch.where(as_random, random_ids, masked), labels
 
 
 def word_boundary_rule(tokenizer: PreTrainedTokenizerBase) -> tuple[str, bool] | None:

@@ -13,6 +13,8 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from st_infocse.losses._checks import raise_deferred_checks
+
 logger = logging.getLogger(__name__)
 
 AUXILIARY_STATE_NAME = "auxiliary_state.safetensors"
@@ -151,6 +153,12 @@ class AuxiliaryStateCallback(TrainerCallback):
     across processes in distributed training (the trainer wraps only the model in DDP); and tells the loss the
     step number, so that a non-finite loss is reported with the step it happened at.
 
+    Step checks without synchronisation: for the length of a training run the loss keeps its non-finite / empty
+    batch flags on the device (``defer_checks``) and the callback reads them at ``on_step_end``, which the trainer
+    calls before it logs, evaluates or saves; a broken step still stops training with the same error, before any
+    checkpoint holds its weights. Flags left by an evaluation are read at ``on_evaluate``. Without the callback the
+    loss checks inside its forward, as before.
+
     Joint gradient clipping (``clip_jointly=True``, the default): the trainer clips only the model's gradients to
     ``args.max_grad_norm``, so a projection head, fusion layers or MLM head owned by the loss are never clipped and
     their gradients do not count in the norm. The papers' training code clipped everything together, and one
@@ -210,8 +218,23 @@ class AuxiliaryStateCallback(TrainerCallback):
             checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             save_auxiliary_state(self.loss, checkpoint)
 
+    def _checked_modules(self) -> Iterator[nn.Module]:
+        # The losses that call check_finite carry a training_step.
+        return (module for module in self.loss.modules() if hasattr(module, "training_step"))
+
+    def _set_deferred_checks(self, deferred: bool) -> None:
+        for module in self._checked_modules():
+            module.defer_checks = deferred
+            if not deferred:
+                module.__dict__.pop("_pending_checks", None)
+
+    def _raise_deferred_checks(self) -> None:
+        for module in self._checked_modules():
+            raise_deferred_checks(module)
+
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
         self._restore_trainer_clipping(args)  # a previous run of this callback that died mid-step
+        self._set_deferred_checks(True)
         self._setup_clipping(args, kwargs.get("optimizer"))
         if self.resume_from is None and state.global_step == 0:
             return
@@ -269,8 +292,23 @@ class AuxiliaryStateCallback(TrainerCallback):
         _unscale_once(kwargs.get("optimizer"))
         self._last_grad_norm = clip_gradients_jointly(self.loss, self.max_grad_norm).detach()
 
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
+        try:
+            self._raise_deferred_checks()
+        except Exception:
+            # The loss keeps protecting itself if it is used again outside this run.
+            self._set_deferred_checks(False)
+            raise
+
+    def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
+        self.on_step_end(args, state, control, **kwargs)
+
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
         self._restore_trainer_clipping(args)
+        try:
+            self._raise_deferred_checks()
+        finally:
+            self._set_deferred_checks(False)
 
     def on_log(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, logs=None, **kwargs

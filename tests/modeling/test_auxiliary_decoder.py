@@ -38,3 +38,23 @@ def test_incompatible_model_is_refused(make_model, tiny_bert_nomask_dir, tmp_pat
 def test_bad_fusion_init(make_model):
     with pytest.raises(ValueError, match="fusion_init"):
         AuxiliaryDecoder.from_encoder(make_model(), k=2, n=2, fusion_init="random")
+
+
+def test_bounded_gather_gives_the_exact_loss():
+    from st_infocse.modeling.auxiliary_decoder import mlm_loss, prediction_bound
+
+    torch.manual_seed(0)
+    head = torch.nn.Linear(8, 11)
+    hidden = torch.randn(4, 9, 8, requires_grad=True)
+    labels = torch.randint(11, (4, 9)).masked_fill(torch.rand(4, 9) > 0.3, -100)
+    exact = mlm_loss(head, hidden, labels)
+    (grad_exact,) = torch.autograd.grad(exact.loss, hidden)
+    room = prediction_bound(labels.numel(), 0.3)
+    assert int(exact.total) < room < labels.numel() + 1
+    bounded = mlm_loss(head, hidden, labels, max_predictions=room)
+    (grad_bounded,) = torch.autograd.grad(bounded.loss, hidden)
+    assert torch.allclose(bounded.loss, exact.loss) and torch.allclose(grad_bounded, grad_exact)
+    assert (bounded.total, bounded.correct) == (exact.total, exact.correct) and not bounded.overflow
+    assert mlm_loss(head, hidden, labels, max_predictions=int(exact.total) - 1).overflow
+    nothing = mlm_loss(head, hidden, torch.full_like(labels, -100), max_predictions=room)
+    assert nothing.loss.item() == 0.0 and nothing.total == 0

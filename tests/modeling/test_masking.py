@@ -1,6 +1,6 @@
 import pytest
 import torch
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, DataCollatorForLanguageModeling
 
 from st_infocse.modeling import TokenMasker
 from st_infocse.modeling.masking import WholeWordMasker
@@ -42,6 +42,63 @@ def test_views_get_independent_masks(tokenizer):
     _, first = masker(batch["input_ids"], batch["attention_mask"])
     _, second = masker(batch["input_ids"], batch["attention_mask"])
     assert not torch.equal(first, second)
+
+
+def _collator_masks(tokenizer, ids, mask, rate):
+    collator = DataCollatorForLanguageModeling(tokenizer=tokenizer, mlm=True, mlm_probability=rate, return_tensors="pt")
+    protected = torch.isin(ids, torch.tensor(tokenizer.all_special_ids)) | (mask == 0)
+    return collator.torch_mask_tokens(ids.clone(), special_tokens_mask=protected)
+
+
+@pytest.mark.parametrize("rate", [0.15, 0.4])
+def test_cpu_masks_are_the_collators_draw_for_draw(tokenizer, rate):
+    # The same random calls in the same order: a seed gives what the collator gives, bit for bit.
+    batch = tokenizer(random_sentences(64, seed=3), padding=True, return_tensors="pt")
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    masker = TokenMasker(tokenizer, mask_rate=rate)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        expected = _collator_masks(tokenizer, ids, mask, rate)
+        torch.manual_seed(seed)
+        got = masker(ids, mask)
+        assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+
+
+def test_masking_statistics_match_the_collators(tokenizer):
+    batch = tokenizer(random_sentences(2000, seed=4, min_words=2, max_words=20), padding=True, return_tensors="pt")
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    special = torch.isin(ids, torch.tensor(tokenizer.all_special_ids)) | (mask == 0)
+
+    def rates(masked, labels):
+        chosen = labels != -100
+        assert not chosen[special].any(), "special or padding tokens were chosen"
+        as_mask = chosen & (masked == tokenizer.mask_token_id)
+        kept = chosen & (masked == ids)
+        # A random draw can hit the original token or [MASK]; those count as kept / masked in both.
+        as_random = chosen & ~as_mask & ~kept
+        real = (~special).sum()
+        return torch.stack([chosen.sum() / real, *(x.sum() / chosen.sum() for x in (as_mask, as_random, kept))])
+
+    # Different seeds: the rates agree as statistics, not draw for draw.
+    torch.manual_seed(10)
+    ours = rates(*TokenMasker(tokenizer, mask_rate=0.3, seed=11)(ids, mask))
+    torch.manual_seed(12)
+    theirs = rates(*_collator_masks(tokenizer, ids, mask, 0.3))
+    assert torch.allclose(ours, theirs, atol=0.015), (ours, theirs)
+    assert torch.allclose(ours, torch.tensor([0.3, 0.8, 0.1, 0.1]), atol=0.02), ours
+
+
+def test_seeded_masker_has_its_own_stream(tokenizer):
+    batch = tokenizer(random_sentences(16, seed=5), padding=True, return_tensors="pt")
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    first = TokenMasker(tokenizer, seed=3)
+    second = TokenMasker(tokenizer, seed=3)
+    state = torch.get_rng_state()
+    a = [first(ids, mask) for _ in range(2)]
+    assert torch.equal(torch.get_rng_state(), state), "a seeded masker drew from the global generator"
+    b = [second(ids, mask) for _ in range(2)]
+    assert all(torch.equal(x[1], y[1]) for x, y in zip(a, b, strict=True))
+    assert not torch.equal(a[0][1], a[1][1])
 
 
 def test_tokenizer_without_mask_token_is_refused(tiny_bert_nomask_dir):
