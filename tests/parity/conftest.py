@@ -70,6 +70,15 @@ def column_texts(kind: str, batch: int = 16) -> list[list[str]]:
     return [texts[i * batch : (i + 1) * batch] for i in range(columns)]
 
 
+def columns_and_views(model, kind: str) -> tuple[list[dict], list[dict[str, torch.Tensor]]]:
+    """The package's input (one features dict per column) and the authors' views of it: the token tensors of
+    every sentence of an instance, one column giving the same text twice (two dropout views)."""
+    columns = [dict(model.preprocess(texts)) for texts in column_texts(kind)]
+    keys = ("input_ids", "attention_mask", "token_type_ids")
+    tensors = [{key: value for key, value in column.items() if key in keys} for column in columns]
+    return columns, tensors * 2 if len(tensors) == 1 else tensors
+
+
 def relative_difference(ours: torch.Tensor, theirs: torch.Tensor) -> float:
     """||ours - theirs|| / ||theirs||, the largest acceptable value being 1e-4."""
     ours, theirs = ours.detach().double(), theirs.detach().double()

@@ -21,7 +21,7 @@ from st_infocse import losses
 from . import authors
 from .conftest import (
     FixedMasker,
-    column_texts,
+    columns_and_views,
     draw_masks,
     gradients,
     head_tensors,
@@ -30,7 +30,6 @@ from .conftest import (
 )
 
 TOLERANCE = 1e-4
-TOKEN_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def _reference_modules(loss, encoder_copy):
@@ -61,9 +60,7 @@ def _run(cls_model, kind: str, loss_class=losses.InfoCSELoss):
     frozen, c_head, lm_head, projection = _reference_modules(loss, encoder_copy)
 
     tokenizer = model[0].tokenizer
-    columns = [dict(model.preprocess(texts)) for texts in column_texts(kind)]
-    tensors = [{key: value for key, value in c.items() if key in TOKEN_KEYS} for c in columns]
-    views = tensors * 2 if len(tensors) == 1 else tensors  # one column = the same text twice
+    columns, views = columns_and_views(model, kind)
     draws = draw_masks(views, tokenizer, loss.cmlm.mask_rate)
     loss.cmlm.masker = FixedMasker(draws)
 

@@ -18,6 +18,7 @@ from . import authors
 from .conftest import (
     FixedMasker,
     column_texts,
+    columns_and_views,
     draw_masks,
     gradients,
     head_tensors,
@@ -26,7 +27,6 @@ from .conftest import (
 )
 
 TOLERANCE = 1e-4
-TOKEN_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def _setup(cls_model, kind: str, make_loss):
@@ -34,9 +34,7 @@ def _setup(cls_model, kind: str, make_loss):
     loss = make_loss(model).double()
     encoder = model[0].auto_model
     encoder_copy = copy.deepcopy(encoder)
-    columns = [dict(model.preprocess(texts)) for texts in column_texts(kind)]
-    tensors = [{key: value for key, value in c.items() if key in TOKEN_KEYS} for c in columns]
-    views = tensors * 2 if len(tensors) == 1 else tensors
+    columns, views = columns_and_views(model, kind)
     mlp = authors.mlp_layer(encoder.config.hidden_size).double()
     if loss_projection(loss) is not None:
         mlp.load_state_dict(loss_projection(loss).net.state_dict())
