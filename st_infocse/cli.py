@@ -4,6 +4,7 @@
     st-infocse train --objective infocse --model stage1/model --decoder stage1/decoder --output_dir out
     st-infocse mine --model out --docs docs.jsonl.gz --output_dir pairs
     st-infocse evaluate --model out --sts ../shared/data/senteval --beir scifact --beir_source ../shared/data/beir
+    st-infocse train --recipe infocse-bert-base --train_data wiki1m_for_simcse.txt --output_dir out   # a paper's run
 
 Every flag of ``SentenceTransformerTrainingArguments`` is accepted by ``train`` and ``pretrain-aux``; ``--config
 file.json|yaml`` holds any of them (flags given after it override it). Errors about inputs exit with code 2, and
@@ -24,6 +25,15 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+from st_infocse.recipes import (
+    Recipe,
+    UnknownRecipeError,
+    format_recipe,
+    format_recipe_list,
+    get_recipe,
+    recipe_names,
+)
 
 logger = logging.getLogger("st_infocse")
 
@@ -312,6 +322,172 @@ def _config_to_flags(path: str) -> list[str]:
         else:
             flags.append(str(value).lower() if isinstance(value, bool) else str(value))
     return flags
+
+
+# ----------------------------------------------------------------------------------------------- recipes
+# ``--recipe NAME`` (st_infocse.recipes) is expanded as --config is: the recipe's flags first, so that every flag the
+# user gives wins, wherever it stands. ``train`` expands it before its input checks, which so see the recipe's values.
+
+
+@dataclass
+class RecipeArguments:
+    """Only for ``train --help``: ``--recipe`` is taken out of the flags before they are parsed."""
+
+    _argument_group_name = "recipe"
+
+    recipe: str | None = field(
+        default=None,
+        metadata={
+            "help": "A paper's released run by name, e.g. infocse-bert-base ('list', or `st-infocse recipes`, "
+            "shows them all): its flags come first, so every flag you give wins. The scripts' fp16 is kept on a "
+            "GPU; on a CPU it becomes bf16 where the CPU has native bf16, else fp32.",
+            "metavar": "NAME",
+        },
+    )
+
+
+def _take_recipe(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """The ``--recipe NAME`` (or ``--recipe=NAME``) given, or None, and the flags without it."""
+    names: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(argv):
+        item = argv[index]
+        if item == "--recipe":
+            if index + 1 >= len(argv) or argv[index + 1].startswith("-") or not argv[index + 1]:
+                raise CLIError(f"--recipe needs a name: {', '.join(recipe_names())} (or 'list')")
+            names.append(argv[index + 1])
+            index += 2
+            continue
+        if item.startswith("--recipe="):
+            names.append(item.split("=", 1)[1])
+        else:
+            rest.append(item)
+        index += 1
+    if len(set(names)) > 1:
+        raise CLIError(f"--recipe given more than once ({', '.join(names)}); a run follows one recipe")
+    return (names[0] if names else None), rest
+
+
+def _get_recipe(name: str) -> Recipe:
+    try:
+        return get_recipe(name)
+    except UnknownRecipeError as exc:
+        raise CLIError(f"{exc} (st-infocse recipes describes them)") from None
+
+
+def _with_recipe(recipe: Recipe, user_argv: Sequence[str]) -> list[str]:
+    """The recipe's flags, then the user's: the parser keeps the last value of a flag, so the user's win."""
+    return ["--output_dir", f"output/{recipe.name}", *recipe.to_argv(), *user_argv]
+
+
+def _flag_names(argv: Sequence[str]) -> set[str]:
+    """Flag names as the parser sees them: ``--learning-rate=1`` and ``--lambda_`` are learning_rate and lambda."""
+    return {item[2:].split("=", 1)[0].replace("-", "_").rstrip("_") for item in argv if item.startswith("--")}
+
+
+def _bool_flag(argv: Sequence[str], flag: str) -> bool:
+    """A boolean flag's last value; given bare (``--use_cpu``) it is true, as the parser reads it."""
+    value: Any = False
+    for index, item in enumerate(argv):
+        if item == flag:
+            following = argv[index + 1] if index + 1 < len(argv) else "--"
+            value = True if following.startswith("--") else following
+        elif item.startswith(flag + "="):
+            value = item.split("=", 1)[1]
+    return value is True or str(value).lower() in ("true", "yes", "t", "y", "1")
+
+
+def _accelerator_type() -> str:
+    """Where the trainer will put the model unless told --use_cpu: the accelerator's type, or ``cpu``."""
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6
+    if accelerator is not None:
+        return accelerator.current_accelerator().type if accelerator.is_available() else "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    return "mps" if mps is not None and mps.is_available() else "cpu"
+
+
+def choose_recipe_precision(wanted: str | None, device: str, native_bf16: bool | None) -> tuple[list[str], str]:
+    """Flags to append to a recipe's run, and what was chosen, for the recipe's precision ``wanted`` (fp16, bf16 or
+    None) on ``device``; ``native_bf16`` tells whether the CPU has native bf16 (None: unknown).
+
+    The scripts' fp16 is a GPU setting: on an accelerator it is kept; on a CPU it becomes bf16 where the CPU computes
+    bf16 natively, and fp32 otherwise (bf16 without it is 13-16x slower than fp32 per step, measured).
+    """
+    if wanted is None:
+        return [], "fp32 (the recipe's)"
+    if device != "cpu":
+        return [], f"{wanted} on {device} (the recipe's)"
+    if native_bf16:
+        # transformers refuses bf16 without a GPU unless told to use the CPU
+        flags = ([] if wanted == "bf16" else ["--fp16", "false", "--bf16", "true"]) + ["--use_cpu", "true"]
+        return flags, f"bf16 on cpu (the recipe's {wanted} is a GPU setting; this CPU has native bf16)"
+    reason = "has no native bf16" if native_bf16 is False else "may lack native bf16 (its flags are unreadable)"
+    chosen = f"fp32 on cpu (the recipe's {wanted} is a GPU setting; this CPU {reason})"
+    return ["--fp16", "false", "--bf16", "false"], chosen
+
+
+def _start_recipe(recipe: Recipe, argv: list[str], user_argv: Sequence[str]) -> list[str]:
+    """Settle the recipe's precision for this machine and print what the run takes from the recipe and from you."""
+    given = _flag_names(user_argv)
+    device = "cpu" if _bool_flag(argv, "--use_cpu") else _accelerator_type()
+    if {"fp16", "bf16"} & given:
+        fp16, bf16 = _bool_flag(argv, "--fp16"), _bool_flag(argv, "--bf16")
+        # --bf16 true alone replaces the recipe's fp16 rather than clashing with it
+        extra = ["--fp16", "false"] if bf16 and "fp16" not in given else []
+        fp16 = fp16 and not extra
+        if bf16 and device == "cpu":
+            extra += ["--use_cpu", "true"]  # transformers refuses bf16 without a GPU unless told to use the CPU
+        precision = f"{'fp16' if fp16 else 'bf16' if bf16 else 'fp32'} (as you set it)"
+    else:
+        from st_infocse.training.precision import cpu_has_native_bf16
+
+        native = cpu_has_native_bf16() if device == "cpu" else None
+        extra, precision = choose_recipe_precision(recipe.precision, device, native)
+        if device == "cpu" and recipe.precision and not native:
+            logger.warning(
+                "recipe %s: its %s is a GPU setting, and on a CPU without native bf16 (no avx512_bf16 / AMX) bf16 is "
+                "much slower than fp32 (13-16x per training step measured on an AVX2 CPU): training in fp32; pass "
+                "--bf16 true or --fp16 true to insist.",
+                recipe.name,
+                recipe.precision,
+            )
+    overridden = [flag for flag in recipe.flags if flag[2:].rstrip("_") in given]
+    recipe_names_given = {flag[2:].rstrip("_") for flag in recipe.flags}
+    added = sorted(f"--{name}" for name in given - recipe_names_given - {"fp16", "bf16"})
+    train_data = _flag_value(argv, "--train_data", DataArguments.train_data)
+    if "train_data" not in given:
+        train_data += " (wiki1m from the hub, the authors' data; --train_data for a local copy)"
+    _summary(
+        f"Recipe {recipe.name}",
+        {
+            "source": recipe.source,
+            "published": "; ".join(str(number) for number in recipe.published),
+            "your flags": (
+                f"override {', '.join(overridden) or 'none of the recipe'}; add {', '.join(added) or 'nothing'}"
+                if given
+                else "none: the recipe as released"
+            ),
+            "precision": precision,
+            "training data": train_data,
+        },
+    )
+    return [*argv, *extra]
+
+
+def cmd_recipes(argv: Sequence[str]) -> int:
+    """``st-infocse recipes``: the table; ``st-infocse recipes NAME``: one recipe's flags, origins and notes."""
+    if _asks_for_help(argv):
+        print("usage: st-infocse recipes [NAME]   (the table, or one recipe's flags, their origins and notes)")
+        return 0
+    if len(argv) > 1:
+        raise CLIError("give at most one recipe name")
+    print(format_recipe(_get_recipe(argv[0]).name) if argv else format_recipe_list())
+    return 0
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -1048,9 +1224,19 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
 
 def cmd_train(argv: Sequence[str]) -> int:
     argv = _expand_config(argv)
+    recipe_name, user_argv = _take_recipe(argv)
+    if recipe_name == "list":
+        print(format_recipe_list())
+        return 0
+    recipe = _get_recipe(recipe_name) if recipe_name is not None else None
+    argv = _with_recipe(recipe, user_argv) if recipe is not None else user_argv
     _precheck_training(argv, "train")
-    model_args, data_args, loss_args, training_args = _parse(
-        [ModelArguments, DataArguments, LossArguments, _training_arguments_class()], argv, "st-infocse train"
+    if recipe is not None and not _asks_for_help(argv):
+        argv = _start_recipe(recipe, argv, user_argv)
+    _, model_args, data_args, loss_args, training_args = _parse(
+        [RecipeArguments, ModelArguments, DataArguments, LossArguments, _training_arguments_class()],
+        argv,
+        "st-infocse train",
     )
     if loss_args.objective not in OBJECTIVES:
         raise CLIError(f"unknown objective {loss_args.objective!r}; choose one of {', '.join(OBJECTIVES)}")
@@ -1269,6 +1455,7 @@ COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], str]] = {
     "mine": (cmd_mine, "mine IDC positive pairs from documents into a dataset on disk"),
     "evaluate": (cmd_evaluate, "STS suite, BEIR and transfer tasks; JSON, markdown and plots"),
     "demo": (cmd_demo, "train and evaluate offline on the bundled demo data (pip install 'st-infocse[demo]')"),
+    "recipes": (cmd_recipes, "the papers' released runs, for `st-infocse train --recipe NAME`"),
 }
 
 

@@ -6,6 +6,7 @@ jsonl/csv/Hugging Face folders of sentence1/sentence2/score, and BEIR folders.
 mteb, beir, scikit-learn and matplotlib (the ``eval`` extra) are imported only when a function needs them.
 """
 
+from .conditional_mlm import ConditionalMLMEvaluator, train_probe_decoder
 from .data import (
     STS_TASKS,
     TRANSFER_TASKS,
@@ -59,6 +60,7 @@ from .transfer import TransferResult, TransferTaskResult, classify, evaluate_tra
 
 __all__ = [
     "BEIR_PAPER_DATASETS",
+    "ConditionalMLMEvaluator",
     "STSB_DEV_METRIC",
     "STS_TASKS",
     "TRANSFER_TASKS",
@@ -75,6 +77,7 @@ __all__ = [
     "TransferResult",
     "TransferTaskResult",
     "alignment_loss",
+    "train_probe_decoder",
     "beir_task_info",
     "classify",
     "download_beir",

@@ -1,0 +1,335 @@
+"""How much a sentence embedding tells an auxiliary decoder about the sentence's masked tokens.
+
+InfoCSE and CMLM-CSE only shape the embedding ``h`` if their decoder reads it: the masked sentence also reaches the
+decoder through its frozen lower layers, which may be enough on their own. :class:`ConditionalMLMEvaluator` scores
+the decoder's masked-token loss and accuracy twice on fixed sentences and masks: once conditioned on each
+sentence's own ``h``, once on the ``h`` of another sentence of the batch. The difference in loss (nats per masked
+token) is the information ``h`` carries about the masked tokens, as far as this decoder can use it.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+from torch import nn
+from tqdm.auto import tqdm
+
+from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
+from st_infocse.modeling.encoder_parts import find_encoder_parts
+from st_infocse.modeling.masking import TokenMasker
+
+logger = logging.getLogger(__name__)
+
+METRICS = ("loss", "accuracy", "loss_shuffled", "accuracy_shuffled", "information_gain", "accuracy_gap")
+
+
+class _HasDecoder(Protocol):
+    decoder: AuxiliaryDecoder
+    mask_rate: float
+
+
+def _shift_within(batch: int) -> torch.Tensor:
+    """Each row takes the next row's embedding (a derangement for batches of 2 or more)."""
+    return torch.roll(torch.arange(batch), shifts=-1)
+
+
+def _training_mask_rate(source: Any) -> float:
+    """The loss's own mask rate (InfoCSE and CMLM-CSE keep theirs on their conditional-MLM term); 0.4 otherwise."""
+    for holder in (source, getattr(source, "cmlm", None)):
+        rate = getattr(holder, "mask_rate", None)
+        if isinstance(rate, float):
+            return rate
+    return 0.4
+
+
+def _batch_bounds(count: int, size: int) -> list[tuple[int, int]]:
+    """Batches of ``size``; a lone last sentence joins the previous batch (it has no other embedding to borrow)."""
+    bounds = [(start, min(start + size, count)) for start in range(0, count, size)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] == 1:
+        last = bounds.pop()
+        bounds[-1] = (bounds[-1][0], last[1])
+    return bounds
+
+
+class ConditionalMLMEvaluator(SentenceEvaluator):
+    """Auxiliary-MLM loss and accuracy with each sentence's own embedding ``h`` and with a shuffled one.
+
+    The sentences are tokenized with the model's tokenizer, masked once with a seeded masker (the 80/10/10 rule of
+    training), and scored by the decoder under ``torch.no_grad`` in eval mode. The shuffled score gives sentence
+    ``i`` the embedding of sentence ``i + 1`` of its batch, so the lower layers' view of the masked sentence is
+    unchanged and only ``h`` is wrong. Reported (prefixed with ``name``):
+
+    - ``loss`` / ``accuracy``: cross-entropy and top-1 accuracy on the masked tokens with the true ``h``;
+    - ``loss_shuffled`` / ``accuracy_shuffled``: the same with another sentence's ``h``;
+    - ``information_gain``: ``loss_shuffled - loss``, nats per masked token that ``h`` saves the decoder (the primary
+      metric; about 0 when the decoder ignores ``h``);
+    - ``accuracy_gap``: ``accuracy - accuracy_shuffled``.
+
+    Pass the training loss (an ``InfoCSELoss``, ``CMLMCSELoss``, ``ConditionalMLMLoss`` or
+    ``AuxiliaryPretrainingLoss``) to follow its live decoder during training, or a fixed decoder (an
+    :class:`~st_infocse.modeling.AuxiliaryDecoder` or a folder written by its ``save_pretrained``) to score any
+    model, e.g. a SimCSE-trained one, with the same frozen decoder. A decoder trained on a model's frozen
+    embeddings comes from :func:`train_probe_decoder`.
+
+    Args:
+        sentences: held-out sentences (at least 2 per batch; use a few hundred).
+        decoder: a loss holding a ``decoder`` (read at each call), an ``AuxiliaryDecoder``, or a decoder folder.
+        mask_rate: share of real tokens masked; defaults to the loss's or 0.4 for a bare decoder.
+        batch_size: sentences per decoder pass, and the group within which ``h`` is shuffled.
+        max_seq_length: tokenization length; defaults to the model's.
+        seed: seeds the masks, so every call scores the same masked tokens.
+        name: prefix of the reported metrics.
+        show_progress_bar: show a progress bar over the batches.
+        write_csv: append the metrics to ``conditional_mlm_evaluation_{name}_results.csv`` in ``output_path``.
+
+    Example:
+        ::
+
+            from datasets import Dataset
+            from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+            from sentence_transformers.base.modules import Transformer
+            from sentence_transformers.sentence_transformer.modules import Pooling
+            from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+            from st_infocse import losses
+            from st_infocse.evaluation import ConditionalMLMEvaluator
+
+            encoder = Transformer("bert-base-uncased", max_seq_length=32)
+            model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
+            loss = losses.InfoCSELoss(model, lambda_=1e-5)
+            held_out = ["A man is playing a guitar.", "The cat sleeps on the sofa.", "Stocks fell on Monday."]
+            evaluator = ConditionalMLMEvaluator(held_out, decoder=loss, name="aux")
+            print(evaluator(model))  # {'aux_loss': ..., 'aux_information_gain': ..., ...}
+            args = SentenceTransformerTrainingArguments("out", eval_strategy="steps", eval_steps=50)
+            train = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."] * 64})
+            SentenceTransformerTrainer(model=model, args=args, train_dataset=train, loss=loss,
+                                       evaluator=evaluator).train()
+    """
+
+    def __init__(
+        self,
+        sentences: Sequence[str],
+        decoder: AuxiliaryDecoder | _HasDecoder | str | os.PathLike,
+        mask_rate: float | None = None,
+        batch_size: int = 64,
+        max_seq_length: int | None = None,
+        seed: int = 0,
+        name: str = "",
+        show_progress_bar: bool = False,
+        write_csv: bool = True,
+    ) -> None:
+        super().__init__()
+        sentences = list(sentences)
+        blank = [i for i, s in enumerate(sentences) if not isinstance(s, str) or not s.strip()]
+        if blank:
+            raise ValueError(f"sentences must be non-empty strings; {len(blank)} are not (first at index {blank[0]})")
+        if len(sentences) < 2:
+            raise ValueError("need at least 2 sentences: the shuffled score borrows another sentence's embedding")
+        if batch_size < 2:
+            raise ValueError("batch_size must be at least 2: the embedding is shuffled within each batch")
+        if isinstance(decoder, str | os.PathLike):
+            decoder = AuxiliaryDecoder.from_pretrained(decoder)
+        if not isinstance(decoder, AuxiliaryDecoder) and not isinstance(getattr(decoder, "decoder", None), nn.Module):
+            raise TypeError(
+                "decoder must be an AuxiliaryDecoder, a folder written by its save_pretrained, or a loss with a "
+                f"`decoder` attribute; got {type(decoder).__name__}"
+            )
+        self.sentences = sentences
+        self.source = decoder
+        self.mask_rate = mask_rate if mask_rate is not None else _training_mask_rate(decoder)
+        self.batch_size = batch_size
+        self.max_seq_length = max_seq_length
+        self.seed = seed
+        self.name = name
+        self.show_progress_bar = show_progress_bar
+        self.write_csv = write_csv
+        self.primary_metric = "information_gain"
+        self.csv_file = f"conditional_mlm_evaluation{'_' + name if name else ''}_results.csv"
+
+    @property
+    def decoder(self) -> AuxiliaryDecoder:
+        if isinstance(self.source, AuxiliaryDecoder):
+            return self.source
+        untied = getattr(self.source, "untied_decoder", None)
+        # Stage 1 shares the encoder's lower layers; its untied copy holds their current weights.
+        return untied() if callable(untied) else self.source.decoder
+
+    def __call__(
+        self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
+    ) -> dict[str, float]:
+        decoder = self.decoder
+        parts = find_encoder_parts(model)
+        decoder.check_compatible(model)
+        masker = TokenMasker(parts.tokenizer, self.mask_rate, seed=self.seed)
+        device = next(model.parameters()).device
+        decoder.to(device)
+        sums = dict.fromkeys(("loss", "correct", "loss_shuffled", "correct_shuffled", "total"), 0.0)
+        model_was_training, decoder_was_training = model.training, decoder.training
+        model.eval()
+        decoder.eval()
+        length = self.max_seq_length or model.max_seq_length
+        try:
+            bounds = _batch_bounds(len(self.sentences), self.batch_size)
+            with torch.no_grad():
+                for start, end in tqdm(bounds, desc="Conditional MLM", disable=not self.show_progress_bar):
+                    self._score_batch(model, decoder, masker, self.sentences[start:end], length, device, sums)
+        finally:
+            model.train(model_was_training)
+            decoder.train(decoder_was_training)
+        total = max(sums["total"], 1.0)
+        metrics = {
+            "loss": sums["loss"] / total,
+            "accuracy": sums["correct"] / total,
+            "loss_shuffled": sums["loss_shuffled"] / total,
+            "accuracy_shuffled": sums["correct_shuffled"] / total,
+        }
+        metrics["information_gain"] = metrics["loss_shuffled"] - metrics["loss"]
+        metrics["accuracy_gap"] = metrics["accuracy"] - metrics["accuracy_shuffled"]
+        metrics["masked_tokens"] = sums["total"]
+        if output_path is not None and self.write_csv:
+            self._write_csv(Path(output_path), epoch, steps, metrics)
+        metrics = self.prefix_name_to_metrics(metrics, self.name)
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        return metrics
+
+    def _score_batch(
+        self,
+        model: Any,
+        decoder: AuxiliaryDecoder,
+        masker: TokenMasker,
+        batch: list[str],
+        length: int,
+        device: torch.device,
+        sums: dict[str, float],
+    ) -> None:
+        previous = model.max_seq_length
+        model.max_seq_length = length
+        try:
+            features = model.preprocess(batch)
+        finally:
+            model.max_seq_length = previous
+        features = {key: value.to(device) for key, value in features.items() if isinstance(value, torch.Tensor)}
+        h = model(dict(features))["sentence_embedding"]
+        masked, labels = masker(features["input_ids"], features["attention_mask"])
+        token_types = features.get("token_type_ids")
+        lower = decoder.lower_hidden_states(masked, features["attention_mask"], token_types)
+        for key, embedding in (("", h), ("_shuffled", h[_shift_within(len(batch)).to(device)])):
+            out = decoder(embedding, masked, features["attention_mask"], labels, token_types, lower_hidden=lower)
+            count = float(out.total)
+            sums["loss" + key] += float(out.loss) * count
+            sums["correct" + key] += float(out.correct)
+        sums["total"] += float(out.total)
+
+    def _write_csv(self, folder: Path, epoch: int, steps: int, metrics: dict[str, float]) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / self.csv_file
+        new = not path.exists()
+        with path.open("a", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            if new:
+                writer.writerow(["epoch", "steps", *METRICS, "masked_tokens"])
+            writer.writerow([epoch, steps, *(metrics[key] for key in METRICS), metrics["masked_tokens"]])
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {"mask_rate": self.mask_rate, "sentences": len(self.sentences), "seed": self.seed}
+
+    @property
+    def description(self) -> str:
+        return "Conditional MLM: information in h"
+
+
+def train_probe_decoder(
+    model: Any,
+    sentences: Sequence[str],
+    k: int | None = None,
+    n: int = 2,
+    mask_rate: float = 0.4,
+    steps: int = 200,
+    batch_size: int = 64,
+    learning_rate: float = 5e-4,
+    seed: int = 0,
+    fusion_init: str = "fresh",
+    show_progress_bar: bool = True,
+) -> tuple[AuxiliaryDecoder, list[dict[str, float]]]:
+    """Train an auxiliary decoder to read ``model``'s frozen embeddings, to score models with one fixed decoder.
+
+    The model is not changed: its embeddings are computed under ``torch.no_grad`` in eval mode. The decoder's lower
+    ``k`` layers are a frozen copy of the model's (as in InfoCSE); its fusion layers and MLM head train with AdamW on
+    the conditional MLM loss over ``steps`` batches drawn from ``sentences`` (cycled). Returns the decoder in eval
+    mode and the training curve (``step``, ``loss``, ``accuracy`` per step).
+
+    Args:
+        model: a CLS-pooled SentenceTransformer whose first module is a Hugging Face encoder with a mask token.
+        sentences: training sentences (distinct from the evaluator's held-out ones).
+        k: frozen lower layers; defaults to InfoCSE's choice for the model's depth.
+        n: fusion layers.
+        mask_rate: share of real tokens masked.
+        steps: optimisation steps.
+        batch_size: sentences per step.
+        learning_rate: AdamW learning rate of the fusion layers and head.
+        seed: seeds the fusion layers' initialisation, the masks and the batch order.
+        fusion_init: ``"fresh"`` or ``"copy"`` (see :meth:`AuxiliaryDecoder.from_encoder`).
+        show_progress_bar: show a progress bar over the steps.
+
+    Example:
+        ::
+
+            from st_infocse.evaluation import ConditionalMLMEvaluator, train_probe_decoder
+
+            decoder, curve = train_probe_decoder(base_model, train_sentences, steps=200)
+            evaluator = ConditionalMLMEvaluator(held_out_sentences, decoder=decoder, name="probe")
+            print(evaluator(simcse_model)["probe_information_gain"])
+    """
+    from st_infocse.losses.conditional_mlm import resolve_preset
+
+    sentences = [s for s in sentences if isinstance(s, str) and s.strip()]
+    if len(sentences) < 2:
+        raise ValueError("need at least 2 non-empty sentences to train a probe decoder")
+    if steps < 1 or batch_size < 1:
+        raise ValueError("steps and batch_size must be at least 1")
+    parts = find_encoder_parts(model)
+    k = k if k is not None else resolve_preset("infocse").k(parts.depth)
+    torch.manual_seed(seed)
+    decoder = AuxiliaryDecoder.from_encoder(model, k=k, n=n, fusion_init=fusion_init, detach=True)
+    device = next(model.parameters()).device
+    decoder.to(device)
+    masker = TokenMasker(parts.tokenizer, mask_rate, seed=seed)
+    trainable = [p for p in decoder.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=learning_rate)
+    order = torch.randperm(len(sentences), generator=torch.Generator().manual_seed(seed)).tolist()
+    model_was_training = model.training
+    model.eval()
+    decoder.train()
+    curve: list[dict[str, float]] = []
+    cursor = 0
+    try:
+        for step in tqdm(range(1, steps + 1), desc="Probe decoder", disable=not show_progress_bar):
+            batch = []
+            while len(batch) < batch_size:
+                batch.append(sentences[order[cursor % len(order)]])
+                cursor += 1
+            features = {
+                key: value.to(device)
+                for key, value in model.preprocess(batch).items()
+                if isinstance(value, torch.Tensor)
+            }
+            with torch.no_grad():
+                h = model(dict(features))["sentence_embedding"]
+            masked, labels = masker(features["input_ids"], features["attention_mask"])
+            out = decoder(h, masked, features["attention_mask"], labels, features.get("token_type_ids"))
+            optimizer.zero_grad(set_to_none=True)
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+            optimizer.step()
+            total = max(float(out.total), 1.0)
+            curve.append({"step": step, "loss": float(out.loss.detach()), "accuracy": float(out.correct) / total})
+    finally:
+        model.train(model_was_training)
+    decoder.eval()
+    return decoder, curve

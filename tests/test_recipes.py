@@ -1,0 +1,409 @@
+"""Named recipes (``st-infocse train --recipe NAME``): each resolves to its source's settings, your flags win, and the
+command line lists them and refuses unknown ones. Offline: no recipe model is downloaded; the runs use tiny models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import st_infocse.training
+import st_infocse.training.precision
+from st_infocse import cli
+from st_infocse.cli import choose_recipe_precision, main
+from st_infocse.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe, recipe_flags, recipe_names
+from st_infocse.training.arguments import STSB_DEV_METRIC
+
+from .conftest import _build, random_sentences
+
+# What each recipe must resolve to, written out from the sources (not from st_infocse.recipes): the authors' scripts
+# for SimCSE and InfoCSE, paper 001 §4.1/Table 3 for InforMin-CL, paper 003 for CMLM-CSE (SimCSE's settings where it
+# states none). None: the recipe leaves the objective's own default.
+COMMON = dict(
+    pooling="cls",
+    temperature=0.05,
+    max_seq_length=32,
+    eval_steps=125,
+    detach=True,
+    eval_strategy="steps",
+    load_best_model_at_end=True,
+    metric_for_best_model=STSB_DEV_METRIC,
+)
+EXPECTED = {
+    "simcse-bert-base": dict(
+        objective="simcse",
+        model="bert-base-uncased",
+        projection="mlp",
+        learning_rate=3e-5,
+        num_train_epochs=1,
+        per_device_train_batch_size=64,
+        lambda_=None,
+        k=None,
+        n=None,
+        mask_rate=None,
+    ),
+    "infocse-bert-base": dict(
+        objective="infocse",
+        model="Luyu/condenser",
+        projection="bn-mlp",
+        learning_rate=7e-6,
+        num_train_epochs=2,
+        per_device_train_batch_size=64,
+        lambda_=1e-5,
+        k=6,
+        n=2,
+        mask_rate=0.4,
+        fusion_init="fresh",
+    ),
+    "infocse-bert-large": dict(
+        objective="infocse",
+        model="ffgcc/condenser-bert-large-uncased",
+        projection="bn-mlp",
+        learning_rate=7e-6,
+        num_train_epochs=2,
+        per_device_train_batch_size=64,
+        lambda_=1e-5,
+        k=6,
+        n=2,
+        mask_rate=0.3,
+        fusion_init="fresh",
+    ),
+    "informin-bert-base": dict(
+        objective="informin",
+        model="bert-base-uncased",
+        projection="mlp",
+        learning_rate=3e-5,
+        num_train_epochs=1,
+        per_device_train_batch_size=128,
+        lambda_=0.4,
+        k=None,
+        n=None,
+        mask_rate=None,
+    ),
+    "cmlm-cse-bert-base": dict(
+        objective="cmlm-cse",
+        model="bert-base-uncased",
+        projection="mlp",
+        learning_rate=3e-5,
+        num_train_epochs=1,
+        per_device_train_batch_size=64,
+        lambda_=0.005,
+        k=8,
+        n=3,
+        mask_rate=0.15,
+        fusion_init="fresh",
+    ),
+}
+PUBLISHED = {
+    "simcse-bert-base": {"STS avg": 76.25, "STS-B dev": 82.45},
+    "infocse-bert-base": {"STS avg": 78.85, "STS-B dev": 85.49},
+    "infocse-bert-large": {"STS avg": 80.18},
+    "informin-bert-base": {"STS avg": 77.30},
+    "cmlm-cse-bert-base": {"STS avg": 76.80, "STS-B dev": 83.76},
+}
+
+
+class _Stop(Exception):
+    """Raised by a spy to end a command at the point under test (``main`` lets it through)."""
+
+
+@pytest.fixture
+def cpu_without_bf16(monkeypatch):
+    """This machine as a CPU without native bf16, whatever it is."""
+    monkeypatch.setattr(cli, "_accelerator_type", lambda: "cpu")
+    monkeypatch.setattr(st_infocse.training.precision, "cpu_has_native_bf16", lambda *a, **k: False)
+
+
+@pytest.fixture
+def parsed(monkeypatch, tmp_path):
+    """``parsed(argv)`` runs ``st-infocse train argv`` until its flags are parsed, and returns the parsed dataclasses
+    (merged into one dict) with the argv the parser received; nothing is loaded, nothing is downloaded."""
+    monkeypatch.chdir(tmp_path)
+    real_parse = cli._parse
+
+    def run(argv: list[str], parse: bool = True) -> tuple[dict, list[str]]:
+        seen: dict = {}
+
+        def spy(types, flags, prog, evaluates=True):
+            seen["argv"] = list(flags)
+            if parse:
+                seen["args"] = real_parse(types, flags, prog, evaluates)
+            raise _Stop
+
+        monkeypatch.setattr(cli, "_parse", spy)
+        with pytest.raises(_Stop):
+            main(["train", *argv])
+        merged: dict = {}
+        for part in seen.get("args", ()):
+            merged.update(vars(part))
+        return merged, seen["argv"]
+
+    return run
+
+
+# ------------------------------------------------------------------------------------------------ registry
+
+
+def test_registry_names_the_five_recipes_each_consistent():
+    assert recipe_names() == list(EXPECTED)
+    for name, recipe in RECIPES.items():
+        assert isinstance(recipe, Recipe) and recipe.name == name
+        assert recipe.objective == recipe.flags["--objective"] == EXPECTED[name]["objective"]
+        assert recipe.objective in cli.OBJECTIVES
+        assert recipe.precision == "fp16"  # every released script passes --fp16
+        assert set(recipe.origins) == set(recipe.flags) and all(recipe.origins.values())
+        assert {p.metric: p.value for p in recipe.published} == PUBLISHED[name]
+        assert all("Table" in p.where for p in recipe.published)
+        assert recipe_flags(name) == recipe.to_argv()
+        assert "--train_data" not in recipe.flags and "--stsb_dev" not in recipe.flags  # the user's (or the hub's)
+    with pytest.raises(TypeError):
+        RECIPES["simcse-bert-base"].flags["--learning_rate"] = "1"  # type: ignore[index]
+
+
+def test_unknown_recipe_error_names_the_known_ones():
+    with pytest.raises(UnknownRecipeError) as info:
+        get_recipe("infocse-bert-huge")
+    assert isinstance(info.value, ValueError)
+    assert all(name in str(info.value) for name in EXPECTED)
+
+
+# ------------------------------------------------------------------------------------ resolved arguments
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_recipe_resolves_to_its_sources_arguments(name, parsed, cpu_without_bf16):
+    args, argv = parsed(["--recipe", name])
+    expected = {**COMMON, **EXPECTED[name]}
+    for key, value in expected.items():
+        actual = getattr(args[key], "value", args[key])  # eval_strategy is an enum
+        if isinstance(value, float):
+            assert actual == pytest.approx(value), key
+        else:
+            assert actual == value, key
+    assert args["output_dir"] == f"output/{name}"
+    # The released scripts' fp16, settled for this machine (a CPU without native bf16): fp32.
+    assert argv[argv.index("--fp16") + 1] == "true"  # the recipe's, as released, then settled below
+    assert args["fp16"] is False and args["bf16"] is False
+    assert args["max_grad_norm"] == 1.0  # the authors' trainers' default, clipped jointly (below)
+
+
+def test_flags_you_give_win_wherever_they_stand(parsed, cpu_without_bf16):
+    args, _ = parsed(
+        [
+            "--learning_rate",
+            "1e-4",
+            "--k=4",
+            "--recipe",
+            "infocse-bert-base",
+            "--lambda_",
+            "0.1",
+            "--num-train-epochs",
+            "3",
+            "--model",
+            "some-org/some-model",
+            "--output_dir",
+            "mine",
+        ]
+    )
+    assert args["learning_rate"] == pytest.approx(1e-4) and args["k"] == 4 and args["lambda_"] == pytest.approx(0.1)
+    assert args["num_train_epochs"] == 3 and args["model"] == "some-org/some-model" and args["output_dir"] == "mine"
+    # untouched flags keep the recipe's values
+    assert args["n"] == 2 and args["mask_rate"] == pytest.approx(0.4) and args["projection"] == "bn-mlp"
+
+
+def test_a_config_file_can_name_the_recipe_and_override_it(parsed, cpu_without_bf16, tmp_path):
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({"recipe": "cmlm-cse-bert-base", "mask_rate": 0.4, "n": 2}))
+    args, _ = parsed(["--config", str(config), "--n", "4"])
+    assert args["objective"] == "cmlm-cse" and args["k"] == 8
+    assert args["mask_rate"] == pytest.approx(0.4)  # the config's over the recipe's
+    assert args["n"] == 4  # the command line's over the config's
+
+
+def test_recipe_given_twice_differently_is_refused(capsys):
+    assert main(["train", "--recipe", "simcse-bert-base", "--recipe=infocse-bert-base"]) == 2
+    assert "--recipe given more than once" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ precision
+
+
+@pytest.mark.parametrize(
+    ("wanted", "device", "native", "flags", "chosen"),
+    [
+        ("fp16", "cuda", None, [], "fp16 on cuda"),
+        ("fp16", "cpu", True, ["--fp16", "false", "--bf16", "true", "--use_cpu", "true"], "bf16 on cpu"),
+        ("fp16", "cpu", False, ["--fp16", "false", "--bf16", "false"], "fp32 on cpu"),
+        ("fp16", "cpu", None, ["--fp16", "false", "--bf16", "false"], "fp32 on cpu"),
+        ("bf16", "cpu", True, ["--use_cpu", "true"], "bf16 on cpu"),
+        (None, "cpu", False, [], "fp32"),
+    ],
+)
+def test_choose_recipe_precision(wanted, device, native, flags, chosen):
+    got_flags, description = choose_recipe_precision(wanted, device, native)
+    assert got_flags == flags and description.startswith(chosen)
+
+
+def test_on_a_cpu_without_bf16_the_recipe_trains_in_fp32_and_says_so(parsed, cpu_without_bf16, capsys, caplog):
+    args, _ = parsed(["--recipe", "simcse-bert-base"])
+    assert args["fp16"] is False and args["bf16"] is False
+    out = capsys.readouterr().out
+    assert "Recipe simcse-bert-base" in out and "fp32 on cpu" in out
+    assert "none: the recipe as released" in out
+    assert any("training in fp32" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+
+
+def test_on_a_cpu_with_native_bf16_the_recipe_trains_in_bf16(parsed, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_accelerator_type", lambda: "cpu")
+    monkeypatch.setattr(st_infocse.training.precision, "cpu_has_native_bf16", lambda *a, **k: True)
+    args, _ = parsed(["--recipe", "infocse-bert-base"])
+    assert args["fp16"] is False and args["bf16"] is True and args["use_cpu"] is True
+    assert "bf16 on cpu" in capsys.readouterr().out
+
+
+def test_on_a_gpu_the_recipe_keeps_fp16(parsed, monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_accelerator_type", lambda: "cuda")
+    _, argv = parsed(["--recipe", "infocse-bert-base"], parse=False)  # fp16 cannot be parsed for a CPU everywhere
+    assert cli._flag_value(argv, "--fp16", None) == "true" and cli._flag_value(argv, "--bf16", None) is None
+    assert "fp16 on cuda (the recipe's)" in capsys.readouterr().out
+
+
+def test_your_precision_flags_win(parsed, cpu_without_bf16, capsys):
+    args, _ = parsed(["--recipe", "infocse-bert-base", "--bf16", "true"])
+    assert args["bf16"] is True and args["fp16"] is False  # --bf16 alone replaces the recipe's fp16
+    assert "bf16 (as you set it)" in capsys.readouterr().out
+    args, _ = parsed(["--recipe", "infocse-bert-base", "--use_cpu", "--fp16", "false"])
+    assert args["bf16"] is False and args["fp16"] is False
+
+
+# ------------------------------------------------------------------------------------- listing and errors
+
+
+@pytest.mark.parametrize("argv", [["train", "--recipe", "list"], ["train", "--recipe=list"], ["recipes"]])
+def test_recipe_list_shows_every_recipe_with_source_and_published_number(argv, capsys):
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    for name, numbers in PUBLISHED.items():
+        assert name in out and RECIPES[name].source in out
+        for value in numbers.values():
+            assert f"{value:.2f}" in out
+    assert "wiki1m_for_simcse.txt" in out and "--train_data" in out
+
+
+def test_one_recipe_in_full(capsys):
+    assert main(["recipes", "infocse-bert-large"]) == 0
+    out = capsys.readouterr().out
+    for flag, value in RECIPES["infocse-bert-large"].flags.items():
+        assert f"{flag} {value}" in out
+    assert "InfoCSE-bert-large.sh line 6" in out and "--mlm_eval" in out
+
+
+def test_train_help_mentions_recipes(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert "--recipe" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--recipe", "nope"], "unknown recipe 'nope'; known recipes: " + ", ".join(EXPECTED)),
+        (["train", "--objective", "infocse", "--recipe"], "--recipe needs a name"),
+        (["recipes", "nope"], "unknown recipe 'nope'"),
+        # the input checks see the recipe's flags: its 2 epochs, and the user's own (bad) data
+        (["train", "--recipe", "infocse-bert-base", "--max_steps", "0"], "--max_steps 0 with --num_train_epochs 2"),
+        (["train", "--train_data", "empty.txt", "--recipe", "simcse-bert-base"], "empty.txt is empty (0 bytes)"),
+    ],
+)
+def test_recipe_errors_are_one_line_exit_2_before_heavy_imports(tmp_path, argv, message):
+    (tmp_path / "empty.txt").touch()
+    # -X importtime lists every module the process imports, whatever imports it.
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "st_infocse", *argv],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert "st_infocse.recipes" in imported
+    assert not {name for name in imported if name.split(".")[0] in ("torch", "transformers", "datasets")}
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]
+    assert len(errors) == 1 and "error:" in errors[0] and message in errors[0], errors
+
+
+# ------------------------------------------------------------------------------------ runs on tiny models
+
+
+@pytest.fixture(scope="module")
+def tiny12(tmp_path_factory) -> dict[str, Path]:
+    """A 12-layer, hidden-32 BERT with its MLM head (deep enough for every recipe's k and n) and 40 sentences."""
+    root = tmp_path_factory.mktemp("recipes")
+    sentences = root / "sentences.txt"
+    sentences.write_text("\n".join(random_sentences(40)) + "\n")
+    return {"model": _build(root / "tiny12", layers=12, with_mlm_head=True), "sentences": sentences, "root": root}
+
+
+def _tiny_run(tiny12: dict[str, Path], name: str, *flags: str) -> list[str]:
+    return [
+        "train",
+        "--recipe",
+        name,
+        "--model",
+        str(tiny12["model"]),
+        "--train_data",
+        str(tiny12["sentences"]),
+        "--stsb_dev",
+        "none",
+        "--per_device_train_batch_size",
+        "4",
+        "--output_dir",
+        str(tiny12["root"] / name),
+        *flags,
+    ]
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_every_recipe_builds_its_loss_and_clips_jointly(name, tiny12, monkeypatch, cpu_without_bf16):
+    """Up to the trainer, cheaply: the recipe's loss with the recipe's settings, handed to a callback that clips the
+    encoder and the loss's own modules together."""
+    seen: dict = {}
+    real = st_infocse.training.AuxiliaryStateCallback
+
+    class Spy(real):  # type: ignore[misc, valid-type]
+        def __init__(self, loss, *args, **kwargs):
+            super().__init__(loss, *args, **kwargs)
+            seen.update(loss=loss, clip_jointly=self.clip_jointly)
+            raise _Stop
+
+    monkeypatch.setattr(st_infocse.training, "AuxiliaryStateCallback", Spy)
+    with pytest.raises(_Stop):
+        main(_tiny_run(tiny12, name))
+    assert seen["clip_jointly"] is True
+    config = seen["loss"].get_config_dict()
+    expected = EXPECTED[name]
+    assert config["temperature"] == pytest.approx(0.05) and config["projection"] == expected["projection"]
+    if expected["lambda_"] is not None:
+        assert config["lambda_"] == pytest.approx(expected["lambda_"])
+    for key in ("k", "n", "mask_rate", "fusion_init"):
+        if expected.get(key) is not None:
+            assert config[key] == pytest.approx(expected[key]) if key == "mask_rate" else config[key] == expected[key]
+
+
+def test_a_recipe_runs_end_to_end_on_a_tiny_model(tiny12, cpu_without_bf16, capsys):
+    from sentence_transformers import SentenceTransformer
+
+    assert main(_tiny_run(tiny12, "infocse-bert-base", "--max_steps", "1", "--use_cpu", "true")) == 0
+    out = capsys.readouterr().out
+    assert "Recipe infocse-bert-base" in out and "fp32 on cpu" in out
+    assert "override --model, --per_device_train_batch_size; add --max_steps, --output_dir" in out
+    card = (tiny12["root"] / "infocse-bert-base" / "README.md").read_text()
+    assert '"lambda_": 1e-05' in card and '"mask_rate": 0.4' in card and '"projection": "bn-mlp"' in card
+    model = SentenceTransformer(str(tiny12["root"] / "infocse-bert-base"), device="cpu")
+    assert model.encode(["a cat sat"]).shape == (1, 32)
