@@ -166,6 +166,7 @@ class ConditionalMLMEvaluator(SentenceEvaluator):
         decoder = self.decoder
         parts = find_encoder_parts(model)
         decoder.check_compatible(model)
+        decoder.use_attention_of(parts.config)
         masker = TokenMasker(parts.tokenizer, self.mask_rate, seed=self.seed)
         device = next(model.parameters()).device
         decoder.to(device)

@@ -260,6 +260,7 @@ class ConditionalMLMLoss(nn.Module):
             if not isinstance(decoder, AuxiliaryDecoder):
                 decoder = AuxiliaryDecoder.from_pretrained(decoder)
             decoder.check_compatible(model)
+            decoder.use_attention_of(parts.config)
             for name, value, saved in (("k", k, decoder.config.k), ("n", n, decoder.config.n)):
                 if value is not None and value != saved:
                     raise ValueError(f"{name}={value} differs from the given decoder's {name}={saved}.")

@@ -160,6 +160,7 @@ class AuxiliaryDecoder(nn.Module):
             fusion_init=fusion_init,
         )
         decoder = cls(config)
+        decoder.use_attention_of(parts.config)
         decoder.copy_lower_from(parts)
         if fusion_init == "copy":
             source_layers = list(parts.layers)
@@ -179,6 +180,17 @@ class AuxiliaryDecoder(nn.Module):
             decoder.output_norm.load_state_dict(parts.output_norm.state_dict())
         decoder.head = build_mlm_head(parts, mlm_head_source)
         return decoder.to(parts.hf_model.device)
+
+    def use_attention_of(self, config: PretrainedConfig) -> None:
+        """Run the lower copy and the fusion layers with the encoder's attention implementation (eager, sdpa, ...).
+
+        A config rebuilt from a dict gets the library's default implementation, not the one the encoder was loaded
+        with; the results agree up to rounding either way, but speed and memory follow the implementation.
+        """
+        wanted = getattr(config, "_attn_implementation", None)
+        if wanted and wanted != self.lower.config._attn_implementation:
+            # The fusion layers were built from the same config object, so they switch too.
+            self.lower.set_attn_implementation(wanted)
 
     def copy_lower_from(self, parts: EncoderParts) -> None:
         """Copy the encoder's embeddings and lower ``k`` layers into the lower stack."""

@@ -58,3 +58,36 @@ def test_bounded_gather_gives_the_exact_loss():
     assert mlm_loss(head, hidden, labels, max_predictions=int(exact.total) - 1).overflow
     nothing = mlm_loss(head, hidden, torch.full_like(labels, -100), max_predictions=room)
     assert nothing.loss.item() == 0.0 and nothing.total == 0
+
+
+def _model_with_attention(tiny_bert_dir, implementation: str):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    torch.manual_seed(0)
+    encoder = Transformer(str(tiny_bert_dir), max_seq_length=32, model_kwargs={"attn_implementation": implementation})
+    return SentenceTransformer(modules=[encoder, Pooling(32, "cls")], device="cpu")
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_decoder_uses_the_encoders_attention_implementation(tiny_bert_dir, implementation):
+    decoder = AuxiliaryDecoder.from_encoder(_model_with_attention(tiny_bert_dir, implementation), k=2, n=1)
+    assert decoder.lower.config._attn_implementation == implementation
+    assert all(layer.attention.self.config._attn_implementation == implementation for layer in decoder.fusion)
+
+
+def test_a_given_decoder_follows_the_models_attention(tiny_bert_dir, sentences):
+    from st_infocse import losses
+
+    decoder = AuxiliaryDecoder.from_encoder(_model_with_attention(tiny_bert_dir, "sdpa"), k=2, n=1).eval()
+    model = _model_with_attention(tiny_bert_dir, "eager")
+    features = model.preprocess(sentences[:8])
+    h = model(dict(features))["sentence_embedding"].detach()
+    labels = features["input_ids"].masked_fill(features["attention_mask"] == 0, -100)
+    before = decoder(h, features["input_ids"], features["attention_mask"], labels).loss
+    loss = losses.InfoCSELoss(model, decoder=decoder)
+    assert loss.decoder.lower.config._attn_implementation == "eager"
+    assert loss.decoder.fusion[0].attention.self.config._attn_implementation == "eager"
+    after = loss.decoder(h, features["input_ids"], features["attention_mask"], labels).loss
+    torch.testing.assert_close(after, before, rtol=1e-5, atol=1e-6)  # the same function, another kernel
