@@ -16,6 +16,7 @@ from st_infocse.modeling.auxiliary_decoder import (
     FusionInit,
     MLMGather,
     check_mlm_gather,
+    gathers_bounded,
     mlm_loss,
     prediction_bound,
 )
@@ -39,7 +40,7 @@ class AuxiliaryPretrainingLoss(nn.Module):
         mlm_head_source: str | None = None,
         tie_head: bool = True,
         masking: Masking = "whole_word",
-        mlm_gather: MLMGather = "exact",
+        mlm_gather: MLMGather = "auto",
     ) -> None:
         """
         Stage 1 of InfoCSE (paper 000 §3.1): pre-train the auxiliary network before joint training.
@@ -78,7 +79,8 @@ class AuxiliaryPretrainingLoss(nn.Module):
                 encoder's own input path.
             masking: ``"whole_word"`` (Condenser: whole words, ``max(1, round(mask_rate * n))`` tokens per sentence)
                 or ``"token"`` (each token chosen independently with probability ``mask_rate``).
-            mlm_gather: ``"exact"`` or ``"bounded"``, how both MLM terms gather the masked positions (see
+            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators), ``"exact"`` or ``"bounded"``,
+                how both MLM terms gather the masked positions (see
                 :class:`ConditionalMLMLoss`). With whole-word masking the bound is the per-sentence budget, which is
                 never exceeded; that masker still draws on the CPU, so only ``masking="token"`` keeps the whole
                 step free of host synchronisation.
@@ -164,8 +166,8 @@ class AuxiliaryPretrainingLoss(nn.Module):
         return self.decoder.config.k
 
     def max_predictions(self, labels: Tensor) -> int | None:
-        """Room for the masked positions of ``labels`` under ``mlm_gather="bounded"``; None for the exact gather."""
-        if self.mlm_gather != "bounded":
+        """Room for the masked positions of ``labels`` under a bounded gather; None for the exact gather."""
+        if not gathers_bounded(self.mlm_gather, labels.device):
             return None
         if self.masking == "whole_word":
             # No row gets more than its budget, max(1, round(mask_rate * n)), and n is at most the row width.
@@ -234,7 +236,7 @@ class AuxiliaryPretrainingLoss(nn.Module):
             "fusion_init": self.decoder.config.fusion_init,
             "tie_head": self.tie_head,
             "masking": self.masking,
-            **({"mlm_gather": self.mlm_gather} if self.mlm_gather != "exact" else {}),
+            **({"mlm_gather": self.mlm_gather} if self.mlm_gather != "auto" else {}),
         }
 
     @property

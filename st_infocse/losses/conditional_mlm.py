@@ -19,6 +19,7 @@ from st_infocse.modeling.auxiliary_decoder import (
     MLMGather,
     MLMOutput,
     check_mlm_gather,
+    gathers_bounded,
     prediction_bound,
 )
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -174,7 +175,7 @@ class ConditionalMLMLoss(nn.Module):
         fusion_init: FusionInit | None = None,
         detach: bool = True,
         mlm_head_source: str | None = None,
-        mlm_gather: MLMGather = "exact",
+        mlm_gather: MLMGather = "auto",
     ) -> None:
         """
         Conditional masked language modelling through an auxiliary decoder (InfoCSE paper 000 §3.2; CMLM-CSE).
@@ -206,10 +207,11 @@ class ConditionalMLMLoss(nn.Module):
             detach: freeze the lower copy (paper default; ``False`` is paper 000's "w/o detach" ablation).
             mlm_head_source: model path or hub id holding the MLM head; defaults to the model's own path. Without a
                 head in the checkpoint a new one is made and a warning says so.
-            mlm_gather: ``"exact"`` (default) runs the MLM head on exactly the masked positions, which reads their
-                count (one host synchronisation per step on a GPU); ``"bounded"`` runs it on a static number of
-                positions (the binomial mean plus 8 standard deviations) with the rest ignored, reading nothing;
-                a batch with more masked positions than that stops training with an error instead of being cut.
+            mlm_gather: ``"exact"`` runs the MLM head on exactly the masked positions, which reads their count (one
+                host synchronisation per step on a GPU); ``"bounded"`` runs it on a static number of positions (the
+                binomial mean plus 8 standard deviations) with the rest ignored, reading nothing; a batch with more
+                masked positions than that stops training with an error instead of being cut. ``"auto"`` (default)
+                is exact on the CPU, where reading the count costs nothing, and bounded on accelerators.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2210.06432
@@ -283,8 +285,10 @@ class ConditionalMLMLoss(nn.Module):
         return self.decoder.config.n
 
     def max_predictions(self, labels: Tensor) -> int | None:
-        """Room for the masked positions of ``labels`` under ``mlm_gather="bounded"``; None for the exact gather."""
-        return prediction_bound(labels.numel(), self.mask_rate) if self.mlm_gather == "bounded" else None
+        """Room for the masked positions of ``labels`` under a bounded gather; None for the exact gather."""
+        if not gathers_bounded(self.mlm_gather, labels.device):
+            return None
+        return prediction_bound(labels.numel(), self.mask_rate)
 
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], view_features: list[dict[str, Any]]) -> MLMOutput:
         """Conditional MLM over the given views, each conditioned on its own (unmasked) sentence embedding."""
@@ -343,7 +347,7 @@ class ConditionalMLMLoss(nn.Module):
             "fusion_init": self.decoder.config.fusion_init,
             "detach": self.decoder.config.detach,
         }
-        if self.mlm_gather != "exact":
+        if self.mlm_gather != "auto":
             config["mlm_gather"] = self.mlm_gather
         return config
 

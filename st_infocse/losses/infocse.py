@@ -35,7 +35,7 @@ class InfoCSELoss(nn.Module):
         informin_reduction: Reduction = "official",
         gather_across_devices: bool = False,
         mlm_head_source: str | None = None,
-        mlm_gather: MLMGather = "exact",
+        mlm_gather: MLMGather = "auto",
     ) -> None:
         """
         InfoCSE: contrastive learning plus ``lambda_`` times a conditional MLM through an auxiliary decoder whose
@@ -78,8 +78,9 @@ class InfoCSELoss(nn.Module):
             informin_reduction: scaling of that term, see :func:`~st_infocse.losses.informin.reconstruction_term`.
             gather_across_devices: gather contrastive candidates across processes.
             mlm_head_source: model path or hub id to take the MLM head from (default: the model's own).
-            mlm_gather: ``"exact"`` or ``"bounded"``, how the auxiliary MLM gathers the masked positions (see
-                :class:`ConditionalMLMLoss`; ``"bounded"`` reads nothing back to the host).
+            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators), ``"exact"`` or ``"bounded"``,
+                how the auxiliary MLM gathers the masked positions (see :class:`ConditionalMLMLoss`; ``"bounded"``
+                reads nothing back to the host).
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings

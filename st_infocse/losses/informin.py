@@ -10,7 +10,14 @@ from torch import Tensor, nn
 
 from st_infocse.losses._checks import check_finite
 from st_infocse.losses.simcse import SimCSELoss
-from st_infocse.modeling.auxiliary_decoder import MLMGather, MLMOutput, check_mlm_gather, mlm_loss, prediction_bound
+from st_infocse.modeling.auxiliary_decoder import (
+    MLMGather,
+    MLMOutput,
+    check_mlm_gather,
+    gathers_bounded,
+    mlm_loss,
+    prediction_bound,
+)
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.heads import ProjectionKind, at_least_fp32, build_mlm_head
 from st_infocse.modeling.masking import TokenMasker
@@ -46,7 +53,7 @@ class InforMinReconstructionLoss(nn.Module):
         mlm_weight: float = 0.0,
         mask_rate: float = 0.15,
         gather_across_devices: bool = False,
-        mlm_gather: MLMGather = "exact",
+        mlm_gather: MLMGather = "auto",
     ) -> None:
         """
         InforMin-CL: the SimCSE contrastive loss plus ``lambda_`` times a reconstruction term that pulls the two
@@ -70,7 +77,8 @@ class InforMinReconstructionLoss(nn.Module):
                 encoder once more per view and uses an untied copy of the checkpoint's MLM head owned by the loss.
             mask_rate: masking rate of the optional MLM term.
             gather_across_devices: gather contrastive candidates across processes.
-            mlm_gather: ``"exact"`` or ``"bounded"``, how the optional MLM term gathers the masked positions (see
+            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators), ``"exact"`` or ``"bounded"``,
+                how the optional MLM term gathers the masked positions (see
                 :class:`~st_infocse.losses.ConditionalMLMLoss`; ``"bounded"`` reads nothing back to the host).
 
         References:
@@ -163,7 +171,8 @@ class InforMinReconstructionLoss(nn.Module):
             hidden.append(tokens.reshape(-1, tokens.shape[-1]))
             labels.append(view_labels.reshape(-1))
         all_labels = torch.cat(labels)
-        bound = prediction_bound(all_labels.numel(), self.mask_rate) if self.mlm_gather == "bounded" else None
+        bounded = gathers_bounded(self.mlm_gather, all_labels.device)
+        bound = prediction_bound(all_labels.numel(), self.mask_rate) if bounded else None
         return mlm_loss(self.mlm_head, torch.cat(hidden), all_labels, bound)
 
     def get_config_dict(self) -> dict[str, Any]:
@@ -172,7 +181,7 @@ class InforMinReconstructionLoss(nn.Module):
             "reduction": self.reduction,
             "mlm_weight": self.mlm_weight,
             **self.contrastive.get_config_dict(),
-            **({"mlm_gather": self.mlm_gather} if self.mlm_gather != "exact" else {}),
+            **({"mlm_gather": self.mlm_gather} if self.mlm_gather != "auto" else {}),
         }
 
     @property

@@ -26,13 +26,19 @@ CONFIG_NAME = "auxiliary_decoder_config.json"
 WEIGHTS_NAME = "auxiliary_decoder.safetensors"
 FusionInit = Literal["copy", "fresh"]
 # How the MLM losses gather the masked positions for the head: "exact" sizes the gather from their count (one host
-# synchronisation per step on a GPU); "bounded" uses a static room and reads nothing (see :func:`mlm_loss`).
-MLMGather = Literal["exact", "bounded"]
+# synchronisation per step on a GPU); "bounded" uses a static room and reads nothing (see :func:`mlm_loss`); "auto"
+# is exact on the CPU, where reading the count costs nothing, and bounded on accelerators.
+MLMGather = Literal["auto", "exact", "bounded"]
 
 
 def check_mlm_gather(mlm_gather: str) -> None:
-    if mlm_gather not in ("exact", "bounded"):
-        raise ValueError(f"mlm_gather must be 'exact' or 'bounded', got {mlm_gather!r}")
+    if mlm_gather not in ("auto", "exact", "bounded"):
+        raise ValueError(f"mlm_gather must be 'auto', 'exact' or 'bounded', got {mlm_gather!r}")
+
+
+def gathers_bounded(mlm_gather: str, device: torch.device) -> bool:
+    """Whether ``mlm_gather`` means a bounded gather for tensors on ``device``."""
+    return mlm_gather == "bounded" or (mlm_gather == "auto" and device.type != "cpu")
 
 
 @dataclass

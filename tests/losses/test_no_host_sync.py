@@ -153,3 +153,27 @@ def test_callback_stops_at_the_broken_step_before_its_checkpoint(make_model, run
     assert not loss.defer_checks
     with pytest.raises(losses.NonFiniteLossError):
         loss([dict(model.preprocess(random_sentences(4)))])
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda model: losses.ConditionalMLMLoss(model),
+        lambda model: losses.InfoCSELoss(model).cmlm,
+        lambda model: losses.CMLMCSELoss(model).cmlm,
+        lambda model: losses.AuxiliaryPretrainingLoss(model, masking="token"),
+    ],
+)
+def test_default_gather_is_exact_on_cpu_and_bounded_on_accelerators(make_model, build):
+    """``mlm_gather="auto"``: on the CPU the count costs nothing to read and the exact gather keeps results as they
+    were; off the CPU (a meta tensor stands in for a GPU one) the bounded gather reads nothing."""
+    loss = build(make_model())
+    assert loss.mlm_gather == "auto"
+    assert loss.max_predictions(torch.zeros(4, 8, dtype=torch.long)) is None
+    room = loss.max_predictions(torch.zeros(4, 8, dtype=torch.long, device="meta"))
+    assert isinstance(room, int) and 0 < room <= 32
+
+
+def test_unknown_gather_is_refused(make_model):
+    with pytest.raises(ValueError, match="'auto', 'exact' or 'bounded'"):
+        losses.ConditionalMLMLoss(make_model(), mlm_gather="fast")
