@@ -387,14 +387,13 @@ def report(cfg: Config, command: str) -> str:
     by_objective: dict[str, list[dict[str, Any]]] = {}
     for data in rows.values():
         by_objective.setdefault(data["objective"], []).append(data)
-    tasks = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
+    tasks = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R"]
     lines = [
         f"Command: `{command}` — {cfg.steps} steps x batch {cfg.batch_size}, max length {cfg.max_length}, lr "
         f"{cfg.learning_rate:g}, evaluated at max length {cfg.eval_max_length}; STS-B dev and the h-shuffle "
         f"diagnostic every {cfg.eval_steps} steps. Spearman x100 (SentEval 'all'); ± is the sample std over seeds.",
         "",
-        "| Objective | Seeds | " + " | ".join(t.replace("Benchmark", "-B").replace("SICKRelatedness", "SICK-R")
-                                           for t in tasks) + " | STS avg | STS-B dev | train s/step |",
+        "| Objective | Seeds | " + " | ".join(tasks) + " | STS avg | STS-B dev | train s/step |",
         "|---|---|" + "---|" * (len(tasks) + 3),
     ]
     for objective in OBJECTIVES:
