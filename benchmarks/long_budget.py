@@ -484,9 +484,9 @@ def plot(done: dict[str, dict[str, Any]]) -> None:
                              label=f"{name} ({'probe decoder' if prefix == 'probe' else 'own decoder'})")
         losses_ = [(h["step"], h["loss"]) for h in data["log_history"]]
         axes[2].plot(*zip(*losses_, strict=True), color=colour, alpha=0.7, label=name)
-    axes[0].set(title="STS-B dev (Spearman x100)", xlabel="step")
+    axes[0].set(title="STS-B dev (Spearman x100, training length 32)", xlabel="step")
     axes[1].set(title="h-shuffle information gain (nats / masked token)", xlabel="step")
-    axes[2].set(title="training loss", xlabel="step")
+    axes[2].set(title="training loss (log scale)", xlabel="step", yscale="log")
     for axis in axes:
         axis.legend(fontsize=6)
         axis.grid(alpha=0.3)
