@@ -68,6 +68,7 @@ OBJECTIVES = {
     "simcse": "SimCSELoss (defaults: MLP head at training only)",
     "infocse": "InfoCSELoss (defaults, no stage 1: the released script's setting)",
     "infocse-stage1": "InfoCSELoss (defaults) after stage 1 (the paper's text)",
+    "infocse-lambda0": "InfoCSELoss(lambda_=0): SimCSE with InfoCSE's BatchNorm head, no MLM (control)",
 }
 # Where each part of the sentence file goes: training rows, probe training, held-out diagnostic sentences.
 PROBE_SENTENCES = (100_000, 120_000)
@@ -88,6 +89,7 @@ class Config:
     learning_rate: float
     seeds: list[int]
     stage1_seeds: list[int]
+    control_seeds: list[int]
     sentences: Path
     senteval: Path
     work_dir: Path
@@ -101,6 +103,7 @@ class Config:
             if seed in self.stage1_seeds:
                 rows.append(f"infocse-stage1-s{seed}")
         rows += [f"infocse-stage1-s{seed}" for seed in self.stage1_seeds if seed not in self.seeds]
+        rows += [f"infocse-lambda0-s{seed}" for seed in self.control_seeds]
         return ["probe", "stage1", *rows]
 
 
@@ -290,6 +293,8 @@ class Bench:
         evaluators: list[Any] = [self.dev(), self.diagnostic(probe, "probe")]
         if objective == "simcse":
             loss = losses.SimCSELoss(model)
+        elif objective == "infocse-lambda0":
+            loss = losses.InfoCSELoss(model, lambda_=0.0)
         else:
             decoder = str(self.cfg.work_dir / "stage1_output" / "decoder") if objective == "infocse-stage1" else None
             loss = losses.InfoCSELoss(model, decoder=decoder)
@@ -412,7 +417,7 @@ def report(cfg: Config, command: str) -> str:
     lines += ["", "Train s/step: wall time of training over the steps, evaluations during training included, one torch "
               "thread, mean over the rows that kept one thread (a worker out of jobs lends its core to the others).",
               ""]
-    for other in ("infocse", "infocse-stage1"):
+    for other in ("infocse", "infocse-stage1", "infocse-lambda0"):
         a = [d["sts_avg"] for d in by_objective.get(other, [])]
         b = [d["sts_avg"] for d in by_objective.get("simcse", [])]
         if a and b:
@@ -468,7 +473,8 @@ def plot(done: dict[str, dict[str, Any]]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colours = {"simcse": "tab:blue", "infocse": "tab:orange", "infocse-stage1": "tab:green"}
+    colours = {"simcse": "tab:blue", "infocse": "tab:orange", "infocse-stage1": "tab:green",
+               "infocse-lambda0": "tab:purple"}
     rows = {name: data for name, data in done.items() if name not in ("probe", "stage1")}
     figure, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     for name, data in sorted(rows.items()):
@@ -540,6 +546,8 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=3e-5)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--stage1-seeds", type=int, nargs="*", default=[0])
+    parser.add_argument("--control-seeds", type=int, nargs="*", default=[],
+                        help="seeds of the control row: InfoCSE's head without the MLM term (lambda 0)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument("--sentences", type=Path, default=SHARED / "sentences/enwiki_wikiextractor_sentences.txt.gz")
     parser.add_argument("--senteval", type=Path, default=SHARED / "senteval")
