@@ -31,6 +31,25 @@ WORDS = (
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
+def run_cli_listing_imports(argv: list[str], cwd: Path) -> tuple[object, set[str]]:
+    """Run ``python -m st_infocse argv`` in ``cwd`` under ``-X importtime``; returns the finished process and every
+    module it imported, whatever imported it."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "st_infocse", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
+    return result, imported
+
+
 def random_sentences(n: int, seed: int = 0, min_words: int = 4, max_words: int = 12) -> list[str]:
     rng = random.Random(seed)
     return [" ".join(rng.choices(WORDS, k=rng.randint(min_words, max_words))) for _ in range(n)]

@@ -11,7 +11,7 @@ from sentence_transformers import SentenceTransformer
 from st_infocse.cli import main
 from st_infocse.evaluation.data import SENTEVAL_STS_SUBSETS
 
-from .conftest import WORDS, random_sentences
+from .conftest import WORDS, random_sentences, run_cli_listing_imports
 
 FAST = ["--max_steps", "2", "--per_device_train_batch_size", "8", "--logging_steps", "1", "--use_cpu", "true"]
 
@@ -583,24 +583,11 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "datasets")
     ],
 )
 def test_input_errors_come_before_heavy_imports(tmp_path, argv):
-    import subprocess
-    import sys
-
     (tmp_path / "empty.txt").touch()
     (tmp_path / "corpus.txt").write_text("a cat sat\n")
     (tmp_path / "run.json").write_text(json.dumps({"train_data": "empty.txt"}))
-    # -X importtime lists every module the process imports, whatever imports it.
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "st_infocse", *argv],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result, imported = run_cli_listing_imports(argv, tmp_path)
     assert result.returncode == 2
-    imported = {
-        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
-    }
     assert "st_infocse.cli" in imported  # the listing works
     assert not {name for name in imported if name.split(".")[0] in HEAVY}
     errors = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]

@@ -4,8 +4,6 @@ command line lists them and refuses unknown ones. Offline: no recipe model is do
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from st_infocse.cli import choose_recipe_precision, main
 from st_infocse.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe, recipe_flags, recipe_names
 from st_infocse.training.arguments import STSB_DEV_METRIC
 
-from .conftest import _build, random_sentences
+from .conftest import _build, random_sentences, run_cli_listing_imports
 
 # What each recipe must resolve to, written out from the sources (not from st_infocse.recipes): the authors' scripts
 # for SimCSE and InfoCSE, paper 001 §4.1/Table 3 for InforMin-CL, paper 003 for CMLM-CSE (SimCSE's settings where it
@@ -320,18 +318,8 @@ def test_train_help_mentions_recipes(capsys):
 )
 def test_recipe_errors_are_one_line_exit_2_before_heavy_imports(tmp_path, argv, message):
     (tmp_path / "empty.txt").touch()
-    # -X importtime lists every module the process imports, whatever imports it.
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "st_infocse", *argv],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result, imported = run_cli_listing_imports(argv, tmp_path)
     assert result.returncode == 2
-    imported = {
-        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
-    }
     assert "st_infocse.recipes" in imported
     assert not {name for name in imported if name.split(".")[0] in ("torch", "transformers", "datasets")}
     errors = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]
