@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoModel, PretrainedConfig
 
 from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for, get_submodule
-from st_infocse.modeling.heads import MLMHead, at_least_fp32, build_mlm_head
+from st_infocse.modeling.heads import MLMHead, build_mlm_head
+from st_infocse.modeling.vocab_cross_entropy import vocab_cross_entropy
 
 logger = logging.getLogger(__name__)
 
@@ -304,7 +304,7 @@ def prediction_bound(positions: int, mask_rate: float, sigmas: float = 8.0) -> i
 
 
 def mlm_loss(
-    head: nn.Module, hidden: torch.Tensor, labels: torch.Tensor, max_predictions: int | None = None
+    head: MLMHead, hidden: torch.Tensor, labels: torch.Tensor, max_predictions: int | None = None
 ) -> MLMOutput:
     """Cross-entropy over masked positions only; the head runs on those positions alone (its vocabulary
     projection is the expensive part).
@@ -329,10 +329,10 @@ def mlm_loss(
         order = torch.argsort(selected.to(torch.int8), descending=True, stable=True)[:room]
         rows, targets = flat_hidden[order], flat_labels[order]
         overflow = total > room
-    logits = head(rows)
+    projection = head.decoder
+    loss_sum, correct = vocab_cross_entropy(head.transform(rows), projection.weight, projection.bias, targets)
     # Sum over the count, not mean: an empty selection gives 0 (not NaN) without a host-side branch.
-    loss = F.cross_entropy(at_least_fp32(logits), targets, ignore_index=-100, reduction="sum") / total.clamp(min=1)
-    correct = ((logits.detach().argmax(-1) == targets) & (targets != -100)).sum()
+    loss = loss_sum / total.clamp(min=1)
     return MLMOutput(loss=loss, correct=correct, total=total, overflow=overflow)
 
 

@@ -100,8 +100,12 @@ class MLMHead(nn.Module):
         options = family_for(config.model_type).head.options(config)
         return cls(config.hidden_size, vocab_size or config.vocab_size, **options)
 
+    def transform(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        """The states the vocabulary projection reads: dense, activation, LayerNorm."""
+        return self.layer_norm(self.act(self.dense(hidden_states)))
+
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        return self.decoder(self.layer_norm(self.act(self.dense(hidden_states))))
+        return self.decoder(self.transform(hidden_states))
 
 
 def build_mlm_head(encoder_parts, source: str | None = None) -> MLMHead:

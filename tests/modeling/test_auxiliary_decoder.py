@@ -42,9 +42,10 @@ def test_bad_fusion_init(make_model):
 
 def test_bounded_gather_gives_the_exact_loss():
     from st_infocse.modeling.auxiliary_decoder import mlm_loss, prediction_bound
+    from st_infocse.modeling.heads import MLMHead
 
     torch.manual_seed(0)
-    head = torch.nn.Linear(8, 11)
+    head = MLMHead(8, 11)
     hidden = torch.randn(4, 9, 8, requires_grad=True)
     labels = torch.randint(11, (4, 9)).masked_fill(torch.rand(4, 9) > 0.3, -100)
     exact = mlm_loss(head, hidden, labels)
