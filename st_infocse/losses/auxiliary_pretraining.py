@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import torch
@@ -79,7 +80,7 @@ class AuxiliaryPretrainingLoss(nn.Module):
                 encoder's own input path.
             masking: ``"whole_word"`` (Condenser: whole words, ``max(1, round(mask_rate * n))`` tokens per sentence)
                 or ``"token"`` (each token chosen independently with probability ``mask_rate``).
-            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators), ``"exact"`` or ``"bounded"``,
+            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``), ``"exact"`` or ``"bounded"``,
                 how both MLM terms gather the masked positions (see
                 :class:`ConditionalMLMLoss`). With whole-word masking the bound is the per-sentence budget, which is
                 never exceeded; that masker still draws on the CPU, so only ``masking="token"`` keeps the whole
@@ -146,6 +147,11 @@ class AuxiliaryPretrainingLoss(nn.Module):
         self.decoder = AuxiliaryDecoder.from_encoder(
             model, k=k, n=n, fusion_init=fusion_init, detach=True, mlm_head_source=mlm_head_source
         )
+        # One hook for the loss's lifetime, not one per step (registering a hook inside forward breaks a
+        # torch.compile graph); it keeps layer k's output only while forward() collects it, and holds the loss
+        # weakly so that the model does not keep it alive.
+        self._lower_outputs: list[Tensor] | None = None
+        parts.layers[self.k - 1].register_forward_hook(_lower_output_keeper(weakref.ref(self)))
         self.tie_head = tie_head
         if tie_head:
             embeddings = parts.word_embeddings.weight
@@ -186,15 +192,11 @@ class AuxiliaryPretrainingLoss(nn.Module):
         masked["input_ids"] = masked_ids
 
         captured: list[Tensor] = []
-
-        def keep_output(module: nn.Module, args: Any, output: Any) -> None:
-            captured.append(output[0] if isinstance(output, tuple) else output)
-
-        handle = self._parts[0].layers[self.k - 1].register_forward_hook(keep_output)
+        self._lower_outputs = captured
         try:
             out = self.model(masked)
         finally:
-            handle.remove()
+            self._lower_outputs = None
         if not captured:
             raise RuntimeError(f"The model's forward pass did not run encoder layer {self.k}; is it the encoder's layer stack?")
         # Gradient checkpointing can run a layer more than once; the first pass is the forward one.
@@ -244,3 +246,12 @@ class AuxiliaryPretrainingLoss(nn.Module):
         from st_infocse.losses.infocse import INFOCSE_CITATION
 
         return INFOCSE_CITATION
+
+
+def _lower_output_keeper(loss_ref: weakref.ref) -> Callable[[nn.Module, Any, Any], None]:
+    def keep_output(module: nn.Module, args: Any, output: Any) -> None:
+        loss = loss_ref()
+        if loss is not None and loss._lower_outputs is not None:
+            loss._lower_outputs.append(output[0] if isinstance(output, tuple) else output)
+
+    return keep_output

@@ -211,7 +211,8 @@ class ConditionalMLMLoss(nn.Module):
                 host synchronisation per step on a GPU); ``"bounded"`` runs it on a static number of positions (the
                 binomial mean plus 8 standard deviations) with the rest ignored, reading nothing; a batch with more
                 masked positions than that stops training with an error instead of being cut. ``"auto"`` (default)
-                is exact on the CPU, where reading the count costs nothing, and bounded on accelerators.
+                is exact on the CPU, where reading the count costs nothing, and bounded on accelerators and under
+                ``torch.compile``.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2210.06432

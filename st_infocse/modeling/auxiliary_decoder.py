@@ -27,7 +27,8 @@ WEIGHTS_NAME = "auxiliary_decoder.safetensors"
 FusionInit = Literal["copy", "fresh"]
 # How the MLM losses gather the masked positions for the head: "exact" sizes the gather from their count (one host
 # synchronisation per step on a GPU); "bounded" uses a static room and reads nothing (see :func:`mlm_loss`); "auto"
-# is exact on the CPU, where reading the count costs nothing, and bounded on accelerators.
+# is exact on the CPU, where reading the count costs nothing, and bounded on accelerators and under torch.compile
+# (a data-dependent size would break the graph there).
 MLMGather = Literal["auto", "exact", "bounded"]
 
 
@@ -37,8 +38,15 @@ def check_mlm_gather(mlm_gather: str) -> None:
 
 
 def gathers_bounded(mlm_gather: str, device: torch.device) -> bool:
-    """Whether ``mlm_gather`` means a bounded gather for tensors on ``device``."""
-    return mlm_gather == "bounded" or (mlm_gather == "auto" and device.type != "cpu")
+    """Whether ``mlm_gather`` means a bounded gather for tensors on ``device`` (and in the current trace)."""
+    return mlm_gather == "bounded" or (mlm_gather == "auto" and (device.type != "cpu" or _compiling()))
+
+
+def _compiling() -> bool:
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and hasattr(compiler, "is_compiling"):
+        return compiler.is_compiling()
+    return torch._dynamo.is_compiling()  # torch < 2.3
 
 
 @dataclass

@@ -261,6 +261,9 @@ class WholeWordMasker:
         chosen = torch.zeros_like(taken).scatter_(1, order, taken)
         return chosen.gather(1, slot) & is_word
 
+    # Word budgets size the work from the data and the collator draws on the CPU: under torch.compile this runs
+    # eagerly, one declared graph break, instead of dynamo failing on each host read inside it.
+    @torch.compiler.disable
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(masked_input_ids, labels)``; ``labels`` is -100 wherever no prediction is asked."""
         device = input_ids.device
