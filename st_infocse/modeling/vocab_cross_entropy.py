@@ -31,7 +31,8 @@ def block_rows(vocab_size: int) -> int:
 class _VocabCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor) -> tuple[Tensor, Tensor]:
-        logits = torch.addmm(bias, hidden, weight.t()) if bias is not None else hidden.mm(weight.t())
+        # The bias is added block by block in cache: addmm would first copy it into every row of the whole buffer.
+        logits = hidden.mm(weight.t())
         valid = targets != IGNORE_INDEX
         safe = torch.where(valid, targets, 0)
         loss = logits.new_zeros(())
@@ -39,6 +40,8 @@ class _VocabCrossEntropy(torch.autograd.Function):
         rows = block_rows(logits.shape[1])
         for start in range(0, logits.shape[0], rows):
             block, block_targets, block_valid = logits[start : start + rows], safe[start : start + rows], valid[start : start + rows]
+            if bias is not None:
+                block.add_(bias)
             top, predicted = block.max(dim=-1)
             correct += ((predicted == block_targets) & block_valid).sum()
             target_logit = block.gather(1, block_targets[:, None]).squeeze(1)
