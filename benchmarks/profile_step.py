@@ -3,18 +3,21 @@
     HF_HUB_OFFLINE=1 python benchmarks/profile_step.py                  # 1 and 2 threads, batch 64, length 32
     HF_HUB_OFFLINE=1 python benchmarks/profile_step.py --threads 1 --batch-size 8   # a quick look
 
-One step (tokenisation, loss forward, backward, AdamW update, as ``benchmarks/step_time.py`` times it) runs under
-``torch.profiler`` after warm-up steps. Every operator's self CPU time is attributed to a component:
+Steps (tokenisation, loss forward, backward, AdamW update, as ``benchmarks/step_time.py`` times it) run under
+``torch.profiler`` after warm-up steps, each profiled separately (``--profiled-steps``; the per-component medians
+are reported). Every operator's self CPU time is attributed to a component:
 
 - forward operators to the innermost labelled module they ran in: the encoder, the projection head, the frozen
-  lower copy, the fusion layers, the MLM head; the masker's call is "masking"; the rest of the loss's forward
-  (similarities, cross-entropy, BatchNorm statistics) is "loss";
+  lower copy, the fusion layers, the MLM head (its transform, and the vocabulary projection with its
+  cross-entropy, which run as one function); the masker's call is "masking"; the rest of the loss's forward
+  (similarities, contrastive cross-entropy, BatchNorm statistics) is "loss";
 - backward operators (autograd's ``evaluate_function`` scopes) to the component of the forward operator that
   created them, through the autograd sequence number the profiler records for both;
 - ``optimizer.step`` / ``zero_grad`` to "optimizer", ``model.preprocess`` to "tokenisation".
 
-Next to the profile, the same step is timed without the profiler (median of ``--repeats``), objectives side by
-side in one process, with the counted-FLOP ideal of ``step_time.py``. Results: ``benchmarks/results/profile_step.{json,md}``.
+Next to the profile, the same step is timed without the profiler (median of ``--repeats`` rounds, objectives side by
+side in one process, with each round's ratio), against the counted-FLOP ideal of ``step_time.py`` and the best
+2048 x 2048 matmul of the same thread count. Results: ``benchmarks/results/profile_step.{json,md}``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from torch.profiler import ProfilerActivity, profile, record_function
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_time import batch_flops, cpu_info, read_sentences, setup, time_matmul  # noqa: E402
 
+from st_infocse.modeling import auxiliary_decoder  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 SHARED = REPO.parent / "shared" / "data"
@@ -64,7 +69,9 @@ def labelled_modules(loss: nn.Module) -> dict[str, nn.Module]:
     if cmlm is not None:
         parts["frozen copy"] = cmlm.decoder.lower
         parts["fusion layers"] = cmlm.decoder.fusion
-        parts["MLM head"] = cmlm.decoder.head
+        head = cmlm.decoder.head
+        # The transform's modules (the head's own forward is not called when the vocabulary cross-entropy is fused).
+        parts["MLM head"] = nn.ModuleList([module for module in (head.dense, head.layer_norm) if module is not None])
     return parts
 
 
@@ -98,6 +105,19 @@ def labelled(loss: nn.Module) -> Iterator[None]:
                 return original(self, *args, **kwargs)
 
         masker.__class__.__call__ = masked_call
+    # The vocabulary projection and its cross-entropy run as one function; older code ran the head's decoder
+    # module, then F.cross_entropy (counted under "loss").
+    fused = getattr(auxiliary_decoder, "vocab_cross_entropy", None)
+    if cmlm is not None and fused is not None:
+
+        def labelled_fused(*args: Any, **kwargs: Any) -> Any:
+            with record_function(SCOPE + "MLM head"):
+                return fused(*args, **kwargs)
+
+        auxiliary_decoder.vocab_cross_entropy = labelled_fused
+    elif cmlm is not None:
+        handles.append(cmlm.decoder.head.decoder.register_forward_pre_hook(enter("MLM head")))
+        handles.append(cmlm.decoder.head.decoder.register_forward_hook(leave))
     try:
         yield
     finally:
@@ -105,6 +125,8 @@ def labelled(loss: nn.Module) -> Iterator[None]:
             handle.remove()
         if masker is not None:
             masker.__class__.__call__ = original
+        if fused is not None:
+            auxiliary_decoder.vocab_cross_entropy = fused
 
 
 def run_step(model: nn.Module, loss: nn.Module, optimizer: torch.optim.Optimizer, sentences: list[str]) -> None:
@@ -163,20 +185,26 @@ def attribute(events: list[Any]) -> dict[str, float]:
     return dict(totals)
 
 
-def profile_objective(name: str, sentences: list[str], warmup: int) -> tuple[dict[str, float], float]:
+def profile_objective(name: str, sentences: list[str], warmup: int, steps: int) -> tuple[dict[str, float], float]:
+    """Each component's median self time over ``steps`` separately profiled steps, and the median step time."""
     model, loss, optimizer = setup(name, 32)
     torch.manual_seed(0)
     for _ in range(warmup):
         run_step(model, loss, optimizer, sentences)
-    with labelled(loss), profile(activities=[ProfilerActivity.CPU]) as prof:
-        start = time.perf_counter()
-        run_step(model, loss, optimizer, sentences)
-        seconds = time.perf_counter() - start
-    return attribute(list(prof.events())), seconds
+    profiles, seconds = [], []
+    for _ in range(steps):
+        with labelled(loss), profile(activities=[ProfilerActivity.CPU]) as prof:
+            start = time.perf_counter()
+            run_step(model, loss, optimizer, sentences)
+            seconds.append(time.perf_counter() - start)
+        profiles.append(attribute(list(prof.events())))
+    components = {component for found in profiles for component in found}
+    medians = {component: statistics.median(found.get(component, 0.0) for found in profiles) for component in components}
+    return medians, statistics.median(seconds)
 
 
-def time_objectives(names: list[str], sentences: list[str], repeats: int) -> dict[str, float]:
-    """Median step time of each objective, interleaved so that load changes hit both alike."""
+def time_objectives(names: list[str], sentences: list[str], repeats: int) -> dict[str, list[float]]:
+    """Step times of each objective over ``repeats`` rounds, interleaved so that load changes hit all alike."""
     setups = {name: setup(name, 32) for name in names}
     for model, loss, optimizer in setups.values():
         run_step(model, loss, optimizer, sentences)
@@ -186,7 +214,7 @@ def time_objectives(names: list[str], sentences: list[str], repeats: int) -> dic
             start = time.perf_counter()
             run_step(model, loss, optimizer, sentences)
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -197,7 +225,9 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"CPU: {report['cpu']}; torch {report['torch']}. Batch {report['batch_size']}, max length 32 "
         f"({report['shape']['rows']} x {report['shape']['seq']} tokens), all-MiniLM-L6-v2 with CLS pooling, AdamW "
-        "(fused). Self CPU time per component in one profiled step (ms), after warm-up.",
+        f"(fused). Self CPU time per component (ms), the median over {report.get('profiled_steps', 1)} separately "
+        "profiled steps after warm-up. \"MLM head\" is the transform and the vocabulary projection with its "
+        "cross-entropy (run as one function); \"loss\" is the rest of the loss's own work.",
         "",
     ]
     for threads, block in report["threads"].items():
@@ -217,6 +247,10 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append("| step s (median, no profiler) | " + " | ".join(f"{timed[o]:.2f}" for o in objectives) + " |")
         lines.append("| ratio to " + objectives[0] + " | " + " | ".join(f"{timed[o] / base:.2f}" for o in objectives)
                      + " |")
+        rounds = block.get("round_ratios")
+        if rounds:
+            lines.append(f"| ratio in each of the {len(rounds[objectives[0]])} rounds (min-max) | " + " | ".join(
+                f"{min(rounds[o]):.2f}-{max(rounds[o]):.2f}" for o in objectives) + " |")
         lines.append("| counted-FLOP ideal ratio | " + " | ".join(
             f"{flops[o] / flops[objectives[0]]:.2f}" for o in objectives) + " |")
         peak = block["matmul_peak_gflops"]
@@ -232,7 +266,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=9, help="timed rounds (one step of each objective per round)")
+    parser.add_argument("--profiled-steps", type=int, default=3, help="profiled steps per objective (medians taken)")
     parser.add_argument("--sentences", type=Path, default=SHARED / "sentences/enwiki_wikiextractor_sentences.txt.gz")
     parser.add_argument("--output", type=Path, default=RESULTS / "profile_step")
     args = parser.parse_args()
@@ -248,18 +283,28 @@ def main() -> None:
         "cpu": cpu_info().get("model_name") or platform.processor(),
         "torch": torch.__version__,
         "batch_size": args.batch_size,
+        "profiled_steps": args.profiled_steps,
         "shape": {"rows": counted["rows"], "seq": counted["seq"]},
         "flops": counted["flops"],
         "threads": {},
     }
     for threads in args.threads:
         torch.set_num_threads(threads)
-        peak = max(time_matmul(2048, torch.float32, layout, warmup=2, repeats=5)["gflops"] for layout in ("a@b", "linear"))
+        peak = max(time_matmul(2048, torch.float32, layout, warmup=2, repeats=7)["best_gflops"] for layout in ("a@b", "linear"))
         block: dict[str, Any] = {"matmul_peak_gflops": peak, "profile": {}, "profiled_step_s": {}}
         for name in args.objectives:
-            block["profile"][name], block["profiled_step_s"][name] = profile_objective(name, sentences, args.warmup)
+            block["profile"][name], block["profiled_step_s"][name] = profile_objective(
+                name, sentences, args.warmup, args.profiled_steps
+            )
             print(f"[{time.strftime('%H:%M:%S')}] {threads} thread(s) {name}: profiled", flush=True)
-        block["timed_s"] = time_objectives(args.objectives, sentences, args.repeats)
+        block["steps_s"] = time_objectives(args.objectives, sentences, args.repeats)
+        block["timed_s"] = {name: statistics.median(values) for name, values in block["steps_s"].items()}
+        first = block["steps_s"][args.objectives[0]]
+        # Each round's ratio, from steps taken seconds apart: its spread shows how far load moved the median ratio.
+        block["round_ratios"] = {
+            name: [round(t / base, 3) for t, base in zip(values, first, strict=True)]
+            for name, values in block["steps_s"].items()
+        }
         report["threads"][str(threads)] = block
         print(f"[{time.strftime('%H:%M:%S')}] {threads} thread(s): {block['timed_s']}", flush=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -173,6 +173,8 @@ def time_matmul(n: int, dtype: torch.dtype, layout: str, warmup: int, repeats: i
         "warmup": warmup,
         "seconds": [round(t, 4) for t in times],
         "gflops": round(2 * n**3 / median / 1e9, 3),
+        # The peak is what the machine can do: the best repeat, not the median (other load only slows it down).
+        "best_gflops": round(2 * n**3 / min(times) / 1e9, 3),
     }
 
 
@@ -270,7 +272,7 @@ def markdown(report: dict) -> str:
         f"torch {report['torch']}, capability {report['cpu']['torch_cpu_capability']}; "
         + ", ".join(f"{flag} {'yes' if on else 'no'}" for flag, on in report["cpu"]["flags"].items())
         + ".",
-        f"Matmul peak ({report['settings']['matmul_size']}^2, best layout): fp32 {peak['fp32']:.1f} GFLOP/s, "
+        f"Matmul peak ({report['settings']['matmul_size']}^2, best layout, best repeat): fp32 {peak['fp32']:.1f} GFLOP/s, "
         f"bf16 {peak['bf16']:.2f} GFLOP/s (plain `a @ b` in bf16: {peak['bf16_plain_a@b']:.2f} GFLOP/s).",
         f"fp32 at batch {fp32_batch} (median of {report['settings']['fp32']['repeats']}); bf16 autocast at batch "
         f"{bf16_batch} (median of {report['settings']['bf16']['repeats']}, with fp32 at batch {bf16_batch} alongside). "
@@ -343,10 +345,10 @@ def main() -> None:
     matmul.append(time_matmul(n, torch.bfloat16, "a@b", 0, args.bf16_matmul_repeats))
     log(f"matmul: {matmul}")
     peak = {
-        "fp32": max(m["gflops"] for m in matmul if m["dtype"] == "float32"),
-        "bf16": max(m["gflops"] for m in matmul if m["dtype"] == "bfloat16"),
-        "fp32_plain_a@b": next(m["gflops"] for m in matmul if m["dtype"] == "float32" and m["layout"] == "a@b"),
-        "bf16_plain_a@b": next(m["gflops"] for m in matmul if m["dtype"] == "bfloat16" and m["layout"] == "a@b"),
+        "fp32": max(m["best_gflops"] for m in matmul if m["dtype"] == "float32"),
+        "bf16": max(m["best_gflops"] for m in matmul if m["dtype"] == "bfloat16"),
+        "fp32_plain_a@b": next(m["best_gflops"] for m in matmul if m["dtype"] == "float32" and m["layout"] == "a@b"),
+        "bf16_plain_a@b": next(m["best_gflops"] for m in matmul if m["dtype"] == "bfloat16" and m["layout"] == "a@b"),
     }
 
     sentences = read_sentences(args.sentences, max(args.batch_size, args.encode_sentences))

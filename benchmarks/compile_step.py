@@ -1,0 +1,179 @@
+"""torch.compile on the CPU: each objective's training step eager, as the trainer compiles it, and compiled whole.
+
+    HF_HUB_OFFLINE=1 python benchmarks/compile_step.py                       # 1 thread, batch 64, length 32
+    HF_HUB_OFFLINE=1 python benchmarks/compile_step.py --objectives infocse --repeats 3
+
+Three ways to run the same step (tokenisation, loss forward, backward, fused AdamW update, as
+``benchmarks/step_time.py`` times it) on all-MiniLM-L6-v2 with CLS pooling:
+
+- ``eager``: no compilation;
+- ``model``: what ``SentenceTransformerTrainingArguments(torch_compile=True)`` does. The trainer (through
+  accelerate) compiles the model with inductor and puts the compiled wrapper into the loss in place of every
+  ``model`` attribute; the loss's own modules (projection head, auxiliary decoder) stay eager;
+- ``loss``: ``loss.compile()``, the whole loss forward (model calls included) and its backward compiled.
+
+The step checks are deferred as ``AuxiliaryStateCallback`` defers them in a training run and read after each step.
+The three are timed round-robin after two warm-up steps (the first compiles; its time is reported). Graph breaks
+come from ``torch._dynamo.explain`` on the loss, split by where they arise. Results:
+``benchmarks/results/compile_step.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from step_time import cpu_info, read_sentences, setup, step  # noqa: E402
+
+from st_infocse.losses._checks import raise_deferred_checks  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+SHARED = REPO.parent / "shared" / "data"
+MODES = ("eager", "model", "loss")
+
+
+def defer_checks(loss: nn.Module) -> None:
+    for module in loss.modules():
+        if hasattr(module, "training_step"):
+            module.defer_checks = True
+
+
+def put_model_into_loss(loss: nn.Module, original: nn.Module, compiled: nn.Module) -> None:
+    """What the trainer's ``override_model_in_loss`` does: every ``model`` attribute now holds the compiled one."""
+    for module in list(loss.modules()):
+        if getattr(module, "model", None) is original:
+            module.model = compiled
+
+
+def break_sites(loss: nn.Module, features: list[dict[str, torch.Tensor]]) -> dict[str, Any]:
+    """Dynamo's graphs and breaks for one forward, each break named by the innermost frame of its user stack."""
+    torch._dynamo.reset()
+    explained = torch._dynamo.explain(loss)(features)
+    sites: dict[str, int] = {}
+    for reason in explained.break_reasons:
+        frame = reason.user_stack[-1] if reason.user_stack else None
+        where = f"{frame.filename.split('site-packages/')[-1].replace(str(REPO) + '/', '')}:{frame.lineno}" if frame else "?"
+        key = f"{reason.reason.splitlines()[0][:90]} at {where}"
+        sites[key] = sites.get(key, 0) + 1
+    torch._dynamo.reset()
+    return {"graphs": explained.graph_count, "breaks": explained.graph_break_count, "sites": sites}
+
+
+def prepare(name: str, mode: str) -> tuple[nn.Module, nn.Module, torch.optim.Optimizer]:
+    torch.manual_seed(0)
+    model, loss, optimizer = setup(name, 32)
+    defer_checks(loss)
+    if mode == "model":
+        put_model_into_loss(loss, model, torch.compile(model))
+    elif mode == "loss":
+        loss.compile()
+    return model, loss, optimizer
+
+
+def timed_step(model: nn.Module, loss: nn.Module, optimizer: torch.optim.Optimizer, sentences: list[str]) -> float:
+    seconds = step(model, loss, optimizer, sentences, bf16=False)
+    raise_deferred_checks(loss)
+    return seconds
+
+
+def run_objective(name: str, sentences: list[str], repeats: int) -> dict[str, Any]:
+    model, loss, _ = setup(name, 32)
+    defer_checks(loss)
+    model.train()
+    features = [dict(model.preprocess(sentences[:8]))]
+    sites = break_sites(loss, features)
+    del model, loss
+    runs = {mode: prepare(name, mode) for mode in MODES}
+    result: dict[str, Any] = {"explain": sites, "first_step_s": {}, "second_step_s": {}, "steps_s": {m: [] for m in MODES}}
+    for mode, (model, loss, optimizer) in runs.items():
+        result["first_step_s"][mode] = round(timed_step(model, loss, optimizer, sentences), 2)
+        result["second_step_s"][mode] = round(timed_step(model, loss, optimizer, sentences), 2)
+        print(f"[{time.strftime('%H:%M:%S')}] {name} {mode}: first step {result['first_step_s'][mode]} s", flush=True)
+    for _ in range(repeats):
+        for mode, (model, loss, optimizer) in runs.items():
+            result["steps_s"][mode].append(round(timed_step(model, loss, optimizer, sentences), 3))
+    result["median_s"] = {mode: statistics.median(values) for mode, values in result["steps_s"].items()}
+    print(f"[{time.strftime('%H:%M:%S')}] {name}: {result['median_s']}", flush=True)
+    torch._dynamo.reset()
+    return result
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        "# torch.compile on the CPU",
+        "",
+        f"`{report['command']}`",
+        "",
+        f"CPU: {report['cpu']}, {report['threads']} thread(s); torch {report['torch']} (inductor). Batch "
+        f"{report['batch_size']}, max length 32, all-MiniLM-L6-v2 with CLS pooling, fused AdamW. Median of "
+        f"{report['repeats']} steps per mode, taken round-robin after two warm-up steps. `model` is what "
+        "`SentenceTransformerTrainingArguments(torch_compile=True)` compiles (the model; the loss's own modules stay "
+        "eager); `loss` is `loss.compile()`.",
+        "",
+        "| objective | eager s/step | model compiled | speed-up | loss compiled | speed-up | first step: model / loss s "
+        "| graphs (breaks) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in report["results"].items():
+        m = r["median_s"]
+        lines.append(
+            f"| {name} | {m['eager']:.2f} | {m['model']:.2f} | {m['eager'] / m['model']:.2f}x | {m['loss']:.2f} "
+            f"| {m['eager'] / m['loss']:.2f}x | {r['first_step_s']['model']:.0f} / {r['first_step_s']['loss']:.0f} "
+            f"| {r['explain']['graphs']} ({r['explain']['breaks']}) |"
+        )
+    lines += ["", "Graph breaks in the loss forward (`torch._dynamo.explain`), by the innermost frame of each:", ""]
+    for name, r in report["results"].items():
+        sites = r["explain"]["sites"] or {"none": 0}
+        lines.append(f"- {name}: " + "; ".join(f"{site} (x{count})" if count else site for site, count in sites.items()))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--objectives", nargs="+", default=["simcse", "infocse", "cmlm-cse", "informin"])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sentences", type=Path, default=SHARED / "sentences/enwiki_wikiextractor_sentences.txt.gz")
+    parser.add_argument("--output", type=Path, default=RESULTS / "compile_step")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    sentences = read_sentences(args.sentences, args.batch_size)
+    report: dict[str, Any] = {
+        "command": ("HF_HUB_OFFLINE=1 python benchmarks/compile_step.py " + " ".join(sys.argv[1:])).strip(),
+        "cpu": cpu_info().get("model_name") or platform.processor(),
+        "threads": args.threads,
+        "torch": torch.__version__,
+        "batch_size": args.batch_size,
+        "repeats": args.repeats,
+        "results": {},
+    }
+    started = time.perf_counter()
+    for name in args.objectives:
+        report["results"][name] = run_objective(name, sentences, args.repeats)
+    report["wall_time_s"] = round(time.perf_counter() - started, 1)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    text = markdown(report)
+    args.output.with_suffix(".md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
