@@ -16,6 +16,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoModel, PretrainedConfig
 
+from st_infocse.modeling.compilation import compiling
 from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for, get_submodule
 from st_infocse.modeling.heads import MLMHead, build_mlm_head
 from st_infocse.modeling.vocab_cross_entropy import vocab_cross_entropy
@@ -39,14 +40,7 @@ def check_mlm_gather(mlm_gather: str) -> None:
 
 def gathers_bounded(mlm_gather: str, device: torch.device) -> bool:
     """Whether ``mlm_gather`` means a bounded gather for tensors on ``device`` (and in the current trace)."""
-    return mlm_gather == "bounded" or (mlm_gather == "auto" and (device.type != "cpu" or _compiling()))
-
-
-def _compiling() -> bool:
-    compiler = getattr(torch, "compiler", None)
-    if compiler is not None and hasattr(compiler, "is_compiling"):
-        return compiler.is_compiling()
-    return torch._dynamo.is_compiling()  # torch < 2.3
+    return mlm_gather == "bounded" or (mlm_gather == "auto" and (device.type != "cpu" or compiling()))
 
 
 @dataclass

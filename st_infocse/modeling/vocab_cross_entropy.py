@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from st_infocse.modeling.compilation import compiling
+
 IGNORE_INDEX = -100
 BLOCK_BYTES = 8 << 20  # one block of fp32 logits rows fits well inside the last-level cache
 
@@ -80,8 +82,8 @@ def vocab_cross_entropy(
 
     Equal to ``F.cross_entropy(logits, targets, ignore_index=-100, reduction="sum")`` and
     ``((logits.argmax(-1) == targets) & (targets != -100)).sum()`` up to float rounding (about 1e-7 relative), and
-    so are its gradients. fp32 without autocast takes the blockwise path; anything else (bf16 weights, autocast)
-    computes the logits as usual and the cross-entropy in fp32.
+    so are its gradients. fp32 without autocast takes the blockwise path; anything else (bf16 weights, autocast,
+    torch.compile) computes the logits as usual and the cross-entropy in fp32.
 
     Example:
         ::
@@ -100,6 +102,9 @@ def vocab_cross_entropy(
         and weight.dtype == torch.float32
         and (bias is None or bias.dtype == torch.float32)
         and not _autocast_enabled(hidden.device.type)
+        # Compiled, the in-place work on slices of one buffer is functionalised into copies of the whole buffer
+        # (a step took 4.8x as long); the plain form is what inductor fuses well.
+        and not compiling()
     )
     if blockwise:
         return _VocabCrossEntropy.apply(hidden, weight, bias, targets)

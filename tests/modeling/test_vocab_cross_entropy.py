@@ -79,3 +79,20 @@ def test_autocast_and_bf16_take_the_reference_path_in_fp32():
     assert correct == ((logits.argmax(-1) == targets) & (targets != -100)).sum()
     loss16, _ = vocab_cross_entropy(hidden.bfloat16(), weight.bfloat16(), bias.bfloat16(), targets)
     assert loss16.dtype == torch.float32 and torch.isfinite(loss16)
+
+
+def test_compiled_it_takes_the_plain_form():
+    """In-place work on slices of one buffer compiles into copies of the whole buffer: traced, the plain form runs."""
+    hidden, weight, bias, targets = _inputs()
+    graphs = []
+
+    def record(graph_module, example_inputs):
+        graphs.append(graph_module.code)
+        return graph_module.forward
+
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda *args: vocab_cross_entropy(*args)[0], backend=record, fullgraph=True)
+    loss = compiled(hidden, weight, bias, targets)
+    torch._dynamo.reset()
+    assert len(graphs) == 1 and "cross_entropy" in graphs[0] and "VocabCrossEntropy" not in graphs[0]
+    torch.testing.assert_close(loss, _reference(hidden, weight, bias, targets)[0])
