@@ -2,6 +2,8 @@
 
     HF_HUB_OFFLINE=1 python benchmarks/profile_step.py                  # 1 and 2 threads, batch 64, length 32
     HF_HUB_OFFLINE=1 python benchmarks/profile_step.py --threads 1 --batch-size 8   # a quick look
+    # the blockwise vocabulary cross-entropy against its plain form, side by side in the same rounds:
+    HF_HUB_OFFLINE=1 python benchmarks/profile_step.py --threads 1 --objectives simcse infocse infocse-plain-ce
 
 Steps (tokenisation, loss forward, backward, AdamW update, as ``benchmarks/step_time.py`` times it) run under
 ``torch.profiler`` after warm-up steps, each profiled separately (``--profiled-steps``; the per-component medians
@@ -23,6 +25,7 @@ side in one process, with each round's ratio), against the counted-FLOP ideal of
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -129,6 +132,28 @@ def labelled(loss: nn.Module) -> Iterator[None]:
             auxiliary_decoder.vocab_cross_entropy = fused
 
 
+# The same loss with the vocabulary cross-entropy in its plain form (F.linear, then F.cross_entropy), as the code
+# computed it before the blockwise form: an A/B of that change inside one process and one set of rounds.
+PLAIN = "-plain-ce"
+
+
+@contextmanager
+def vocabulary_form(name: str) -> Iterator[None]:
+    if not name.endswith(PLAIN):
+        yield
+        return
+    blockwise = auxiliary_decoder.vocab_cross_entropy
+    auxiliary_decoder.vocab_cross_entropy = functools.partial(blockwise, blockwise=False)
+    try:
+        yield
+    finally:
+        auxiliary_decoder.vocab_cross_entropy = blockwise
+
+
+def setup_objective(name: str) -> tuple[nn.Module, nn.Module, torch.optim.Optimizer]:
+    return setup(name.removesuffix(PLAIN), 32)
+
+
 def run_step(model: nn.Module, loss: nn.Module, optimizer: torch.optim.Optimizer, sentences: list[str]) -> None:
     model.train()
     with record_function(SCOPE + "tokenisation"):
@@ -187,13 +212,14 @@ def attribute(events: list[Any]) -> dict[str, float]:
 
 def profile_objective(name: str, sentences: list[str], warmup: int, steps: int) -> tuple[dict[str, float], float]:
     """Each component's median self time over ``steps`` separately profiled steps, and the median step time."""
-    model, loss, optimizer = setup(name, 32)
+    model, loss, optimizer = setup_objective(name)
     torch.manual_seed(0)
     for _ in range(warmup):
-        run_step(model, loss, optimizer, sentences)
+        with vocabulary_form(name):
+            run_step(model, loss, optimizer, sentences)
     profiles, seconds = [], []
     for _ in range(steps):
-        with labelled(loss), profile(activities=[ProfilerActivity.CPU]) as prof:
+        with vocabulary_form(name), labelled(loss), profile(activities=[ProfilerActivity.CPU]) as prof:
             start = time.perf_counter()
             run_step(model, loss, optimizer, sentences)
             seconds.append(time.perf_counter() - start)
@@ -205,15 +231,17 @@ def profile_objective(name: str, sentences: list[str], warmup: int, steps: int) 
 
 def time_objectives(names: list[str], sentences: list[str], repeats: int) -> dict[str, list[float]]:
     """Step times of each objective over ``repeats`` rounds, interleaved so that load changes hit all alike."""
-    setups = {name: setup(name, 32) for name in names}
-    for model, loss, optimizer in setups.values():
-        run_step(model, loss, optimizer, sentences)
+    setups = {name: setup_objective(name) for name in names}
+    for name, (model, loss, optimizer) in setups.items():
+        with vocabulary_form(name):
+            run_step(model, loss, optimizer, sentences)
     times: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(repeats):
         for name, (model, loss, optimizer) in setups.items():
-            start = time.perf_counter()
-            run_step(model, loss, optimizer, sentences)
-            times[name].append(time.perf_counter() - start)
+            with vocabulary_form(name):
+                start = time.perf_counter()
+                run_step(model, loss, optimizer, sentences)
+                times[name].append(time.perf_counter() - start)
     return times
 
 
@@ -273,9 +301,9 @@ def main() -> None:
     args = parser.parse_args()
     sentences = read_sentences(args.sentences, args.batch_size)
     command = "HF_HUB_OFFLINE=1 python benchmarks/profile_step.py " + " ".join(sys.argv[1:])
-    setups = {name: setup(name, 32) for name in args.objectives}
     if args.objectives[0] != "simcse":
         parser.error("the first objective must be simcse: ratios and counted FLOPs are relative to it")
+    setups = {name: setup_objective(name) for name in args.objectives}
     counted = batch_flops(setups, sentences)
     del setups
     report: dict[str, Any] = {

@@ -99,7 +99,7 @@ def ideal_cost(name: str, loss, depth: int, rows: int, seq: int, hidden: int, in
     per_row_layer = seq * layer_flops(hidden, inter, seq)
     views = 2
     cost = views * depth * 3 * rows * per_row_layer  # encoder: forward + backward for both views
-    if name in ("infocse", "cmlm-cse"):
+    if getattr(loss, "cmlm", None) is not None:  # InfoCSE, CMLM-CSE
         k, n = loss.cmlm.k, loss.cmlm.n
         cost += views * k * rows * per_row_layer  # frozen lower copy: forward only
         cost += views * n * 3 * rows * per_row_layer  # fusion layers: forward + backward

@@ -75,15 +75,16 @@ def _autocast_enabled(device_type: str) -> bool:
 
 
 def vocab_cross_entropy(
-    hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor
+    hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor, blockwise: bool | None = None
 ) -> tuple[Tensor, Tensor]:
     """Summed cross-entropy of ``F.linear(hidden, weight, bias)`` against ``targets`` and the number of rows whose
     argmax is the target; rows with target -100 count for neither.
 
     Equal to ``F.cross_entropy(logits, targets, ignore_index=-100, reduction="sum")`` and
     ``((logits.argmax(-1) == targets) & (targets != -100)).sum()`` up to float rounding (about 1e-7 relative), and
-    so are its gradients. fp32 without autocast takes the blockwise path; anything else (bf16 weights, autocast,
-    torch.compile) computes the logits as usual and the cross-entropy in fp32.
+    so are its gradients. By default (``blockwise=None``) fp32 without autocast takes the blockwise path; anything
+    else (bf16 weights, autocast, torch.compile) computes the logits as usual and the cross-entropy in fp32, which
+    ``blockwise=False`` asks for everywhere (the blockwise path needs fp32 and is never taken under autocast).
 
     Example:
         ::
@@ -98,7 +99,8 @@ def vocab_cross_entropy(
             (loss / 5).backward()
     """
     blockwise = (
-        hidden.dtype == torch.float32
+        blockwise is not False
+        and hidden.dtype == torch.float32
         and weight.dtype == torch.float32
         and (bias is None or bias.dtype == torch.float32)
         and not _autocast_enabled(hidden.device.type)

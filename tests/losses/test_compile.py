@@ -1,7 +1,10 @@
-"""torch.compile: no loss breaks a dynamo graph anywhere but inside sentence-transformers' own code (its
-``embed_columns`` reads a ContextVar), and the trainer's ``torch_compile=True`` trains with the losses.
+"""torch.compile: no loss breaks a dynamo graph except inside sentence-transformers' own code (its ``embed_columns``
+reads a ContextVar) and around stage 1's whole-word masker (declared eager), and the trainer's ``torch_compile=True``
+trains with the losses.
 """
 
+import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -9,13 +12,11 @@ import sentence_transformers
 import torch
 from datasets import Dataset
 
-import st_infocse
 from st_infocse import losses
 from st_infocse.training import AuxiliaryStateCallback
 
 from ..conftest import random_sentences
 
-PACKAGE = str(Path(st_infocse.__file__).parent)
 SENTENCE_TRANSFORMERS = str(Path(sentence_transformers.__file__).parent)
 
 LOSSES = {
@@ -27,30 +28,54 @@ LOSSES = {
 }
 
 
-def _breaks_not_in_sentence_transformers(explained) -> list[str]:
-    """Every graph break except those raised inside sentence-transformers' own code (its ContextVar read)."""
+def graph_breaks(fn, *args) -> list[tuple[str, str]]:
+    """``(where, reason)`` of every graph break dynamo meets tracing ``fn(*args)``, from its graph-break log (which,
+    unlike ``torch._dynamo.explain``'s break reasons, names each break, a ContextVar read included)."""
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
+    handler = Keep(logging.DEBUG)
+    torch._logging.set_logs(graph_breaks=True)
+    logger.addHandler(handler)
+    try:
+        torch._dynamo.reset()
+        torch.compile(fn, backend="eager")(*args)  # traced, nothing generated
+    finally:
+        logger.removeHandler(handler)
+        torch._logging.set_logs()
+        torch._dynamo.reset()
     found = []
-    for reason in explained.break_reasons:
-        innermost = reason.user_stack[-1] if reason.user_stack else None
-        if innermost is None or not innermost.filename.startswith(SENTENCE_TRANSFORMERS):
-            ours = [frame for frame in reason.user_stack if frame.filename.startswith(PACKAGE)]
-            where = f" (from {ours[-1].filename}:{ours[-1].lineno})" if ours else ""
-            found.append(reason.reason.splitlines()[0] + where)
+    for message in messages:
+        where = re.search(r"in user code at (\S+:\d+)", message)
+        reason = re.search(r"Explanation: (.*)", message) or re.search(r"Graph Break Reason: (.*)", message)
+        found.append((where.group(1) if where else "?", reason.group(1) if reason else message.splitlines()[0]))
     return found
 
 
+def _unexpected(breaks: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """All but sentence-transformers' own breaks and the one declared break around stage 1's whole-word masker,
+    which draws on the CPU and runs eagerly by design."""
+    return [
+        (where, reason)
+        for where, reason in breaks
+        if not where.startswith(SENTENCE_TRANSFORMERS)
+        and not ("WholeWordMasker.__call__" in reason and "torch.compiler.disable" in reason)
+    ]
+
+
 @pytest.mark.parametrize("name", list(LOSSES))
-def test_no_graph_break_outside_sentence_transformers(make_model, name):
+def test_no_unexpected_graph_break(make_model, name):
     model = make_model()
     loss = LOSSES[name](model)
     for module in loss.modules():
         if hasattr(module, "training_step"):
             module.defer_checks = True  # as AuxiliaryStateCallback sets them for a training run
     features = [dict(model.preprocess(random_sentences(8, seed=s))) for s in range(1 if "stage1" in name else 2)]
-    torch._dynamo.reset()
-    explained = torch._dynamo.explain(loss)(features)
-    assert explained.graph_count >= 1
-    assert _breaks_not_in_sentence_transformers(explained) == []
+    assert _unexpected(graph_breaks(loss, features)) == []
 
 
 def test_the_break_check_sees_a_break_in_the_package():
@@ -61,12 +86,9 @@ def test_the_break_check_sees_a_break_in_the_package():
     head = MLMHead(8, 11)
     hidden = torch.randn(4, 9, 8)
     labels = torch.randint(11, (4, 9)).masked_fill(torch.rand(4, 9) > 0.3, -100)
-    torch._dynamo.reset()
-    exact = torch._dynamo.explain(lambda h, y: mlm_loss(head, h, y).loss)(hidden, labels)
-    assert any("auxiliary_decoder.py" in found for found in _breaks_not_in_sentence_transformers(exact))
-    torch._dynamo.reset()
-    bounded = torch._dynamo.explain(lambda h, y: mlm_loss(head, h, y, max_predictions=36).loss)(hidden, labels)
-    assert bounded.graph_break_count == 0
+    exact = _unexpected(graph_breaks(lambda h, y: mlm_loss(head, h, y).loss, hidden, labels))
+    assert any("auxiliary_decoder.py" in where for where, _ in exact)
+    assert graph_breaks(lambda h, y: mlm_loss(head, h, y, max_predictions=36).loss, hidden, labels) == []
 
 
 @pytest.mark.parametrize("name", ["infocse", "stage1"])

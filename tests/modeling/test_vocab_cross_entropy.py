@@ -2,7 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from st_infocse.modeling import vocab_cross_entropy as module
+import st_infocse.modeling.vocab_cross_entropy as module
 from st_infocse.modeling.vocab_cross_entropy import vocab_cross_entropy
 
 
