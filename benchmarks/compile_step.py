@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import platform
-import re
 import statistics
 import sys
 import time
@@ -43,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_time import cpu_info, read_sentences, setup, step  # noqa: E402
 
 from st_infocse.losses._checks import raise_deferred_checks  # noqa: E402
+from st_infocse.modeling.compilation import graph_breaks  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -68,29 +67,9 @@ def break_sites(loss: nn.Module, features: list[dict[str, torch.Tensor]]) -> dic
     (which names each one; explain's break reasons leave some out)."""
     torch._dynamo.reset()
     graphs = torch._dynamo.explain(loss)(features).graph_count
-    messages: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            messages.append(record.getMessage())
-
-    logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
-    handler = Keep(logging.DEBUG)
-    torch._logging.set_logs(graph_breaks=True)
-    logger.addHandler(handler)
-    try:
-        torch._dynamo.reset()
-        torch.compile(loss, backend="eager")(features)
-    finally:
-        logger.removeHandler(handler)
-        torch._logging.set_logs()
-        torch._dynamo.reset()
     sites: dict[str, int] = {}
-    for message in messages:
-        where = re.search(r"in user code at (\S+):(\d+)", message)
-        reason = re.search(r"Explanation: (.*)", message) or re.search(r"Graph Break Reason: (.*)", message)
-        place = f"{where.group(1).split('site-packages/')[-1].replace(str(REPO) + '/', '')}:{where.group(2)}" if where else "?"
-        key = f"{(reason.group(1) if reason else message.splitlines()[0])[:110]} at {place}"
+    for where, reason in graph_breaks(loss, features):
+        key = f"{reason[:110]} at {where.split('site-packages/')[-1].replace(str(REPO) + '/', '')}"
         sites[key] = sites.get(key, 0) + 1
     return {"graphs": graphs, "breaks": sum(sites.values()), "sites": sites}
 

@@ -3,8 +3,6 @@ reads a ContextVar) and around stage 1's whole-word masker (declared eager), and
 trains with the losses.
 """
 
-import logging
-import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ import torch
 from datasets import Dataset
 
 from st_infocse import losses
+from st_infocse.modeling.compilation import graph_breaks
 from st_infocse.training import AuxiliaryStateCallback
 
 from ..conftest import random_sentences
@@ -26,34 +25,6 @@ LOSSES = {
     "stage1": lambda model: losses.AuxiliaryPretrainingLoss(model),
     "stage1-token": lambda model: losses.AuxiliaryPretrainingLoss(model, masking="token"),
 }
-
-
-def graph_breaks(fn, *args) -> list[tuple[str, str]]:
-    """``(where, reason)`` of every graph break dynamo meets tracing ``fn(*args)``, from its graph-break log (which,
-    unlike ``torch._dynamo.explain``'s break reasons, names each break, a ContextVar read included)."""
-    messages: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            messages.append(record.getMessage())
-
-    logger = logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks")
-    handler = Keep(logging.DEBUG)
-    torch._logging.set_logs(graph_breaks=True)
-    logger.addHandler(handler)
-    try:
-        torch._dynamo.reset()
-        torch.compile(fn, backend="eager")(*args)  # traced, nothing generated
-    finally:
-        logger.removeHandler(handler)
-        torch._logging.set_logs()
-        torch._dynamo.reset()
-    found = []
-    for message in messages:
-        where = re.search(r"in user code at (\S+:\d+)", message)
-        reason = re.search(r"Explanation: (.*)", message) or re.search(r"Graph Break Reason: (.*)", message)
-        found.append((where.group(1) if where else "?", reason.group(1) if reason else message.splitlines()[0]))
-    return found
 
 
 def _unexpected(breaks: list[tuple[str, str]]) -> list[tuple[str, str]]:
