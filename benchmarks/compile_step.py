@@ -35,6 +35,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch
+from sentence_transformers import SentenceTransformerTrainer
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,11 +56,10 @@ def defer_checks(loss: nn.Module) -> None:
             module.defer_checks = True
 
 
-def put_model_into_loss(loss: nn.Module, original: nn.Module, compiled: nn.Module) -> None:
-    """What the trainer's ``override_model_in_loss`` does: every ``model`` attribute now holds the compiled one."""
-    for module in list(loss.modules()):
-        if getattr(module, "model", None) is original:
-            module.model = compiled
+def put_model_into_loss(loss: nn.Module, compiled: nn.Module) -> None:
+    """The trainer's own ``override_model_in_loss``: every ``model`` attribute in the loss now holds the compiled one."""
+    trainer = SentenceTransformerTrainer.__new__(SentenceTransformerTrainer)  # the method reads nothing else from it
+    trainer.override_model_in_loss(loss, compiled)
 
 
 def break_sites(loss: nn.Module, features: list[dict[str, torch.Tensor]]) -> dict[str, Any]:
@@ -86,7 +86,7 @@ def prepare(name: str, mode: str) -> tuple[nn.Module, nn.Module, torch.optim.Opt
     model, loss, optimizer = setup(name, 32)
     defer_checks(loss)
     if mode == "model":
-        put_model_into_loss(loss, model, torch.compile(model))
+        put_model_into_loss(loss, torch.compile(model))
     elif mode == "loss":
         loss.compile()
     return model, loss, optimizer

@@ -80,7 +80,8 @@ class AuxiliaryPretrainingLoss(nn.Module):
                 encoder's own input path.
             masking: ``"whole_word"`` (Condenser: whole words, ``max(1, round(mask_rate * n))`` tokens per sentence)
                 or ``"token"`` (each token chosen independently with probability ``mask_rate``).
-            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``), ``"exact"`` or ``"bounded"``,
+            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``),
+                ``"exact"`` or ``"bounded"``,
                 how both MLM terms gather the masked positions (see
                 :class:`ConditionalMLMLoss`). With whole-word masking the bound is the per-sentence budget, which is
                 never exceeded; that masker still draws on the CPU, so only ``masking="token"`` keeps the whole

@@ -78,7 +78,8 @@ class InfoCSELoss(nn.Module):
             informin_reduction: scaling of that term, see :func:`~st_infocse.losses.informin.reconstruction_term`.
             gather_across_devices: gather contrastive candidates across processes.
             mlm_head_source: model path or hub id to take the MLM head from (default: the model's own).
-            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``), ``"exact"`` or ``"bounded"``,
+            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``),
+                ``"exact"`` or ``"bounded"``,
                 how the auxiliary MLM gathers the masked positions (see :class:`ConditionalMLMLoss`; ``"bounded"``
                 reads nothing back to the host).
 

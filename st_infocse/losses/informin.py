@@ -77,7 +77,8 @@ class InforMinReconstructionLoss(nn.Module):
                 encoder once more per view and uses an untied copy of the checkpoint's MLM head owned by the loss.
             mask_rate: masking rate of the optional MLM term.
             gather_across_devices: gather contrastive candidates across processes.
-            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``), ``"exact"`` or ``"bounded"``,
+            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``),
+                ``"exact"`` or ``"bounded"``,
                 how the optional MLM term gathers the masked positions (see
                 :class:`~st_infocse.losses.ConditionalMLMLoss`; ``"bounded"`` reads nothing back to the host).
 

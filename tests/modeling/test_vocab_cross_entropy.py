@@ -96,3 +96,11 @@ def test_compiled_it_takes_the_plain_form():
     torch._dynamo.reset()
     assert len(graphs) == 1 and "cross_entropy" in graphs[0] and "VocabCrossEntropy" not in graphs[0]
     torch.testing.assert_close(loss, _reference(hidden, weight, bias, targets)[0])
+
+
+def test_float64_stays_float64():
+    hidden, weight, bias, targets = (t.double() if t.is_floating_point() else t for t in _inputs())
+    loss, correct = vocab_cross_entropy(hidden, weight, bias, targets)
+    expected_loss, expected_correct = _reference(hidden, weight, bias, targets)
+    assert loss.dtype == torch.float64 and correct == expected_correct
+    torch.testing.assert_close(loss, expected_loss)
