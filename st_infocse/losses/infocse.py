@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
@@ -12,7 +12,11 @@ from st_infocse.losses.conditional_mlm import ConditionalMLMLoss, Preset, resolv
 from st_infocse.losses.informin import Reduction, reconstruction_term
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather
+from st_infocse.modeling.gradient import scale_gradient
 from st_infocse.modeling.heads import ProjectionKind
+
+AuxGradient = Literal["weighted", "full"]
+AUX_GRADIENTS: tuple[str, ...] = ("weighted", "full")
 
 
 class InfoCSELoss(nn.Module):
@@ -36,6 +40,7 @@ class InfoCSELoss(nn.Module):
         gather_across_devices: bool = False,
         mlm_head_source: str | None = None,
         mlm_gather: MLMGather = "auto",
+        aux_gradient: AuxGradient = "weighted",
     ) -> None:
         """
         InfoCSE: contrastive learning plus ``lambda_`` times a conditional MLM through an auxiliary decoder whose
@@ -82,6 +87,14 @@ class InfoCSELoss(nn.Module):
                 ``"exact"`` or ``"bounded"``,
                 how the auxiliary MLM gathers the masked positions (see :class:`ConditionalMLMLoss`; ``"bounded"``
                 reads nothing back to the host).
+            aux_gradient: what the auxiliary decoder (fusion layers and MLM head) learns from. ``"weighted"``
+                (default, the released script): ``lambda_ * L_aux`` is one term of the loss, so the decoder
+                receives ``lambda_`` times the MLM gradient, like the encoder; at ``lambda_=1e-5`` most of its
+                gradient elements fall below AdamW's ``eps`` and it learns slowly. ``"full"``: the decoder receives
+                the unweighted MLM gradient while the encoder still receives exactly ``lambda_`` times it through
+                the sentence embedding (a gradient scale on ``h`` where it enters the decoder); the logged ``cmlm``
+                term keeps its value ``lambda_ * L_aux``, and :class:`~st_infocse.training.AuxiliaryStateCallback`
+                clips the decoder's gradients under their own norm so that they do not shrink the encoder's step.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings
@@ -141,6 +154,9 @@ class InfoCSELoss(nn.Module):
         )
         self.informin_weight = informin_weight
         self.informin_reduction = informin_reduction
+        if aux_gradient not in AUX_GRADIENTS:
+            raise ValueError(f"aux_gradient must be one of {AUX_GRADIENTS}, got {aux_gradient!r}.")
+        self.aux_gradient = aux_gradient
 
     @property
     def decoder(self) -> AuxiliaryDecoder:
@@ -156,8 +172,16 @@ class InfoCSELoss(nn.Module):
         overflow = None
         if self.lambda_:
             # Every column, as the authors' cl_forward runs the MLM on all batch * num_sent sentences.
-            output = self.cmlm.compute_loss_from_embeddings(embeddings, views)
-            losses["cmlm"] = self.lambda_ * output.loss
+            if self.aux_gradient == "full":
+                # The encoder's share is scaled on the way back through h; the decoder's parameters see L_aux whole,
+                # and the term still reads lambda * L_aux.
+                conditions = [scale_gradient(embedding, self.lambda_) for embedding in embeddings]
+                output = self.cmlm.compute_loss_from_embeddings(conditions, views)
+                # L - L.detach() is exactly 0 forward and carries the whole gradient backward.
+                losses["cmlm"] = self.lambda_ * output.loss.detach() + (output.loss - output.loss.detach())
+            else:
+                output = self.cmlm.compute_loss_from_embeddings(embeddings, views)
+                losses["cmlm"] = self.lambda_ * output.loss
             overflow = output.overflow
         if self.informin_weight:
             reconstruction = reconstruction_term(projected[0], projected[1], self.informin_reduction)
@@ -165,8 +189,21 @@ class InfoCSELoss(nn.Module):
         check_finite(self, losses, self.contrastive.empty_flag(features), overflow=overflow)
         return losses
 
+    def separately_clipped_parameters(self) -> list[nn.Parameter]:
+        """Parameters that joint gradient clipping puts under a norm of their own.
+
+        With ``aux_gradient="full"`` the decoder's gradient is the unweighted MLM gradient, ``1 / lambda_`` times
+        the scale of what the encoder receives; counted in one norm with the encoder's, it would set the encoder's
+        clip factor. Empty under the default, where everything is clipped together as in the authors' trainer.
+        """
+        if self.aux_gradient != "full" or not self.lambda_:
+            return []
+        return [param for param in self.cmlm.decoder.parameters() if param.requires_grad]
+
     def get_config_dict(self) -> dict[str, Any]:
         config = {"lambda_": self.lambda_, **self.contrastive.get_config_dict(), **self.cmlm.get_config_dict()}
+        if self.aux_gradient != "weighted":
+            config["aux_gradient"] = self.aux_gradient
         if self.informin_weight:
             config.update(informin_weight=self.informin_weight, informin_reduction=self.informin_reduction)
         return config

@@ -9,6 +9,7 @@ from st_infocse.modeling.encoder_parts import (
     family_for,
     find_encoder_parts,
 )
+from st_infocse.modeling.gradient import scale_gradient
 from st_infocse.modeling.heads import MLMHead, ProjectionHead, build_mlm_head
 from st_infocse.modeling.masking import TokenMasker, WholeWordMasker
 
@@ -28,4 +29,5 @@ __all__ = [
     "family_for",
     "find_encoder_parts",
     "mlm_loss",
+    "scale_gradient",
 ]

@@ -106,10 +106,21 @@ def clip_gradients_jointly(loss: nn.Module, max_norm: float) -> torch.Tensor:
     the encoder, the projection head and the auxiliary decoder. Call it after ``backward()`` (and after unscaling, if
     a ``GradScaler`` is used) and before ``optimizer.step()``.
 
+    A loss may name parameters to clip under a norm of their own with a ``separately_clipped_parameters()`` method
+    (``InfoCSELoss(aux_gradient="full")`` does, for its decoder); the rest are clipped together as above.
+
     Returns:
-        The total 2-norm of all these gradients before clipping, as a tensor.
+        The total 2-norm of the jointly clipped gradients before clipping, as a tensor.
     """
-    return torch.nn.utils.clip_grad_norm_(list(_jointly_trained_parameters(loss)), max_norm)
+    separate = getattr(loss, "separately_clipped_parameters", None)
+    own = list(separate()) if callable(separate) else []
+    if not own:
+        return torch.nn.utils.clip_grad_norm_(list(_jointly_trained_parameters(loss)), max_norm)
+    own_ids = {id(param) for param in own}
+    joint = [param for param in _jointly_trained_parameters(loss) if id(param) not in own_ids]
+    norm = torch.nn.utils.clip_grad_norm_(joint, max_norm)
+    torch.nn.utils.clip_grad_norm_(own, max_norm)
+    return norm
 
 
 def _unscale_once(optimizer: Any) -> None:

@@ -1,0 +1,676 @@
+"""When does InfoCSE's auxiliary MLM matter? The decoder's learning settings, the loss weight, and every objective.
+
+    HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py run --workers 6    # one queue, several processes
+    HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py report             # JSON, markdown, PNGs, README block
+
+The setting of ``benchmarks/long_budget.py`` (all-MiniLM-L6-v2 with CLS pooling, 200 steps of 64 Wikipedia sentences,
+max length 32, lr 3e-5 with linear decay, joint gradient clipping at 1.0, STS-B dev and the h-shuffle diagnostic
+every ``--eval-steps`` with the frozen probe decoder and the row's own decoder), with more rows:
+
+- the table: SimCSE, InfoCSE as released, InfoCSE with lambda 0 (its BatchNorm head alone, paper 000 Table 5's
+  "w/o MLM loss"), CMLM-CSE and InforMin-CL under their defaults, ``--seeds`` each;
+- the decoder's learning: the auxiliary modules at their own learning rate (``learning_rate_mapping``), the
+  unweighted decoder gradient (``InfoCSELoss(aux_gradient="full")``), a decoder started from stage 1
+  (``AuxiliaryPretrainingLoss`` run at a constant learning rate while its held-out accuracy is logged, to see it
+  plateau) and a decoder first trained alone on the frozen untrained encoder (a trained copy of the probe decoder;
+  the probe itself stays frozen), and a longer budget;
+- the weight: lambda 1e-5 ... 1 with a decoder that reads ``h``.
+
+Every InfoCSE-like row also logs, at step 0 and after training, the ratio of the MLM term's gradient norm to the
+contrastive term's at the encoder's parameters (mean over ``--ratio-batches`` batches, model in training mode).
+Finished jobs are JSON files under ``--work-dir``; a repeated command resumes. ``--device cuda`` runs on a GPU (fp32,
+TF32 off); ``--model`` takes another copy of all-MiniLM-L6-v2 than the wheel's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import torch
+from datasets import Dataset
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+from sentence_transformers.base.modules import Transformer
+from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
+from sentence_transformers.sentence_transformer.modules import Pooling
+from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from long_budget import HELD_OUT, PROBE_SENTENCES, CurveCallback, _alive, _at, _mean_std, _welch  # noqa: E402
+from quality import SHARED, minilm_path, read_lines  # noqa: E402
+
+from st_infocse import losses  # noqa: E402
+from st_infocse.evaluation import (  # noqa: E402
+    ConditionalMLMEvaluator,
+    evaluate_sts_suite,
+    stsb_dev_evaluator,
+    train_probe_decoder,
+)
+from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
+from st_infocse.training import AuxiliaryStateCallback  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+# Sentences for the gradient-ratio batches: after the held-out diagnostic sentences, used by nothing else.
+RATIO_SENTENCES = (HELD_OUT[1], HELD_OUT[1] + 512)
+TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    description: str
+    objective: str  # simcse | infocse | cmlm-cse | informin
+    group: str  # table | decoder | weight
+    lambda_: float | None = None
+    aux_lr: float | None = None
+    aux_gradient: str = "weighted"
+    decoder: str | None = None  # None (fresh) | "probe" (a trained copy of the probe decoder) | "stage1"
+    steps_factor: int = 1
+
+
+def _lambda_label(value: float) -> str:
+    return f"{value:g}"
+
+
+SETTINGS: dict[str, Setting] = {
+    "simcse": Setting("SimCSELoss (defaults: MLP head at training only)", "simcse", "table"),
+    "infocse": Setting("InfoCSELoss (defaults: the released script's setting)", "infocse", "table"),
+    "infocse-lambda0": Setting("InfoCSELoss(lambda_=0): the BatchNorm head alone, no MLM (paper 000 Table 5)",
+                               "infocse", "table", lambda_=0.0),
+    "cmlm-cse": Setting("CMLMCSELoss (defaults: paper 003)", "cmlm-cse", "table"),
+    "informin": Setting("InforMinReconstructionLoss (defaults: lambda 0.4, paper 001)", "informin", "table"),
+    # The decoder's learning (lambda 1e-5 as released).
+    "infocse-auxlr1e-4": Setting("InfoCSE, aux lr 1e-4", "infocse", "decoder", aux_lr=1e-4),
+    "infocse-auxlr1e-3": Setting("InfoCSE, aux lr 1e-3", "infocse", "decoder", aux_lr=1e-3),
+    "infocse-full-auxlr1e-4": Setting("InfoCSE, full decoder gradient, aux lr 1e-4", "infocse", "decoder",
+                                      aux_lr=1e-4, aux_gradient="full"),
+    "infocse-full-auxlr1e-3": Setting("InfoCSE, full decoder gradient, aux lr 1e-3", "infocse", "decoder",
+                                      aux_lr=1e-3, aux_gradient="full"),
+    "infocse-full-auxlr1e-3-long": Setting("InfoCSE, full decoder gradient, aux lr 1e-3, 5x steps", "infocse",
+                                           "decoder", aux_lr=1e-3, aux_gradient="full", steps_factor=5),
+    "infocse-stage1": Setting("InfoCSE after stage 1 (encoder and decoder), defaults", "infocse", "decoder",
+                              decoder="stage1"),
+    "infocse-stage1-full-auxlr1e-4": Setting("InfoCSE after stage 1, full decoder gradient, aux lr 1e-4",
+                                             "infocse", "decoder", aux_lr=1e-4, aux_gradient="full",
+                                             decoder="stage1"),
+    "infocse-probe": Setting("InfoCSE, decoder trained alone first (the probe's), defaults", "infocse", "decoder",
+                             decoder="probe"),
+    "infocse-probe-full-auxlr1e-4": Setting(
+        "InfoCSE, decoder trained alone first, full gradient, aux lr 1e-4", "infocse", "decoder", aux_lr=1e-4,
+        aux_gradient="full", decoder="probe"),
+    "infocse-probe-full-auxlr1e-4-long": Setting(
+        "InfoCSE, decoder trained alone first, full gradient, aux lr 1e-4, 5x steps", "infocse", "decoder",
+        aux_lr=1e-4, aux_gradient="full", decoder="probe", steps_factor=5),
+}
+# The weight, with the decoder trained alone first and its full gradient at aux lr 1e-4 (lambda 1e-5 is the row
+# infocse-probe-full-auxlr1e-4 above).
+for _value in (1e-3, 1e-1, 1.0):
+    SETTINGS[f"weight-{_lambda_label(_value)}"] = Setting(
+        f"InfoCSE, decoder trained alone first, full gradient, aux lr 1e-4, lambda {_lambda_label(_value)}",
+        "infocse", "weight", lambda_=_value, aux_lr=1e-4, aux_gradient="full", decoder="probe")
+
+
+@dataclass
+class Config:
+    steps: int
+    stage1_steps: int
+    stage1_lr: float
+    stage1_eval_steps: int
+    probe_steps: int
+    probe_lr: float
+    eval_steps: int
+    batch_size: int
+    max_length: int
+    eval_max_length: int
+    learning_rate: float
+    seeds: list[int]
+    mechanism_seeds: list[int]
+    weight_seeds: list[int]
+    ratio_batches: int
+    settings: list[str]
+    sentences: Path
+    senteval: Path
+    work_dir: Path
+    model: str | None
+    device: str
+    threads: int
+    smoke: bool = False
+
+    def jobs(self) -> list[str]:
+        jobs = ["probe"]
+        if any(SETTINGS[name].decoder == "stage1" for name in self.settings):
+            jobs.append("stage1")
+        for name in self.settings:
+            group = SETTINGS[name].group
+            seeds = {"table": self.seeds, "decoder": self.mechanism_seeds, "weight": self.weight_seeds}[group]
+            jobs += [f"{name}-s{seed}" for seed in seeds]
+        return jobs
+
+
+@dataclass
+class Row:
+    job: str
+    setting: str
+    seed: int
+    description: str
+    steps: int
+    train_seconds: float = 0.0
+    curve: list[dict[str, Any]] = field(default_factory=list)
+    log_history: list[dict[str, Any]] = field(default_factory=list)
+    gradient_ratio: dict[str, dict[str, float]] = field(default_factory=dict)
+    sts: dict[str, float] = field(default_factory=dict)
+    sts_avg: float | None = None
+    stsb_dev: float | None = None
+    eval_seconds: float = 0.0
+
+
+def gradient_ratio(model: SentenceTransformer, loss: torch.nn.Module, texts: list[str], batch_size: int,
+                   batches: int) -> dict[str, float]:
+    """Norms of the contrastive and the weighted MLM term's gradients at the encoder's parameters, and their ratio.
+
+    The model trains as it does in a step (dropout on); the loss's MLM metrics are left as they were found.
+    """
+    params = [p for p in model.parameters() if p.requires_grad]
+    device = params[0].device
+    was_training = model.training
+    model.train()
+    cl, mlm = [], []
+    for index in range(batches):
+        chunk = texts[index * batch_size:(index + 1) * batch_size]
+        features = {k: v.to(device) for k, v in model.preprocess(chunk).items() if isinstance(v, torch.Tensor)}
+        terms = loss([features])
+        grads_cl = torch.autograd.grad(terms["contrastive"], params, retain_graph=True, allow_unused=True)
+        grads_mlm = torch.autograd.grad(terms["cmlm"], params, allow_unused=True)
+        for store, grads in ((cl, grads_cl), (mlm, grads_mlm)):
+            norms = [torch.linalg.vector_norm(g.float()) for g in grads if g is not None]
+            store.append(float(torch.linalg.vector_norm(torch.stack(norms))) if norms else 0.0)
+    loss.cmlm.metrics.reset()
+    model.train(was_training)
+    ratios = [m / c for m, c in zip(mlm, cl, strict=True) if c > 0]
+    return {"contrastive_norm": statistics.mean(cl), "mlm_norm": statistics.mean(mlm),
+            "ratio": statistics.mean(ratios) if ratios else float("nan")}
+
+
+class Bench:
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.done = cfg.work_dir / "done"
+        self.claims = cfg.work_dir / "claims"
+        for folder in (self.done, self.claims):
+            folder.mkdir(parents=True, exist_ok=True)
+        self._dev: Any = None
+        self._held_out: list[str] | None = None
+
+    # --------------------------------------------------------------------------------------------- queue
+
+    def result_path(self, job: str) -> Path:
+        return self.done / f"{job}.json"
+
+    def claim(self, job: str) -> bool:
+        path = self.claims / job
+        for _ in range(2):
+            try:
+                handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                owner = path.read_text().strip()
+                if owner.isdigit() and not _alive(int(owner)):
+                    path.unlink(missing_ok=True)
+                    continue
+                return False
+            os.write(handle, str(os.getpid()).encode())
+            os.close(handle)
+            return True
+        return False
+
+    def wait_for(self, job: str) -> None:
+        while not self.result_path(job).exists():
+            if not (self.claims / job).exists() and self.claim(job):
+                self.run_job(job)  # nobody has it: do it here rather than wait forever
+                continue
+            time.sleep(5)
+
+    def run(self) -> None:
+        for job in self.cfg.jobs():
+            if self.result_path(job).exists() or not self.claim(job):
+                continue
+            try:
+                self.run_job(job)
+            except Exception:  # one failed job must not stop the queue; its claim is released for a retry
+                traceback.print_exc()
+                print(f"[{time.strftime('%H:%M:%S')}] {os.getpid()} FAILED {job}", flush=True)
+
+    def run_job(self, job: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {os.getpid()} start {job}", flush=True)
+        start = time.perf_counter()
+        try:
+            if job == "probe":
+                self.probe()
+            elif job == "stage1":
+                self.stage1()
+            else:
+                name, seed = job.rsplit("-s", 1)
+                self.row(job, name, int(seed))
+        except BaseException:
+            (self.claims / job).unlink(missing_ok=True)
+            raise
+        print(f"[{time.strftime('%H:%M:%S')}] {os.getpid()} done {job} in {time.perf_counter() - start:.0f}s",
+              flush=True)
+
+    # --------------------------------------------------------------------------------------------- data
+
+    def load_model(self, path: str | None = None) -> SentenceTransformer:
+        source = path or self.cfg.model or minilm_path()
+        if path is not None:
+            model = SentenceTransformer(path, device=self.cfg.device)
+        else:
+            transformer = Transformer(source, max_seq_length=self.cfg.max_length)
+            pool = Pooling(transformer.get_embedding_dimension(), "cls")
+            model = SentenceTransformer(modules=[transformer, pool], device=self.cfg.device)
+        model.max_seq_length = self.cfg.max_length
+        return model
+
+    def sentences(self, start: int, end: int) -> list[str]:
+        return read_lines(self.cfg.sentences, end)[start:]
+
+    def held_out(self) -> list[str]:
+        if self._held_out is None:
+            self._held_out = self.sentences(*HELD_OUT)
+        return self._held_out
+
+    def dataset(self, steps: int) -> Dataset:
+        return Dataset.from_dict({"text": self.sentences(0, steps * self.cfg.batch_size)})
+
+    def diagnostic(self, decoder: Any, name: str) -> ConditionalMLMEvaluator:
+        return ConditionalMLMEvaluator(self.held_out(), decoder=decoder, mask_rate=0.4, batch_size=64,
+                                       max_seq_length=self.cfg.max_length, name=name)
+
+    def dev(self) -> Any:
+        if self._dev is None:
+            self._dev = stsb_dev_evaluator(self.cfg.senteval, batch_size=128)
+        return self._dev
+
+    # --------------------------------------------------------------------------------------------- jobs
+
+    def probe(self) -> None:
+        """The yardstick: long_budget.py's probe, trained on the untrained model's frozen embeddings."""
+        model = self.load_model()
+        start = time.perf_counter()
+        decoder, curve = train_probe_decoder(model, self.sentences(*PROBE_SENTENCES), steps=self.cfg.probe_steps,
+                                             learning_rate=self.cfg.probe_lr, show_progress_bar=False)
+        seconds = time.perf_counter() - start
+        decoder.save_pretrained(self.cfg.work_dir / "probe_decoder")
+        scores = self.diagnostic(decoder, "probe")(model)
+        self.store("probe", {"train_seconds": seconds, "curve": curve, "untrained_model": scores})
+
+    def stage1(self) -> None:
+        """Stage 1 at a constant learning rate, its held-out auxiliary MLM accuracy logged to see where it flattens."""
+        model = self.load_model()
+        torch.manual_seed(0)
+        loss = losses.AuxiliaryPretrainingLoss(model)
+        evaluator = self.diagnostic(loss, "stage1")
+        curve: list[dict[str, Any]] = [{"step": 0} | {f"eval_{k}": v for k, v in evaluator(model).items()}]
+        seconds, history = self.train(model, loss, self.dataset(self.cfg.stage1_steps), 0, self.cfg.stage1_steps,
+                                      self.cfg.stage1_lr, evaluator, curve, eval_steps=self.cfg.stage1_eval_steps,
+                                      scheduler="constant")
+        folder = self.cfg.work_dir / "stage1_output"
+        model.save(str(folder / "model"))
+        loss.save_decoder(folder / "decoder")
+        self.store("stage1", {"train_seconds": seconds, "curve": curve, "log_history": history,
+                              "config": loss.get_config_dict()})
+
+    def build_loss(self, setting: Setting, model: SentenceTransformer) -> torch.nn.Module:
+        if setting.objective == "simcse":
+            return losses.SimCSELoss(model)
+        if setting.objective == "informin":
+            return losses.InforMinReconstructionLoss(model)
+        decoder = None
+        if setting.decoder == "stage1":
+            decoder = str(self.cfg.work_dir / "stage1_output" / "decoder")
+        elif setting.decoder == "probe":
+            decoder = str(self.cfg.work_dir / "probe_decoder")
+        cls = losses.CMLMCSELoss if setting.objective == "cmlm-cse" else losses.InfoCSELoss
+        return cls(model, lambda_=setting.lambda_, decoder=decoder, aux_gradient=setting.aux_gradient)
+
+    def row(self, job: str, name: str, seed: int) -> None:
+        setting = SETTINGS[name]
+        if setting.decoder:
+            self.wait_for(setting.decoder)
+        # A row that does not start from the probe's decoder does not wait for it; it is scored by the probe if the
+        # probe is done when the row starts.
+        probe = (AuxiliaryDecoder.from_pretrained(self.cfg.work_dir / "probe_decoder")
+                 if self.result_path("probe").exists() else None)
+        if setting.decoder == "stage1":
+            model = self.load_model(str(self.cfg.work_dir / "stage1_output" / "model"))
+        else:
+            model = self.load_model()
+        torch.manual_seed(seed)
+        loss = self.build_loss(setting, model)
+        evaluators: list[Any] = [self.dev()] + ([self.diagnostic(probe, "probe")] if probe is not None else [])
+        has_mlm = getattr(loss, "lambda_", 0) and hasattr(loss, "cmlm")
+        if has_mlm:
+            evaluators.append(self.diagnostic(loss, "live"))
+        evaluator = SequentialEvaluator(evaluators)
+        steps = self.cfg.steps * setting.steps_factor
+        row = Row(job, name, seed, setting.description, steps)
+        ratio_texts = self.sentences(*RATIO_SENTENCES)
+        if has_mlm:
+            row.gradient_ratio["start"] = gradient_ratio(model, loss, ratio_texts, self.cfg.batch_size,
+                                                         self.cfg.ratio_batches)
+        row.curve.append({"step": 0} | {f"eval_{k}": float(v) for k, v in evaluator(model).items()})
+        mapping = {r"^(?!model\.)": setting.aux_lr} if setting.aux_lr is not None else None
+        row.train_seconds, row.log_history = self.train(model, loss, self.dataset(steps), seed, steps,
+                                                        self.cfg.learning_rate, evaluator, row.curve,
+                                                        learning_rate_mapping=mapping)
+        if has_mlm:
+            row.gradient_ratio["end"] = gradient_ratio(model, loss, ratio_texts, self.cfg.batch_size,
+                                                       self.cfg.ratio_batches)
+        start = time.perf_counter()
+        model.max_seq_length = self.cfg.eval_max_length
+        model.eval()
+        row.stsb_dev = round(100 * self.dev()(model)[self.dev().primary_metric], 2)
+        if not self.cfg.smoke:
+            suite = evaluate_sts_suite(model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
+            row.sts = {k: round(v, 2) for k, v in suite.scores.items()}
+            row.sts_avg = round(suite.average, 2)
+        row.eval_seconds = time.perf_counter() - start
+        self.store(job, asdict(row))
+
+    def train(self, model: SentenceTransformer, loss: torch.nn.Module, dataset: Dataset, seed: int, steps: int,
+              learning_rate: float, evaluator: Any, curve: list[dict[str, Any]], eval_steps: int | None = None,
+              scheduler: str = "linear", learning_rate_mapping: dict[str, float] | None = None,
+              ) -> tuple[float, list[dict[str, Any]]]:
+        with tempfile.TemporaryDirectory() as out:
+            args = SentenceTransformerTrainingArguments(
+                output_dir=out, max_steps=steps, per_device_train_batch_size=self.cfg.batch_size,
+                learning_rate=learning_rate, lr_scheduler_type=scheduler, warmup_steps=0, seed=seed, data_seed=seed,
+                logging_steps=5, eval_strategy="steps", eval_steps=eval_steps or self.cfg.eval_steps,
+                save_strategy="no", report_to="none", dataloader_drop_last=True, disable_tqdm=True,
+                use_cpu=self.cfg.device == "cpu", dataloader_pin_memory=self.cfg.device != "cpu",
+                learning_rate_mapping=learning_rate_mapping,
+            )
+            callbacks: list[Any] = [CurveCallback(curve)]
+            if any(not name.startswith("model.") for name, _ in loss.named_parameters()):
+                callbacks.insert(0, AuxiliaryStateCallback(loss))
+            trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss,
+                                                 evaluator=evaluator, callbacks=callbacks)
+            start = time.perf_counter()
+            trainer.train()
+            seconds = time.perf_counter() - start
+        return seconds, [entry for entry in trainer.state.log_history if "loss" in entry]
+
+    def store(self, job: str, payload: dict[str, Any]) -> None:
+        payload = {"job": job, "device": self.cfg.device, "device_name": device_name(self.cfg.device)} | payload
+        self.result_path(job).write_text(json.dumps(payload, indent=1))
+        summary = {k: payload[k] for k in ("sts_avg", "stsb_dev", "train_seconds") if k in payload}
+        print(f"[{time.strftime('%H:%M:%S')}] stored {job}: {summary}", flush=True)
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return platform.processor() or platform.machine()
+
+
+def worker(cfg: Config) -> None:
+    torch.set_num_threads(cfg.threads)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    Bench(cfg).run()
+
+
+# ------------------------------------------------------------------------------------------------- report
+
+
+def _gain(curve: list[dict[str, Any]], prefix: str, which: int) -> float | None:
+    return _at(curve, f"eval_{prefix}_information_gain", which)
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def report(cfg: Config, command: str, stem: str) -> str:
+    done = {p.stem: json.loads(p.read_text()) for p in sorted((cfg.work_dir / "done").glob("*.json"))}
+    rows = {k: v for k, v in done.items() if k not in ("probe", "stage1")}
+    by_setting: dict[str, list[dict[str, Any]]] = {}
+    for data in rows.values():
+        by_setting.setdefault(data["setting"], []).append(data)
+    devices = sorted({d.get("device_name", "?") for d in done.values()})
+    lines = [f"Command: `{command}` — device: {', '.join(devices)}; {cfg.steps} steps x batch {cfg.batch_size} "
+             f"(5x steps where a row says so), max length {cfg.max_length}, lr {cfg.learning_rate:g}, evaluated at max "
+             f"length {cfg.eval_max_length}. Spearman x100 (SentEval 'all'); ± is the sample std over seeds; p is "
+             "Welch's t-test against SimCSE on STS avg.", ""]
+    simcse = [d["sts_avg"] for d in by_setting.get("simcse", []) if d["sts_avg"] is not None]
+    simcse_dev = [d["stsb_dev"] for d in by_setting.get("simcse", [])]
+
+    def versus(group: list[dict[str, Any]], key: str, base: list[float]) -> str:
+        values = [d[key] for d in group if d[key] is not None]
+        if not values or not base:
+            return "-"
+        diff = statistics.mean(values) - statistics.mean(base)
+        welch = _welch(values, base)
+        return f"{diff:+.2f}" + (f" (p = {welch[1]:.2f})" if welch else "")
+
+    lines += ["### Every objective (current defaults)", "",
+              "| Objective | Seeds | " + " | ".join(TASKS) + " | STS avg | vs SimCSE | STS-B dev | vs SimCSE |",
+              "|---|---|" + "---|" * (len(TASKS) + 4)]
+    for name, setting in SETTINGS.items():
+        group = sorted(by_setting.get(name, []), key=lambda d: d["seed"])
+        if setting.group != "table" or not group or group[0]["sts_avg"] is None:
+            continue
+        cells = [_mean_std([d["sts"][t] for d in group]) for t in TASKS]
+        lines.append(f"| {setting.description} | {','.join(str(d['seed']) for d in group)} | " + " | ".join(cells)
+                     + f" | {_mean_std([d['sts_avg'] for d in group])} | "
+                     + ("-" if name == "simcse" else versus(group, "sts_avg", simcse))
+                     + f" | {_mean_std([d['stsb_dev'] for d in group])} | "
+                     + ("-" if name == "simcse" else versus(group, "stsb_dev", simcse_dev)) + " |")
+
+    lines += ["", "### Does InfoCSE's own decoder read h?", "",
+              "Information gain of the row's own decoder (auxiliary MLM loss with another sentence's h minus with "
+              "the true h, nats per masked token, 512 held-out sentences) at step 0, halfway and at the end; the "
+              "frozen probe decoder reads "
+              + (f"{done['probe']['untrained_model']['probe_information_gain']:.4f}" if "probe" in done else "-")
+              + " nats from the untrained model. Gradient ratio: norm of the weighted MLM term's gradient over the "
+              "contrastive term's, at the encoder, at step 0 and after training.", "",
+              "| Setting | Seeds | own gain: start | middle | end | own MLM acc. end | probe gain end | "
+              "grad ratio start | end | STS avg | vs SimCSE | STS-B dev | vs SimCSE |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, setting in SETTINGS.items():
+        group = sorted(by_setting.get(name, []), key=lambda d: d["seed"])
+        if setting.objective != "infocse" or not group:
+            continue
+
+        def mean_of(values: list[float | None]) -> float | None:
+            present = [v for v in values if v is not None]
+            return statistics.mean(present) if present else None
+
+        middle = [_at([p for p in d["curve"] if "eval_live_information_gain" in p],
+                      "eval_live_information_gain", len([p for p in d["curve"]
+                                                          if "eval_live_information_gain" in p]) // 2)
+                  for d in group]
+        ratio_start = mean_of([d["gradient_ratio"].get("start", {}).get("ratio") for d in group])
+        ratio_end = mean_of([d["gradient_ratio"].get("end", {}).get("ratio") for d in group])
+        acc = mean_of([_at(d["curve"], "eval_live_accuracy", -1) for d in group])
+        sts = [d["sts_avg"] for d in group if d["sts_avg"] is not None]
+        lines.append(
+            f"| {setting.description} | {','.join(str(d['seed']) for d in group)} | "
+            f"{_fmt(mean_of([_gain(d['curve'], 'live', 0) for d in group]))} | {_fmt(mean_of(middle))} | "
+            f"{_fmt(mean_of([_gain(d['curve'], 'live', -1) for d in group]))} | "
+            f"{'-' if acc is None else f'{100 * acc:.1f}%'} | "
+            f"{_fmt(mean_of([_gain(d['curve'], 'probe', -1) for d in group]))} | "
+            f"{'-' if ratio_start is None else f'{ratio_start:.2e}'} | "
+            f"{'-' if ratio_end is None else f'{ratio_end:.2e}'} | "
+            f"{_mean_std(sts) if sts else '-'} | {versus(group, 'sts_avg', simcse)} | "
+            f"{_mean_std([d['stsb_dev'] for d in group])} | {versus(group, 'stsb_dev', simcse_dev)} |")
+    for job in ("probe", "stage1"):
+        if job not in done:
+            continue
+        data = done[job]
+        if job == "stage1":
+            curve = data["curve"]
+            accs = [(p["step"], p["eval_stage1_accuracy"]) for p in curve if "eval_stage1_accuracy" in p]
+            final = accs[-1][1]
+            plateau = next(step for step, acc in accs if acc >= final - 0.005)
+            lines += ["", f"Stage 1: {cfg.stage1_steps} steps at a constant lr {cfg.stage1_lr:g} "
+                      f"({data['train_seconds']:.0f} s); held-out auxiliary MLM accuracy "
+                      + ", ".join(f"{100 * a:.1f}% at {s}" for s, a in accs[:: max(1, len(accs) // 8)])
+                      + f", {100 * final:.1f}% at {accs[-1][0]}; within 0.5 points of the last value from step "
+                      f"{plateau}; its decoder's gain {_fmt(_gain(curve, 'stage1', 0))} → "
+                      f"{_fmt(_gain(curve, 'stage1', -1))} nats."]
+        else:
+            scores = data["untrained_model"]
+            steps = cfg.probe_steps
+            lines += ["", f"Probe decoder (also the decoder trained alone first): {steps} steps at lr "
+                      f"{cfg.probe_lr:g} on the untrained model's frozen embeddings ({data['train_seconds']:.0f} s); on "
+                      f"the untrained model: gain {scores[f'{job}_information_gain']:.4f} nats, accuracy "
+                      f"{100 * scores[f'{job}_accuracy']:.2f}% vs {100 * scores[f'{job}_accuracy_shuffled']:.2f}% "
+                      "with shuffled h."]
+    markdown = "\n".join(lines) + "\n"
+    payload = {"command": command, "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
+               "settings": {k: asdict(v) for k, v in SETTINGS.items()}, "torch": torch.__version__, "jobs": done}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(payload, indent=1))
+    (RESULTS / f"{stem}.md").write_text("# When does the auxiliary MLM matter?\n\n" + markdown)
+    plot(done, RESULTS / f"{stem}_gain.png", RESULTS / f"{stem}_stage1.png")
+    return markdown
+
+
+def plot(done: dict[str, dict[str, Any]], gain_png: Path, stage1_png: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, 3, figsize=(18, 5))
+    groups = (("decoder", axes[0], "own decoder's gain, lambda 1e-5: decoder settings"),
+              ("weight", axes[1], "own decoder's gain: lambda sweep (decoder alone first, full grad.)"))
+    cmap = plt.get_cmap("tab10")
+    for group, axis, title in groups:
+        extra = {"decoder": "infocse", "weight": "infocse-probe-full-auxlr1e-4"}[group]
+        names = [n for n, s in SETTINGS.items() if s.group == group or n == extra]
+        for index, name in enumerate(names):
+            runs = [d for d in done.values() if d.get("setting") == name]
+            for run in runs:
+                points = [(p["step"], p["eval_live_information_gain"]) for p in run["curve"]
+                          if "eval_live_information_gain" in p]
+                if points:
+                    axis.plot(*zip(*points, strict=True), color=cmap(index % 10), marker="o", ms=2, alpha=0.8,
+                              label=name if run is runs[0] else None)
+        if "probe" in done:
+            axis.axhline(done["probe"]["untrained_model"]["probe_information_gain"], color="k", ls=":",
+                         label="probe decoder on the untrained model")
+        axis.set(title=title, xlabel="step", ylabel="nats / masked token")
+        axis.legend(fontsize=6)
+        axis.grid(alpha=0.3)
+    for index, name in enumerate(n for n, s in SETTINGS.items() if s.group == "table"):
+        runs = [d for d in done.values() if d.get("setting") == name]
+        for run in runs:
+            points = [(p["step"], 100 * p["eval_sts-dev_spearman_cosine"]) for p in run["curve"]
+                      if "eval_sts-dev_spearman_cosine" in p]
+            axes[2].plot(*zip(*points, strict=True), color=cmap(index), alpha=0.7,
+                         label=name if run is runs[0] else None)
+    axes[2].set(title="STS-B dev during training (x100, length 32)", xlabel="step")
+    axes[2].legend(fontsize=6)
+    axes[2].grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(gain_png, dpi=110)
+    plt.close(figure)
+
+    if "stage1" in done:
+        figure, axes = plt.subplots(1, 2, figsize=(11, 4))
+        curve = done["stage1"]["curve"]
+        points = [(p["step"], 100 * p["eval_stage1_accuracy"]) for p in curve if "eval_stage1_accuracy" in p]
+        axes[0].plot(*zip(*points, strict=True), marker="o", ms=2, label="stage 1: held-out auxiliary MLM accuracy")
+        if "probe" in done:
+            probe = done["probe"]["curve"]
+            axes[0].plot([p["step"] for p in probe], [100 * p["accuracy"] for p in probe], alpha=0.6,
+                         label="probe decoder (trained alone): training accuracy")
+        gains = [(p["step"], p["eval_stage1_information_gain"]) for p in curve if "eval_stage1_information_gain" in p]
+        axes[1].plot(*zip(*gains, strict=True), marker="o", ms=2, label="stage-1 decoder")
+        axes[0].set(title="Auxiliary MLM accuracy (%)", xlabel="step")
+        axes[1].set(title="stage-1 decoder: h-shuffle gain (nats)", xlabel="step")
+        for axis in axes:
+            axis.legend(fontsize=7)
+            axis.grid(alpha=0.3)
+        figure.tight_layout()
+        figure.savefig(stage1_png, dpi=110)
+        plt.close(figure)
+
+
+def update_readme(markdown: str, stem: str) -> None:
+    path = REPO / "benchmarks" / "README.md"
+    text = path.read_text()
+    start, end = f"<!-- {stem}:start -->", f"<!-- {stem}:end -->"
+    if start in text and end in text:
+        path.write_text(text[: text.index(start) + len(start)] + "\n" + markdown + text[text.index(end):])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("part", choices=["run", "report"])
+    parser.add_argument("--workers", type=int, default=1, help="processes sharing the queue")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--stage1-steps", type=int, default=2000)
+    parser.add_argument("--stage1-lr", type=float, default=1e-4, help="Condenser's pre-training learning rate")
+    parser.add_argument("--stage1-eval-steps", type=int, default=100)
+    parser.add_argument("--probe-steps", type=int, default=150)
+    parser.add_argument("--probe-lr", type=float, default=5e-4)
+    parser.add_argument("--eval-steps", type=int, default=50)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--max-length", type=int, default=32)
+    parser.add_argument("--eval-max-length", type=int, default=128)
+    parser.add_argument("--learning-rate", type=float, default=3e-5)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the table's rows")
+    parser.add_argument("--mechanism-seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--weight-seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--ratio-batches", type=int, default=4)
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--sentences", type=Path, default=SHARED / "sentences/enwiki_wikiextractor_sentences.txt.gz")
+    parser.add_argument("--senteval", type=Path, default=SHARED / "senteval")
+    parser.add_argument("--model", default=None, help="all-MiniLM-L6-v2 folder (default: the wheel's)")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--smoke", action="store_true", help="skip the final STS suite (a quick check of the script)")
+    parser.add_argument("--work-dir", type=Path, default=REPO / "benchmarks/work/aux_mechanism")
+    parser.add_argument("--stem", default="aux_mechanism", help="name of the result files and README block")
+    ns = parser.parse_args()
+    cfg = Config(**{k: v for k, v in vars(ns).items() if k not in ("part", "workers", "stem")})
+    cfg.work_dir.mkdir(parents=True, exist_ok=True)
+    if ns.part == "run":
+        if ns.workers == 1:
+            worker(cfg)
+            return
+        context = multiprocessing.get_context("spawn")
+        processes = [context.Process(target=worker, args=(cfg,)) for _ in range(ns.workers)]
+        for process in processes:
+            process.start()
+            time.sleep(2)
+        for process in processes:
+            process.join()
+        failed = [p.exitcode for p in processes if p.exitcode]
+        if failed:
+            raise SystemExit(f"{len(failed)} worker(s) failed")
+    else:
+        markdown = report(cfg, f"HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py run --workers {ns.workers}"
+                          f"{' --device ' + cfg.device if cfg.device != 'cpu' else ''}, then report", ns.stem)
+        update_readme(markdown, ns.stem)
+        print(markdown)
+
+
+if __name__ == "__main__":
+    main()
