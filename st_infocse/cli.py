@@ -167,6 +167,15 @@ class LossArguments:
     aux_learning_rate: float | None = field(
         default=None, metadata={"help": "Own learning rate for the loss's auxiliary modules."}
     )
+    aux_gradient: str = field(
+        default="weighted",
+        metadata={
+            "help": "infocse, cmlm-cse: what the auxiliary decoder learns from: weighted (default, the released "
+            "script: lambda times the MLM gradient, like the encoder) or full (the unweighted MLM gradient; the "
+            "encoder still gets lambda times it).",
+            "choices": ["weighted", "full"],
+        },
+    )
     docs: str | None = field(
         default=None,
         metadata={"help": "idc: documents, in any form that `st-infocse mine --docs` reads."},
@@ -1014,6 +1023,8 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
     objective = objective or args.objective
     if objective not in OBJECTIVES:
         raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+    if args.aux_gradient != "weighted" and objective not in ("infocse", "cmlm-cse"):
+        raise CLIError(f"--aux_gradient applies to infocse and cmlm-cse, not {objective}")
     aux = dict(k=args.k, n=args.n, mask_rate=args.mask_rate, decoder=args.decoder, detach=args.detach)
     aux["fusion_init"] = args.fusion_init
     # Only an explicit --projection overrides the objective's own default head; "none" turns it off.
@@ -1038,6 +1049,7 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
     return cls(
         model,
         lambda_=args.lambda_,
+        aux_gradient=args.aux_gradient,
         temperature=args.temperature,
         informin_weight=args.informin_weight,
         **head,

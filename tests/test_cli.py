@@ -640,3 +640,13 @@ def test_train_on_the_bundled_demo_data(tiny_bert_dir, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "64" in printed
     assert (out / "config.json").exists() or any(out.rglob("config.json"))
+
+
+def test_aux_gradient_flag_reaches_the_loss_and_is_refused_elsewhere(make_model):
+    from st_infocse.cli import CLIError, LossArguments, build_loss
+
+    loss = build_loss(make_model(), LossArguments(objective="infocse", aux_gradient="full"))
+    assert loss.aux_gradient == "full"
+    assert build_loss(make_model(), LossArguments(objective="infocse")).aux_gradient == "weighted"
+    with pytest.raises(CLIError, match="--aux_gradient applies to infocse and cmlm-cse"):
+        build_loss(make_model(), LossArguments(objective="simcse", aux_gradient="full"))
