@@ -2,6 +2,7 @@
 
     HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py run --workers 6    # one queue, several processes
     HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py report             # JSON, markdown, PNGs, README block
+    HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py restore            # a new checkout: committed rows to the cache
 
 The setting of ``benchmarks/long_budget.py`` (all-MiniLM-L6-v2 with CLS pooling, 200 steps of 64 Wikipedia sentences,
 max length 32, lr 3e-5 with linear decay, joint gradient clipping at 1.0, STS-B dev and the h-shuffle diagnostic
@@ -612,6 +613,38 @@ def plot(done: dict[str, dict[str, Any]], gain_png: Path, stage1_png: Path) -> N
         plt.close(figure)
 
 
+def restore(cfg: Config, stem: str) -> int:
+    """Seed the queue's cache with committed rows, so a new checkout resumes instead of re-running them.
+
+    Rows of this benchmark come from ``results/<stem>.json``; SimCSE's and InfoCSE's (defaults) from
+    ``results/long_budget.json``, whose rows were trained and scored exactly as these are. Decoders are not kept, so
+    the probe (and stage 1) are trained again when a row needs them. Returns the number of rows written.
+    """
+    done = cfg.work_dir / "done"
+    done.mkdir(parents=True, exist_ok=True)
+    written = 0
+    own = RESULTS / f"{stem}.json"
+    if own.exists():
+        for job, data in json.loads(own.read_text())["jobs"].items():
+            if job not in ("probe", "stage1") and not (done / f"{job}.json").exists():
+                (done / f"{job}.json").write_text(json.dumps(data, indent=1))
+                written += 1
+    long_budget = RESULTS / "long_budget.json"
+    if long_budget.exists():
+        payload = json.loads(long_budget.read_text())
+        for job, data in payload["jobs"].items():
+            if data.get("objective") not in ("simcse", "infocse") or (done / f"{job}.json").exists():
+                continue
+            row = Row(job, data["objective"], data["seed"], SETTINGS[data["objective"]].description,
+                      payload["config"]["steps"], data["train_seconds"], data["curve"], data["log_history"], {},
+                      data["sts"], data["sts_avg"], data["stsb_dev"], data["eval_seconds"])
+            record = {"job": job, "device": "cpu", "device_name": payload.get("machine", "cpu"),
+                      "source": "long_budget.json"} | asdict(row)
+            (done / f"{job}.json").write_text(json.dumps(record, indent=1))
+            written += 1
+    return written
+
+
 def update_readme(markdown: str, stem: str) -> None:
     path = REPO / "benchmarks" / "README.md"
     text = path.read_text()
@@ -622,7 +655,8 @@ def update_readme(markdown: str, stem: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", choices=["run", "report"])
+    parser.add_argument("part", choices=["run", "report", "restore"],
+                        help="run the queue; report the finished jobs; restore committed rows into the cache")
     parser.add_argument("--workers", type=int, default=1, help="processes sharing the queue")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--stage1-steps", type=int, default=2000)
@@ -665,6 +699,8 @@ def main() -> None:
         failed = [p.exitcode for p in processes if p.exitcode]
         if failed:
             raise SystemExit(f"{len(failed)} worker(s) failed")
+    elif ns.part == "restore":
+        print(f"restored {restore(cfg, ns.stem)} rows into {cfg.work_dir / 'done'}")
     else:
         markdown = report(cfg, f"HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py run --workers {ns.workers}"
                           f"{' --device ' + cfg.device if cfg.device != 'cpu' else ''}, then report", ns.stem)
