@@ -646,11 +646,12 @@ def restore(cfg: Config, stem: str) -> int:
 
 
 def update_readme(markdown: str, stem: str) -> None:
-    path = REPO / "benchmarks" / "README.md"
-    text = path.read_text()
+    """Write the report between the ``<!-- stem:start/end -->`` markers of the benchmarks README and the guide."""
     start, end = f"<!-- {stem}:start -->", f"<!-- {stem}:end -->"
-    if start in text and end in text:
-        path.write_text(text[: text.index(start) + len(start)] + "\n" + markdown + text[text.index(end):])
+    for path in (REPO / "benchmarks" / "README.md", REPO / "docs" / "auxiliary-objective.md"):
+        text = path.read_text() if path.exists() else ""
+        if start in text and end in text:
+            path.write_text(text[: text.index(start) + len(start)] + "\n" + markdown + text[text.index(end):])
 
 
 def main() -> None:
@@ -702,8 +703,8 @@ def main() -> None:
     elif ns.part == "restore":
         print(f"restored {restore(cfg, ns.stem)} rows into {cfg.work_dir / 'done'}")
     else:
-        markdown = report(cfg, f"HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py run --workers {ns.workers}"
-                          f"{' --device ' + cfg.device if cfg.device != 'cpu' else ''}, then report", ns.stem)
+        markdown = report(cfg, "HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py run (workers sharing one queue), "
+                          "then report", ns.stem)
         update_readme(markdown, ns.stem)
         print(markdown)
 
