@@ -97,7 +97,7 @@ def cli_help_overview() -> str:
 
 
 def recipes_table() -> str:
-    """The recipes as a Markdown table, then every recipe's flags with the line or section each value comes from."""
+    """The recipes as a Markdown table: source, every flag and the published numbers."""
     registry = recipes()
     lines = [
         "| recipe | source | settings | published (Spearman x100) |",
@@ -115,7 +115,13 @@ def recipes_table() -> str:
             f"| [`{recipe.name}`](#recipe-{recipe.name}) | {_cell(recipe.source)} | {_cell(settings)} | "
             f"{_cell(published)} |"
         )
-    for recipe in registry.values():
+    return "\n".join(lines)
+
+
+def recipe_flags_tables() -> str:
+    """Every recipe's flags, each with the script line or paper section its value comes from, and the notes."""
+    lines: list[str] = []
+    for recipe in recipes().values():
         lines += [
             "",
             f"(recipe-{recipe.name})=",
@@ -150,12 +156,18 @@ def benchmark_results_page() -> str:
     for pattern, replacement in _BENCHMARK_LINKS:
         text = pattern.sub(replacement, text)
     text = re.sub(r"\[([^\]]+)\]\((results/[^)]+)\)", r"\1 (`benchmarks/\2`)", text)
+    # its sections are ### under the # title; a page needs ## next
+    levels = sorted({len(m.group(1)) for m in re.finditer(r"^(#{2,6}) ", text, flags=re.M)})
+    if levels and levels[0] > 2:
+        shift = levels[0] - 2
+        text = re.sub(r"^(#{3,6}) ", lambda m: "#" * (len(m.group(1)) - shift) + " ", text, flags=re.M)
     return text
 
 
 PAGES: dict[str, Callable[[], str]] = {
     "cli-reference.md": cli_reference_page,  # included by docs/reference/cli.md
     "recipes-table.md": recipes_table,  # included by docs/recipes.md
+    "recipe-flags.md": recipe_flags_tables,  # included by docs/recipes.md
     "benchmark-results.md": benchmark_results_page,  # included by docs/benchmark-results.md
 }
 
