@@ -153,6 +153,7 @@ def benchmark_results_page() -> str:
     """``benchmarks/README.md`` as a page of the site: its links to the repository's Markdown files point at the
     site's pages, and links to files under ``benchmarks/results/`` become their repository paths."""
     text = (ROOT / "benchmarks" / "README.md").read_text()
+    text = re.sub(r"\A# Benchmarks\n", "# Benchmark results\n", text)  # the site's summary page is "Benchmarks"
     for pattern, replacement in _BENCHMARK_LINKS:
         text = pattern.sub(replacement, text)
     text = re.sub(r"\[([^\]]+)\]\((results/[^)]+)\)", r"\1 (`benchmarks/\2`)", text)
