@@ -44,10 +44,14 @@ myst_heading_anchors = 3
 
 # the docstrings' own sections besides Args/Returns/References/Example
 napoleon_custom_sections = ["Requirements", "Inputs"]
+# "Attributes:" as fields of the class: with undoc-members the dataclass fields are also listed as members
+napoleon_use_ivar = True
+autoclass_content = "both"  # the losses document their arguments in __init__, as sentence-transformers does
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_inherit_docstrings = False  # not torch.nn.Module.forward's text on every loss
-autodoc_default_options = {"members": True, "show-inheritance": True}
+# undoc-members: the losses keep their docstring on __init__, so their classes have none of their own
+autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": True}
 
 # Equations: MathJax 3 from docs/_static/mathjax (vendored from npm), never a CDN.
 mathjax_path = "mathjax/tex-svg.js"
