@@ -61,6 +61,7 @@ html_title = f"st-infocse {release}"
 html_static_path = ["_static"]
 html_theme_options = {"navigation_with_keys": True}
 html_show_sourcelink = False
+smartquotes = False  # keep "--flag" and quotes as typed, in tables too
 
 
 def _write_generated_pages(app) -> None:

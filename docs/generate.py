@@ -25,7 +25,7 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 GENERATED = DOCS / "_generated"
-HELP_WIDTH = "100"  # argparse wraps --help at $COLUMNS; fixed, so the page does not depend on the terminal
+HELP_WIDTH = "88"  # argparse wraps --help at $COLUMNS; fixed, so the page does not depend on the terminal
 
 
 # --------------------------------------------------------------------------------------------- the package
