@@ -1,0 +1,191 @@
+"""The documentation pages that are written from the code, so that they cannot drift from it.
+
+Each page comes from one function of the package, named here once:
+
+- the command-line reference: the ``--help`` of every ``st-infocse`` command, from :func:`cli_commands` and
+  :func:`cli_help` (they call the command line's own entry point, so the page shows exactly what a user sees);
+- the recipes table and each recipe's flags: from :func:`recipes`, the registry in ``st_infocse/recipes.py``;
+- the benchmark results: ``benchmarks/README.md`` itself, with its links pointed at the site's pages.
+
+The API reference needs nothing here: Sphinx's autodoc reads the docstrings (``docs/reference/api/*.md``).
+
+``conf.py`` calls :func:`write_generated_pages` before every build; they go to ``docs/_generated/`` (which git
+ignores), and the pages of the site include them. ``python docs/generate.py`` writes them without building the site.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+GENERATED = DOCS / "_generated"
+HELP_WIDTH = "88"  # argparse wraps --help at $COLUMNS; fixed, so the page does not depend on the terminal
+
+
+# --------------------------------------------------------------------------------------------- the package
+
+
+def cli_commands() -> Mapping[str, tuple[Callable, str]]:
+    """Every ``st-infocse`` command with its one-line description, as ``st-infocse --help`` lists them."""
+    from st_infocse.cli import COMMANDS
+
+    return COMMANDS
+
+
+def cli_help(command: str) -> str:
+    """What ``st-infocse COMMAND --help`` prints, produced by the command line's own entry point."""
+    from st_infocse.cli import main
+
+    out = io.StringIO()
+    previous = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = HELP_WIDTH
+    try:
+        with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+            main([command, "--help"])
+    finally:
+        if previous is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = previous
+    text = out.getvalue().rstrip()
+    if not text:
+        raise RuntimeError(f"st-infocse {command} --help printed nothing")
+    return text
+
+
+def recipes():
+    """The recipe registry: name -> :class:`st_infocse.recipes.Recipe`, in the order ``st-infocse recipes`` lists."""
+    from st_infocse.recipes import RECIPES
+
+    return RECIPES
+
+
+# ------------------------------------------------------------------------------------------------- pages
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def cli_reference_page() -> str:
+    commands = cli_commands()
+    lines = [
+        "| command | what it does |",
+        "|---|---|",
+    ]
+    lines += [f"| [`{name}`](#st-infocse-{name}) | {_cell(description)} |" for name, (_, description) in commands.items()]
+    lines += ["", "```text", cli_help_overview(), "```", ""]
+    for name in commands:
+        lines += [f"(st-infocse-{name})=", f"## `st-infocse {name}`", "", "```text", cli_help(name), "```", ""]
+    return "\n".join(lines)
+
+
+def cli_help_overview() -> str:
+    """What ``st-infocse --help`` prints."""
+    from st_infocse.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main(["--help"])
+    return out.getvalue().rstrip()
+
+
+def recipes_table() -> str:
+    """The recipes as a Markdown table: source, every flag and the published numbers."""
+    registry = recipes()
+    lines = [
+        "| recipe | source | settings | published (Spearman x100) |",
+        "|---|---|---|---|",
+    ]
+    for recipe in registry.values():
+        flags = recipe.flags
+        settings = ", ".join(
+            f"{flag.removeprefix('--')} {value}"
+            for flag, value in flags.items()
+            if flag not in ("--objective", "--output_dir")
+        )
+        published = "; ".join(str(number) for number in recipe.published)
+        lines.append(
+            f"| [`{recipe.name}`](#recipe-{recipe.name}) | {_cell(recipe.source)} | {_cell(settings)} | "
+            f"{_cell(published)} |"
+        )
+    return "\n".join(lines)
+
+
+def recipe_flags_tables() -> str:
+    """Every recipe's flags, each with the script line or paper section its value comes from, and the notes."""
+    lines: list[str] = []
+    for recipe in recipes().values():
+        lines += [
+            "",
+            f"(recipe-{recipe.name})=",
+            f"### `{recipe.name}`",
+            "",
+            f"Objective `{recipe.objective}`; source: {recipe.source}. Published: "
+            + "; ".join(str(number) for number in recipe.published)
+            + ".",
+            "",
+            "| flag | value | where the value comes from |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| `{flag}` | `{value}` | {_cell(recipe.origins[flag])} |" for flag, value in recipe.flags.items()
+        ]
+        if recipe.notes:
+            lines += ["", "Notes:", ""] + [f"- {_cell(note)}" for note in recipe.notes]
+    return "\n".join(lines)
+
+
+# links of benchmarks/README.md (relative to benchmarks/) -> the same target from docs/benchmark-results.md
+_BENCHMARK_LINKS = (
+    (re.compile(r"\]\(\.\./docs/([^)#]+\.md(#[^)]*)?)\)"), r"](\1)"),
+    (re.compile(r"\]\(\.\./README\.md(#references)?\)"), r"](index.md\1)"),
+)
+
+
+def benchmark_results_page() -> str:
+    """``benchmarks/README.md`` as a page of the site: its links to the repository's Markdown files point at the
+    site's pages, and links to files under ``benchmarks/results/`` become their repository paths."""
+    text = (ROOT / "benchmarks" / "README.md").read_text()
+    text = re.sub(r"\A# Benchmarks\n", "# Benchmark results\n", text)  # the site's summary page is "Benchmarks"
+    for pattern, replacement in _BENCHMARK_LINKS:
+        text = pattern.sub(replacement, text)
+    text = re.sub(r"\[([^\]]+)\]\((results/[^)]+)\)", r"\1 (`benchmarks/\2`)", text)
+    # its sections are ### under the # title; a page needs ## next
+    levels = sorted({len(m.group(1)) for m in re.finditer(r"^(#{2,6}) ", text, flags=re.M)})
+    if levels and levels[0] > 2:
+        shift = levels[0] - 2
+        text = re.sub(r"^(#{3,6}) ", lambda m: "#" * (len(m.group(1)) - shift) + " ", text, flags=re.M)
+    return text
+
+
+PAGES: dict[str, Callable[[], str]] = {
+    "cli-reference.md": cli_reference_page,  # included by docs/reference/cli.md
+    "recipes-table.md": recipes_table,  # included by docs/recipes.md
+    "recipe-flags.md": recipe_flags_tables,  # included by docs/recipes.md
+    "benchmark-results.md": benchmark_results_page,  # included by docs/benchmark-results.md
+}
+
+
+def write_generated_pages(folder: Path = GENERATED) -> list[Path]:
+    """Write every generated fragment into ``folder``; a page whose text is unchanged is left untouched."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, page in PAGES.items():
+        path = folder / name
+        text = page().rstrip() + "\n"
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for written_path in write_generated_pages():
+        print(written_path.relative_to(ROOT))
