@@ -465,7 +465,7 @@ def report(cfg: Config, command: str, stem: str) -> str:
             return "-"
         diff = statistics.mean(values) - statistics.mean(base)
         welch = _welch(values, base)
-        return f"{diff:+.2f}" + (f" (p = {welch[1]:.2f})" if welch else "")
+        return f"{diff:+.2f}" + (f" (p = {welch[1]:.3f})" if welch else "")
 
     lines += ["### Every objective (current defaults)", "",
               "| Objective | Seeds | " + " | ".join(TASKS) + " | STS avg | vs SimCSE | STS-B dev | vs SimCSE |",
@@ -486,11 +486,12 @@ def report(cfg: Config, command: str, stem: str) -> str:
               "the true h, nats per masked token, 512 held-out sentences) at step 0, halfway and at the end; the "
               "frozen probe decoder reads "
               + (f"{done['probe']['untrained_model']['probe_information_gain']:.4f}" if "probe" in done else "-")
-              + " nats from the untrained model. Gradient ratio: norm of the weighted MLM term's gradient over the "
-              "contrastive term's, at the encoder, at step 0 and after training.", "",
-              "| Setting | Seeds | own gain: start | middle | end | own MLM acc. end | probe gain end | "
+              + " nats from the untrained model. Accuracy gap: masked-token accuracy with the true h minus with the shuffled "
+              "one, in points. Gradient ratio: norm of the weighted MLM term's gradient over the contrastive term's, at "
+              "the encoder, at step 0 and after training (mean over 4 batches).", "",
+              "| Setting | Seeds | own gain: start | middle | end | own MLM acc. end | acc. gap end | probe gain end | "
               "grad ratio start | end | STS avg | vs SimCSE | STS-B dev | vs SimCSE |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, setting in SETTINGS.items():
         group = sorted(by_setting.get(name, []), key=lambda d: d["seed"])
         if setting.objective != "infocse" or not group:
@@ -507,12 +508,13 @@ def report(cfg: Config, command: str, stem: str) -> str:
         ratio_start = mean_of([d["gradient_ratio"].get("start", {}).get("ratio") for d in group])
         ratio_end = mean_of([d["gradient_ratio"].get("end", {}).get("ratio") for d in group])
         acc = mean_of([_at(d["curve"], "eval_live_accuracy", -1) for d in group])
+        gap = mean_of([_at(d["curve"], "eval_live_accuracy_gap", -1) for d in group])
         sts = [d["sts_avg"] for d in group if d["sts_avg"] is not None]
         lines.append(
             f"| {setting.description} | {','.join(str(d['seed']) for d in group)} | "
             f"{_fmt(mean_of([_gain(d['curve'], 'live', 0) for d in group]))} | {_fmt(mean_of(middle))} | "
             f"{_fmt(mean_of([_gain(d['curve'], 'live', -1) for d in group]))} | "
-            f"{'-' if acc is None else f'{100 * acc:.1f}%'} | "
+            f"{'-' if acc is None else f'{100 * acc:.1f}%'} | {'-' if gap is None else f'{100 * gap:+.2f}'} | "
             f"{_fmt(mean_of([_gain(d['curve'], 'probe', -1) for d in group]))} | "
             f"{'-' if ratio_start is None else f'{ratio_start:.2e}'} | "
             f"{'-' if ratio_end is None else f'{ratio_end:.2e}'} | "
