@@ -467,7 +467,7 @@ def report(cfg: Config, command: str, stem: str) -> str:
         welch = _welch(values, base)
         return f"{diff:+.2f}" + (f" (p = {welch[1]:.3f})" if welch else "")
 
-    lines += ["### Every objective (current defaults)", "",
+    lines += ["**Every objective (current defaults)**", "",
               "| Objective | Seeds | " + " | ".join(TASKS) + " | STS avg | vs SimCSE | STS-B dev | vs SimCSE |",
               "|---|---|" + "---|" * (len(TASKS) + 4)]
     for name, setting in SETTINGS.items():
@@ -481,7 +481,7 @@ def report(cfg: Config, command: str, stem: str) -> str:
                      + f" | {_mean_std([d['stsb_dev'] for d in group])} | "
                      + ("-" if name == "simcse" else versus(group, "stsb_dev", simcse_dev)) + " |")
 
-    lines += ["", "### Does InfoCSE's own decoder read h?", "",
+    lines += ["", "**Does InfoCSE's own decoder read h?**", "",
               "Information gain of the row's own decoder (auxiliary MLM loss with another sentence's h minus with "
               "the true h, nats per masked token, 512 held-out sentences) at step 0, halfway and at the end; the "
               "frozen probe decoder reads "
@@ -580,12 +580,13 @@ def plot(done: dict[str, dict[str, Any]], gain_png: Path, stage1_png: Path) -> N
         axis.set(title=title, xlabel="step", ylabel="nats / masked token")
         axis.legend(fontsize=6)
         axis.grid(alpha=0.3)
-    for index, name in enumerate(n for n, s in SETTINGS.items() if s.group == "table"):
+    compared = [n for n, s in SETTINGS.items() if s.group in ("table", "weight") or n == "infocse-probe-full-auxlr1e-4"]
+    for index, name in enumerate(compared):
         runs = [d for d in done.values() if d.get("setting") == name]
         for run in runs:
             points = [(p["step"], 100 * p["eval_sts-dev_spearman_cosine"]) for p in run["curve"]
                       if "eval_sts-dev_spearman_cosine" in p]
-            axes[2].plot(*zip(*points, strict=True), color=cmap(index), alpha=0.7,
+            axes[2].plot(*zip(*points, strict=True), color=cmap(index % 10), alpha=0.7,
                          label=name if run is runs[0] else None)
     axes[2].set(title="STS-B dev during training (x100, length 32)", xlabel="step")
     axes[2].legend(fontsize=6)
