@@ -578,7 +578,8 @@ def plot(done: dict[str, dict[str, Any]], gain_png: Path, stage1_png: Path) -> N
             axis.axhline(done["probe"]["untrained_model"]["probe_information_gain"], color="k", ls=":",
                          label="probe decoder on the untrained model")
         axis.set(title=title, xlabel="step", ylabel="nats / masked token")
-        axis.legend(fontsize=6)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=6)
         axis.grid(alpha=0.3)
     compared = [n for n, s in SETTINGS.items() if s.group in ("table", "weight") or n == "infocse-probe-full-auxlr1e-4"]
     for index, name in enumerate(compared):
@@ -589,7 +590,8 @@ def plot(done: dict[str, dict[str, Any]], gain_png: Path, stage1_png: Path) -> N
             axes[2].plot(*zip(*points, strict=True), color=cmap(index % 10), alpha=0.7,
                          label=name if run is runs[0] else None)
     axes[2].set(title="STS-B dev during training (x100, length 32)", xlabel="step")
-    axes[2].legend(fontsize=6)
+    if axes[2].get_legend_handles_labels()[0]:
+        axes[2].legend(fontsize=6)
     axes[2].grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(gain_png, dpi=110)
