@@ -6,6 +6,7 @@ jsonl/csv/Hugging Face folders of sentence1/sentence2/score, and BEIR folders.
 mteb, beir, scikit-learn and matplotlib (the ``eval`` extra) are imported only when a function needs them.
 """
 
+from .beir_tasks import BEIR_PAPER_DATASETS, BEIRTaskInfo, beir_task_info
 from .conditional_mlm import ConditionalMLMEvaluator, train_probe_decoder
 from .data import (
     STS_TASKS,
@@ -35,11 +36,9 @@ from .report import (
     write_json,
 )
 from .retrieval import (
-    BEIR_PAPER_DATASETS,
     BEIRResult,
     InDomainRetrievalResult,
     RetrievalResult,
-    beir_task_info,
     download_beir,
     evaluate_beir,
     evaluate_in_domain_retrieval,
@@ -60,6 +59,7 @@ from .transfer import TransferResult, TransferTaskResult, classify, evaluate_tra
 
 __all__ = [
     "BEIR_PAPER_DATASETS",
+    "BEIRTaskInfo",
     "ConditionalMLMEvaluator",
     "STSB_DEV_METRIC",
     "STS_TASKS",

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ._deps import require
+from .beir_tasks import beir_task_info
 
 logger = logging.getLogger(__name__)
 
@@ -781,7 +782,6 @@ def load_mteb_retrieval(task: Any, split: str | None = None) -> RetrievalData:
     Example:
         >>> data = load_mteb_retrieval("SciFact")  # doctest: +SKIP
     """
-    from .retrieval import beir_task_info
 
     if isinstance(task, str):
         task = beir_task_info(task).mteb_name or task

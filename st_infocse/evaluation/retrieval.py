@@ -32,88 +32,12 @@ import torch
 from ._deps import require
 from ._encoding import encode_texts, model_name
 from ._format import SCALE_UNIT, SCALE_X100, markdown_table, text_table, x100
+from .beir_tasks import CQADUPSTACK_FORUMS, beir_task_info
 from .data import PathLike, RetrievalData, STSPairs, load_beir_folder, load_mteb_retrieval, load_sts
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 100, 1000)
-#: The 14 public BEIR datasets of paper 000's Table 3, in its row order (BEIR folder names).
-BEIR_PAPER_DATASETS: tuple[str, ...] = (
-    "trec-covid",
-    "nfcorpus",
-    "nq",
-    "fiqa",
-    "arguana",
-    "webis-touche2020",
-    "quora",
-    "cqadupstack",
-    "dbpedia-entity",
-    "scidocs",
-    "climate-fever",
-    "scifact",
-    "hotpotqa",
-    "fever",
-)
-CQADUPSTACK_FORUMS: tuple[str, ...] = (
-    "android",
-    "english",
-    "gaming",
-    "gis",
-    "mathematica",
-    "physics",
-    "programmers",
-    "stats",
-    "tex",
-    "unix",
-    "webmasters",
-    "wordpress",
-)
-
-
-@dataclass(frozen=True)
-class BEIRTaskInfo:
-    """How a BEIR dataset is evaluated.
-
-    Attributes:
-        name: BEIR folder name.
-        mteb_name: The mteb task (``None`` when mteb has no single task for it).
-        ignore_identical_ids: Drop a retrieved document whose id equals the query id (mteb's per-task setting).
-        split: The evaluation split.
-    """
-
-    name: str
-    mteb_name: str | None
-    ignore_identical_ids: bool = False
-    split: str = "test"
-
-
-# mteb's per-task settings (checked against mteb's task classes in tests/evaluation/test_retrieval.py)
-_BEIR_TASKS: dict[str, BEIRTaskInfo] = {
-    info.name: info
-    for info in (
-        BEIRTaskInfo("trec-covid", "TRECCOVID"),
-        BEIRTaskInfo("nfcorpus", "NFCorpus"),
-        BEIRTaskInfo("nq", "NQ"),
-        BEIRTaskInfo("hotpotqa", "HotpotQA"),
-        BEIRTaskInfo("fiqa", "FiQA2018", ignore_identical_ids=True),
-        BEIRTaskInfo("arguana", "ArguAna", ignore_identical_ids=True),
-        BEIRTaskInfo("webis-touche2020", "Touche2020"),
-        BEIRTaskInfo("cqadupstack", None),
-        BEIRTaskInfo("quora", "QuoraRetrieval", ignore_identical_ids=True),
-        BEIRTaskInfo("dbpedia-entity", "DBPedia"),
-        BEIRTaskInfo("scidocs", "SCIDOCS"),
-        BEIRTaskInfo("fever", "FEVER", ignore_identical_ids=True),
-        BEIRTaskInfo("climate-fever", "ClimateFEVER"),
-        BEIRTaskInfo("scifact", "SciFact"),
-        BEIRTaskInfo("msmarco", "MSMARCO", ignore_identical_ids=True, split="dev"),
-        *(
-            BEIRTaskInfo(f"cqadupstack/{forum}", f"CQADupstack{forum.capitalize()}Retrieval")
-            for forum in CQADUPSTACK_FORUMS
-        ),
-    )
-}
-
-
 @contextmanager
 def quiet_beir() -> Iterator[None]:
     """Hold back beir's INFO records (it logs every metric at every k) while keeping its warnings and errors.
@@ -134,26 +58,6 @@ def quiet_beir() -> Iterator[None]:
         yield
     finally:
         beir_logger.setLevel(logging.NOTSET)
-
-
-def beir_task_info(name: str) -> BEIRTaskInfo:
-    """Settings for a BEIR dataset given its BEIR folder name or mteb task name (case-insensitive).
-
-    Args:
-        name: ``"scifact"``, ``"SciFact"``, ``"fiqa"``, ``"FiQA2018"``...
-
-    Returns:
-        The settings; unknown names get mteb's defaults (no mteb task, identical ids kept, ``test`` split).
-
-    Example:
-        >>> beir_task_info("FiQA2018").ignore_identical_ids, beir_task_info("scifact").mteb_name
-        (True, 'SciFact')
-    """
-    key = name.lower().strip("/")
-    for info in _BEIR_TASKS.values():
-        if key in (info.name, (info.mteb_name or "").lower()):
-            return info
-    return BEIRTaskInfo(name, None)
 
 
 @dataclass

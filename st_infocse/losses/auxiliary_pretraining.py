@@ -11,6 +11,7 @@ from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
 from st_infocse.losses._checks import EmptyTextDetector, check_finite
+from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import MLMMetrics, resolve_preset, warn_unless_cls_pooling
 from st_infocse.modeling.auxiliary_decoder import (
     AuxiliaryDecoder,
@@ -244,8 +245,6 @@ class AuxiliaryPretrainingLoss(nn.Module):
 
     @property
     def citation(self) -> str:
-        from st_infocse.losses.infocse import INFOCSE_CITATION
-
         return INFOCSE_CITATION
 
 

@@ -4,6 +4,7 @@ from typing import Any
 
 from sentence_transformers import SentenceTransformer
 
+from st_infocse.losses.citations import CMLM_CSE_CITATION
 from st_infocse.losses.infocse import InfoCSELoss
 from st_infocse.modeling.heads import ProjectionKind
 
@@ -67,13 +68,3 @@ class CMLMCSELoss(InfoCSELoss):
     @property
     def citation(self) -> str:
         return CMLM_CSE_CITATION
-
-
-CMLM_CSE_CITATION = """
-@article{zhang2023cmlmcse,
-    title={{CMLM-CSE}: Based on Conditional {MLM} Contrastive Learning for Sentence Embeddings},
-    author={Zhang, Wei and Chen, Xu},
-    journal={arXiv preprint arXiv:2306.09594},
-    year={2023}
-}
-"""

@@ -13,6 +13,7 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
 from st_infocse.losses._checks import EmptyTextDetector, check_finite
+from st_infocse.losses.citations import CMLM_CSE_CITATION, INFOCSE_CITATION
 from st_infocse.modeling.auxiliary_decoder import (
     AuxiliaryDecoder,
     FusionInit,
@@ -354,7 +355,4 @@ class ConditionalMLMLoss(nn.Module):
 
     @property
     def citation(self) -> str:
-        from st_infocse.losses.cmlm_cse import CMLM_CSE_CITATION
-        from st_infocse.losses.infocse import INFOCSE_CITATION
-
         return CMLM_CSE_CITATION if self.preset == "cmlm-cse" else INFOCSE_CITATION

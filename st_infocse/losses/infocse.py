@@ -8,6 +8,7 @@ from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
 from st_infocse.losses._checks import check_finite
+from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss, Preset, resolve_preset
 from st_infocse.losses.informin import Reduction, reconstruction_term
 from st_infocse.losses.simcse import SimCSELoss
@@ -211,13 +212,3 @@ class InfoCSELoss(nn.Module):
     @property
     def citation(self) -> str:
         return INFOCSE_CITATION
-
-
-INFOCSE_CITATION = """
-@inproceedings{wu2022infocse,
-    title={{InfoCSE}: Information-aggregated Contrastive Learning of Sentence Embeddings},
-    author={Wu, Xing and Gao, Chaochen and Lin, Zijia and Han, Jizhong and Wang, Zhongyuan and Hu, Songlin},
-    booktitle={Findings of the Association for Computational Linguistics: EMNLP 2022},
-    year={2022}
-}
-"""

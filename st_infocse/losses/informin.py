@@ -9,6 +9,7 @@ from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
 from st_infocse.losses._checks import check_finite
+from st_infocse.losses.citations import INFORMIN_CITATION
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.modeling.auxiliary_decoder import (
     MLMGather,
@@ -188,13 +189,3 @@ class InforMinReconstructionLoss(nn.Module):
     @property
     def citation(self) -> str:
         return INFORMIN_CITATION
-
-
-INFORMIN_CITATION = """
-@inproceedings{chen2022informin,
-    title={An Information Minimization Based Contrastive Learning Model for Unsupervised Sentence Embeddings Learning},
-    author={Chen, Shaobin and Zhou, Jie and Sun, Yuling and He, Liang},
-    booktitle={Proceedings of the 29th International Conference on Computational Linguistics (COLING)},
-    year={2022}
-}
-"""

@@ -11,6 +11,7 @@ from sentence_transformers.util import all_gather_with_grad, cos_sim, get_rank
 from torch import Tensor, nn
 
 from st_infocse.losses._checks import EmptyTextDetector, check_finite
+from st_infocse.losses.citations import SIMCSE_CITATION
 from st_infocse.modeling.heads import ProjectionHead, ProjectionKind, at_least_fp32, initializer_range
 
 
@@ -157,13 +158,3 @@ class SimCSELoss(nn.Module):
     @property
     def citation(self) -> str:
         return SIMCSE_CITATION
-
-
-SIMCSE_CITATION = """
-@inproceedings{gao2021simcse,
-    title={{SimCSE}: Simple Contrastive Learning of Sentence Embeddings},
-    author={Gao, Tianyu and Yao, Xingcheng and Chen, Danqi},
-    booktitle={Empirical Methods in Natural Language Processing (EMNLP)},
-    year={2021}
-}
-"""

@@ -17,7 +17,8 @@ from st_infocse.evaluation import (
     retrieval_metrics,
     search,
 )
-from st_infocse.evaluation.retrieval import _BEIR_TASKS, quiet_beir
+from st_infocse.evaluation.beir_tasks import _BEIR_TASKS
+from st_infocse.evaluation.retrieval import quiet_beir
 
 pytest.importorskip("beir")
 

@@ -1,0 +1,104 @@
+"""The BEIR datasets: their folder names, the mteb task behind each, and how each is evaluated.
+
+Data-side facts that the loaders (``data.py``) and the evaluation (``retrieval.py``) both read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The 14 public BEIR datasets of paper 000's Table 3, in its row order (BEIR folder names).
+BEIR_PAPER_DATASETS: tuple[str, ...] = (
+    "trec-covid",
+    "nfcorpus",
+    "nq",
+    "fiqa",
+    "arguana",
+    "webis-touche2020",
+    "quora",
+    "cqadupstack",
+    "dbpedia-entity",
+    "scidocs",
+    "climate-fever",
+    "scifact",
+    "hotpotqa",
+    "fever",
+)
+CQADUPSTACK_FORUMS: tuple[str, ...] = (
+    "android",
+    "english",
+    "gaming",
+    "gis",
+    "mathematica",
+    "physics",
+    "programmers",
+    "stats",
+    "tex",
+    "unix",
+    "webmasters",
+    "wordpress",
+)
+
+
+@dataclass(frozen=True)
+class BEIRTaskInfo:
+    """How a BEIR dataset is evaluated.
+
+    Attributes:
+        name: BEIR folder name.
+        mteb_name: The mteb task (``None`` when mteb has no single task for it).
+        ignore_identical_ids: Drop a retrieved document whose id equals the query id (mteb's per-task setting).
+        split: The evaluation split.
+    """
+
+    name: str
+    mteb_name: str | None
+    ignore_identical_ids: bool = False
+    split: str = "test"
+
+
+# mteb's per-task settings (checked against mteb's task classes in tests/evaluation/test_retrieval.py)
+_BEIR_TASKS: dict[str, BEIRTaskInfo] = {
+    info.name: info
+    for info in (
+        BEIRTaskInfo("trec-covid", "TRECCOVID"),
+        BEIRTaskInfo("nfcorpus", "NFCorpus"),
+        BEIRTaskInfo("nq", "NQ"),
+        BEIRTaskInfo("hotpotqa", "HotpotQA"),
+        BEIRTaskInfo("fiqa", "FiQA2018", ignore_identical_ids=True),
+        BEIRTaskInfo("arguana", "ArguAna", ignore_identical_ids=True),
+        BEIRTaskInfo("webis-touche2020", "Touche2020"),
+        BEIRTaskInfo("cqadupstack", None),
+        BEIRTaskInfo("quora", "QuoraRetrieval", ignore_identical_ids=True),
+        BEIRTaskInfo("dbpedia-entity", "DBPedia"),
+        BEIRTaskInfo("scidocs", "SCIDOCS"),
+        BEIRTaskInfo("fever", "FEVER", ignore_identical_ids=True),
+        BEIRTaskInfo("climate-fever", "ClimateFEVER"),
+        BEIRTaskInfo("scifact", "SciFact"),
+        BEIRTaskInfo("msmarco", "MSMARCO", ignore_identical_ids=True, split="dev"),
+        *(
+            BEIRTaskInfo(f"cqadupstack/{forum}", f"CQADupstack{forum.capitalize()}Retrieval")
+            for forum in CQADUPSTACK_FORUMS
+        ),
+    )
+}
+
+
+def beir_task_info(name: str) -> BEIRTaskInfo:
+    """Settings for a BEIR dataset given its BEIR folder name or mteb task name (case-insensitive).
+
+    Args:
+        name: ``"scifact"``, ``"SciFact"``, ``"fiqa"``, ``"FiQA2018"``...
+
+    Returns:
+        The settings; unknown names get mteb's defaults (no mteb task, identical ids kept, ``test`` split).
+
+    Example:
+        >>> beir_task_info("FiQA2018").ignore_identical_ids, beir_task_info("scifact").mteb_name
+        (True, 'SciFact')
+    """
+    key = name.lower().strip("/")
+    for info in _BEIR_TASKS.values():
+        if key in (info.name, (info.mteb_name or "").lower()):
+            return info
+    return BEIRTaskInfo(name, None)
