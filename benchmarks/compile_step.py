@@ -41,7 +41,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_time import cpu_info, read_sentences, setup, step  # noqa: E402
 
-from st_infocse.losses._checks import raise_deferred_checks  # noqa: E402
+from st_infocse.losses import training_losses  # noqa: E402
 from st_infocse.modeling.compilation import graph_breaks  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,9 +51,8 @@ MODES = ("eager", "model", "loss")
 
 
 def defer_checks(loss: nn.Module) -> None:
-    for module in loss.modules():
-        if hasattr(module, "training_step"):
-            module.defer_checks = True
+    for module in training_losses(loss):
+        module.defer_step_checks()
 
 
 def put_model_into_loss(loss: nn.Module, compiled: nn.Module) -> None:
@@ -94,7 +93,8 @@ def prepare(name: str, mode: str) -> tuple[nn.Module, nn.Module, torch.optim.Opt
 
 def timed_step(model: nn.Module, loss: nn.Module, optimizer: torch.optim.Optimizer, sentences: list[str]) -> float:
     seconds = step(model, loss, optimizer, sentences, bf16=False)
-    raise_deferred_checks(loss)
+    for module in training_losses(loss):
+        module.raise_step_checks()
     return seconds
 
 

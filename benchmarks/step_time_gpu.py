@@ -36,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quality import minilm_path  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
-from st_infocse.losses._checks import raise_deferred_checks  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 OBJECTIVES = ("simcse", "infocse", "infocse-full", "cmlm-cse", "informin")
@@ -65,9 +64,8 @@ class Runner:
         self.model, self.loss = build(objective, model_path, max_length)
         self.model.train()
         # As under AuxiliaryStateCallback: step checks stay on the device and are read once the step has ended.
-        for module in self.loss.modules():
-            if hasattr(module, "training_step"):
-                module.defer_checks = True
+        for module in losses.training_losses(self.loss):
+            module.defer_step_checks()
         self.mode = mode
         self.features = {k: v.to("cuda") for k, v in self.model.preprocess(texts).items()
                          if isinstance(v, torch.Tensor)}
@@ -84,9 +82,8 @@ class Runner:
         self.optimizer.zero_grad(set_to_none=True)
 
     def end_of_steps(self) -> None:
-        for module in self.loss.modules():  # reads the flags: outside the timed and the sync-counted steps
-            if hasattr(module, "training_step"):
-                raise_deferred_checks(module)
+        for module in losses.training_losses(self.loss):  # reads the flags: outside the timed steps
+            module.raise_step_checks()
 
     def timed(self, warmup: int, steps: int) -> float:
         for _ in range(warmup):

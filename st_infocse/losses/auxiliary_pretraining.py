@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from st_infocse.losses._checks import EmptyTextDetector, check_finite
 from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import MLMMetrics, resolve_preset, warn_unless_cls_pooling
+from st_infocse.losses.contract import TrainingLoss
 from st_infocse.modeling.auxiliary_decoder import (
     AuxiliaryDecoder,
     FusionInit,
@@ -28,8 +29,7 @@ from st_infocse.modeling.masking import TokenMasker, WholeWordMasker
 Masking = Literal["whole_word", "token"]
 
 
-class AuxiliaryPretrainingLoss(nn.Module):
-    training_step: int | None = None  # set by AuxiliaryStateCallback, quoted in non-finite loss errors
+class AuxiliaryPretrainingLoss(TrainingLoss):
 
     def __init__(
         self,

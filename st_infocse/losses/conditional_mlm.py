@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from st_infocse.losses._checks import EmptyTextDetector, check_finite
 from st_infocse.losses.citations import CMLM_CSE_CITATION, INFOCSE_CITATION
+from st_infocse.losses.contract import TrainingLoss
 from st_infocse.modeling.auxiliary_decoder import (
     AuxiliaryDecoder,
     FusionInit,
@@ -162,8 +163,7 @@ class MLMMetrics:
         return result
 
 
-class ConditionalMLMLoss(nn.Module):
-    training_step: int | None = None  # set by AuxiliaryStateCallback, quoted in non-finite loss errors
+class ConditionalMLMLoss(TrainingLoss):
 
     def __init__(
         self,

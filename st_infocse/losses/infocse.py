@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from st_infocse.losses._checks import check_finite
 from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss, Preset, resolve_preset
+from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.informin import Reduction, reconstruction_term
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather
@@ -20,9 +21,8 @@ AuxGradient = Literal["weighted", "full"]
 AUX_GRADIENTS: tuple[str, ...] = ("weighted", "full")
 
 
-class InfoCSELoss(nn.Module):
+class InfoCSELoss(TrainingLoss):
     preset_name: Preset = "infocse"
-    training_step: int | None = None  # set by AuxiliaryStateCallback, quoted in non-finite loss errors
 
     def __init__(
         self,

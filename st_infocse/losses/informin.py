@@ -6,10 +6,11 @@ from typing import Any, Literal
 import torch
 import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
-from torch import Tensor, nn
+from torch import Tensor
 
 from st_infocse.losses._checks import check_finite
 from st_infocse.losses.citations import INFORMIN_CITATION
+from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.modeling.auxiliary_decoder import (
     MLMGather,
@@ -41,8 +42,7 @@ def reconstruction_term(z1: Tensor, z2: Tensor, reduction: Reduction = "official
     raise ValueError(f"reduction must be 'official' or 'eq8', got {reduction!r}")
 
 
-class InforMinReconstructionLoss(nn.Module):
-    training_step: int | None = None  # set by AuxiliaryStateCallback, quoted in non-finite loss errors
+class InforMinReconstructionLoss(TrainingLoss):
 
     def __init__(
         self,

@@ -8,15 +8,15 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.util import all_gather_with_grad, cos_sim, get_rank
-from torch import Tensor, nn
+from torch import Tensor
 
 from st_infocse.losses._checks import EmptyTextDetector, check_finite
 from st_infocse.losses.citations import SIMCSE_CITATION
+from st_infocse.losses.contract import TrainingLoss
 from st_infocse.modeling.heads import ProjectionHead, ProjectionKind, at_least_fp32, initializer_range
 
 
-class SimCSELoss(nn.Module):
-    training_step: int | None = None  # set by AuxiliaryStateCallback, quoted in non-finite loss errors
+class SimCSELoss(TrainingLoss):
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from st_infocse.losses._checks import raise_deferred_checks
+from st_infocse.losses.contract import TrainingLoss, training_losses
 
 logger = logging.getLogger(__name__)
 
@@ -106,14 +106,14 @@ def clip_gradients_jointly(loss: nn.Module, max_norm: float) -> torch.Tensor:
     the encoder, the projection head and the auxiliary decoder. Call it after ``backward()`` (and after unscaling, if
     a ``GradScaler`` is used) and before ``optimizer.step()``.
 
-    A loss may name parameters to clip under a norm of their own with a ``separately_clipped_parameters()`` method
-    (``InfoCSELoss(aux_gradient="full")`` does, for its decoder); the rest are clipped together as above.
+    A loss may name parameters to clip under a norm of their own with
+    :meth:`~st_infocse.losses.TrainingLoss.separately_clipped_parameters` (``InfoCSELoss(aux_gradient="full")``
+    does, for its decoder); the rest are clipped together as above.
 
     Returns:
         The total 2-norm of the jointly clipped gradients before clipping, as a tensor.
     """
-    separate = getattr(loss, "separately_clipped_parameters", None)
-    own = list(separate()) if callable(separate) else []
+    own = list(loss.separately_clipped_parameters()) if isinstance(loss, TrainingLoss) else []
     if not own:
         return torch.nn.utils.clip_grad_norm_(list(_jointly_trained_parameters(loss)), max_norm)
     own_ids = {id(param) for param in own}
@@ -229,19 +229,13 @@ class AuxiliaryStateCallback(TrainerCallback):
             checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             save_auxiliary_state(self.loss, checkpoint)
 
-    def _checked_modules(self) -> Iterator[nn.Module]:
-        # The losses that call check_finite carry a training_step.
-        return (module for module in self.loss.modules() if hasattr(module, "training_step"))
-
     def _set_deferred_checks(self, deferred: bool) -> None:
-        for module in self._checked_modules():
-            module.defer_checks = deferred
-            if not deferred:
-                module.__dict__.pop("_pending_checks", None)
+        for module in training_losses(self.loss):
+            module.defer_step_checks(deferred)
 
     def _raise_deferred_checks(self) -> None:
-        for module in self._checked_modules():
-            raise_deferred_checks(module)
+        for module in training_losses(self.loss):
+            module.raise_step_checks()
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
         self._restore_trainer_clipping(args)  # a previous run of this callback that died mid-step
@@ -284,9 +278,8 @@ class AuxiliaryStateCallback(TrainerCallback):
 
     def on_step_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
         # Lets a loss that meets a non-finite value say at which step.
-        for module in self.loss.modules():
-            if hasattr(module, "training_step"):
-                module.training_step = state.global_step + 1
+        for module in training_losses(self.loss):
+            module.training_step = state.global_step + 1
         if self.max_grad_norm is not None and not self._trainer_clipping_off:
             # The trainer reads max_grad_norm once per step, right before on_pre_optimizer_step; zeroing it only
             # for the step keeps the real value in the model card and the saved training arguments.
@@ -330,10 +323,8 @@ class AuxiliaryStateCallback(TrainerCallback):
         if self._last_grad_norm is not None:
             # The trainer's own grad_norm, if any, covers the model alone.
             extra["grad_norm"] = self._last_grad_norm.item()
-        for module in self.loss.modules():
-            metrics = getattr(module, "metrics", None)
-            if metrics is not None and hasattr(metrics, "pop"):
-                extra.update({key: round(value, 4) for key, value in metrics.pop().items()})
+        for module in training_losses(self.loss):
+            extra.update({key: round(value, 4) for key, value in module.pop_metrics().items()})
         if extra:
             logs.update(extra)
             if state.log_history:

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from datasets import Dataset, IterableDataset
 from sentence_transformers.util.dataset import DEFAULT_LABEL_COLUMNS
 
-from st_infocse.losses._checks import clean_texts_hint
+from st_infocse.losses import clean_texts_hint
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,50 @@
+"""The public contract between the losses and the training loop (st_infocse.losses.contract)."""
+
+import pytest
+import torch
+
+from st_infocse import losses
+from st_infocse.losses import TrainingLoss, training_losses
+
+from ..conftest import random_sentences
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [losses.SimCSELoss, losses.InfoCSELoss, losses.CMLMCSELoss, losses.ConditionalMLMLoss,
+     losses.InforMinReconstructionLoss, losses.AuxiliaryPretrainingLoss],
+)
+def test_every_loss_follows_the_contract(make_model, cls):
+    loss = cls(make_model())
+    assert isinstance(loss, TrainingLoss)
+    assert loss.training_step is None and not loss.defer_checks
+    assert loss.separately_clipped_parameters() == []
+
+
+def test_infocse_exposes_its_parts_and_their_metrics(make_model):
+    model = make_model()
+    loss = losses.InfoCSELoss(model, lambda_=0.5)
+    parts = list(training_losses(loss))
+    assert parts[0] is loss and loss.contrastive in parts and loss.cmlm in parts
+    loss([model.preprocess(random_sentences(8))])
+    metrics = loss.cmlm.pop_metrics()
+    assert set(metrics) == {"cmlm_loss", "cmlm_accuracy"} and metrics["cmlm_loss"] > 0
+    assert loss.cmlm.pop_metrics() == {}  # read once, then reset
+    assert loss.pop_metrics() == {}  # the combined loss keeps no metrics of its own
+
+
+def test_deferred_checks_raise_once_the_step_ends(make_model):
+    model = make_model()
+    loss = losses.SimCSELoss(model)
+    loss.defer_step_checks()
+    loss.training_step = 7
+    with torch.no_grad():
+        for param in model.parameters():
+            param.fill_(float("nan"))
+    loss([model.preprocess(random_sentences(4))])  # no error yet: the flags stay on the device
+    with pytest.raises(losses.NonFiniteLossError, match="step 7"):
+        loss.raise_step_checks()
+    loss.raise_step_checks()  # forgotten once read
+    loss.defer_step_checks(False)
+    with pytest.raises(losses.NonFiniteLossError):
+        loss([model.preprocess(random_sentences(4))])
