@@ -1037,10 +1037,10 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
         # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss").
         return losses.ConditionalMLMLoss(model, **aux)
     if objective == "informin":
-        lam = 0.4 if args.lambda_ is None else args.lambda_
+        weight = {} if args.lambda_ is None else {"lambda_": args.lambda_}
         return losses.InforMinReconstructionLoss(
             model,
-            lambda_=lam,
+            **weight,
             temperature=args.temperature,
             gather_across_devices=args.gather_across_devices,
             **head,
@@ -1199,12 +1199,11 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
     dataset = load_texts(data_args.train_data, data_args.text_column, data_args.max_train_samples)
     _check_planned_steps(len(dataset), training_args)
     model, own_length = load_model_with_length(model_args)
+    # Only the flags given override the loss's own defaults; an explicit 0 reaches the loss, which refuses it.
+    given = dict(k=loss_args.k, n=loss_args.n, mask_rate=loss_args.mask_rate, fusion_init=loss_args.fusion_init)
     loss = losses.AuxiliaryPretrainingLoss(
         model,
-        k=loss_args.k,
-        n=loss_args.n or 2,
-        mask_rate=loss_args.mask_rate or 0.15,
-        fusion_init=loss_args.fusion_init or "fresh",
+        **{name: value for name, value in given.items() if value is not None},
         tie_head=loss_args.tie_head,
         masking=loss_args.masking,
     )

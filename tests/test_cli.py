@@ -238,11 +238,16 @@ def test_evaluate_sts_and_beir_offline(workspace, capsys):
         (["evaluate"], "nothing to evaluate"),
         (["mine"], "--docs is required"),
         (["frobnicate"], "unknown command"),
+        # Explicit zeros reach the loss, which refuses them, instead of being replaced by a default.
+        (["pretrain-aux", "--n", "0", "--stsb_dev", "none", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "n (fusion layers) must be a positive integer, got 0"),
+        (["pretrain-aux", "--mask_rate", "0", "--stsb_dev", "none", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "mask_rate must be in (0, 1), got 0.0"),
+        (["train", "--n", "0", "--stsb_dev", "none", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "n (fusion layers) must be a positive integer, got 0"),
+        (["train", "--mask_rate", "0", "--stsb_dev", "none", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "mask_rate must be in (0, 1), got 0.0"),
     ],
 )
 def test_clear_errors_exit_with_code_2(workspace, argv, message, capsys, monkeypatch):
     monkeypatch.chdir(workspace["root"])
-    if argv[0] == "train" and "--model" not in argv:
+    if argv[0] in ("train", "pretrain-aux") and "--model" not in argv:
         argv = [*argv, "--model", str(workspace["model"])]
     assert main(argv) == 2
     assert message in capsys.readouterr().err
@@ -650,3 +655,11 @@ def test_aux_gradient_flag_reaches_the_loss_and_is_refused_elsewhere(make_model)
     assert build_loss(make_model(), LossArguments(objective="infocse")).aux_gradient == "weighted"
     with pytest.raises(CLIError, match="--aux_gradient applies to infocse and cmlm-cse"):
         build_loss(make_model(), LossArguments(objective="simcse", aux_gradient="full"))
+
+
+def test_explicit_zero_weight_is_used_as_given(make_model):
+    from st_infocse.cli import LossArguments, build_loss
+
+    assert build_loss(make_model(), LossArguments(objective="informin", lambda_=0.0)).lambda_ == 0.0
+    assert build_loss(make_model(), LossArguments(objective="informin")).lambda_ == 0.4  # the loss's own default
+    assert build_loss(make_model(), LossArguments(objective="infocse", lambda_=0.0)).lambda_ == 0.0

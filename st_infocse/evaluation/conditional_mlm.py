@@ -21,6 +21,7 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 from torch import nn
 from tqdm.auto import tqdm
 
+from st_infocse.losses.conditional_mlm import INFOCSE_MASK_RATE, resolve_preset
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
@@ -41,12 +42,13 @@ def _shift_within(batch: int) -> torch.Tensor:
 
 
 def _training_mask_rate(source: Any) -> float:
-    """The loss's own mask rate (InfoCSE and CMLM-CSE keep theirs on their conditional-MLM term); 0.4 otherwise."""
+    """The loss's own mask rate (InfoCSE and CMLM-CSE keep theirs on their conditional-MLM term); InfoCSE's
+    otherwise."""
     for holder in (source, getattr(source, "cmlm", None)):
         rate = getattr(holder, "mask_rate", None)
         if isinstance(rate, float):
             return rate
-    return 0.4
+    return INFOCSE_MASK_RATE
 
 
 def _batch_bounds(count: int, size: int) -> list[tuple[int, int]]:
@@ -287,8 +289,6 @@ def train_probe_decoder(
             evaluator = ConditionalMLMEvaluator(held_out_sentences, decoder=decoder, name="probe")
             print(evaluator(simcse_model)["probe_information_gain"])
     """
-    from st_infocse.losses.conditional_mlm import resolve_preset
-
     sentences = [s for s in sentences if isinstance(s, str) and s.strip()]
     if len(sentences) < 2:
         raise ValueError("need at least 2 non-empty sentences to train a probe decoder")

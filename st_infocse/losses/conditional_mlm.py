@@ -39,9 +39,12 @@ def _infocse_k(depth: int) -> int:
     return 6 if depth >= 12 else max(1, depth // 2)
 
 
+#: InfoCSE's mask rate: mlm_rate=0.4 in Infocse-bert-base.sh (0.3 in InfoCSE-bert-large.sh, for 24 layers).
+INFOCSE_MASK_RATE = 0.40
+
+
 def _infocse_mask_rate(depth: int) -> float:
-    # mlm_rate=0.4 in Infocse-bert-base.sh, 0.3 in InfoCSE-bert-large.sh (24 layers).
-    return 0.30 if depth >= 24 else 0.40
+    return 0.30 if depth >= 24 else INFOCSE_MASK_RATE
 
 
 def _cmlm_cse_k(depth: int) -> int:
