@@ -42,7 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from step_time import cpu_info, read_sentences, setup, step  # noqa: E402
 
 from st_infocse.losses import training_losses  # noqa: E402
-from st_infocse.modeling.compilation import graph_breaks  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.graph_breaks import graph_breaks  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"

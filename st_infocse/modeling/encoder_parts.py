@@ -245,13 +245,6 @@ def family_for(model_type: str) -> EncoderFamily:
     )
 
 
-def run_layers(
-    host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor
-) -> torch.Tensor:
-    """Run ``layers`` (built with ``host``'s config) on ``hidden_states`` with a ``(batch, seq)`` padding mask."""
-    return family_for(host.config.model_type).run(host, layers, hidden_states, attention_mask)
-
-
 @dataclass
 class EncoderParts:
     """The pieces of a Hugging Face encoder that the auxiliary objectives reuse."""

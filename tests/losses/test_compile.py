@@ -11,10 +11,10 @@ import torch
 from datasets import Dataset
 
 from st_infocse import losses
-from st_infocse.modeling.compilation import graph_breaks
 from st_infocse.training import AuxiliaryStateCallback
 
 from ..conftest import random_sentences
+from ..graph_breaks import graph_breaks
 
 SENTENCE_TRANSFORMERS = str(Path(sentence_transformers.__file__).parent)
 
