@@ -182,7 +182,7 @@ def search(
     Example:
         >>> results = search(model, load_beir_folder("../shared/data/beir/scifact"))  # doctest: +SKIP
     """
-    from sentence_transformers.util import cos_sim
+    from sentence_transformers.util import cos_sim, semantic_search
 
     doc_ids = list(data.corpus)
     query_ids = list(data.queries)
@@ -193,26 +193,18 @@ def search(
     )
     queries = encode_texts(model, [data.queries[q] for q in query_ids], batch_size, show_progress_bar, kind="query")
     similarity = getattr(model, "similarity", None) or cos_sim
-    top_k = min(top_k, len(doc_ids))
-    results: dict[str, dict[str, float]] = {}
-    for q_start in range(0, len(query_ids), query_chunk_size):
-        q = queries[q_start : q_start + query_chunk_size]
-        best_scores = torch.empty((len(q), 0))
-        best_index = torch.empty((len(q), 0), dtype=torch.long)
-        for d_start in range(0, len(doc_ids), corpus_chunk_size):
-            scores = torch.as_tensor(similarity(q, documents[d_start : d_start + corpus_chunk_size])).float()
-            k = min(top_k, scores.shape[1])
-            values, index = torch.topk(scores, k, dim=1)
-            merged_scores = torch.cat([best_scores, values], dim=1)
-            merged_index = torch.cat([best_index, index + d_start], dim=1)
-            k = min(top_k, merged_scores.shape[1])
-            best_scores, order = torch.topk(merged_scores, k, dim=1)
-            best_index = torch.gather(merged_index, 1, order)
-        for row, query_id in enumerate(query_ids[q_start : q_start + query_chunk_size]):
-            results[query_id] = {
-                doc_ids[j]: float(s) for j, s in zip(best_index[row].tolist(), best_scores[row].tolist(), strict=True)
-            }
-    return results
+    hits = semantic_search(
+        torch.as_tensor(queries),
+        torch.as_tensor(documents),
+        query_chunk_size=query_chunk_size,
+        corpus_chunk_size=corpus_chunk_size,
+        top_k=min(top_k, len(doc_ids)),
+        score_function=lambda a, b: torch.as_tensor(similarity(a, b)).float(),
+    )
+    return {
+        query_id: {doc_ids[hit["corpus_id"]]: float(hit["score"]) for hit in query_hits}
+        for query_id, query_hits in zip(query_ids, hits, strict=True)
+    }
 
 
 def retrieval_metrics(
