@@ -520,6 +520,18 @@ def report(cfg: Config, command: str, stem: str) -> str:
             f"{'-' if ratio_end is None else f'{ratio_end:.2e}'} | "
             f"{_mean_std(sts) if sts else '-'} | {versus(group, 'sts_avg', simcse)} | "
             f"{_mean_std([d['stsb_dev'] for d in group])} | {versus(group, 'stsb_dev', simcse_dev)} |")
+    released = by_setting.get("infocse", [])
+    released_sts = [d["sts_avg"] for d in released if d["sts_avg"] is not None]
+    released_dev = [d["stsb_dev"] for d in released]
+    compared = [(name, setting) for name, setting in SETTINGS.items()
+                if name != "infocse" and setting.objective == "infocse" and len(by_setting.get(name, [])) >= 2]
+    if released and compared:
+        lines.append("")
+        for name, setting in compared:
+            group = by_setting[name]
+            lines.append(f"- {setting.description} minus InfoCSE (defaults), seeds {len(group)} vs {len(released)}: "
+                         f"STS avg {versus(group, 'sts_avg', released_sts)}, "
+                         f"STS-B dev {versus(group, 'stsb_dev', released_dev)}.")
     for job in ("probe", "stage1"):
         if job not in done:
             continue
