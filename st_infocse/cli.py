@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
+from st_infocse.losses.registry import PRESETS, STAGE1, flag_value, get_objective, objective_names
 from st_infocse.recipes import (
     Recipe,
     UnknownRecipeError,
@@ -37,7 +39,7 @@ from st_infocse.recipes import (
 
 logger = logging.getLogger("st_infocse")
 
-OBJECTIVES = ("simcse", "infocse", "cmlm-cse", "informin", "idc", "cmlm")
+OBJECTIVES = objective_names()
 WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
 
 
@@ -120,7 +122,13 @@ class LossArguments:
         default=None,
         metadata={
             "aliases": ["--lambda"],
-            "help": "Weight of the auxiliary term (InfoCSE 1e-5, CMLM-CSE 0.005, InforMin 0.4 by default).",
+            "help": "Weight of the auxiliary term ("
+            + ", ".join(
+                f"{objective.title} {flag_value(objective.lambda_)}"
+                for objective in OBJECTIVE_REGISTRY.values()
+                if objective.lambda_ is not None
+            )
+            + " by default).",
         },
     )
     temperature: float = field(default=0.05, metadata={"help": "Contrastive temperature."})
@@ -140,8 +148,10 @@ class LossArguments:
     mask_rate: float | None = field(
         default=None,
         metadata={
-            "help": "Masking rate of the auxiliary MLM (default: infocse 0.40, 0.30 from 24 layers; cmlm-cse 0.15; "
-            "pretrain-aux 0.15)."
+            # Each preset once, under the objective named after it, then stage 1.
+            "help": "Masking rate of the auxiliary MLM (default: "
+            + "; ".join(f"{name} {preset.describe_mask_rate()}" for name, preset in PRESETS.items())
+            + f"; {STAGE1.name} {STAGE1.mask_rate:.2f}).",
         },
     )
     fusion_init: str | None = field(
@@ -803,6 +813,12 @@ def _check_step_counts(max_steps: float, epochs: float) -> None:
         )
 
 
+def _check_positive(flag: str, value: int | None) -> None:
+    """A count the user gave is used as given: one that selects nothing is refused rather than ignored."""
+    if value is not None and value < 1:
+        raise CLIError(f"{flag} must be at least 1, got {value}")
+
+
 def _is_number(value: Any) -> bool:
     try:
         float(value)
@@ -899,6 +915,7 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
 
     The count is printed once, naming the file. A dataset with no text left is an error.
     """
+    _check_positive("--max_train_samples", max_samples)
     from datasets import Dataset, Features, Value, load_dataset, load_from_disk
 
     from st_infocse.training.data import clean_text_values, clean_texts, read_text_file
@@ -969,6 +986,7 @@ def _text_documents(path: Path) -> list[dict[str, str]]:
 
 def load_documents(source: str, max_docs: int | None = None):
     """Documents for mining: a ``datasets.Dataset`` (folder, hub) or a list of records (local files)."""
+    _check_positive("--max_docs", max_docs)
     from datasets import load_dataset, load_from_disk
 
     check_documents(source)
@@ -979,7 +997,7 @@ def load_documents(source: str, max_docs: int | None = None):
         else:
             # Any JSON value is passed on: the miner splits 'text', takes 'sentences' and counts what it cannot use.
             docs = [record for _, record in _json_records(path)]
-        return docs[:max_docs] if max_docs else docs
+        return docs if max_docs is None else docs[:max_docs]
     try:
         docs = load_from_disk(str(path)) if path.is_dir() else load_dataset(source, split="train")
     except FileNotFoundError:
@@ -992,7 +1010,7 @@ def load_documents(source: str, max_docs: int | None = None):
         docs = docs["train"]
     if not ({"sentences", "text"} & set(docs.column_names)):
         raise CLIError(f"documents in {source} need a 'sentences' (list) or 'text' column; found {docs.column_names}")
-    return docs.select(range(min(max_docs, len(docs)))) if max_docs else docs
+    return docs if max_docs is None else docs.select(range(min(max_docs, len(docs))))
 
 
 def _dev_evaluator(source: str):
@@ -1017,45 +1035,31 @@ def _dev_evaluator(source: str):
 # ------------------------------------------------------------------------------------------------ losses
 
 
-def build_loss(model, args: LossArguments, objective: str | None = None):
-    from st_infocse import losses
+def _loss_options(names: Sequence[str], args: LossArguments) -> dict[str, Any]:
+    """The flags among ``names`` that were given (not None), as the loss's keyword arguments of the same names.
 
+    A flag left unset is not passed, so the loss applies its own default; a given value, 0 included, reaches the
+    loss as it is, which uses it or refuses it in one line.
+    """
+    options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    # "none" turns the objective's own projection head off; only an explicit --projection overrides that head.
+    if isinstance(options.get("projection"), str) and options["projection"].lower() == "none":
+        options["projection"] = None
+    return options
+
+
+def build_loss(model, args: LossArguments, objective: str | None = None):
+    """The loss of ``objective`` (default ``args.objective``) from the registry, given the flags it takes."""
     objective = objective or args.objective
     if objective not in OBJECTIVES:
         raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
-    if args.aux_gradient != "weighted" and objective not in ("infocse", "cmlm-cse"):
-        raise CLIError(f"--aux_gradient applies to infocse and cmlm-cse, not {objective}")
-    aux = dict(k=args.k, n=args.n, mask_rate=args.mask_rate, decoder=args.decoder, detach=args.detach)
-    aux["fusion_init"] = args.fusion_init
-    # Only an explicit --projection overrides the objective's own default head; "none" turns it off.
-    head = {} if args.projection is None else {"projection": None if args.projection.lower() == "none" else args.projection}
-    if objective == "simcse":
-        return losses.SimCSELoss(
-            model, temperature=args.temperature, gather_across_devices=args.gather_across_devices, **head
-        )
-    if objective == "cmlm":
-        # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss").
-        return losses.ConditionalMLMLoss(model, **aux)
-    if objective == "informin":
-        weight = {} if args.lambda_ is None else {"lambda_": args.lambda_}
-        return losses.InforMinReconstructionLoss(
-            model,
-            **weight,
-            temperature=args.temperature,
-            gather_across_devices=args.gather_across_devices,
-            **head,
-        )
-    cls = losses.CMLMCSELoss if objective == "cmlm-cse" else losses.InfoCSELoss
-    return cls(
-        model,
-        lambda_=args.lambda_,
-        aux_gradient=args.aux_gradient,
-        temperature=args.temperature,
-        informin_weight=args.informin_weight,
-        **head,
-        gather_across_devices=args.gather_across_devices,
-        **aux,
-    )
+    entry = get_objective(objective)
+    if args.aux_gradient != "weighted" and "aux_gradient" not in entry.options:
+        takes = [name for name, other in OBJECTIVE_REGISTRY.items() if "aux_gradient" in other.options]
+        raise CLIError(f"--aux_gradient applies to {' and '.join(takes)}, not {objective}")
+    if entry.loss is None:
+        raise CLIError(f"--objective {objective} trains through its own rounds, not one loss")
+    return entry.loss_class()(model, **_loss_options(entry.options, args))
 
 
 def _learning_rate_mapping(loss, args: LossArguments) -> dict[str, float]:
@@ -1103,7 +1107,7 @@ def _checkpoint_plan(training_args) -> str:
 
 def _lengths(training_length: int | None, saved_length: int | None) -> str:
     own = "" if saved_length is not None else " (the model states no length of its own)"
-    return f"training max length {training_length}, saved model max length {saved_length or training_length}{own}"
+    return f"training max length {training_length}, saved model max length {training_length if saved_length is None else saved_length}{own}"
 
 
 def _check_planned_steps(texts: int, training_args) -> int:
@@ -1186,8 +1190,6 @@ def _summary(title: str, rows: dict[str, Any]) -> None:
 def cmd_pretrain_aux(argv: Sequence[str]) -> int:
     argv = _expand_config(argv)
     _precheck_training(argv, "pretrain-aux")
-    from st_infocse import losses
-
     model_args, data_args, loss_args, training_args = _parse(
         [ModelArguments, DataArguments, LossArguments, _training_arguments_class()],
         argv,
@@ -1199,14 +1201,7 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
     dataset = load_texts(data_args.train_data, data_args.text_column, data_args.max_train_samples)
     _check_planned_steps(len(dataset), training_args)
     model, own_length = load_model_with_length(model_args)
-    # Only the flags given override the loss's own defaults; an explicit 0 reaches the loss, which refuses it.
-    given = dict(k=loss_args.k, n=loss_args.n, mask_rate=loss_args.mask_rate, fusion_init=loss_args.fusion_init)
-    loss = losses.AuxiliaryPretrainingLoss(
-        model,
-        **{name: value for name, value in given.items() if value is not None},
-        tie_head=loss_args.tie_head,
-        masking=loss_args.masking,
-    )
+    loss = STAGE1.loss_class()(model, **_loss_options(STAGE1.options, loss_args))
     training_args.learning_rate_mapping = training_args.learning_rate_mapping or _learning_rate_mapping(loss, loss_args)
     _start_summary("Stage-1 auxiliary pre-training", len(dataset), training_args, model.max_seq_length, own_length)
     start = time.time()
@@ -1295,6 +1290,8 @@ def _train_idc(
     if loss_args.idc_loss not in ("mnrl", "infocse"):
         raise CLIError(f"--idc_loss must be mnrl or infocse, got {loss_args.idc_loss!r}")
     if loss_args.idc_loss == "mnrl":
+        if loss_args.temperature <= 0:  # the scale is its inverse; InfoCSE's loss checks its own
+            raise CLIError(f"--temperature must be positive, got {loss_args.temperature:g}")
         factory: Callable = lambda m: MultipleNegativesRankingLoss(m, scale=1 / loss_args.temperature)  # noqa: E731
     else:
         factory = lambda m: build_loss(m, loss_args, objective="infocse")  # noqa: E731
@@ -1359,6 +1356,8 @@ def cmd_mine(argv: Sequence[str]) -> int:
     from st_infocse.mining import mine_pairs
 
     model_args, mine_args = _parse([SavedModelArguments, MineArguments], argv, "st-infocse mine")
+    if mine_args.min_sentences < 2:  # the miner would raise it to 2 without a word
+        raise CLIError(f"--min_sentences must be at least 2 (a pair needs two sentences), got {mine_args.min_sentences}")
     documents = load_documents(mine_args.docs, mine_args.max_docs)
     model = load_model(model_args)
     # The miner logs its report at INFO; the command prints it once below, and keeps the miner's warnings.

@@ -108,9 +108,14 @@ def _scores(log_history: list[dict[str, Any]]) -> list[tuple[int, float]]:
 
 def cmd_demo(argv: Sequence[str]) -> int:
     args = _parser().parse_args(list(argv))
-    if args.steps < 1:
-        print("st-infocse demo: error: --steps must be at least 1", file=sys.stderr)
-        return 2
+    # A number given is used as given; one that cannot be used is refused here rather than replaced
+    # (eval_pairs: a Spearman correlation needs two pairs).
+    least_values = {"steps": 1, "batch_size": 1, "max_length": 1, "eval_pairs": 2}
+    for flag, least in least_values.items():
+        value = getattr(args, flag)
+        if value is not None and value < least:
+            print(f"st-infocse demo: error: --{flag} must be at least {least}", file=sys.stderr)
+            return 2
     if args.model is not None:
         model_path: Path | None = Path(args.model)
     else:
@@ -144,7 +149,7 @@ def cmd_demo(argv: Sequence[str]) -> int:
     loss = losses.InfoCSELoss(model) if args.objective == "infocse" else losses.SimCSELoss(model)
     sentences = demo_sentences()
     pairs = demo_stsb_dev()
-    if args.eval_pairs:
+    if args.eval_pairs is not None:
         n = args.eval_pairs
         pairs = replace(
             pairs, sentences1=pairs.sentences1[:n], sentences2=pairs.sentences2[:n], scores=pairs.scores[:n]

@@ -25,7 +25,10 @@ the hub, see :data:`TRAIN_DATA_NOTE`); pass ``--train_data`` / ``--stsb_dev`` fo
 the scripts' fp16; the command line keeps it on a GPU and chooses for a CPU at run time (bf16 where the CPU has
 native bf16, fp32 otherwise) and prints its choice.
 
-This module imports nothing heavy: the command line expands a recipe before torch is imported.
+The objectives' own values (weight, mask rate, ``k``, ``n``) are read from their presets in
+:mod:`st_infocse.losses.registry`, which the losses use as defaults: a recipe and a loss built without arguments
+agree by construction. This module imports nothing heavy: the command line expands a recipe before torch is
+imported.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+
+from st_infocse.losses.registry import INFORMIN_LAMBDA, PRESETS, flag_value
 
 __all__ = [
     "RECIPES",
@@ -155,6 +160,7 @@ _SIMCSE = "princeton-nlp/SimCSE run_unsup_example.sh"
 _INFOCSE = "caskcsg/sentemb InfoCSE/Infocse-bert-base.sh"
 _INFOCSE_LARGE = "caskcsg/sentemb InfoCSE/InfoCSE-bert-large.sh"
 _NOT_STATED_003 = "not stated in paper 003; SimCSE's unsupervised setting, which its §4.1 adopts"
+_INFOCSE_PRESET, _CMLM_CSE_PRESET = PRESETS["infocse"], PRESETS["cmlm-cse"]
 
 _RECIPES = (
     _recipe(
@@ -190,10 +196,14 @@ _RECIPES = (
             ("--model", "Luyu/condenser", f"{_INFOCSE} line 6 (stage 1 = Condenser's pre-training)"),
             ("--pooling", "cls", f"{_INFOCSE} line 17 (--pooler_type cls; evaluated as cls_before_pooler)"),
             ("--projection", "bn-mlp", f"{_INFOCSE} lines 17-18, 27 (--mlp_only_train --batchnorm)"),
-            ("--k", "6", f"{_INFOCSE} line 25 (--skip_from 6)"),
-            ("--n", "2", f"{_INFOCSE} line 24 (--n_head_layers 2)"),
-            ("--mask_rate", "0.4", f"{_INFOCSE} lines 1, 29 (mlm_rate=0.4)"),
-            ("--lambda", "1e-5", f"{_INFOCSE} lines 2, 28 (mlm_weight=0.00001); paper 000 Table 8"),
+            ("--k", str(_INFOCSE_PRESET.k(12)), f"{_INFOCSE} line 25 (--skip_from 6)"),
+            ("--n", str(_INFOCSE_PRESET.n), f"{_INFOCSE} line 24 (--n_head_layers 2)"),
+            ("--mask_rate", flag_value(_INFOCSE_PRESET.mask_rate(12)), f"{_INFOCSE} lines 1, 29 (mlm_rate=0.4)"),
+            (
+                "--lambda",
+                flag_value(_INFOCSE_PRESET.lambda_),
+                f"{_INFOCSE} lines 2, 28 (mlm_weight=0.00001); paper 000 Table 8",
+            ),
             ("--detach", "true", f"{_INFOCSE} line 30 (--mlm_eval: frozen copy, eval mode); paper 000 §3.2"),
             ("--fusion_init", "fresh", "docs/REPRODUCING.md: the hub checkpoint carries no Condenser head"),
             ("--temperature", "0.05", f"{_INFOCSE} line 20 (--temp 0.05)"),
@@ -225,10 +235,10 @@ _RECIPES = (
             ),
             ("--pooling", "cls", f"{_INFOCSE_LARGE} line 17 (--pooler_type cls)"),
             ("--projection", "bn-mlp", f"{_INFOCSE_LARGE} lines 17-18, 27 (--mlp_only_train --batchnorm)"),
-            ("--k", "6", f"{_INFOCSE_LARGE} line 25 (--skip_from 6)"),
-            ("--n", "2", f"{_INFOCSE_LARGE} line 24 (--n_head_layers 2)"),
-            ("--mask_rate", "0.3", f"{_INFOCSE_LARGE} lines 1, 29 (mlm_rate=0.3)"),
-            ("--lambda", "1e-5", f"{_INFOCSE_LARGE} lines 2, 28 (mlm_weight=0.00001)"),
+            ("--k", str(_INFOCSE_PRESET.k(24)), f"{_INFOCSE_LARGE} line 25 (--skip_from 6)"),
+            ("--n", str(_INFOCSE_PRESET.n), f"{_INFOCSE_LARGE} line 24 (--n_head_layers 2)"),
+            ("--mask_rate", flag_value(_INFOCSE_PRESET.mask_rate(24)), f"{_INFOCSE_LARGE} lines 1, 29 (mlm_rate=0.3)"),
+            ("--lambda", flag_value(_INFOCSE_PRESET.lambda_), f"{_INFOCSE_LARGE} lines 2, 28 (mlm_weight=0.00001)"),
             ("--detach", "true", "paper 000 §3.2 (frozen lower layers); see notes on --mlm_eval"),
             ("--fusion_init", "fresh", "docs/REPRODUCING.md (as infocse-bert-base)"),
             ("--temperature", "0.05", f"{_INFOCSE_LARGE} line 20 (--temp 0.05)"),
@@ -258,7 +268,7 @@ _RECIPES = (
             ("--model", "bert-base-uncased", "paper 001 §4.1 (pre-trained BERT, uncased); Table 3 'BERT base'"),
             ("--pooling", "cls", "paper 001 §4.1 ([CLS] representation at testing time)"),
             ("--projection", "mlp", "paper 001 §4.1 (an MLP layer on top of [CLS] during training)"),
-            ("--lambda", "0.4", "paper 001 Table 3 (BERT-base); Table 5"),
+            ("--lambda", flag_value(INFORMIN_LAMBDA), "paper 001 Table 3 (BERT-base); Table 5"),
             ("--temperature", "0.05", "paper 001 §4.1 (temperature 0.05)"),
             ("--learning_rate", "3e-5", "paper 001 Table 3 (BERT-base)"),
             ("--num_train_epochs", "1", "paper 001 §4.1 (epoch: 1)"),
@@ -297,10 +307,14 @@ _RECIPES = (
             ("--model", "bert-base-uncased", f"paper 003 §4.1 'Bert' (casing {_NOT_STATED_003})"),
             ("--pooling", "cls", "paper 003 §3.1 ('the same structure as SimCSE': the [CLS] embedding)"),
             ("--projection", "mlp", f"{_NOT_STATED_003} (MLP on [CLS], training only)"),
-            ("--k", "8", "paper 003 §4.1 (the first eight layers, frozen); Table 6 row 8-3"),
-            ("--n", "3", "paper 003 §4.1 (three Transformer blocks); Table 6 row 8-3"),
-            ("--mask_rate", "0.15", "paper 003 §4.3.2 (2) (random word masking of 15%); Table 4"),
-            ("--lambda", "0.005", "paper 003 Table 5; §4.3.2 (5) (lambda = 0.005)"),
+            ("--k", str(_CMLM_CSE_PRESET.k(12)), "paper 003 §4.1 (the first eight layers, frozen); Table 6 row 8-3"),
+            ("--n", str(_CMLM_CSE_PRESET.n), "paper 003 §4.1 (three Transformer blocks); Table 6 row 8-3"),
+            (
+                "--mask_rate",
+                flag_value(_CMLM_CSE_PRESET.mask_rate(12)),
+                "paper 003 §4.3.2 (2) (random word masking of 15%); Table 4",
+            ),
+            ("--lambda", flag_value(_CMLM_CSE_PRESET.lambda_), "paper 003 Table 5; §4.3.2 (5) (lambda = 0.005)"),
             ("--detach", "true", "paper 003 §3.2, §4.1 (lexical feature extractor frozen)"),
             ("--fusion_init", "fresh", "no code: the package's choice, as InfoCSE's code (docs/REPRODUCING.md)"),
             ("--temperature", "0.05", _NOT_STATED_003),

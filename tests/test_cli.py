@@ -663,3 +663,66 @@ def test_explicit_zero_weight_is_used_as_given(make_model):
     assert build_loss(make_model(), LossArguments(objective="informin", lambda_=0.0)).lambda_ == 0.0
     assert build_loss(make_model(), LossArguments(objective="informin")).lambda_ == 0.4  # the loss's own default
     assert build_loss(make_model(), LossArguments(objective="infocse", lambda_=0.0)).lambda_ == 0.0
+
+
+_TRAIN_ONE_STEP = ["--stsb_dev", "none", "--output_dir", "zero-out", "--max_steps", "1", "--use_cpu", "true"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--k", "0", "--train_data", "sentences.txt"], "k (frozen lower layers) must be between 1 and 3"),
+        (["train", "--temperature", "0", "--train_data", "sentences.txt"], "temperature must be positive, got 0.0"),
+        (["pretrain-aux", "--k", "0", "--train_data", "sentences.txt"], "k (frozen lower layers) must be between 1"),
+        (["train", "--max_train_samples", "0", "--train_data", "sentences.txt"], "--max_train_samples must be at least 1, got 0"),
+        (["train", "--objective", "idc", "--docs", "docs.jsonl", "--rounds", "0"], "rounds must be >= 1, got 0"),
+        (["train", "--objective", "idc", "--docs", "docs.jsonl", "--idc_k", "0"], "k must be >= 1, got 0"),
+        # MultipleNegativesRankingLoss takes 1 / temperature as its scale.
+        (["train", "--objective", "idc", "--docs", "docs.jsonl", "--temperature", "0"], "--temperature must be positive, got 0"),
+        (["mine", "--docs", "docs.jsonl", "--max_docs", "0"], "--max_docs must be at least 1, got 0"),
+        (["mine", "--docs", "docs.jsonl", "--min_sentences", "0"], "--min_sentences must be at least 2 (a pair needs two sentences), got 0"),
+        (["mine", "--docs", "docs.jsonl", "--k", "0"], "k must be >= 1, got 0"),
+        (["mine", "--docs", "docs.jsonl", "--batch_size", "0"], "batch_size must be a positive integer, got 0"),
+        (["mine", "--docs", "docs.jsonl", "--max_pairs_per_cluster", "0"], "max_pairs_per_cluster must be >= 1"),
+        (["evaluate", "--sts", "downstream", "--batch_size", "0"], "batch_size must be a positive integer, got 0"),
+    ],
+)
+def test_explicit_zeros_are_refused_in_one_line(workspace, argv, message, capsys, monkeypatch):
+    """A 0 the user typed is never replaced by a default: where it cannot be used, the command says so."""
+    monkeypatch.chdir(workspace["root"])
+    argv = [*argv, "--model", str(workspace["model"])]
+    argv += _TRAIN_ONE_STEP if argv[0] in ("train", "pretrain-aux") else ["--output_dir", "zero-out"]
+    assert main(argv) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_explicit_zero_threshold_is_used(workspace, capsys, monkeypatch):
+    monkeypatch.chdir(workspace["root"])
+    argv = ["mine", "--model", str(workspace["model"]), "--docs", "docs.jsonl", "--output_dir", "pairs0"]
+    assert main([*argv, "--threshold", "0"]) == 0
+    report = json.loads((workspace["root"] / "pairs0" / "report.json").read_text())
+    assert report["threshold"] == 0.0, report
+
+
+def test_explicit_zero_weights_reach_every_loss(make_model):
+    from st_infocse.cli import LossArguments, build_loss
+
+    for objective in ("infocse", "cmlm-cse", "informin"):
+        assert build_loss(make_model(), LossArguments(objective=objective, lambda_=0.0)).lambda_ == 0.0
+    assert build_loss(make_model(), LossArguments(objective="infocse", informin_weight=0.0)).informin_weight == 0.0
+    # Unset, each takes the registry's default.
+    from st_infocse.losses import OBJECTIVES
+
+    for objective in ("infocse", "cmlm-cse", "informin"):
+        assert build_loss(make_model(), LossArguments(objective=objective)).lambda_ == OBJECTIVES[objective].lambda_
+
+
+def test_explicit_zero_decoder_sizes_reach_the_loss(make_model):
+    from st_infocse.cli import CLIError, LossArguments, build_loss
+
+    for name, message in (("k", "k (frozen lower layers) must be between 1"), ("n", "n (fusion layers) must be")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            build_loss(make_model(), LossArguments(objective="cmlm", **{name: 0}))
+    with pytest.raises(CLIError, match="idc trains through its own rounds"):
+        build_loss(make_model(), LossArguments(objective="idc"))

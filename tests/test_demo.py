@@ -51,6 +51,14 @@ def test_demo_rejects_zero_steps(capsys):
     assert "--steps" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("flag", "least"), [("batch_size", 1), ("max_length", 1), ("eval_pairs", 2)])
+def test_demo_refuses_numbers_it_cannot_use(flag, least, capsys, tmp_path):
+    assert demo.cmd_demo([f"--{flag}", "0", "--output_dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"st-infocse demo: error: --{flag} must be at least {least}"
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("objective", ["infocse", "simcse"])
 def test_demo_tiny_run(objective, tiny_bert_headless_dir, tmp_path, capsys):
     out = tmp_path / "demo"

@@ -21,7 +21,7 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 from torch import nn
 from tqdm.auto import tqdm
 
-from st_infocse.losses.conditional_mlm import INFOCSE_MASK_RATE, resolve_preset
+from st_infocse.losses.registry import INFOCSE_MASK_RATE, PRESETS
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
@@ -83,7 +83,7 @@ class ConditionalMLMEvaluator(SentenceEvaluator):
     Args:
         sentences: held-out sentences (at least 2 per batch; use a few hundred).
         decoder: a loss holding a ``decoder`` (read at each call), an ``AuxiliaryDecoder``, or a decoder folder.
-        mask_rate: share of real tokens masked; defaults to the loss's or 0.4 for a bare decoder.
+        mask_rate: share of real tokens masked; defaults to the loss's, or InfoCSE's (0.4) for a bare decoder.
         batch_size: sentences per decoder pass, and the group within which ``h`` is shuffled.
         max_seq_length: tokenization length; defaults to the model's.
         seed: seeds the masks, so every call scores the same masked tokens.
@@ -135,6 +135,8 @@ class ConditionalMLMEvaluator(SentenceEvaluator):
             raise ValueError("need at least 2 sentences: the shuffled score borrows another sentence's embedding")
         if batch_size < 2:
             raise ValueError("batch_size must be at least 2: the embedding is shuffled within each batch")
+        if max_seq_length is not None and max_seq_length < 1:
+            raise ValueError(f"max_seq_length must be a positive integer or None (the model's), got {max_seq_length}")
         if isinstance(decoder, str | os.PathLike):
             decoder = AuxiliaryDecoder.from_pretrained(decoder)
         if not isinstance(decoder, AuxiliaryDecoder) and not isinstance(getattr(decoder, "decoder", None), nn.Module):
@@ -176,7 +178,7 @@ class ConditionalMLMEvaluator(SentenceEvaluator):
         model_was_training, decoder_was_training = model.training, decoder.training
         model.eval()
         decoder.eval()
-        length = self.max_seq_length or model.max_seq_length
+        length = self.max_seq_length if self.max_seq_length is not None else model.max_seq_length
         try:
             bounds = _batch_bounds(len(self.sentences), self.batch_size)
             with torch.no_grad():
@@ -251,8 +253,8 @@ def train_probe_decoder(
     model: Any,
     sentences: Sequence[str],
     k: int | None = None,
-    n: int = 2,
-    mask_rate: float = 0.4,
+    n: int = PRESETS["infocse"].n,
+    mask_rate: float = INFOCSE_MASK_RATE,
     steps: int = 200,
     batch_size: int = 64,
     learning_rate: float = 5e-4,
@@ -295,7 +297,7 @@ def train_probe_decoder(
     if steps < 1 or batch_size < 1:
         raise ValueError("steps and batch_size must be at least 1")
     parts = find_encoder_parts(model)
-    k = k if k is not None else resolve_preset("infocse").k(parts.depth)
+    k = k if k is not None else PRESETS["infocse"].k(parts.depth)
     torch.manual_seed(seed)
     decoder = AuxiliaryDecoder.from_encoder(model, k=k, n=n, fusion_init=fusion_init, detach=True)
     device = next(model.parameters()).device

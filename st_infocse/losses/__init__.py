@@ -1,16 +1,49 @@
-"""Losses for ``SentenceTransformerTrainer`` and ``model.fit``, one objective per file."""
+"""Losses for ``SentenceTransformerTrainer`` and ``model.fit``, one objective per file.
 
-from st_infocse.losses._checks import EmptyBatchError, NonFiniteLossError, PredictionBoundError, clean_texts_hint
-from st_infocse.losses.auxiliary_pretraining import AuxiliaryPretrainingLoss
-from st_infocse.losses.cmlm_cse import CMLMCSELoss
-from st_infocse.losses.conditional_mlm import INFOCSE_MASK_RATE, PRESETS, ConditionalMLMLoss
-from st_infocse.losses.contract import TrainingLoss, training_losses
-from st_infocse.losses.infocse import InfoCSELoss
-from st_infocse.losses.informin import InforMinReconstructionLoss, reconstruction_term
-from st_infocse.losses.simcse import SimCSELoss
+The names below are imported on first use, so that ``st_infocse.losses.registry`` (the objectives, their defaults
+and citations) can be read without importing torch: the command line checks its flags before loading anything heavy.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from st_infocse.losses._checks import EmptyBatchError, NonFiniteLossError, PredictionBoundError, clean_texts_hint
+    from st_infocse.losses.auxiliary_pretraining import AuxiliaryPretrainingLoss
+    from st_infocse.losses.cmlm_cse import CMLMCSELoss
+    from st_infocse.losses.conditional_mlm import ConditionalMLMLoss
+    from st_infocse.losses.contract import TrainingLoss, training_losses
+    from st_infocse.losses.infocse import InfoCSELoss
+    from st_infocse.losses.informin import InforMinReconstructionLoss, reconstruction_term
+    from st_infocse.losses.registry import INFOCSE_MASK_RATE, OBJECTIVES, PRESETS, Objective, get_objective
+    from st_infocse.losses.simcse import SimCSELoss
+
+_WHERE = {
+    "INFOCSE_MASK_RATE": "registry",
+    "OBJECTIVES": "registry",
+    "PRESETS": "registry",
+    "AuxiliaryPretrainingLoss": "auxiliary_pretraining",
+    "CMLMCSELoss": "cmlm_cse",
+    "ConditionalMLMLoss": "conditional_mlm",
+    "EmptyBatchError": "_checks",
+    "InfoCSELoss": "infocse",
+    "InforMinReconstructionLoss": "informin",
+    "NonFiniteLossError": "_checks",
+    "Objective": "registry",
+    "PredictionBoundError": "_checks",
+    "SimCSELoss": "simcse",
+    "TrainingLoss": "contract",
+    "clean_texts_hint": "_checks",
+    "get_objective": "registry",
+    "reconstruction_term": "informin",
+    "training_losses": "contract",
+}
 
 __all__ = [
     "INFOCSE_MASK_RATE",
+    "OBJECTIVES",
     "PRESETS",
     "AuxiliaryPretrainingLoss",
     "CMLMCSELoss",
@@ -19,10 +52,31 @@ __all__ = [
     "InfoCSELoss",
     "InforMinReconstructionLoss",
     "NonFiniteLossError",
+    "Objective",
     "PredictionBoundError",
     "SimCSELoss",
     "TrainingLoss",
     "clean_texts_hint",
+    "get_objective",
     "reconstruction_term",
     "training_losses",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    else:
+        # Submodules, e.g. ``losses.infocse`` after ``from st_infocse import losses``.
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -12,8 +12,9 @@ from torch import Tensor, nn
 
 from st_infocse.losses._checks import EmptyTextDetector, check_finite
 from st_infocse.losses.citations import INFOCSE_CITATION
-from st_infocse.losses.conditional_mlm import MLMMetrics, resolve_preset, warn_unless_cls_pooling
+from st_infocse.losses.conditional_mlm import MLMMetrics, warn_unless_cls_pooling
 from st_infocse.losses.contract import TrainingLoss
+from st_infocse.losses.registry import MLM_MASK_RATE, PRESETS, resolve_preset
 from st_infocse.modeling.auxiliary_decoder import (
     AuxiliaryDecoder,
     FusionInit,
@@ -35,8 +36,8 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         self,
         model: SentenceTransformer,
         k: int | None = None,
-        n: int = 2,
-        mask_rate: float = 0.15,
+        n: int = PRESETS["infocse"].n,
+        mask_rate: float = MLM_MASK_RATE,
         aux_weight: float = 1.0,
         fusion_init: FusionInit = "fresh",
         mlm_head_source: str | None = None,

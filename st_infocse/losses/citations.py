@@ -35,3 +35,11 @@ CMLM_CSE_CITATION = """
     year={2023}
 }
 """
+
+IDC_CITATION = """
+@misc{yang2022idc,
+    title={A Mutually Reinforced Framework for Pretrained Sentence Embeddings},
+    author={Yang, Junhan and Liu, Zheng and Xiao, Shitao and Lian, Jianxun and Wu, Lijun and Lian, Defu and Sun, Guangzhong and Xie, Xing},
+    year={2022}
+}
+"""

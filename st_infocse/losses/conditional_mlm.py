@@ -3,9 +3,8 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 from sentence_transformers import SentenceTransformer
@@ -13,8 +12,8 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
 from st_infocse.losses._checks import EmptyTextDetector, check_finite
-from st_infocse.losses.citations import CMLM_CSE_CITATION, INFOCSE_CITATION
 from st_infocse.losses.contract import TrainingLoss
+from st_infocse.losses.registry import OBJECTIVES, Preset, resolve_preset
 from st_infocse.modeling.auxiliary_decoder import (
     AuxiliaryDecoder,
     FusionInit,
@@ -25,87 +24,9 @@ from st_infocse.modeling.auxiliary_decoder import (
     prediction_bound,
 )
 from st_infocse.modeling.encoder_parts import find_encoder_parts
-from st_infocse.modeling.heads import ProjectionKind
 from st_infocse.modeling.masking import TokenMasker
 
 logger = logging.getLogger(__name__)
-
-Preset = Literal["infocse", "cmlm-cse"]
-
-
-def _infocse_k(depth: int) -> int:
-    # Both released scripts (Infocse-bert-base.sh, InfoCSE-bert-large.sh) pass --skip_from 6, on 12 and on 24
-    # layers; shallower encoders keep the paper's proportion (half the depth).
-    return 6 if depth >= 12 else max(1, depth // 2)
-
-
-#: InfoCSE's mask rate: mlm_rate=0.4 in Infocse-bert-base.sh (0.3 in InfoCSE-bert-large.sh, for 24 layers).
-INFOCSE_MASK_RATE = 0.40
-
-
-def _infocse_mask_rate(depth: int) -> float:
-    return 0.30 if depth >= 24 else INFOCSE_MASK_RATE
-
-
-def _cmlm_cse_k(depth: int) -> int:
-    # Paper 003 section 3.2 / Table 6: the first eight of BERT-base's twelve layers; two thirds elsewhere.
-    return max(1, round(depth * 2 / 3))
-
-
-def _cmlm_cse_mask_rate(depth: int) -> float:
-    # Paper 003 Table 3 text: "On the conditional MLM loss side, we still used random word masking of 15%"; the
-    # headline configuration (STS-B dev 83.76 in Tables 3, 4, 5 and 6, row 8-3) is the 15% one. Table 4's 40%
-    # (84.09) is that ablation's best dev score only.
-    return 0.15
-
-
-@dataclass(frozen=True)
-class ConditionalMLMPreset:
-    """The defaults of one paper's released or reported configuration.
-
-    ``k`` and the mask rate depend on the encoder's depth; ``projection`` is the training-only contrastive head
-    and ``fusion_init`` how the fusion layers start.
-    """
-
-    n: int
-    lambda_: float
-    projection: ProjectionKind | None
-    fusion_init: FusionInit
-    k_for_depth: Callable[[int], int]
-    mask_rate_for_depth: Callable[[int], float]
-
-    def k(self, depth: int) -> int:
-        return self.k_for_depth(depth)
-
-    def mask_rate(self, depth: int) -> float:
-        return self.mask_rate_for_depth(depth)
-
-
-PRESETS: dict[str, ConditionalMLMPreset] = {
-    # caskcsg/sentemb Infocse-bert-base.sh / InfoCSE-bert-large.sh: --skip_from 6 --n_head_layers 2
-    # --mlm_probability 0.4 (0.3 large) --mlm_weight 1e-5 --batchnorm; c_head layers freshly initialised
-    # (models_cls_mlm.py: BertForCL.__init__ applies _init_weights; the Condenser head weights are read only from a
-    # local folder, train_cls_mlm.py:418-421).
-    "infocse": ConditionalMLMPreset(
-        n=2,
-        lambda_=1e-5,
-        projection="bn-mlp",
-        fusion_init="fresh",
-        k_for_depth=_infocse_k,
-        mask_rate_for_depth=_infocse_mask_rate,
-    ),
-    # Paper 003: k=8, n=3 (Table 6), lambda 0.005 (Table 5), 15% masking (Table 3), and "the same settings as the
-    # unsupervised SimCSE" (section 4.1): SimCSE's MLP head at training time. No code was released; the fusion
-    # layers start fresh as in InfoCSE's code, which the auxiliary network follows.
-    "cmlm-cse": ConditionalMLMPreset(
-        n=3,
-        lambda_=0.005,
-        projection="mlp",
-        fusion_init="fresh",
-        k_for_depth=_cmlm_cse_k,
-        mask_rate_for_depth=_cmlm_cse_mask_rate,
-    ),
-}
 
 
 def warn_unless_cls_pooling(model: nn.Module, loss_name: str) -> None:
@@ -123,12 +44,6 @@ def warn_unless_cls_pooling(model: nn.Module, loss_name: str) -> None:
             UserWarning,
             stacklevel=3,
         )
-
-
-def resolve_preset(preset: str) -> ConditionalMLMPreset:
-    if preset not in PRESETS:
-        raise ValueError(f"Unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
-    return PRESETS[preset]
 
 
 class MLMMetrics:
@@ -358,4 +273,4 @@ class ConditionalMLMLoss(TrainingLoss):
 
     @property
     def citation(self) -> str:
-        return CMLM_CSE_CITATION if self.preset == "cmlm-cse" else INFOCSE_CITATION
+        return OBJECTIVES[self.preset].citation

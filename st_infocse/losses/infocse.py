@@ -9,9 +9,10 @@ from torch import Tensor, nn
 
 from st_infocse.losses._checks import check_finite
 from st_infocse.losses.citations import INFOCSE_CITATION
-from st_infocse.losses.conditional_mlm import ConditionalMLMLoss, Preset, resolve_preset
+from st_infocse.losses.conditional_mlm import ConditionalMLMLoss
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.informin import Reduction, reconstruction_term
+from st_infocse.losses.registry import Preset, resolve_preset
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather
 from st_infocse.modeling.gradient import scale_gradient

@@ -11,6 +11,7 @@ from torch import Tensor
 from st_infocse.losses._checks import check_finite
 from st_infocse.losses.citations import INFORMIN_CITATION
 from st_infocse.losses.contract import TrainingLoss
+from st_infocse.losses.registry import INFORMIN_LAMBDA, MLM_MASK_RATE
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.modeling.auxiliary_decoder import (
     MLMGather,
@@ -47,12 +48,12 @@ class InforMinReconstructionLoss(TrainingLoss):
     def __init__(
         self,
         model: SentenceTransformer,
-        lambda_: float = 0.4,
+        lambda_: float = INFORMIN_LAMBDA,
         temperature: float = 0.05,
         projection: ProjectionKind | None = "mlp",
         reduction: Reduction = "official",
         mlm_weight: float = 0.0,
-        mask_rate: float = 0.15,
+        mask_rate: float = MLM_MASK_RATE,
         gather_across_devices: bool = False,
         mlm_gather: MLMGather = "auto",
     ) -> None:

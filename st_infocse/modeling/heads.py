@@ -63,7 +63,8 @@ def initializer_range(model: nn.Module, default: float = 0.02) -> float:
     """The Hugging Face ``initializer_range`` of a SentenceTransformer's encoder (0.02 when it has none)."""
     first = next(iter(model.children()), None) if hasattr(model, "children") else None
     config = getattr(getattr(first, "auto_model", None), "config", None)
-    return float(getattr(config, "initializer_range", default) or default)
+    value = getattr(config, "initializer_range", None)
+    return float(default if value is None else value)
 
 
 class MLMHead(nn.Module):
@@ -88,7 +89,7 @@ class MLMHead(nn.Module):
         decoder_bias: bool = True,
     ) -> None:
         super().__init__()
-        width = width or hidden_size
+        width = hidden_size if width is None else width
         self.dense = nn.Linear(hidden_size, width, bias=dense_bias)
         self.act = ACT2FN[hidden_act] if isinstance(hidden_act, str) else hidden_act
         self.layer_norm = nn.LayerNorm(width, eps=layer_norm_eps, bias=norm_bias)
@@ -98,7 +99,7 @@ class MLMHead(nn.Module):
     def for_config(cls, config: PretrainedConfig, vocab_size: int | None = None) -> MLMHead:
         """A head shaped like the ``*ForMaskedLM`` head of ``config``'s family."""
         options = family_for(config.model_type).head.options(config)
-        return cls(config.hidden_size, vocab_size or config.vocab_size, **options)
+        return cls(config.hidden_size, config.vocab_size if vocab_size is None else vocab_size, **options)
 
     def transform(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """The states the vocabulary projection reads: dense, activation, LayerNorm."""

@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from sentence_transformers import SentenceTransformerTrainingArguments
 from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
-# The metric logged by ``st_infocse.evaluation.stsb_dev_evaluator()`` under its default name.
-STSB_DEV_METRIC = "eval_sts-dev_spearman_cosine"
+# Named where the evaluator that logs it is defined, so that the two cannot disagree.
+from st_infocse.evaluation.sts import STSB_DEV_METRIC
+
+__all__ = ["STSB_DEV_METRIC", "PaperTrainingArguments"]
 
 
 @dataclass

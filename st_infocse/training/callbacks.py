@@ -165,8 +165,9 @@ class AuxiliaryStateCallback(TrainerCallback):
     step number, so that a non-finite loss is reported with the step it happened at.
 
     Step checks without synchronisation: for the length of a training run the loss keeps its non-finite / empty
-    batch flags on the device (``defer_checks``) and the callback reads them at ``on_step_end``, which the trainer
-    calls before it logs, evaluates or saves; a broken step still stops training with the same error, before any
+    batch flags on the device (:meth:`~st_infocse.losses.TrainingLoss.defer_step_checks`) and the callback reads
+    them at ``on_step_end`` (:meth:`~st_infocse.losses.TrainingLoss.raise_step_checks`), which the trainer calls
+    before it logs, evaluates or saves; a broken step still stops training with the same error, before any
     checkpoint holds its weights. Flags left by an evaluation are read at ``on_evaluate``. Without the callback the
     loss checks inside its forward, as before.
 

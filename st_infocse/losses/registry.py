@@ -1,0 +1,260 @@
+"""Every objective of the package in one table: its name, its loss class, its defaults and the paper to cite.
+
+The command line (``--objective``, its ``--help`` and the loss it builds), the recipes and the evaluators read the
+defaults here, and the losses take theirs from here too, so a default is written once.
+
+Adding an objective touches two files: the loss (one file in ``st_infocse/losses/``, deriving from
+:class:`~st_infocse.losses.TrainingLoss`) and one :class:`Objective` entry in :data:`OBJECTIVES` below, which names
+the loss class, its citation, its defaults and the keyword arguments the command line may set.
+
+This module imports neither torch nor the losses (a loss class is imported when :meth:`Objective.loss_class` is
+called), so the command line can check ``--objective`` and print its help before anything heavy is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Literal
+
+from st_infocse.losses.citations import (
+    CMLM_CSE_CITATION,
+    IDC_CITATION,
+    INFOCSE_CITATION,
+    INFORMIN_CITATION,
+    SIMCSE_CITATION,
+)
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from st_infocse.modeling.auxiliary_decoder import FusionInit
+    from st_infocse.modeling.heads import ProjectionKind
+
+__all__ = [
+    "CMLM_CSE_LAMBDA",
+    "INFOCSE_LAMBDA",
+    "INFOCSE_MASK_RATE",
+    "INFORMIN_LAMBDA",
+    "MLM_MASK_RATE",
+    "OBJECTIVES",
+    "PRESETS",
+    "STAGE1",
+    "ConditionalMLMPreset",
+    "Objective",
+    "Preset",
+    "flag_value",
+    "get_objective",
+    "objective_names",
+    "resolve_preset",
+]
+
+#: InfoCSE's weight of the conditional MLM: mlm_weight=0.00001 in both released scripts; paper 000 Table 8.
+INFOCSE_LAMBDA = 1e-5
+#: InfoCSE's mask rate: mlm_rate=0.4 in Infocse-bert-base.sh (0.3 in InfoCSE-bert-large.sh, for 24 layers).
+INFOCSE_MASK_RATE = 0.40
+INFOCSE_LARGE_MASK_RATE = 0.30
+#: CMLM-CSE's weight of the conditional MLM: paper 003 Table 5.
+CMLM_CSE_LAMBDA = 0.005
+#: CMLM-CSE's mask rate. Paper 003 Table 3 text: "On the conditional MLM loss side, we still used random word
+#: masking of 15%"; the headline configuration (STS-B dev 83.76 in Tables 3, 4, 5 and 6, row 8-3) is the 15% one.
+#: Table 4's 40% (84.09) is that ablation's best dev score only.
+CMLM_CSE_MASK_RATE = 0.15
+#: InforMin-CL's weight of the reconstruction term for BERT-base (paper 001 Table 3), with the authors' scaling.
+INFORMIN_LAMBDA = 0.4
+#: BERT's and Condenser's masking rate: stage-1 pre-training and InforMin-CL's optional MLM term.
+MLM_MASK_RATE = 0.15
+
+Preset = Literal["infocse", "cmlm-cse"]
+
+
+def _infocse_k(depth: int) -> int:
+    # Both released scripts (Infocse-bert-base.sh, InfoCSE-bert-large.sh) pass --skip_from 6, on 12 and on 24
+    # layers; shallower encoders keep the paper's proportion (half the depth).
+    return 6 if depth >= 12 else max(1, depth // 2)
+
+
+def _cmlm_cse_k(depth: int) -> int:
+    # Paper 003 section 3.2 / Table 6: the first eight of BERT-base's twelve layers; two thirds elsewhere.
+    return max(1, round(depth * 2 / 3))
+
+
+@dataclass(frozen=True)
+class ConditionalMLMPreset:
+    """The defaults of one paper's released or reported configuration of the conditional MLM.
+
+    ``k`` depends on the encoder's depth; the mask rate too where :attr:`mask_rates` has more than one step.
+    ``projection`` is the training-only contrastive head and ``fusion_init`` how the fusion layers start.
+    """
+
+    n: int
+    lambda_: float
+    projection: ProjectionKind | None
+    fusion_init: FusionInit
+    k_for_depth: Callable[[int], int]
+    #: ``(from_depth, rate)`` steps in increasing depth, the first from depth 0.
+    mask_rates: tuple[tuple[int, float], ...]
+
+    def k(self, depth: int) -> int:
+        return self.k_for_depth(depth)
+
+    def mask_rate(self, depth: int) -> float:
+        return [rate for start, rate in self.mask_rates if depth >= start][-1]
+
+    def describe_mask_rate(self) -> str:
+        """E.g. ``"0.40, 0.30 from 24 layers"``."""
+        first, *deeper = self.mask_rates
+        return ", ".join([f"{first[1]:.2f}", *(f"{rate:.2f} from {start} layers" for start, rate in deeper)])
+
+
+PRESETS: Mapping[str, ConditionalMLMPreset] = MappingProxyType(
+    {
+        # caskcsg/sentemb Infocse-bert-base.sh / InfoCSE-bert-large.sh: --skip_from 6 --n_head_layers 2
+        # --mlm_probability 0.4 (0.3 large) --mlm_weight 1e-5 --batchnorm; c_head layers freshly initialised
+        # (models_cls_mlm.py: BertForCL.__init__ applies _init_weights; the Condenser head weights are read only
+        # from a local folder, train_cls_mlm.py:418-421).
+        "infocse": ConditionalMLMPreset(
+            n=2,
+            lambda_=INFOCSE_LAMBDA,
+            projection="bn-mlp",
+            fusion_init="fresh",
+            k_for_depth=_infocse_k,
+            mask_rates=((0, INFOCSE_MASK_RATE), (24, INFOCSE_LARGE_MASK_RATE)),
+        ),
+        # Paper 003: k=8, n=3 (Table 6), lambda 0.005 (Table 5), 15% masking (Table 3), and "the same settings as
+        # the unsupervised SimCSE" (section 4.1): SimCSE's MLP head at training time. No code was released; the
+        # fusion layers start fresh as in InfoCSE's code, which the auxiliary network follows.
+        "cmlm-cse": ConditionalMLMPreset(
+            n=3,
+            lambda_=CMLM_CSE_LAMBDA,
+            projection="mlp",
+            fusion_init="fresh",
+            k_for_depth=_cmlm_cse_k,
+            mask_rates=((0, CMLM_CSE_MASK_RATE),),
+        ),
+    }
+)
+
+
+def resolve_preset(preset: str) -> ConditionalMLMPreset:
+    if preset not in PRESETS:
+        raise ValueError(f"Unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
+    return PRESETS[preset]
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One objective: what the command line, the recipes and the evaluators know about it."""
+
+    #: The ``--objective`` value.
+    name: str
+    #: The name the paper gives it.
+    title: str
+    #: ``"module:Class"`` of its loss, imported by :meth:`loss_class`; None where the user picks the loss (IDC).
+    loss: str | None
+    #: BibTeX of its paper.
+    citation: str
+    #: Default weight of its second term (the loss's ``lambda_``); None when it has no weighted second term.
+    lambda_: float | None = None
+    #: Default masking rate of its MLM on a 12-layer encoder; None when it masks nothing.
+    mask_rate: float | None = None
+    #: Its conditional-MLM preset, for the objectives built on :class:`~st_infocse.losses.ConditionalMLMLoss`.
+    preset: ConditionalMLMPreset | None = None
+    #: The loss's keyword arguments that the command line sets from the flags of the same name.
+    options: tuple[str, ...] = ()
+
+    def loss_class(self) -> type[nn.Module]:
+        """The loss class (imports it, and torch with it)."""
+        if self.loss is None:
+            raise ValueError(f"objective {self.name!r} has no loss of its own")
+        module, _, name = self.loss.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+_CONTRASTIVE = ("temperature", "projection", "gather_across_devices")
+_DECODER = ("k", "n", "mask_rate", "decoder", "detach", "fusion_init")
+
+#: The objectives of ``st-infocse train --objective``, in the order its help lists them.
+OBJECTIVES: Mapping[str, Objective] = MappingProxyType(
+    {
+        objective.name: objective
+        for objective in (
+            Objective(
+                "simcse", "SimCSE", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION, options=_CONTRASTIVE
+            ),
+            Objective(
+                "infocse",
+                "InfoCSE",
+                "st_infocse.losses.infocse:InfoCSELoss",
+                INFOCSE_CITATION,
+                lambda_=PRESETS["infocse"].lambda_,
+                mask_rate=PRESETS["infocse"].mask_rate(12),
+                preset=PRESETS["infocse"],
+                options=("lambda_", "aux_gradient", "informin_weight", *_CONTRASTIVE, *_DECODER),
+            ),
+            Objective(
+                "cmlm-cse",
+                "CMLM-CSE",
+                "st_infocse.losses.cmlm_cse:CMLMCSELoss",
+                CMLM_CSE_CITATION,
+                lambda_=PRESETS["cmlm-cse"].lambda_,
+                mask_rate=PRESETS["cmlm-cse"].mask_rate(12),
+                preset=PRESETS["cmlm-cse"],
+                options=("lambda_", "aux_gradient", "informin_weight", *_CONTRASTIVE, *_DECODER),
+            ),
+            Objective(
+                "informin",
+                "InforMin",
+                "st_infocse.losses.informin:InforMinReconstructionLoss",
+                INFORMIN_CITATION,
+                lambda_=INFORMIN_LAMBDA,
+                mask_rate=MLM_MASK_RATE,
+                options=("lambda_", *_CONTRASTIVE),
+            ),
+            # Mine pairs from documents with the model, train on them, repeat; --idc_loss picks the pair loss.
+            Objective("idc", "IDC", None, IDC_CITATION),
+            # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss"), with InfoCSE's preset.
+            Objective(
+                "cmlm",
+                "conditional MLM",
+                "st_infocse.losses.conditional_mlm:ConditionalMLMLoss",
+                INFOCSE_CITATION,
+                mask_rate=PRESETS["infocse"].mask_rate(12),
+                preset=PRESETS["infocse"],
+                options=_DECODER,
+            ),
+        )
+    }
+)
+
+#: Stage 1 of InfoCSE, ``st-infocse pretrain-aux`` (not a ``train`` objective): Condenser's pre-training with
+#: Condenser's mask rate (paper 000 §3.1).
+STAGE1 = Objective(
+    "pretrain-aux",
+    "InfoCSE stage 1",
+    "st_infocse.losses.auxiliary_pretraining:AuxiliaryPretrainingLoss",
+    INFOCSE_CITATION,
+    mask_rate=MLM_MASK_RATE,
+    options=("k", "n", "mask_rate", "fusion_init", "tie_head", "masking"),
+)
+
+
+def objective_names() -> tuple[str, ...]:
+    """The ``--objective`` values, e.g. ``('simcse', 'infocse', ...)``."""
+    return tuple(OBJECTIVES)
+
+
+def get_objective(name: str) -> Objective:
+    """The objective called ``name``; a ``ValueError`` naming the known ones otherwise."""
+    try:
+        return OBJECTIVES[name]
+    except KeyError:
+        raise ValueError(f"unknown objective {name!r}; choose one of {', '.join(OBJECTIVES)}") from None
+
+
+def flag_value(value: float) -> str:
+    """A default as a command-line value is written: ``1e-5`` rather than ``1e-05``, ``0.4``, ``0.005``."""
+    return re.sub(r"e([+-])0*(\d)", lambda m: f"e{'' if m[1] == '+' else '-'}{m[2]}", f"{value:g}")

@@ -1,0 +1,94 @@
+"""The registry of objectives: every default it names is the one the losses, the command line and the recipes use."""
+
+import dataclasses
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from st_infocse import losses
+from st_infocse.losses.registry import (
+    OBJECTIVES,
+    PRESETS,
+    STAGE1,
+    flag_value,
+    get_objective,
+    objective_names,
+)
+
+
+def test_every_objective_with_a_loss_names_a_training_loss_that_takes_its_options():
+    from st_infocse.cli import LossArguments
+
+    flags = {field.name for field in dataclasses.fields(LossArguments)}
+    for objective in (*OBJECTIVES.values(), STAGE1):
+        if objective.loss is None:
+            assert objective.name == "idc"  # IDC trains the loss --idc_loss names on mined pairs
+            continue
+        cls = objective.loss_class()
+        assert issubclass(cls, losses.TrainingLoss)
+        parameters = inspect.signature(cls.__init__).parameters
+        accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        for option in objective.options:
+            assert option in flags, (objective.name, option)
+            assert option in parameters or accepts_any, (objective.name, option)
+
+
+def test_losses_built_without_arguments_take_the_registry_defaults(make_model):
+    model = make_model()
+    for name in ("infocse", "cmlm-cse", "informin"):
+        objective = OBJECTIVES[name]
+        loss = objective.loss_class()(model)
+        assert loss.lambda_ == objective.lambda_
+        assert loss.citation == objective.citation
+        mask_rate = loss.cmlm.mask_rate if hasattr(loss, "cmlm") else loss.mask_rate
+        assert mask_rate == objective.mask_rate  # the tiny encoder has fewer than 24 layers
+    stage1 = STAGE1.loss_class()(model)
+    assert stage1.mask_rate == STAGE1.mask_rate and stage1.citation == STAGE1.citation
+
+
+def test_presets_step_their_mask_rate_by_depth():
+    assert PRESETS["infocse"].mask_rate(12) == 0.40 and PRESETS["infocse"].mask_rate(24) == 0.30
+    assert PRESETS["infocse"].describe_mask_rate() == "0.40, 0.30 from 24 layers"
+    assert PRESETS["cmlm-cse"].mask_rate(24) == 0.15 and PRESETS["cmlm-cse"].describe_mask_rate() == "0.15"
+    assert losses.PRESETS is PRESETS
+
+
+def test_command_line_help_and_recipes_read_the_registry():
+    from st_infocse.cli import OBJECTIVES as CLI_OBJECTIVES
+    from st_infocse.cli import LossArguments
+    from st_infocse.recipes import RECIPES
+
+    assert CLI_OBJECTIVES == objective_names() == tuple(OBJECTIVES)
+    helps = {field.name: field.metadata.get("help", "") for field in dataclasses.fields(LossArguments)}
+    for name in ("infocse", "cmlm-cse", "informin"):
+        objective = OBJECTIVES[name]
+        assert f"{objective.title} {flag_value(objective.lambda_)}" in helps["lambda_"]
+    for name, preset in PRESETS.items():
+        assert f"{name} {preset.describe_mask_rate()}" in helps["mask_rate"]
+    for recipe in RECIPES.values():
+        objective = OBJECTIVES[recipe.objective]
+        if objective.lambda_ is not None:
+            assert recipe.flags["--lambda"] == flag_value(objective.lambda_)
+
+
+@pytest.mark.parametrize(
+    ("value", "written"), [(1e-5, "1e-5"), (0.4, "0.4"), (0.005, "0.005"), (0.15, "0.15"), (2e20, "2e20"), (0.0, "0")]
+)
+def test_flag_values_are_written_as_typed(value, written):
+    assert flag_value(value) == written
+    assert float(written) == value
+
+
+def test_unknown_objective_names_the_known_ones():
+    with pytest.raises(ValueError, match="unknown objective 'diffcse'; choose one of simcse, infocse"):
+        get_objective("diffcse")
+    with pytest.raises(ValueError, match="no loss of its own"):
+        OBJECTIVES["idc"].loss_class()
+
+
+def test_the_registry_imports_no_torch():
+    code = "import sys, st_infocse.losses.registry; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.strip() == "[]"
