@@ -87,9 +87,12 @@ def _open_binary(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")  # noqa: SIM115
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
 def _split(raw: bytes, number: int) -> bytes:
     # A byte-order mark opens the first line of files written by some editors; it is no part of the text.
-    return raw.removeprefix(b"\xef\xbb\xbf") if number == 1 else raw
+    return raw.removeprefix(_BOM) if number == 1 else raw
 
 
 def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterator[tuple[int, str]]:
@@ -111,6 +114,8 @@ def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterat
     try:
         with _open_binary(path) as handle:
             for number, raw in enumerate(handle, start=1):  # noqa: B007 - the count is used in the errors
+                if number == 1 and raw == _BOM:
+                    return  # a byte-order mark alone: an empty file
                 yield number, _split(raw, number).decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         raise NotDecodableError(path, number, exc) from None
@@ -129,7 +134,7 @@ def _read_with_fallback(path: Path, encoding: str) -> Iterator[tuple[int, str]]:
     except UnicodeDecodeError:
         text = data.decode(encoding)  # a whole-file decision, as the file was written in one encoding
     lines = text.split("\n")
-    if lines[-1] == "":
+    if lines and lines[-1] == "":
         lines.pop()  # a final newline does not open another line
     for number, line in enumerate(lines, start=1):
         yield number, line.rstrip("\r")

@@ -525,7 +525,9 @@ def test_cpu_runs_do_not_pin_memory(make_model):
     from st_infocse.losses import SimCSELoss
     from st_infocse.training import PaperTrainingArguments, build_trainer
 
-    args = PaperTrainingArguments(output_dir="unused", use_cpu=True, report_to="none")
+    args = PaperTrainingArguments(
+        output_dir="unused", use_cpu=True, report_to="none", eval_strategy="no", load_best_model_at_end=False
+    )
     model = make_model()
     build_trainer(model, SimCSELoss(model), Dataset.from_dict({"text": ["a cat", "a dog"]}), args)
     assert args.dataloader_pin_memory is False
