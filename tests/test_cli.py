@@ -9,7 +9,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 from st_infocse.cli import main
-from st_infocse.evaluation.data import SENTEVAL_STS_SUBSETS
+from st_infocse.evaluation.loaders import SENTEVAL_STS_SUBSETS
 
 from .conftest import WORDS, random_sentences, run_cli_listing_imports
 

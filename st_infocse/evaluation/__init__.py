@@ -8,7 +8,8 @@ mteb, beir, scikit-learn and matplotlib (the ``eval`` extra) are imported only w
 
 from .beir_tasks import BEIR_PAPER_DATASETS, BEIRTaskInfo, beir_task_info
 from .conditional_mlm import ConditionalMLMEvaluator, train_probe_decoder
-from .data import (
+from .geometry import GeometryResult, alignment_loss, evaluate_alignment_uniformity, uniformity_loss
+from .loaders import (
     STS_TASKS,
     TRANSFER_TASKS,
     DataFormatError,
@@ -25,7 +26,6 @@ from .data import (
     load_sts_file,
     load_sts_hf,
 )
-from .geometry import GeometryResult, alignment_loss, evaluate_alignment_uniformity, uniformity_loss
 from .report import (
     markdown_report,
     plot_beir,

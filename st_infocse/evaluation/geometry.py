@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from ._encoding import encode_texts
-from .data import PathLike, STSPairs, load_sts
+from .loaders import PathLike, STSPairs, load_sts
 
 
 @dataclass

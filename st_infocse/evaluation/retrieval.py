@@ -33,7 +33,7 @@ from ._deps import require
 from ._encoding import encode_texts, model_name
 from ._format import SCALE_UNIT, SCALE_X100, markdown_table, text_table, x100
 from .beir_tasks import CQADUPSTACK_FORUMS, beir_task_info
-from .data import PathLike, RetrievalData, STSPairs, load_beir_folder, load_mteb_retrieval, load_sts
+from .loaders import PathLike, RetrievalData, STSPairs, load_beir_folder, load_mteb_retrieval, load_sts
 
 logger = logging.getLogger(__name__)
 
