@@ -35,6 +35,7 @@ from .report import (
     sts_markdown,
     write_json,
 )
+from .results import EvaluationResult
 from .retrieval import (
     BEIRResult,
     InDomainRetrievalResult,
@@ -58,6 +59,7 @@ from .sts import (
 from .transfer import TransferResult, TransferTaskResult, classify, evaluate_transfer
 
 __all__ = [
+    "EvaluationResult",
     "BEIR_PAPER_DATASETS",
     "BEIRTaskInfo",
     "ConditionalMLMEvaluator",

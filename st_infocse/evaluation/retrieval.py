@@ -515,6 +515,10 @@ class InDomainRetrievalResult:
             "source": self.source,
         }
 
+    def to_markdown(self) -> str:
+        header = ["", *(f"R@{k}" for k in self.recall)]
+        return markdown_table(header, [[f"recall ({self.n_queries} queries)", *(f"{v:.2f}" for v in self.recall.values())]])
+
     def __str__(self) -> str:
         return "  ".join(f"R@{k} {v:.2f}" for k, v in self.recall.items()) + f"  ({self.n_queries} queries)"
 
