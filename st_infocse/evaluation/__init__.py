@@ -9,6 +9,7 @@ mteb, beir, scikit-learn and matplotlib (the ``eval`` extra) are imported only w
 from .beir_tasks import BEIR_PAPER_DATASETS, BEIRTaskInfo, beir_task_info
 from .conditional_mlm import ConditionalMLMEvaluator, train_probe_decoder
 from .geometry import GeometryResult, alignment_loss, evaluate_alignment_uniformity, uniformity_loss
+from .in_domain import InDomainRetrievalResult, evaluate_in_domain_retrieval
 from .loaders import (
     STS_TASKS,
     TRANSFER_TASKS,
@@ -38,11 +39,9 @@ from .report import (
 from .results import EvaluationResult
 from .retrieval import (
     BEIRResult,
-    InDomainRetrievalResult,
     RetrievalResult,
     download_beir,
     evaluate_beir,
-    evaluate_in_domain_retrieval,
     evaluate_retrieval,
     retrieval_metrics,
     search,
