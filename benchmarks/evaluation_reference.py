@@ -51,7 +51,7 @@ def mteb_sts_on_local_pairs(model, pairs_by_task: dict, batch_size: int) -> dict
     import mteb
     from datasets import Dataset
 
-    from st_infocse.evaluation.data import MTEB_STS_NAMES
+    from st_infocse.evaluation.loaders import MTEB_STS_NAMES
 
     tasks = []
     for name, pairs in pairs_by_task.items():

@@ -48,7 +48,7 @@ from sentence_transformers.sentence_transformer.training_args import SentenceTra
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from st_infocse import demo  # noqa: E402
+from st_infocse.cli import demo  # noqa: E402
 from st_infocse.evaluation import stsb_dev_evaluator  # noqa: E402
 from st_infocse.mining import DocumentAwareBatchSampler, Skipped, cluster_documents, mine_pairs  # noqa: E402
 from st_infocse.mining.sentences import prepare_documents  # noqa: E402

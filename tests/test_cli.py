@@ -9,7 +9,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 from st_infocse.cli import main
-from st_infocse.evaluation.data import SENTEVAL_STS_SUBSETS
+from st_infocse.evaluation.loaders import SENTEVAL_STS_SUBSETS
 
 from .conftest import WORDS, random_sentences, run_cli_listing_imports
 
@@ -337,7 +337,8 @@ def test_resume_after_interruption_matches_uninterrupted_run(workspace):
     ],
 )
 def test_each_objective_gets_its_papers_head_unless_told(make_model, objective, projection, expected):
-    from st_infocse.cli import LossArguments, build_loss
+    from st_infocse.cli.arguments import LossArguments
+    from st_infocse.cli.objectives import build_loss
 
     loss = build_loss(make_model(), LossArguments(objective=objective, projection=projection))
     contrastive = getattr(loss, "contrastive", loss)
@@ -518,12 +519,17 @@ def test_zero_steps_in_pretrain_aux_too(workspace, capsys):
     assert "makes no optimizer step" in _one_line_error(capsys)
 
 
-def test_cpu_runs_do_not_pin_memory():
-    from st_infocse.cli import _finish_training_args
-    from st_infocse.training import PaperTrainingArguments
+def test_cpu_runs_do_not_pin_memory(make_model):
+    from datasets import Dataset
 
-    args = PaperTrainingArguments(output_dir="unused", use_cpu=True)
-    _finish_training_args(args, None)
+    from st_infocse.losses import SimCSELoss
+    from st_infocse.training import PaperTrainingArguments, build_trainer
+
+    args = PaperTrainingArguments(
+        output_dir="unused", use_cpu=True, report_to="none", eval_strategy="no", load_best_model_at_end=False
+    )
+    model = make_model()
+    build_trainer(model, SimCSELoss(model), Dataset.from_dict({"text": ["a cat", "a dog"]}), args)
     assert args.dataloader_pin_memory is False
 
 
@@ -621,9 +627,9 @@ def test_demo_is_listed_and_runs_lazily(monkeypatch, capsys):
     main(["--help"])
     assert "demo" in capsys.readouterr().out
     received: list[list[str]] = []
-    demo = types.ModuleType("st_infocse.demo")
+    demo = types.ModuleType("st_infocse.cli.demo")
     demo.cmd_demo = lambda argv: received.append(list(argv)) or 0  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "st_infocse.demo", demo)
+    monkeypatch.setitem(sys.modules, "st_infocse.cli.demo", demo)
     assert main(["demo", "--output_dir", "x"]) == 0
     assert received == [["--output_dir", "x"]]
 
@@ -631,7 +637,7 @@ def test_demo_is_listed_and_runs_lazily(monkeypatch, capsys):
 def test_demo_missing_is_one_line(monkeypatch, capsys):
     import sys
 
-    monkeypatch.setitem(sys.modules, "st_infocse.demo", None)  # an import of it then fails as if absent
+    monkeypatch.setitem(sys.modules, "st_infocse.cli.demo", None)  # an import of it then fails as if absent
     assert main(["demo"]) == 2
     assert "st-infocse demo: error: the demo is not part of this installation" in _one_line_error(capsys)
 
@@ -648,7 +654,9 @@ def test_train_on_the_bundled_demo_data(tiny_bert_dir, tmp_path, capsys):
 
 
 def test_aux_gradient_flag_reaches_the_loss_and_is_refused_elsewhere(make_model):
-    from st_infocse.cli import CLIError, LossArguments, build_loss
+    from st_infocse.cli import CLIError
+    from st_infocse.cli.arguments import LossArguments
+    from st_infocse.cli.objectives import build_loss
 
     loss = build_loss(make_model(), LossArguments(objective="infocse", aux_gradient="full"))
     assert loss.aux_gradient == "full"
@@ -658,7 +666,8 @@ def test_aux_gradient_flag_reaches_the_loss_and_is_refused_elsewhere(make_model)
 
 
 def test_explicit_zero_weight_is_used_as_given(make_model):
-    from st_infocse.cli import LossArguments, build_loss
+    from st_infocse.cli.arguments import LossArguments
+    from st_infocse.cli.objectives import build_loss
 
     assert build_loss(make_model(), LossArguments(objective="informin", lambda_=0.0)).lambda_ == 0.0
     assert build_loss(make_model(), LossArguments(objective="informin")).lambda_ == 0.4  # the loss's own default
@@ -706,7 +715,8 @@ def test_explicit_zero_threshold_is_used(workspace, capsys, monkeypatch):
 
 
 def test_explicit_zero_weights_reach_every_loss(make_model):
-    from st_infocse.cli import LossArguments, build_loss
+    from st_infocse.cli.arguments import LossArguments
+    from st_infocse.cli.objectives import build_loss
 
     for objective in ("infocse", "cmlm-cse", "informin"):
         assert build_loss(make_model(), LossArguments(objective=objective, lambda_=0.0)).lambda_ == 0.0
@@ -719,7 +729,9 @@ def test_explicit_zero_weights_reach_every_loss(make_model):
 
 
 def test_explicit_zero_decoder_sizes_reach_the_loss(make_model):
-    from st_infocse.cli import CLIError, LossArguments, build_loss
+    from st_infocse.cli import CLIError
+    from st_infocse.cli.arguments import LossArguments
+    from st_infocse.cli.objectives import build_loss
 
     for name, message in (("k", "k (frozen lower layers) must be between 1"), ("n", "n (fusion layers) must be")):
         with pytest.raises(ValueError, match=re.escape(message)):

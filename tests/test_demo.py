@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from st_infocse import demo
+import st_infocse.data
+from st_infocse.cli import demo, main
 from st_infocse.data import demo_sentences, demo_stsb_dev, demo_stsb_dev_evaluator
 
-DATA = Path(demo.__file__).parent / "data"
+DATA = Path(st_infocse.data.__file__).parent
 
 
 def test_demo_sentences_load():
@@ -39,7 +40,7 @@ def test_demo_data_is_small_and_documented():
 
 def test_demo_without_the_wheel_exits_2(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(demo, "minilm_path", lambda: None)
-    assert demo.cmd_demo(["--output_dir", str(tmp_path / "out")]) == 2
+    assert main(["demo", "--output_dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert 'pip install "st-infocse[demo]"' in err
@@ -47,13 +48,13 @@ def test_demo_without_the_wheel_exits_2(monkeypatch, capsys, tmp_path):
 
 
 def test_demo_rejects_zero_steps(capsys):
-    assert demo.cmd_demo(["--steps", "0"]) == 2
+    assert main(["demo", "--steps", "0"]) == 2
     assert "--steps" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("flag", "least"), [("batch_size", 1), ("max_length", 1), ("eval_pairs", 2)])
 def test_demo_refuses_numbers_it_cannot_use(flag, least, capsys, tmp_path):
-    assert demo.cmd_demo([f"--{flag}", "0", "--output_dir", str(tmp_path / "out")]) == 2
+    assert main(["demo", f"--{flag}", "0", "--output_dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"st-infocse demo: error: --{flag} must be at least {least}"
     assert not (tmp_path / "out").exists()

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
-import st_infocse.training
+import st_infocse.training.callbacks
 import st_infocse.training.precision
-from st_infocse import cli
-from st_infocse.cli import choose_recipe_precision, main
+from st_infocse.cli import arguments as cli_arguments
+from st_infocse.cli import main
+from st_infocse.cli import recipes as cli_recipes
+from st_infocse.cli import train as cli_train
+from st_infocse.cli.recipes import choose_recipe_precision
 from st_infocse.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe, recipe_flags, recipe_names
 from st_infocse.training.arguments import STSB_DEV_METRIC
 
@@ -111,7 +114,7 @@ class _Stop(Exception):
 @pytest.fixture
 def cpu_without_bf16(monkeypatch):
     """This machine as a CPU without native bf16, whatever it is."""
-    monkeypatch.setattr(cli, "_accelerator_type", lambda: "cpu")
+    monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cpu")
     monkeypatch.setattr(st_infocse.training.precision, "cpu_has_native_bf16", lambda *a, **k: False)
 
 
@@ -120,7 +123,7 @@ def parsed(monkeypatch, tmp_path):
     """``parsed(argv)`` runs ``st-infocse train argv`` until its flags are parsed, and returns the parsed dataclasses
     (merged into one dict) with the argv the parser received; nothing is loaded, nothing is downloaded."""
     monkeypatch.chdir(tmp_path)
-    real_parse = cli._parse
+    real_parse = cli_train.parse
 
     def run(argv: list[str], parse: bool = True) -> tuple[dict, list[str]]:
         seen: dict = {}
@@ -131,7 +134,7 @@ def parsed(monkeypatch, tmp_path):
                 seen["args"] = real_parse(types, flags, prog, evaluates)
             raise _Stop
 
-        monkeypatch.setattr(cli, "_parse", spy)
+        monkeypatch.setattr(cli_train, "parse", spy)
         with pytest.raises(_Stop):
             main(["train", *argv])
         merged: dict = {}
@@ -150,7 +153,7 @@ def test_registry_names_the_five_recipes_each_consistent():
     for name, recipe in RECIPES.items():
         assert isinstance(recipe, Recipe) and recipe.name == name
         assert recipe.objective == recipe.flags["--objective"] == EXPECTED[name]["objective"]
-        assert recipe.objective in cli.OBJECTIVES
+        assert recipe.objective in cli_arguments.OBJECTIVES
         assert recipe.precision == "fp16"  # every released script passes --fp16
         assert set(recipe.origins) == set(recipe.flags) and all(recipe.origins.values())
         assert {p.metric: p.value for p in recipe.published} == PUBLISHED[name]
@@ -255,7 +258,7 @@ def test_on_a_cpu_without_bf16_the_recipe_trains_in_fp32_and_says_so(parsed, cpu
 
 
 def test_on_a_cpu_with_native_bf16_the_recipe_trains_in_bf16(parsed, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_accelerator_type", lambda: "cpu")
+    monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cpu")
     monkeypatch.setattr(st_infocse.training.precision, "cpu_has_native_bf16", lambda *a, **k: True)
     args, _ = parsed(["--recipe", "infocse-bert-base"])
     assert args["fp16"] is False and args["bf16"] is True and args["use_cpu"] is True
@@ -263,9 +266,9 @@ def test_on_a_cpu_with_native_bf16_the_recipe_trains_in_bf16(parsed, monkeypatch
 
 
 def test_on_a_gpu_the_recipe_keeps_fp16(parsed, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_accelerator_type", lambda: "cuda")
+    monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cuda")
     _, argv = parsed(["--recipe", "infocse-bert-base"], parse=False)  # fp16 cannot be parsed for a CPU everywhere
-    assert cli._flag_value(argv, "--fp16", None) == "true" and cli._flag_value(argv, "--bf16", None) is None
+    assert cli_arguments.given_value(argv, "--fp16", None) == "true" and cli_arguments.given_value(argv, "--bf16", None) is None
     assert "fp16 on cuda (the recipe's)" in capsys.readouterr().out
 
 
@@ -362,7 +365,7 @@ def test_every_recipe_builds_its_loss_and_clips_jointly(name, tiny12, monkeypatc
     """Up to the trainer, cheaply: the recipe's loss with the recipe's settings, handed to a callback that clips the
     encoder and the loss's own modules together."""
     seen: dict = {}
-    real = st_infocse.training.AuxiliaryStateCallback
+    real = st_infocse.training.callbacks.AuxiliaryStateCallback
 
     class Spy(real):  # type: ignore[misc, valid-type]
         def __init__(self, loss, *args, **kwargs):
@@ -370,7 +373,7 @@ def test_every_recipe_builds_its_loss_and_clips_jointly(name, tiny12, monkeypatc
             seen.update(loss=loss, clip_jointly=self.clip_jointly)
             raise _Stop
 
-    monkeypatch.setattr(st_infocse.training, "AuxiliaryStateCallback", Spy)
+    monkeypatch.setattr(st_infocse.training.callbacks, "AuxiliaryStateCallback", Spy)
     with pytest.raises(_Stop):
         main(_tiny_run(tiny12, name))
     assert seen["clip_jointly"] is True

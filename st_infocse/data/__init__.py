@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,6 +24,11 @@ STSB_DEV_FILE = "stsb_dev.jsonl.gz"
 def _read_text(name: str) -> str:
     with resources.files(__name__).joinpath(name).open("rb") as handle:
         return gzip.decompress(handle.read()).decode("utf-8")
+
+
+def sentences_file() -> Path:
+    """The shipped sentences file itself (``st-infocse train --train_data demo`` reads it like any text file)."""
+    return Path(str(resources.files(__name__).joinpath(SENTENCES_FILE)))
 
 
 def demo_sentences(n: int | None = None) -> list[str]:
@@ -54,4 +60,11 @@ def demo_stsb_dev_evaluator(batch_size: int = 64):
     return stsb_dev_evaluator(demo_stsb_dev(), batch_size=batch_size)
 
 
-__all__ = ["SENTENCES_FILE", "STSB_DEV_FILE", "demo_sentences", "demo_stsb_dev", "demo_stsb_dev_evaluator"]
+__all__ = [
+    "SENTENCES_FILE",
+    "STSB_DEV_FILE",
+    "demo_sentences",
+    "demo_stsb_dev",
+    "demo_stsb_dev_evaluator",
+    "sentences_file",
+]

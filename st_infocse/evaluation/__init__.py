@@ -8,7 +8,9 @@ mteb, beir, scikit-learn and matplotlib (the ``eval`` extra) are imported only w
 
 from .beir_tasks import BEIR_PAPER_DATASETS, BEIRTaskInfo, beir_task_info
 from .conditional_mlm import ConditionalMLMEvaluator, train_probe_decoder
-from .data import (
+from .geometry import GeometryResult, alignment_loss, evaluate_alignment_uniformity, uniformity_loss
+from .in_domain import InDomainRetrievalResult, evaluate_in_domain_retrieval
+from .loaders import (
     STS_TASKS,
     TRANSFER_TASKS,
     DataFormatError,
@@ -25,7 +27,6 @@ from .data import (
     load_sts_file,
     load_sts_hf,
 )
-from .geometry import GeometryResult, alignment_loss, evaluate_alignment_uniformity, uniformity_loss
 from .report import (
     markdown_report,
     plot_beir,
@@ -35,13 +36,12 @@ from .report import (
     sts_markdown,
     write_json,
 )
+from .results import EvaluationResult
 from .retrieval import (
     BEIRResult,
-    InDomainRetrievalResult,
     RetrievalResult,
     download_beir,
     evaluate_beir,
-    evaluate_in_domain_retrieval,
     evaluate_retrieval,
     retrieval_metrics,
     search,
@@ -58,6 +58,7 @@ from .sts import (
 from .transfer import TransferResult, TransferTaskResult, classify, evaluate_transfer
 
 __all__ = [
+    "EvaluationResult",
     "BEIR_PAPER_DATASETS",
     "BEIRTaskInfo",
     "ConditionalMLMEvaluator",

@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from ._encoding import encode_texts
-from .data import PathLike, STSPairs, load_sts
+from ._format import markdown_table
+from .loaders import PathLike, STSPairs, load_sts
 
 
 @dataclass
@@ -41,6 +42,9 @@ class GeometryResult:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def to_markdown(self) -> str:
+        return markdown_table(["metric", "value"], [[k, f"{v:.4f}" if isinstance(v, float) else str(v)] for k, v in self.to_dict().items()])
 
     def __str__(self) -> str:
         return (

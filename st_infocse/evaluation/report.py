@@ -18,9 +18,9 @@ from typing import Any
 
 from ._deps import require
 from ._format import markdown_table
-from .retrieval import BEIRResult, InDomainRetrievalResult
+from .results import EvaluationResult
+from .retrieval import BEIRResult
 from .sts import STSB_DEV_METRIC, STSResult
-from .transfer import TransferResult
 
 PathLike = str | Path
 
@@ -147,17 +147,13 @@ def markdown_report(results: Mapping[str, Any], settings: Mapping[str, Any] | No
     if settings:
         sections.append("## Settings\n\n" + "\n".join(f"- {key}: {_cell(v)}" for key, v in settings.items()))
     for title, value in results.items():
+        # STS results go through sts_markdown, which also lists the notes under the table (several models in one)
         if isinstance(value, STSResult):
             body = sts_markdown([value])
         elif isinstance(value, Sequence) and value and all(isinstance(v, STSResult) for v in value):
             body = sts_markdown(list(value))
-        elif isinstance(value, (BEIRResult, TransferResult)):
+        elif isinstance(value, EvaluationResult):
             body = value.to_markdown()
-        elif isinstance(value, InDomainRetrievalResult):
-            header = ["", *(f"R@{k}" for k in value.recall)]
-            body = markdown_table(
-                header, [[f"recall ({value.n_queries} queries)", *(f"{v:.2f}" for v in value.recall.values())]]
-            )
         elif hasattr(value, "to_dict"):
             body = markdown_table(["metric", "value"], [[k, _cell(v)] for k, v in value.to_dict().items()])
         else:

@@ -25,7 +25,7 @@ from sentence_transformers.util import pairwise_cos_sim
 
 from ._encoding import encode_texts, model_name
 from ._format import SCALE_X100, markdown_table, text_table
-from .data import STS_TASKS, PathLike, STSPairs, canonical_sts_name, load_sts
+from .loaders import STS_TASKS, PathLike, STSPairs, canonical_sts_name, load_sts
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import numpy as np
 from ._deps import require
 from ._encoding import encode_texts, model_name
 from ._format import SCALE_X100, markdown_table, text_table
-from .data import TRANSFER_TASKS, PathLike, TransferData, canonical_transfer_name, load_senteval_transfer
+from .loaders import TRANSFER_TASKS, PathLike, TransferData, canonical_transfer_name, load_senteval_transfer
 
 #: The C values searched: 2^-8, 2^-6, ..., 2^6 (SentEval's scikit-learn grid, 2^-2 ... 2^3, widened).
 C_GRID: tuple[float, ...] = tuple(2.0**t for t in range(-8, 7, 2))

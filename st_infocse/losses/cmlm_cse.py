@@ -10,49 +10,6 @@ from st_infocse.modeling.heads import ProjectionKind
 
 
 class CMLMCSELoss(InfoCSELoss):
-    """
-    CMLM-CSE: SimCSE plus a conditional MLM through an auxiliary network (paper 003), the sibling of InfoCSE with
-    a deeper frozen part and one more fusion layer. Defaults are the configuration behind the paper's headline
-    numbers (STS-B dev 83.76, STS avg 76.80): ``k`` = two thirds of the encoder depth (8 of 12, Table 6 row 8-3),
-    ``n=3``, mask rate 0.15 (Table 3: "we still used random word masking of 15%"; Table 4's 40% is one ablation's
-    best dev score), ``lambda_=0.005`` (Table 5), and unsupervised SimCSE's settings (section 4.1), hence SimCSE's
-    training-only MLP head (``projection="mlp"``). Fusion layers start fresh. Every argument of
-    :class:`InfoCSELoss` applies; unset ones take these defaults.
-
-    References:
-        - Zhang and Chen 2023. CMLM-CSE: Based on Conditional MLM Contrastive Learning for Sentence Embeddings.
-          https://arxiv.org/abs/2306.09594
-
-    Requirements:
-        1. Unlabelled sentences; a tokenizer with a mask token; a BERT-like encoder of at least 2 layers.
-
-    Inputs:
-        +-------------------------------+--------+
-        | Texts                         | Labels |
-        +===============================+========+
-        | (sentence) single column      | none   |
-        +-------------------------------+--------+
-        | (anchor, positive) pairs      | none   |
-        +-------------------------------+--------+
-
-    Example:
-        ::
-
-            from datasets import Dataset
-            from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
-            from sentence_transformers.base.modules import Transformer
-            from sentence_transformers.sentence_transformer.modules import Pooling
-            from st_infocse import losses
-            from st_infocse.training import check_training_dataset
-
-            encoder = Transformer("bert-base-uncased", max_seq_length=32)
-            model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
-            train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
-            train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
-            loss = losses.CMLMCSELoss(model)
-            SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
-    """
-
     preset_name = "cmlm-cse"
 
     def __init__(
@@ -63,6 +20,55 @@ class CMLMCSELoss(InfoCSELoss):
         projection: ProjectionKind | None = "mlp",
         **kwargs: Any,
     ) -> None:
+        """
+        CMLM-CSE: SimCSE plus a conditional MLM through an auxiliary network (paper 003), the sibling of InfoCSE with
+        a deeper frozen part and one more fusion layer. Defaults are the configuration behind the paper's headline
+        numbers (STS-B dev 83.76, STS avg 76.80): ``k`` = two thirds of the encoder depth (8 of 12, Table 6 row 8-3),
+        ``n=3``, mask rate 0.15 (Table 3: "we still used random word masking of 15%"; Table 4's 40% is one ablation's
+        best dev score), ``lambda_=0.005`` (Table 5), and unsupervised SimCSE's settings (section 4.1), hence SimCSE's
+        training-only MLP head (``projection="mlp"``). Fusion layers start fresh. Every argument of
+        :class:`InfoCSELoss` applies; unset ones take these defaults.
+
+        Args:
+            model: the SentenceTransformer to train (its first module a Hugging Face encoder).
+            lambda_: weight of the conditional MLM (default: the registry's, paper 003 Table 5).
+            temperature: contrastive temperature.
+            projection: training-only projection head (SimCSE's ``mlp`` by default; None for none).
+            **kwargs: any other argument of :class:`InfoCSELoss` (``k``, ``n``, ``mask_rate``, ...).
+
+        References:
+            - Zhang and Chen 2023. CMLM-CSE: Based on Conditional MLM Contrastive Learning for Sentence Embeddings.
+              https://arxiv.org/abs/2306.09594
+
+        Requirements:
+            1. Unlabelled sentences; a tokenizer with a mask token; a BERT-like encoder of at least 2 layers.
+
+        Inputs:
+            +-------------------------------+--------+
+            | Texts                         | Labels |
+            +===============================+========+
+            | (sentence) single column      | none   |
+            +-------------------------------+--------+
+            | (anchor, positive) pairs      | none   |
+            +-------------------------------+--------+
+
+        Example:
+            ::
+
+                from datasets import Dataset
+                from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from sentence_transformers.base.modules import Transformer
+                from sentence_transformers.sentence_transformer.modules import Pooling
+                from st_infocse import losses
+                from st_infocse.training import check_training_dataset
+
+                encoder = Transformer("bert-base-uncased", max_seq_length=32)
+                model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
+                train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+                train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
+                loss = losses.CMLMCSELoss(model)
+                SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
+        """
         super().__init__(model, lambda_=lambda_, temperature=temperature, projection=projection, **kwargs)
 
     @property

@@ -5,49 +5,85 @@ Example:
     >>> pairs, report = adjacent_pairs([["A cat sat.", "It purred.", "Then it slept."], "Too short."])
     >>> len(pairs), report.skipped["too_few_sentences"]
     (2, 1)
+
+The names below are imported on first use, so that the command line can check documents
+(``st_infocse.mining.documents``) before torch or datasets are imported.
 """
 
-from st_infocse.mining.idc import (
-    PAIR_FEATURES,
-    MinedPairs,
-    MiningReport,
-    adjacent_pairs,
-    cluster_documents,
-    cluster_sentences,
-    mine_pairs,
-)
-from st_infocse.mining.rounds import (
-    DEFAULT_TRAINING_ARGS,
-    CycleStats,
-    PlusPlusResult,
-    RoundsResult,
-    RoundStats,
-    train_idc_rounds,
-    train_infocse_plus_plus,
-)
-from st_infocse.mining.sampler import DocumentAwareBatchSampler, DocumentAwareSamplerFactory
-from st_infocse.mining.sentences import SKIP_REASONS, PreparedDocument, Skipped, prepare_documents, split_sentences
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "CycleStats": "rounds",
+    "DEFAULT_TRAINING_ARGS": "rounds",
+    "DOCUMENT_FORMATS": "documents",
+    "DocumentAwareBatchSampler": "sampler",
+    "DocumentAwareSamplerFactory": "sampler",
+    "MinedPairs": "idc",
+    "MiningReport": "idc",
+    "PAIR_FEATURES": "idc",
+    "PlusPlusResult": "rounds",
+    "PreparedDocument": "sentences",
+    "RoundStats": "rounds",
+    "RoundsResult": "rounds",
+    "SKIP_REASONS": "sentences",
+    "Skipped": "sentences",
+    "adjacent_pairs": "idc",
+    "check_documents": "documents",
+    "cluster_documents": "idc",
+    "cluster_sentences": "idc",
+    "load_documents": "documents",
+    "mine_pairs": "idc",
+    "prepare_documents": "sentences",
+    "split_sentences": "sentences",
+    "train_idc_rounds": "rounds",
+    "train_infocse_plus_plus": "rounds",
+}
 
 __all__ = [
-    "PAIR_FEATURES",
-    "SKIP_REASONS",
-    "DEFAULT_TRAINING_ARGS",
     "CycleStats",
+    "DEFAULT_TRAINING_ARGS",
+    "DOCUMENT_FORMATS",
     "DocumentAwareBatchSampler",
     "DocumentAwareSamplerFactory",
     "MinedPairs",
     "MiningReport",
+    "PAIR_FEATURES",
     "PlusPlusResult",
     "PreparedDocument",
     "RoundStats",
     "RoundsResult",
+    "SKIP_REASONS",
     "Skipped",
     "adjacent_pairs",
+    "check_documents",
     "cluster_documents",
     "cluster_sentences",
+    "load_documents",
     "mine_pairs",
     "prepare_documents",
     "split_sentences",
     "train_idc_rounds",
     "train_infocse_plus_plus",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    else:
+        # Submodules, e.g. ``training.precision`` after ``import st_infocse.training``.
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

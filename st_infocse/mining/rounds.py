@@ -22,13 +22,13 @@ from typing import Any, Literal
 
 import torch
 from datasets import Dataset
-from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainingArguments
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from torch import nn
 
 from st_infocse.mining.idc import MiningReport, adjacent_pairs, check_similarity, mine_pairs
 from st_infocse.mining.sampler import DocumentAwareBatchSampler
-from st_infocse.training.callbacks import AuxiliaryStateCallback
+from st_infocse.training.builder import build_trainer
 
 logger = logging.getLogger(__name__)
 
@@ -235,11 +235,8 @@ def _train(
         kwargs["batch_sampler"] = batch_sampler
     kwargs["output_dir"] = str(output_dir)  # one folder per round/cycle, whatever the caller passed
     args = SentenceTransformerTrainingArguments(**kwargs)
-    # The callback clips the loss's own modules with the model, as a single-stage run through the CLI does.
-    callbacks = [AuxiliaryStateCallback(loss)]
-    trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=train_dataset, loss=loss, callbacks=callbacks
-    )
+    # The package's trainer: the loss's own modules clipped with the model, as a run through the CLI does.
+    trainer = build_trainer(model, loss, train_dataset, args)
     output = trainer.train()
     return float(output.training_loss) if output.training_loss is not None else None
 

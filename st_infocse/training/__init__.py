@@ -1,16 +1,48 @@
-"""Trainer glue: checked training text, loss-owned auxiliary state kept across checkpoints and clipped with the model."""
+"""Trainer glue: checked training text, one trainer builder, loss-owned auxiliary state kept across checkpoints and
+clipped with the model.
 
-from st_infocse.training.arguments import STSB_DEV_METRIC, PaperTrainingArguments
-from st_infocse.training.callbacks import (
-    AUXILIARY_STATE_NAME,
-    AuxiliaryStateCallback,
-    auxiliary_state_dict,
-    clip_gradients_jointly,
-    load_auxiliary_state,
-    save_auxiliary_state,
-)
-from st_infocse.training.data import TextReport, clean_texts
-from st_infocse.training.guards import check_training_dataset
+The names below are imported on first use, so that the command line can check training text
+(``st_infocse.training.texts``) before torch, transformers or datasets are imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from st_infocse.training.arguments import STSB_DEV_METRIC, PaperTrainingArguments
+    from st_infocse.training.builder import build_trainer, load_model, own_max_length, save_model
+    from st_infocse.training.callbacks import (
+        AUXILIARY_STATE_NAME,
+        AuxiliaryStateCallback,
+        auxiliary_state_dict,
+        clip_gradients_jointly,
+        load_auxiliary_state,
+        save_auxiliary_state,
+    )
+    from st_infocse.training.guards import check_training_dataset
+    from st_infocse.training.texts import TextReport, check_text_source, clean_texts, load_texts
+
+_WHERE = {
+    "AUXILIARY_STATE_NAME": "callbacks",
+    "STSB_DEV_METRIC": "arguments",
+    "PaperTrainingArguments": "arguments",
+    "AuxiliaryStateCallback": "callbacks",
+    "TextReport": "texts",
+    "auxiliary_state_dict": "callbacks",
+    "build_trainer": "builder",
+    "check_text_source": "texts",
+    "check_training_dataset": "guards",
+    "clean_texts": "texts",
+    "clip_gradients_jointly": "callbacks",
+    "load_auxiliary_state": "callbacks",
+    "load_model": "builder",
+    "load_texts": "texts",
+    "own_max_length": "builder",
+    "save_auxiliary_state": "callbacks",
+    "save_model": "builder",
+}
 
 __all__ = [
     "AUXILIARY_STATE_NAME",
@@ -19,9 +51,34 @@ __all__ = [
     "AuxiliaryStateCallback",
     "TextReport",
     "auxiliary_state_dict",
+    "build_trainer",
+    "check_text_source",
     "check_training_dataset",
     "clean_texts",
     "clip_gradients_jointly",
     "load_auxiliary_state",
+    "load_model",
+    "load_texts",
+    "own_max_length",
     "save_auxiliary_state",
+    "save_model",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    else:
+        # Submodules, e.g. ``training.precision`` after ``import st_infocse.training``.
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

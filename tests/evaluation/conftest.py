@@ -15,7 +15,7 @@ import pytest
 import torch
 from sentence_transformers.util import cos_sim
 
-from st_infocse.evaluation.data import SENTEVAL_STS_SUBSETS
+from st_infocse.evaluation.loaders import SENTEVAL_STS_SUBSETS
 
 
 class StubEncoder:

@@ -21,7 +21,7 @@ from st_infocse.evaluation import (
     write_json,
 )
 from st_infocse.evaluation._deps import require
-from st_infocse.evaluation.retrieval import InDomainRetrievalResult
+from st_infocse.evaluation.in_domain import InDomainRetrievalResult
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -19,7 +19,7 @@ from st_infocse.losses.registry import (
 
 
 def test_every_objective_with_a_loss_names_a_training_loss_that_takes_its_options():
-    from st_infocse.cli import LossArguments
+    from st_infocse.cli.arguments import LossArguments
 
     flags = {field.name for field in dataclasses.fields(LossArguments)}
     for objective in (*OBJECTIVES.values(), STAGE1):
@@ -56,8 +56,8 @@ def test_presets_step_their_mask_rate_by_depth():
 
 
 def test_command_line_help_and_recipes_read_the_registry():
-    from st_infocse.cli import OBJECTIVES as CLI_OBJECTIVES
-    from st_infocse.cli import LossArguments
+    from st_infocse.cli.arguments import OBJECTIVES as CLI_OBJECTIVES
+    from st_infocse.cli.arguments import LossArguments
     from st_infocse.recipes import RECIPES
 
     assert CLI_OBJECTIVES == objective_names() == tuple(OBJECTIVES)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from st_infocse import demo
+from st_infocse.cli import demo
 from st_infocse.data import demo_sentences, demo_stsb_dev, demo_stsb_dev_evaluator
 
 pytestmark = pytest.mark.slow

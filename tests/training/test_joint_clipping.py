@@ -202,7 +202,7 @@ def test_fp16_gradients_are_unscaled_once_before_clipping():
 def test_cli_training_clips_jointly_and_says_so(make_model, tmp_path, caplog):
     from sentence_transformers import SentenceTransformerTrainingArguments
 
-    from st_infocse.cli import _train
+    from st_infocse.cli.train import run_trainer
 
     model = make_model()
     loss = losses.SimCSELoss(model, projection="mlp")
@@ -210,7 +210,7 @@ def test_cli_training_clips_jointly_and_says_so(make_model, tmp_path, caplog):
         output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=8, report_to="none", use_cpu=True
     )
     with caplog.at_level(logging.INFO, logger="st_infocse"):
-        trainer = _train(model, loss, Dataset.from_dict({"text": random_sentences(8)}), args, None)
+        trainer = run_trainer(model, loss, Dataset.from_dict({"text": random_sentences(8)}), args, None)
     assert "over the model and the loss's own modules together" in caplog.text
     # First in line, so reporting integrations see the joint grad_norm.
     first = trainer.callback_handler.callbacks[0]

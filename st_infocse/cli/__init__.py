@@ -1,0 +1,77 @@
+"""The ``st-infocse`` command: stage-1 pre-training, training, IDC mining and evaluation without a script.
+
+    st-infocse pretrain-aux --model bert-base-uncased --train_data corpus.txt --output_dir stage1
+    st-infocse train --objective infocse --model stage1/model --decoder stage1/decoder --output_dir out
+    st-infocse mine --model out --docs docs.jsonl.gz --output_dir pairs
+    st-infocse evaluate --model out --sts ../shared/data/senteval --beir scifact --beir_source ../shared/data/beir
+    st-infocse train --recipe infocse-bert-base --train_data wiki1m_for_simcse.txt --output_dir out   # a paper's run
+    st-infocse demo                                                                          # offline, a few minutes
+
+Every flag of ``SentenceTransformerTrainingArguments`` is accepted by ``train`` and ``pretrain-aux``; ``--config
+file.json|yaml`` holds any of them (flags given after it override it). Errors about inputs exit with code 2, and
+input files are checked before torch and the model are loaded, so they are reported in well under a second.
+
+One module per command (``st_infocse.cli.<command>``, imported when the command runs, so that ``--help`` and the
+input checks stay fast); the flags are in :mod:`~st_infocse.cli.arguments`, the checks made before anything heavy is
+loaded in :mod:`~st_infocse.cli.inputs`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from st_infocse.cli.errors import CLIError
+from st_infocse.losses.registry import objective_names
+
+__all__ = ["COMMANDS", "CLIError", "main"]
+
+#: name -> ("module:function" under st_infocse.cli, one-line description); the function takes the flags after the
+#: command's name and returns the exit code.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "pretrain-aux": ("pretrain_aux:cmd_pretrain_aux", "stage 1: pre-train the auxiliary decoder (paper 000 §3.1)"),
+    "train": ("train:cmd_train", f"train with --objective {'|'.join(objective_names())}"),
+    "mine": ("mine:cmd_mine", "mine IDC positive pairs from documents into a dataset on disk"),
+    "evaluate": ("evaluate:cmd_evaluate", "STS suite, BEIR and transfer tasks; JSON, markdown and plots"),
+    "demo": ("demo:cmd_demo", "train and evaluate offline on the bundled demo data (pip install 'st-infocse[demo]')"),
+    "recipes": ("recipes:cmd_recipes", "the papers' released runs, for `st-infocse train --recipe NAME`"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: st-infocse <command> [flags]   (st-infocse <command> --help for its flags)", "", "commands:"]
+    lines += [f"  {name:<13} {help_text}" for name, (_, help_text) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def _command(command: str):
+    """The command's function, imported now: a module missing from the installation is a one-line error."""
+    module_name, function = COMMANDS[command][0].split(":")
+    try:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("st_infocse"):
+            raise CLIError(f"the {command} is not part of this installation ({exc.name} is missing)") from exc
+        raise CLIError(f"the {command} needs {exc.name}: pip install 'st-infocse[{command}]'") from exc
+    return getattr(module, function)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"st-infocse: unknown command {command!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return _command(command)(rest)
+    except (CLIError, FileNotFoundError, ValueError) as exc:
+        # ValueError: the library's input checks raise it with a message meant for the user (InputError,
+        # FileFormatError, UnsupportedModelError).
+        print(f"st-infocse {command}: error: {exc}", file=sys.stderr)
+        return 2

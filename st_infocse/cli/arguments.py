@@ -1,0 +1,354 @@
+"""The command line's flags: one dataclass per ``--help`` section, ``--config`` files, and reading flags before the
+argument parser (and torch) are imported.
+
+Defaults that belong to an objective are not written here: the loss flags default to None ("the objective's own")
+and their help text is generated from :mod:`st_infocse.losses.registry`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from st_infocse.cli.errors import CLIError
+from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
+from st_infocse.losses.registry import PRESETS, STAGE1, flag_value, objective_names
+
+OBJECTIVES = objective_names()
+WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
+BUNDLED = "demo"  # --train_data demo / --stsb_dev demo: the data shipped in st_infocse/data
+
+
+
+# ``_argument_group_name`` gives each dataclass its own titled section in --help, listed before the trainer's flags.
+
+
+@dataclass
+class ModelArguments:
+    _argument_group_name = "model"
+
+    model: str = field(
+        default="bert-base-uncased",
+        metadata={"help": "Hub id or local folder of a Hugging Face or Sentence Transformer model."},
+    )
+    pooling: str = field(
+        default="cls",
+        metadata={
+            "help": "Pooling on top of the encoder: cls (SimCSE's cls_before_pooler), mean, max, or 'model' to keep the model's own modules."
+        },
+    )
+    max_seq_length: int = field(
+        default=32,
+        metadata={
+            "help": "Maximum tokens per sentence while training (the papers' 32); the saved model keeps the base "
+            "model's own maximum length."
+        },
+    )
+    trust_remote_code: bool = field(default=False, metadata={"help": "Allow custom model code from the hub."})
+
+
+@dataclass
+class SavedModelArguments(ModelArguments):
+    """For commands that use a trained model as it is: its own pooling and length unless told otherwise."""
+
+    pooling: str = field(
+        default="model", metadata={"help": "'model' keeps the saved modules; cls, mean or max re-pools the encoder."}
+    )
+    max_seq_length: int | None = field(
+        default=None, metadata={"help": "Maximum tokens per sentence (default: the model's)."}
+    )
+
+
+@dataclass
+class DataArguments:
+    _argument_group_name = "training data"
+
+    train_data: str = field(
+        default=WIKI1M,
+        metadata={
+            "help": "Training text: a .txt(.gz) file (one sentence per line), .jsonl(.gz)/.json/.csv/.tsv/.parquet, "
+            "a save_to_disk folder, an hf:// file, a hub dataset id, or 'demo' (4,096 Wikipedia sentences shipped "
+            "with the package). Missing, non-string and blank rows are dropped and counted."
+        },
+    )
+    text_column: str | None = field(
+        default=None, metadata={"help": "Column holding the text (default: 'text' or the only string column)."}
+    )
+    max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training texts."})
+    stsb_dev: str = field(
+        default="hub",
+        metadata={
+            "help": "STS-B dev for checkpoint selection: 'hub', 'demo' (the 1,500 pairs shipped with the package), a SentEval data/downstream folder, a sentence1/sentence2/score file, or 'none'."
+        },
+    )
+
+
+@dataclass
+class LossArguments:
+    _argument_group_name = "objective and loss"
+
+    objective: str = field(default="infocse", metadata={"help": f"One of {', '.join(OBJECTIVES)}."})
+    lambda_: float | None = field(
+        default=None,
+        metadata={
+            "aliases": ["--lambda"],
+            "help": "Weight of the auxiliary term ("
+            + ", ".join(
+                f"{objective.title} {flag_value(objective.lambda_)}"
+                for objective in OBJECTIVE_REGISTRY.values()
+                if objective.lambda_ is not None
+            )
+            + " by default).",
+        },
+    )
+    temperature: float = field(default=0.05, metadata={"help": "Contrastive temperature."})
+    projection: str | None = field(
+        default=None,
+        metadata={
+            "help": "Training-only projection head: mlp, bn-mlp or none (default: the objective's own: bn-mlp for "
+            "infocse, mlp for simcse, cmlm-cse and informin)."
+        },
+    )
+    k: int | None = field(
+        default=None, metadata={"help": "Frozen lower layers of the auxiliary decoder (default: the preset's)."}
+    )
+    n: int | None = field(
+        default=None, metadata={"help": "Fusion layers of the auxiliary decoder (default: the preset's)."}
+    )
+    mask_rate: float | None = field(
+        default=None,
+        metadata={
+            # Each preset once, under the objective named after it, then stage 1.
+            "help": "Masking rate of the auxiliary MLM (default: "
+            + "; ".join(f"{name} {preset.describe_mask_rate()}" for name, preset in PRESETS.items())
+            + f"; {STAGE1.name} {STAGE1.mask_rate:.2f}).",
+        },
+    )
+    fusion_init: str | None = field(
+        default=None,
+        metadata={"help": "fresh (default, as the authors' code) or copy (the encoder layers above k) fusion layers."},
+    )
+    detach: bool = field(default=True, metadata={"help": "Freeze the decoder's lower copy (paper default)."})
+    decoder: str | None = field(default=None, metadata={"help": "Stage-1 decoder folder (from pretrain-aux)."})
+    tie_head: bool = field(
+        default=True,
+        metadata={"help": "pretrain-aux only: tie the MLM head's output projection to the word embeddings (Condenser)."},
+    )
+    masking: str = field(
+        default="whole_word",
+        metadata={"help": "pretrain-aux only: whole_word (Condenser, default) or token masking."},
+    )
+    informin_weight: float = field(
+        default=0.0, metadata={"help": "Add InforMin's reconstruction term to InfoCSE with this weight."}
+    )
+    gather_across_devices: bool = field(
+        default=False, metadata={"help": "Contrast against the embeddings of all processes (multi-GPU)."}
+    )
+    aux_learning_rate: float | None = field(
+        default=None, metadata={"help": "Own learning rate for the loss's auxiliary modules."}
+    )
+    aux_gradient: str = field(
+        default="weighted",
+        metadata={
+            "help": "infocse, cmlm-cse: what the auxiliary decoder learns from: weighted (default, the released "
+            "script: lambda times the MLM gradient, like the encoder) or full (the unweighted MLM gradient; the "
+            "encoder still gets lambda times it).",
+            "choices": ["weighted", "full"],
+        },
+    )
+    docs: str | None = field(
+        default=None,
+        metadata={"help": "idc: documents, in any form that `st-infocse mine --docs` reads."},
+    )
+    rounds: int = field(default=3, metadata={"help": "idc: maximum mine -> train rounds."})
+    idc_loss: str = field(default="mnrl", metadata={"help": "idc: loss trained on the mined pairs, mnrl or infocse."})
+    idc_k: int = field(default=1, metadata={"help": "idc: top-K neighbours per sentence."})
+    idc_similarity: str = field(
+        default="cosine",
+        metadata={
+            "help": "idc: sentence score for mining, cosine or dot (inner product, paper 002 eq. 2).",
+            "choices": ["cosine", "dot"],
+        },
+    )
+    initial_annotation: str = field(
+        default="model", metadata={"help": "idc: first-round pairs from the 'model' or 'adjacent' sentences."}
+    )
+
+
+@dataclass
+class MineArguments:
+    _argument_group_name = "mining"
+
+    docs: str = field(
+        default=None,
+        metadata={
+            "help": "Documents: a .txt(.gz) file with documents separated by blank lines (each line is split into "
+            "sentences), .jsonl(.gz)/.json objects with 'sentences' (list) or 'text' (and 'id'), a save_to_disk "
+            "folder, or a hub dataset id."
+        },
+    )
+    output_dir: str = field(
+        default="pairs", metadata={"help": "Folder for the mined pairs (datasets save_to_disk) and report.json."}
+    )
+    k: int = field(default=1, metadata={"help": "Top-K neighbours per sentence."})
+    threshold: float | None = field(
+        default=None,
+        metadata={"help": "Floor on the edge score: a cosine, or the raw inner product with --similarity dot."},
+    )
+    similarity: str = field(
+        default="cosine",
+        metadata={
+            "help": "Edge score: cosine, or dot (inner product, paper 002 eq. 2; the same as cosine for models "
+            "ending in Normalize).",
+            "choices": ["cosine", "dot"],
+        },
+    )
+    min_sentences: int = field(default=2, metadata={"help": "Skip documents with fewer sentences."})
+    max_sentences: int | None = field(default=1000, metadata={"help": "Skip documents with more sentences."})
+    max_pairs_per_cluster: int | None = field(default=None, metadata={"help": "Cap on pairs per cluster."})
+    batch_size: int = field(default=64, metadata={"help": "Encoding batch size."})
+    max_docs: int | None = field(default=None, metadata={"help": "Mine only the first N documents."})
+    seed: int = field(default=0, metadata={"help": "Seed for the pair cap's sample."})
+
+
+@dataclass
+class EvaluateArguments:
+    sts: str | None = field(
+        default=None, metadata={"help": "STS suite source: 'mteb' (online) or a SentEval data/downstream folder."}
+    )
+    beir: list[str] | None = field(default=None, metadata={"help": "BEIR datasets, e.g. scifact nfcorpus."})
+    beir_source: str = field(
+        default="mteb", metadata={"help": "'mteb' (online) or a folder with one BEIR folder per dataset."}
+    )
+    transfer: str | None = field(
+        default=None, metadata={"help": "SentEval data/downstream folder for the transfer tasks."}
+    )
+    output_dir: str = field(
+        default="evaluation", metadata={"help": "Where evaluation.json, evaluation.md and plots go."}
+    )
+    batch_size: int = field(default=64, metadata={"help": "Encoding batch size."})
+    plots: bool = field(default=True, metadata={"help": "Draw bar charts (needs matplotlib)."})
+    verbose: bool = field(default=False, metadata={"help": "Also show beir's INFO log (every metric at every k)."})
+
+
+def training_arguments_class():
+    from st_infocse.training.arguments import PaperTrainingArguments
+
+    return PaperTrainingArguments
+
+
+NO_EVALUATION = ["--eval_strategy", "no", "--load_best_model_at_end", "false"]
+
+
+def parse(dataclass_types: Sequence[type], argv: Sequence[str], prog: str, evaluates: bool = True) -> tuple[Any, ...]:
+    """Parse flags into the dataclasses; ``--config FILE`` (JSON/YAML) is expanded first so later flags win.
+
+    Without STS-B dev evaluation (``evaluates=False`` or ``--stsb_dev none``) the best-checkpoint defaults are
+    switched off before the training arguments validate themselves.
+    """
+    from transformers import HfArgumentParser
+
+    parser = HfArgumentParser(
+        list(dataclass_types),
+        prog=prog,
+        # argparse would otherwise spell out every trainer flag in the usage line.
+        usage=f"{prog} [flags]   (--config FILE: JSON or YAML with any of these flags)",
+    )
+    argv = expand_config(argv)
+    if not evaluates or given_value(argv, "--stsb_dev", "hub").lower() == "none":
+        argv = NO_EVALUATION + argv
+    return tuple(parser.parse_args_into_dataclasses(args=argv))
+
+
+def expand_config(argv: Sequence[str]) -> list[str]:
+    """``--config FILE`` replaced by the flags it holds, placed first so that flags on the command line win."""
+    argv = list(argv)
+    if "--config" in argv:
+        index = argv.index("--config")
+        if index + 1 >= len(argv):
+            raise CLIError("--config needs a file")
+        argv = config_to_flags(argv[index + 1]) + argv[:index] + argv[index + 2 :]
+    return argv
+
+
+def given_value(argv: Sequence[str], flag: str, default: Any) -> Any:
+    """The last value given for ``flag`` (``--flag value`` or ``--flag=value``, also spelled with dashes)."""
+    spellings = {flag, "--" + flag[2:].replace("_", "-")}
+    value = default
+    for i, item in enumerate(argv):
+        if item in spellings and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif "=" in item and item.split("=", 1)[0] in spellings:
+            value = item.split("=", 1)[1]
+    return value
+
+
+def config_to_flags(path: str) -> list[str]:
+    file = Path(path)
+    if not file.is_file():
+        raise CLIError(f"config file not found: {path}")
+    text = file.read_text()
+    try:
+        if file.suffix in (".yaml", ".yml"):
+            import yaml
+
+            values = yaml.safe_load(text)
+        else:
+            values = json.loads(text)
+    except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
+        raise CLIError(f"cannot read config {path}: {exc}") from exc
+    if not isinstance(values, dict):
+        raise CLIError(f"config {path} must hold a mapping of flag names to values")
+    flags: list[str] = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        flags.append(f"--{key}")
+        if isinstance(value, list):
+            flags.extend(str(v) for v in value)
+        elif isinstance(value, dict):
+            flags.append(json.dumps(value))
+        else:
+            flags.append(str(value).lower() if isinstance(value, bool) else str(value))
+    return flags
+
+
+@dataclass
+class RecipeArguments:
+    """Only for ``train --help``: ``--recipe`` is taken out of the flags before they are parsed."""
+
+    _argument_group_name = "recipe"
+
+    recipe: str | None = field(
+        default=None,
+        metadata={
+            "help": "A paper's released run by name, e.g. infocse-bert-base ('list', or `st-infocse recipes`, "
+            "shows them all): its flags come first, so every flag you give wins. The scripts' fp16 is kept on a "
+            "GPU; on a CPU it becomes bf16 where the CPU has native bf16, else fp32.",
+            "metavar": "NAME",
+        },
+    )
+
+
+def flag_names(argv: Sequence[str]) -> set[str]:
+    """Flag names as the parser sees them: ``--learning-rate=1`` and ``--lambda_`` are learning_rate and lambda."""
+    return {item[2:].split("=", 1)[0].replace("-", "_").rstrip("_") for item in argv if item.startswith("--")}
+
+
+def bool_flag(argv: Sequence[str], flag: str) -> bool:
+    """A boolean flag's last value; given bare (``--use_cpu``) it is true, as the parser reads it."""
+    value: Any = False
+    for index, item in enumerate(argv):
+        if item == flag:
+            following = argv[index + 1] if index + 1 < len(argv) else "--"
+            value = True if following.startswith("--") else following
+        elif item.startswith(flag + "="):
+            value = item.split("=", 1)[1]
+    return value is True or str(value).lower() in ("true", "yes", "t", "y", "1")
+
+
+def asks_for_help(argv: Sequence[str]) -> bool:
+    return "-h" in argv or "--help" in argv

@@ -1,0 +1,11 @@
+"""The command line's error: a problem with the user's input, reported in one line with exit code 2."""
+
+from __future__ import annotations
+
+from st_infocse.files import InputError
+
+__all__ = ["CLIError"]
+
+
+class CLIError(InputError):
+    """A problem with the user's input: reported in one line, exit code 2."""

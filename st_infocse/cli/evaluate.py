@@ -1,0 +1,68 @@
+"""``st-infocse evaluate``: the STS suite, BEIR and the transfer tasks; JSON, markdown and plots.
+
+    st-infocse evaluate --model out --sts ../shared/data/senteval --beir scifact --beir_source ../shared/data/beir
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from st_infocse.cli.arguments import EvaluateArguments, SavedModelArguments, parse
+from st_infocse.cli.errors import CLIError
+from st_infocse.cli.inputs import load_model
+from st_infocse.cli.output import summary
+
+__all__ = ["cmd_evaluate"]
+
+
+def cmd_evaluate(argv: Sequence[str]) -> int:
+    from st_infocse import evaluation
+
+    model_args, eval_args = parse([SavedModelArguments, EvaluateArguments], argv, "st-infocse evaluate")
+    if not (eval_args.sts or eval_args.beir or eval_args.transfer):
+        raise CLIError("nothing to evaluate: give --sts, --beir and/or --transfer")
+    for flag, value in (
+        ("--sts", eval_args.sts),
+        ("--beir_source", eval_args.beir_source if eval_args.beir else None),
+        ("--transfer", eval_args.transfer),
+    ):
+        if value and value not in ("mteb", "hub") and not Path(value).expanduser().exists():
+            raise CLIError(f"{flag}: not found: {value}")
+    if eval_args.verbose:
+        # an explicit level on beir's logger is what the evaluators leave alone
+        logging.getLogger("beir").setLevel(logging.INFO)
+    model, _ = load_model(model_args)
+    label = Path(model_args.model).name or model_args.model
+    # truncation changes the scores, so the length in force is part of every report
+    settings = {
+        "model": model_args.model,
+        "max_seq_length": model.max_seq_length,
+        "pooling": model_args.pooling,
+        "batch_size": eval_args.batch_size,
+    }
+    summary("Evaluating", settings)
+    results: dict[str, Any] = {}
+    try:
+        if eval_args.sts:
+            results["STS"] = evaluation.evaluate_sts_suite(
+                model, eval_args.sts, batch_size=eval_args.batch_size, model_label=label
+            )
+            print(results["STS"])
+        if eval_args.beir:
+            results["BEIR"] = evaluation.evaluate_beir(
+                model, eval_args.beir, source=eval_args.beir_source, batch_size=eval_args.batch_size, model_label=label
+            )
+            print(results["BEIR"])
+        if eval_args.transfer:
+            results["Transfer"] = evaluation.evaluate_transfer(
+                model, eval_args.transfer, batch_size=eval_args.batch_size, model_label=label
+            )
+            print(results["Transfer"])
+    except evaluation.DataFormatError as exc:
+        raise CLIError(str(exc)) from exc
+    written = evaluation.save_report(results, eval_args.output_dir, plots=eval_args.plots, settings=settings)
+    summary("Evaluation done", {kind: path for kind, path in written.items()})
+    return 0

@@ -1,0 +1,161 @@
+"""What the command line checks before the heavy work: flags read from the command line before the argument parser
+(and torch) are imported, the STS-B dev source, and whether a run makes any optimizer step.
+
+The files themselves are checked by the library (``st_infocse.training.texts``, ``st_infocse.mining.documents``),
+through the package's one line reader and JSON-lines reader.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from st_infocse.cli.arguments import (
+    BUNDLED,
+    OBJECTIVES,
+    DataArguments,
+    LossArguments,
+    ModelArguments,
+    asks_for_help,
+    given_value,
+)
+from st_infocse.cli.errors import CLIError
+from st_infocse.files import looks_local
+from st_infocse.mining.documents import check_documents
+from st_infocse.training.texts import check_text_source
+
+__all__ = [
+    "check_model_source",
+    "check_planned_steps",
+    "check_step_counts",
+    "dev_evaluator",
+    "finish_training_args",
+    "load_model",
+    "planned_steps",
+    "precheck_training",
+    "text_source",
+]
+
+
+def text_source(source: str) -> str:
+    """``demo`` names the 4,096 Wikipedia sentences shipped with the package; anything else is returned as is."""
+    if source == BUNDLED:
+        from st_infocse.data import sentences_file
+
+        return str(sentences_file())
+    return source
+
+
+def check_model_source(source: str) -> None:
+    if looks_local(source) and not Path(source).expanduser().exists():
+        raise CLIError(f"model not found: {source}")
+
+
+def check_step_counts(max_steps: float, epochs: float) -> None:
+    """transformers trains ``max_steps`` when it is 0 or more (so 0 trains nothing) and epochs only when it is -1."""
+    if max_steps == 0 or (max_steps < 0 and epochs <= 0):
+        raise CLIError(
+            f"--max_steps {max_steps:g} with --num_train_epochs {epochs:g} makes no optimizer step: "
+            "give --max_steps N > 0, or --max_steps -1 (the default) with --num_train_epochs > 0"
+        )
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def precheck_training(argv: Sequence[str], command: str) -> None:
+    """What can be told from the flags alone, before the trainer's argument parser (and torch) are imported.
+
+    The values are read as the parser will read them (last one wins); an abbreviated flag slips past this and is
+    checked by the same functions after parsing, only later.
+    """
+    if asks_for_help(argv):
+        return
+    objective = given_value(argv, "--objective", LossArguments.objective) if command == "train" else None
+    if objective is not None and objective not in OBJECTIVES:
+        raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+    steps = given_value(argv, "--max_steps", -1), given_value(argv, "--num_train_epochs", 1)  # 1: any positive
+    if all(_is_number(value) for value in steps):  # anything else is the argument parser's to report
+        check_step_counts(*(float(value) for value in steps))
+    check_model_source(given_value(argv, "--model", ModelArguments.model))
+    decoder = given_value(argv, "--decoder", None)
+    if decoder and not Path(decoder).expanduser().exists():
+        raise CLIError(f"--decoder: not found: {decoder}")
+    stsb_dev = given_value(argv, "--stsb_dev", DataArguments.stsb_dev)
+    known = ("hub", "none", BUNDLED)
+    if command == "train" and stsb_dev.lower() not in known and not Path(stsb_dev).expanduser().exists():
+        raise CLIError(f"STS-B dev data not found: {stsb_dev}")
+    if objective == "idc":
+        docs = given_value(argv, "--docs", None)
+        if not docs:
+            raise CLIError("--objective idc needs --docs (documents to mine pairs from)")
+        check_documents(docs)
+    else:
+        train_data = text_source(given_value(argv, "--train_data", DataArguments.train_data))
+        check_text_source(train_data, given_value(argv, "--text_column", None))
+
+
+def load_model(args: ModelArguments):
+    """The model of ``args`` and the maximum length it had of its own (see :func:`st_infocse.training.load_model`)."""
+    from st_infocse.training.builder import load_model as load
+
+    return load(args.model, args.pooling, args.max_seq_length, args.trust_remote_code)
+
+
+def dev_evaluator(source: str):
+    """The STS-B dev evaluator of ``--stsb_dev``, or None for ``none``."""
+    from st_infocse.evaluation import stsb_dev_evaluator
+
+    if source.lower() == "none":
+        return None
+    if source.lower() == BUNDLED:
+        from st_infocse.data import demo_stsb_dev_evaluator
+
+        return demo_stsb_dev_evaluator()
+    path = Path(source).expanduser()
+    if source != "hub" and not path.exists():
+        raise CLIError(f"STS-B dev data not found: {source}")
+    try:
+        return stsb_dev_evaluator(source if source == "hub" else path)
+    except (OSError, RuntimeError) as exc:
+        # RuntimeError: the hub copy could not be fetched (offline); the message says what to pass instead.
+        raise CLIError(f"cannot load STS-B dev from {source!r}: {exc}".splitlines()[0]) from exc
+
+
+def finish_training_args(training_args, evaluator) -> None:
+    """Without an evaluator there is no dev score to evaluate or to keep the best checkpoint by."""
+    if evaluator is None:
+        training_args.eval_strategy = "no"
+        training_args.load_best_model_at_end = False
+        training_args.metric_for_best_model = None
+
+
+def planned_steps(texts: int, training_args) -> int:
+    """Optimizer steps the trainer will take on ``texts`` texts, counted as transformers' Trainer counts them."""
+    if training_args.max_steps >= 0:
+        return int(training_args.max_steps)
+    per_batch = training_args.per_device_train_batch_size * max(1, training_args.world_size)
+    batches = texts // per_batch if training_args.dataloader_drop_last else math.ceil(texts / per_batch)
+    if batches == 0:
+        return 0
+    accumulation = training_args.gradient_accumulation_steps
+    return math.ceil(training_args.num_train_epochs * max(1, math.ceil(batches / accumulation)))
+
+
+def check_planned_steps(texts: int, training_args) -> int:
+    """The run's optimizer steps; a run of none is an error (checked before the model is loaded)."""
+    steps = planned_steps(texts, training_args)
+    if steps <= 0:
+        batch = training_args.per_device_train_batch_size * max(1, training_args.world_size)
+        raise CLIError(
+            f"this run makes no optimizer step: {texts} texts, batch size {batch}"
+            + (" with --dataloader_drop_last" if training_args.dataloader_drop_last else "")
+        )
+    return steps

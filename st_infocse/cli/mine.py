@@ -1,0 +1,81 @@
+"""``st-infocse mine``: IDC positive pairs mined from documents into a dataset on disk (paper 002).
+
+    st-infocse mine --model out --docs docs.jsonl.gz --output_dir pairs
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from st_infocse.cli.arguments import (
+    MineArguments,
+    SavedModelArguments,
+    asks_for_help,
+    expand_config,
+    given_value,
+    parse,
+)
+from st_infocse.cli.errors import CLIError
+from st_infocse.cli.inputs import check_model_source, load_model
+from st_infocse.cli.output import summary
+from st_infocse.mining.documents import DOCUMENT_FORMATS, check_documents, load_documents
+
+__all__ = ["cmd_mine"]
+
+
+def cmd_mine(argv: Sequence[str]) -> int:
+    argv = expand_config(argv)
+    if not asks_for_help(argv):
+        docs = given_value(argv, "--docs", None)
+        if not docs:
+            raise CLIError(f"--docs is required (documents: {DOCUMENT_FORMATS})")
+        check_documents(docs)
+        check_model_source(given_value(argv, "--model", SavedModelArguments.model))
+    from st_infocse.mining import mine_pairs
+
+    model_args, mine_args = parse([SavedModelArguments, MineArguments], argv, "st-infocse mine")
+    if mine_args.min_sentences < 2:  # the miner would raise it to 2 without a word
+        raise CLIError(f"--min_sentences must be at least 2 (a pair needs two sentences), got {mine_args.min_sentences}")
+    documents = load_documents(mine_args.docs, mine_args.max_docs)
+    model, _ = load_model(model_args)
+    # The miner logs its report at INFO; the command prints it once below, and keeps the miner's warnings.
+    miner_logger = logging.getLogger("st_infocse.mining.idc")
+    level = miner_logger.level
+    miner_logger.setLevel(logging.WARNING)
+    start = time.time()
+    try:
+        mined = mine_pairs(
+            documents,
+            model,
+            k=mine_args.k,
+            threshold=mine_args.threshold,
+            similarity=mine_args.similarity,
+            min_sentences=mine_args.min_sentences,
+            max_sentences=mine_args.max_sentences,
+            max_pairs_per_cluster=mine_args.max_pairs_per_cluster,
+            batch_size=mine_args.batch_size,
+            seed=mine_args.seed,
+            show_progress_bar=True,
+        )
+    finally:
+        miner_logger.setLevel(level)
+    out = Path(mine_args.output_dir)
+    mined.pairs.save_to_disk(str(out / "pairs"))
+    report = mined.report.to_dict() if hasattr(mined.report, "to_dict") else asdict(mined.report)
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print(mined.report.summary())
+    summary(
+        "Mining done",
+        {
+            "pairs": len(mined.pairs),
+            "time": f"{time.time() - start:.0f} s",
+            "dataset": out / "pairs",
+            "report": out / "report.json",
+        },
+    )
+    return 0

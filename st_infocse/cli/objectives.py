@@ -1,0 +1,49 @@
+"""The loss of an objective, built from the registry (:mod:`st_infocse.losses.registry`) and the flags it takes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from st_infocse.cli.arguments import OBJECTIVES, LossArguments
+from st_infocse.cli.errors import CLIError
+from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
+from st_infocse.losses.registry import get_objective
+
+__all__ = ["build_loss", "learning_rate_mapping", "loss_options"]
+
+def loss_options(names: Sequence[str], args: LossArguments) -> dict[str, Any]:
+    """The flags among ``names`` that were given (not None), as the loss's keyword arguments of the same names.
+
+    A flag left unset is not passed, so the loss applies its own default; a given value, 0 included, reaches the
+    loss as it is, which uses it or refuses it in one line.
+    """
+    options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    # "none" turns the objective's own projection head off; only an explicit --projection overrides that head.
+    if isinstance(options.get("projection"), str) and options["projection"].lower() == "none":
+        options["projection"] = None
+    return options
+
+
+def build_loss(model, args: LossArguments, objective: str | None = None):
+    """The loss of ``objective`` (default ``args.objective``) from the registry, given the flags it takes."""
+    objective = objective or args.objective
+    if objective not in OBJECTIVES:
+        raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+    entry = get_objective(objective)
+    if args.aux_gradient != "weighted" and "aux_gradient" not in entry.options:
+        takes = [name for name, other in OBJECTIVE_REGISTRY.items() if "aux_gradient" in other.options]
+        raise CLIError(f"--aux_gradient applies to {' and '.join(takes)}, not {objective}")
+    if entry.loss is None:
+        raise CLIError(f"--objective {objective} trains through its own rounds, not one loss")
+    return entry.loss_class()(model, **loss_options(entry.options, args))
+
+
+def learning_rate_mapping(loss, args: LossArguments) -> dict[str, float]:
+    if args.aux_learning_rate is None:
+        return {}
+    names = [name for name, _ in loss.named_parameters() if not name.startswith("model.")]
+    if not names:
+        raise CLIError("--aux_learning_rate given, but this objective has no auxiliary modules")
+    return {r"^(?!model\.)": args.aux_learning_rate}
+

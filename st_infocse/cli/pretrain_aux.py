@@ -1,0 +1,76 @@
+"""``st-infocse pretrain-aux``: stage 1, the auxiliary decoder pre-trained on the encoder (paper 000 section 3.1).
+
+    st-infocse pretrain-aux --model bert-base-uncased --train_data corpus.txt --output_dir stage1
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from st_infocse.cli.arguments import (
+    DataArguments,
+    LossArguments,
+    ModelArguments,
+    expand_config,
+    parse,
+    training_arguments_class,
+)
+from st_infocse.cli.inputs import (
+    check_planned_steps,
+    check_step_counts,
+    finish_training_args,
+    load_model,
+    precheck_training,
+    text_source,
+)
+from st_infocse.cli.objectives import learning_rate_mapping, loss_options
+from st_infocse.cli.output import lengths, start_summary, summary
+from st_infocse.cli.train import run_trainer
+from st_infocse.losses.registry import STAGE1
+from st_infocse.training.builder import save_model
+from st_infocse.training.texts import load_texts
+
+__all__ = ["cmd_pretrain_aux"]
+
+
+def cmd_pretrain_aux(argv: Sequence[str]) -> int:
+    argv = expand_config(argv)
+    precheck_training(argv, "pretrain-aux")
+    model_args, data_args, loss_args, training_args = parse(
+        [ModelArguments, DataArguments, LossArguments, training_arguments_class()],
+        argv,
+        "st-infocse pretrain-aux",
+        evaluates=False,
+    )
+    check_step_counts(training_args.max_steps, training_args.num_train_epochs)
+    finish_training_args(training_args, None)
+    dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)
+    check_planned_steps(len(dataset), training_args)
+    model, own_length = load_model(model_args)
+    loss = STAGE1.loss_class()(model, **loss_options(STAGE1.options, loss_args))
+    training_args.learning_rate_mapping = training_args.learning_rate_mapping or learning_rate_mapping(loss, loss_args)
+    start_summary("Stage-1 auxiliary pre-training", len(dataset), training_args, model.max_seq_length, own_length)
+    start = time.time()
+    trainer = run_trainer(model, loss, dataset, training_args, None)
+    out = Path(training_args.output_dir)
+    save_model(model, out / "model", own_length)
+    loss.save_decoder(out / "decoder")
+    history = [entry for entry in trainer.state.log_history if "loss" in entry]
+    summary(
+        "Stage-1 auxiliary pre-training done",
+        {
+            "texts": len(dataset),
+            "steps": trainer.state.global_step,
+            "last mlm / aux loss": f"{history[-1].get('mlm', float('nan')):.4f} / {history[-1].get('aux', float('nan')):.4f}"
+            if history
+            else "-",
+            "time": f"{time.time() - start:.0f} s",
+            "max length": lengths(model.max_seq_length, own_length),
+            "encoder": out / "model",
+            "decoder": out / "decoder",
+            "next": f"st-infocse train --model {out / 'model'} --decoder {out / 'decoder'}",
+        },
+    )
+    return 0

@@ -1,0 +1,177 @@
+"""``st-infocse train``: one objective on training text, or IDC's mine -> train rounds on documents.
+
+    st-infocse train --objective infocse --model stage1/model --decoder stage1/decoder --output_dir out
+    st-infocse train --recipe infocse-bert-base --train_data wiki1m_for_simcse.txt --output_dir out
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from st_infocse.cli.arguments import (
+    OBJECTIVES,
+    DataArguments,
+    LossArguments,
+    ModelArguments,
+    RecipeArguments,
+    asks_for_help,
+    expand_config,
+    parse,
+    training_arguments_class,
+)
+from st_infocse.cli.errors import CLIError
+from st_infocse.cli.inputs import (
+    check_planned_steps,
+    check_step_counts,
+    dev_evaluator,
+    finish_training_args,
+    load_model,
+    precheck_training,
+    text_source,
+)
+from st_infocse.cli.objectives import build_loss, learning_rate_mapping
+from st_infocse.cli.output import lengths, start_summary, summary
+from st_infocse.cli.recipes import recipe_by_name, start_recipe, take_recipe, with_recipe
+from st_infocse.mining.documents import load_documents
+from st_infocse.recipes import format_recipe_list
+from st_infocse.training.builder import save_model
+from st_infocse.training.texts import load_texts
+
+__all__ = ["cmd_train", "run_trainer"]
+
+
+def run_trainer(model, loss, dataset, training_args, evaluator):
+    """Train ``loss`` on ``dataset`` through the package's trainer builder, resuming where ``--resume_from_checkpoint``
+    says; returns the trainer."""
+    from st_infocse.training.builder import build_trainer
+
+    trainer = build_trainer(model, loss, dataset, training_args, evaluator)
+    resume = training_args.resume_from_checkpoint
+    if isinstance(resume, str) and resume.lower() in ("true", "last"):
+        resume = True  # the newest checkpoint-N in output_dir
+    elif isinstance(resume, str) and resume.lower() in ("false", "none", ""):
+        resume = None
+    elif resume is not None and not Path(resume).is_dir():
+        raise CLIError(f"--resume_from_checkpoint: no checkpoint folder at {resume}")
+    trainer.train(resume_from_checkpoint=resume)
+    return trainer
+
+
+def cmd_train(argv: Sequence[str]) -> int:
+    argv = expand_config(argv)
+    recipe_name, user_argv = take_recipe(argv)
+    if recipe_name == "list":
+        print(format_recipe_list())
+        return 0
+    recipe = recipe_by_name(recipe_name) if recipe_name is not None else None
+    argv = with_recipe(recipe, user_argv) if recipe is not None else user_argv
+    precheck_training(argv, "train")
+    if recipe is not None and not asks_for_help(argv):
+        argv = start_recipe(recipe, argv, user_argv)
+    _, model_args, data_args, loss_args, training_args = parse(
+        [RecipeArguments, ModelArguments, DataArguments, LossArguments, training_arguments_class()],
+        argv,
+        "st-infocse train",
+    )
+    if loss_args.objective not in OBJECTIVES:
+        raise CLIError(f"unknown objective {loss_args.objective!r}; choose one of {', '.join(OBJECTIVES)}")
+    check_step_counts(training_args.max_steps, training_args.num_train_epochs)
+    if loss_args.objective == "idc":
+        if not loss_args.docs:
+            raise CLIError("--objective idc needs --docs (documents to mine pairs from)")
+        documents = load_documents(loss_args.docs)
+        dataset = None
+    else:
+        dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)
+    evaluator = dev_evaluator(data_args.stsb_dev)
+    finish_training_args(training_args, evaluator)
+    if dataset is not None:
+        check_planned_steps(len(dataset), training_args)
+    model, own_length = load_model(model_args)
+    start = time.time()
+    if dataset is None:
+        return _train_idc(model, own_length, documents, loss_args, training_args, evaluator, start)
+    loss = build_loss(model, loss_args)
+    if not training_args.learning_rate_mapping:
+        training_args.learning_rate_mapping = learning_rate_mapping(loss, loss_args)
+    start_summary(f"Training {loss_args.objective}", len(dataset), training_args, model.max_seq_length, own_length)
+    trainer = run_trainer(model, loss, dataset, training_args, evaluator)
+    out = Path(training_args.output_dir)
+    training_length = model.max_seq_length
+    save_model(model, out, own_length)
+    rows = {"objective": loss_args.objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}"}
+    rows.update(texts=len(dataset), steps=trainer.state.global_step, time=f"{time.time() - start:.0f} s")
+    if evaluator is not None and trainer.state.best_metric is not None:
+        rows["best STS-B dev"] = f"{100 * trainer.state.best_metric:.2f} ({trainer.state.best_model_checkpoint})"
+    rows["max length"] = lengths(training_length, own_length)
+    rows["model"] = out
+    summary("Training done", rows)
+    return 0
+
+
+def _train_idc(
+    model, own_length: int | None, documents, loss_args: LossArguments, training_args, evaluator, start: float
+) -> int:
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from st_infocse.mining import train_idc_rounds
+
+    if loss_args.idc_loss not in ("mnrl", "infocse"):
+        raise CLIError(f"--idc_loss must be mnrl or infocse, got {loss_args.idc_loss!r}")
+    if loss_args.idc_loss == "mnrl":
+        if loss_args.temperature <= 0:  # the scale is its inverse; InfoCSE's loss checks its own
+            raise CLIError(f"--temperature must be positive, got {loss_args.temperature:g}")
+        factory: Callable = lambda m: MultipleNegativesRankingLoss(m, scale=1 / loss_args.temperature)  # noqa: E731
+    else:
+        factory = lambda m: build_loss(m, loss_args, objective="infocse")  # noqa: E731
+    keep = (
+        "per_device_train_batch_size",
+        "learning_rate",
+        "num_train_epochs",
+        "max_steps",
+        "warmup_steps",
+        "seed",
+        "logging_steps",
+        "bf16",
+        "dataloader_pin_memory",
+    )
+    overrides = {name: getattr(training_args, name) for name in keep}
+    summary(
+        "IDC training",
+        {
+            "documents": len(documents),
+            "rounds": f"up to {loss_args.rounds} (mine -> train)",
+            "batch size": training_args.per_device_train_batch_size,
+            "rounds folder": Path(training_args.output_dir) / "rounds",
+            "max length": lengths(model.max_seq_length, own_length),
+        },
+    )
+    result = train_idc_rounds(
+        model,
+        documents,
+        factory,
+        rounds=loss_args.rounds,
+        initial_annotation=loss_args.initial_annotation,
+        evaluator=evaluator,
+        training_args=overrides,
+        mining_kwargs={"k": loss_args.idc_k, "similarity": loss_args.idc_similarity},
+        output_dir=Path(training_args.output_dir) / "rounds",
+        seed=training_args.seed,
+    )
+    out = Path(training_args.output_dir)
+    training_length = model.max_seq_length
+    save_model(model, out, own_length)
+    print(result)
+    summary(
+        "IDC training done",
+        {
+            "documents": len(documents),
+            "time": f"{time.time() - start:.0f} s",
+            "max length": lengths(training_length, own_length),
+            "model": out,
+        },
+    )
+    return 0

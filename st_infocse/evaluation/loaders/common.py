@@ -1,0 +1,262 @@
+"""What every evaluation loader shares: the task tables, the containers the loaders return, the error they raise,
+and the package's one line reader and JSON-lines reader worded for evaluation data.
+
+Every loader validates what it reads and raises :class:`DataFormatError` naming the file and the line
+(or row) of the first problem, so a malformed file never surfaces as a deep stack trace.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from st_infocse.files import FileFormatError, InvalidJSONLineError, NotDecodableError, read_json_records, read_lines
+
+from .._deps import require
+
+logger = logging.getLogger(__name__)
+
+PathLike = str | Path
+
+#: The papers' STS table, in the papers' column order.
+STS_TASKS: tuple[str, ...] = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")
+#: SentEval's transfer tasks, in the papers' column order.
+TRANSFER_TASKS: tuple[str, ...] = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
+
+# SentEval's subset lists (senteval/sts.py); STS13 has no SMT subset (licensing), as in SentEval.
+SENTEVAL_STS_SUBSETS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "STS12": ("STS12-en-test", ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews")),
+    "STS13": ("STS13-en-test", ("FNWN", "headlines", "OnWN")),
+    "STS14": ("STS14-en-test", ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news")),
+    "STS15": ("STS15-en-test", ("answers-forums", "answers-students", "belief", "headlines", "images")),
+    "STS16": ("STS16-en-test", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question")),
+}
+MTEB_STS_NAMES: dict[str, str] = {
+    "STS12": "STS12",
+    "STS13": "STS13",
+    "STS14": "STS14",
+    "STS15": "STS15",
+    "STS16": "STS16",
+    "STS-B": "STSBenchmark",
+    "SICK-R": "SICK-R",
+}
+_STS_ALIASES = {
+    "stsb": "STS-B",
+    "stsbenchmark": "STS-B",
+    "sickr": "SICK-R",
+    "sick": "SICK-R",
+    "sickrelatedness": "SICK-R",
+}
+_SPLIT_ALIASES = {"validation": "dev", "val": "dev", "trial": "dev"}
+
+
+class DataFormatError(FileFormatError):
+    """A data file is missing a column, has a non-numeric score, is empty, or is otherwise malformed.
+
+    Attributes:
+        path: The offending file (or folder).
+        line: 1-based line number (or row number for Hugging Face folders); ``None`` for whole-file problems.
+    """
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# result containers
+
+
+@dataclass
+class STSPairs:
+    """Sentence pairs with gold similarity scores.
+
+    Attributes:
+        name: Task name (``"STS12"``, ``"STS-B"``, a file stem...).
+        sentences1, sentences2: The pairs.
+        scores: Gold scores (any scale; only ranks matter for Spearman).
+        source: Where the data came from, e.g. ``"senteval:/data/STS/STS12-en-test"`` or ``"mteb:STS12"``.
+        split: Split name (``"test"``, ``"dev"``...).
+        subsets: Subset name -> number of pairs, in file order (SentEval's STS12-16 subsets).
+        note: Anything a reader of the results must know (e.g. which SICK-R split).
+    """
+
+    name: str
+    sentences1: list[str]
+    sentences2: list[str]
+    scores: list[float]
+    source: str
+    split: str = "test"
+    subsets: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if not (len(self.sentences1) == len(self.sentences2) == len(self.scores)):
+            raise ValueError(
+                f"{self.name}: {len(self.sentences1)} first sentences, {len(self.sentences2)} second sentences "
+                f"and {len(self.scores)} scores; they must be equally long"
+            )
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+
+@dataclass
+class RetrievalData:
+    """A BEIR-style retrieval dataset.
+
+    Attributes:
+        name: Dataset name (``"scifact"``).
+        corpus: Document id -> ``{"title": ..., "text": ...}``.
+        queries: Query id -> text; only queries that have qrels.
+        qrels: Query id -> {document id -> relevance}.
+        source: Where it came from.
+        split: The qrels split.
+    """
+
+    name: str
+    corpus: dict[str, dict[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    source: str
+    split: str = "test"
+
+
+@dataclass
+class TransferData:
+    """A SentEval classification task.
+
+    ``train``/``dev``/``test`` hold sentences (or sentence pairs for MRPC). Tasks without a test split (MR, CR,
+    SUBJ, MPQA) are evaluated by k-fold cross-validation over ``train``.
+
+    Attributes:
+        name: Task name.
+        train, train_labels: Training examples.
+        test, test_labels: Test examples (``None`` for cross-validated tasks).
+        dev, dev_labels: Development examples used to choose the regularisation (SST2 only).
+        classes: Label names, indexed by label id.
+        source: Where it came from.
+    """
+
+    name: str
+    train: list[Any]
+    train_labels: list[int]
+    classes: tuple[str, ...]
+    source: str
+    test: list[Any] | None = None
+    test_labels: list[int] | None = None
+    dev: list[Any] | None = None
+    dev_labels: list[int] | None = None
+
+    @property
+    def is_pair_task(self) -> bool:
+        return bool(self.train) and isinstance(self.train[0], tuple)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# small helpers
+
+
+def canonical_sts_name(name: str) -> str:
+    """Map ``"stsb"``, ``"STSBenchmark"``, ``"SICKRelatedness"``... to the table names in :data:`STS_TASKS`.
+
+    Args:
+        name: Any common spelling of an STS task.
+
+    Returns:
+        The canonical name, or ``name`` unchanged when it is not one of the papers' tasks.
+
+    Example:
+        >>> canonical_sts_name("STSBenchmark"), canonical_sts_name("sick-r"), canonical_sts_name("sts12")
+        ('STS-B', 'SICK-R', 'STS12')
+    """
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    if key in _STS_ALIASES:
+        return _STS_ALIASES[key]
+    for task in STS_TASKS:
+        if re.sub(r"[^a-z0-9]", "", task.lower()) == key:
+            return task
+    return name
+
+
+def data_lines(path: Path, fallback: str | None = None) -> list[str]:
+    """The file's lines without line terminators, through the package's one line reader
+    (:func:`st_infocse.files.read_lines`); a final newline does not make an extra line."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: file not found")
+    try:
+        return [line for _, line in read_lines(path, fallback_encoding=fallback)]
+    except NotDecodableError as exc:
+        raise DataFormatError(path, exc.line, "not valid utf-8 text") from None
+
+
+def json_objects(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+    """``(line, object)`` for each JSON object of a JSON-lines file, through the package's one JSON-lines reader
+    (:func:`st_infocse.files.read_json_records`); anything but an object is an error naming its line."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: file not found")
+    try:
+        for where, row in read_json_records(path):
+            unit, number = where.split()
+            if not isinstance(row, dict):
+                raise DataFormatError(path, int(number), f"expected a JSON object, got {type(row).__name__}", unit)
+            yield int(number), row
+    except InvalidJSONLineError as exc:
+        raise DataFormatError(path, exc.line, f"invalid JSON ({exc.error.msg})") from None
+    except NotDecodableError as exc:
+        raise DataFormatError(path, exc.line, "not valid utf-8 text") from None
+
+
+def parse_score(value: Any, path: Path, line: int, unit: str = "line", column: str = "score") -> float:
+    try:
+        score = float(value)
+    except (TypeError, ValueError):
+        raise DataFormatError(path, line, f"{column} {value!r} is not a number", unit) from None
+    if not math.isfinite(score):
+        raise DataFormatError(path, line, f"{column} {value!r} is not a finite number", unit)
+    return score
+
+
+def parse_int(value: Any, path: Path, line: int, column: str) -> int:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise DataFormatError(path, line, f"{column} {value!r} is not an integer") from None
+
+
+def normalise_split(split: str) -> str:
+    return _SPLIT_ALIASES.get(split.lower(), split.lower())
+
+
+def senteval_tokens(text: str) -> str:
+    # SentEval splits sentences on whitespace and SimCSE's batcher re-joins them with single spaces
+    return " ".join(text.split())
+
+
+def pick_split(split: str, available: Sequence[str]) -> str | None:
+    wanted = normalise_split(split)
+    for candidate in available:
+        if normalise_split(candidate) == wanted:
+            return candidate
+    return None
+
+
+def mteb_task(task: Any, kind: str) -> Any:
+    mteb = require("mteb", f"Loading {kind} data from mteb")
+    if isinstance(task, str):
+        return mteb.get_task(task)
+    return task
+
+
+def load_mteb_data(task: Any) -> None:
+    if getattr(task, "data_loaded", False):
+        return
+    try:
+        task.load_data()
+    except Exception as exc:  # hub errors come in many types; the message is what matters
+        raise RuntimeError(
+            f"could not load mteb task {task.metadata.name} from the Hugging Face hub ({type(exc).__name__}: {exc}). "
+            "Offline? Pass a local folder as the source instead (a SentEval data/downstream folder for STS, "
+            "a BEIR folder for retrieval)."
+        ) from exc

@@ -1,0 +1,136 @@
+"""Retrieval data: BEIR folders (corpus, queries, qrels) and mteb retrieval tasks."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..beir_tasks import beir_task_info
+from .common import (
+    DataFormatError,
+    PathLike,
+    RetrievalData,
+    data_lines,
+    json_objects,
+    load_mteb_data,
+    mteb_task,
+    parse_int,
+)
+
+logger = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# retrieval: BEIR folders and mteb tasks
+
+
+def _beir_jsonl(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, dict[str, Any]]]:
+    if not any(line.strip() for line in data_lines(path)):
+        raise DataFormatError(path, None, "file is empty")
+    for number, row in json_objects(path):
+        missing = [key for key in required if key not in row or row[key] is None]
+        if missing:
+            raise DataFormatError(path, number, f"missing field(s) {', '.join(missing)}")
+        yield number, row
+
+
+def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = None) -> RetrievalData:
+    """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
+
+    Like beir's ``GenericDataLoader``: ids are strings, a missing title is ``""``, the qrels header line is
+    skipped, and only queries with qrels are kept. Unlike it, every problem is reported with file and line.
+
+    Args:
+        folder: The dataset folder (e.g. ``.../beir/scifact``).
+        split: Which qrels file.
+        name: Dataset name (default: the folder name).
+
+    Returns:
+        The dataset.
+
+    Example:
+        >>> data = load_beir_folder("../shared/data/beir/scifact")  # doctest: +SKIP
+        >>> len(data.corpus), len(data.queries)  # doctest: +SKIP
+        (5183, 300)
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: folder not found (expected a BEIR dataset folder)")
+    corpus_path, queries_path = folder / "corpus.jsonl", folder / "queries.jsonl"
+    qrels_path = folder / "qrels" / f"{split}.tsv"
+    for path in (corpus_path, queries_path, qrels_path):
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: file not found (a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/)")
+
+    corpus: dict[str, dict[str, str]] = {}
+    for number, row in _beir_jsonl(corpus_path, ("_id", "text")):
+        doc_id = str(row["_id"])
+        if doc_id in corpus:
+            raise DataFormatError(corpus_path, number, f"duplicate _id {doc_id!r}")
+        corpus[doc_id] = {"title": str(row.get("title") or ""), "text": str(row["text"])}
+
+    all_queries: dict[str, str] = {}
+    for _number, row in _beir_jsonl(queries_path, ("_id", "text")):
+        all_queries[str(row["_id"])] = str(row["text"])
+
+    qrels: dict[str, dict[str, int]] = {}
+    lines = data_lines(qrels_path)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < 3:
+            raise DataFormatError(
+                qrels_path, number, f"expected query-id, corpus-id, score; found {len(fields)} field(s)"
+            )
+        if number == 1 and not re.fullmatch(r"-?\d+", fields[2].strip()):
+            continue  # header ("query-id corpus-id score")
+        query_id, doc_id = fields[0].strip(), fields[1].strip()
+        score = parse_int(fields[2], qrels_path, number, "score")
+        if query_id not in all_queries:
+            raise DataFormatError(qrels_path, number, f"query id {query_id!r} is not in {queries_path.name}")
+        qrels.setdefault(query_id, {})[doc_id] = score
+    if not qrels:
+        raise DataFormatError(qrels_path, None, "no relevance judgements")
+    unknown = sum(doc_id not in corpus for rel in qrels.values() for doc_id in rel)
+    if unknown:
+        logger.warning("%s: %d judged document id(s) are not in %s", qrels_path, unknown, corpus_path.name)
+    queries = {qid: all_queries[qid] for qid in qrels}
+    return RetrievalData(name or folder.name, corpus, queries, qrels, source=f"beir-folder:{folder}", split=split)
+
+
+def load_mteb_retrieval(task: Any, split: str | None = None) -> RetrievalData:
+    """Load a retrieval task through mteb (downloads from the Hugging Face hub unless cached).
+
+    Args:
+        task: An mteb task name (``"SciFact"``; BEIR names such as ``"scifact"`` are mapped) or task object.
+        split: The split (default: the task's evaluation split).
+
+    Returns:
+        The dataset.
+
+    Example:
+        >>> data = load_mteb_retrieval("SciFact")  # doctest: +SKIP
+    """
+
+    if isinstance(task, str):
+        task = beir_task_info(task).mteb_name or task
+    task_obj = mteb_task(task, "retrieval")
+    load_mteb_data(task_obj)
+    task_obj.convert_v1_dataset_format_to_v2(num_proc=None)
+    split = split or task_obj.metadata.eval_splits[0]
+    subsets = task_obj.dataset
+    if len(subsets) != 1:
+        raise ValueError(f"mteb task {task_obj.metadata.name} has several subsets ({', '.join(subsets)}); load one")
+    data = next(iter(subsets.values()))[split]
+    corpus = {
+        str(row["id"]): {"title": str(row.get("title") or ""), "text": str(row["text"])} for row in data["corpus"]
+    }
+    qrels = {str(q): {str(d): int(s) for d, s in rel.items()} for q, rel in data["relevant_docs"].items() if rel}
+    queries = {str(row["id"]): str(row["text"]) for row in data["queries"] if str(row["id"]) in qrels}
+    return RetrievalData(
+        task_obj.metadata.name, corpus, queries, qrels, source=f"mteb:{task_obj.metadata.name}", split=split
+    )

@@ -1,0 +1,434 @@
+"""STS pairs: SentEval folders, jsonl/csv/tsv files, Hugging Face folders and mteb tasks."""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .common import (
+    MTEB_STS_NAMES,
+    SENTEVAL_STS_SUBSETS,
+    STS_TASKS,
+    DataFormatError,
+    PathLike,
+    STSPairs,
+    canonical_sts_name,
+    data_lines,
+    json_objects,
+    load_mteb_data,
+    mteb_task,
+    normalise_split,
+    parse_score,
+    pick_split,
+    senteval_tokens,
+)
+
+logger = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# STS: SentEval folders
+
+
+def find_senteval_root(folder: PathLike) -> Path:
+    """Locate SentEval's ``data/downstream`` folder under ``folder``.
+
+    Accepts the ``downstream`` folder itself, a SentEval checkout (``data/downstream``), or a folder that holds a
+    ``senteval`` or ``downstream`` subfolder (``../shared/data``).
+
+    Args:
+        folder: Where to look.
+
+    Returns:
+        The folder that contains ``STS/``, ``SICK/``, ``MR/``...
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> (root / "data" / "downstream" / "STS").mkdir(parents=True)
+        >>> find_senteval_root(root) == root / "data" / "downstream"
+        True
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: folder not found (expected a SentEval data/downstream folder)")
+    for candidate in (folder, folder / "downstream", folder / "data" / "downstream", folder / "senteval"):
+        if any((candidate / sub).is_dir() for sub in ("STS", "SICK", "MR", "SST", "TREC", "MRPC")):
+            return candidate
+    raise FileNotFoundError(
+        f"{folder}: not a SentEval data/downstream folder (no STS/, SICK/ or transfer-task subfolder found)"
+    )
+
+
+def _senteval_sts_year(root: Path, name: str) -> STSPairs:
+    folder_name, subsets = SENTEVAL_STS_SUBSETS[name]
+    folder = root / "STS" / folder_name
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: folder not found (needed for {name})")
+    s1: list[str] = []
+    s2: list[str] = []
+    scores: list[float] = []
+    sizes: dict[str, int] = {}
+    for subset in subsets:
+        input_path = folder / f"STS.input.{subset}.txt"
+        gs_path = folder / f"STS.gs.{subset}.txt"
+        inputs = data_lines(input_path)
+        gold = data_lines(gs_path)
+        if len(inputs) != len(gold):
+            raise DataFormatError(
+                gs_path, None, f"{len(gold)} scores for {len(inputs)} sentence pairs in {input_path.name}"
+            )
+        kept = 0
+        for number, (pair, score) in enumerate(zip(inputs, gold, strict=True), start=1):
+            if not score.strip():
+                continue  # SentEval: pairs without a gold score are not evaluated
+            fields = pair.split("\t")
+            if len(fields) != 2:
+                raise DataFormatError(input_path, number, f"expected 2 tab-separated sentences, found {len(fields)}")
+            s1.append(senteval_tokens(fields[0]))
+            s2.append(senteval_tokens(fields[1]))
+            scores.append(parse_score(score.strip(), gs_path, number))
+            kept += 1
+        sizes[subset] = kept
+    if not scores:
+        raise DataFormatError(folder, None, "no scored sentence pairs")
+    return STSPairs(
+        name,
+        s1,
+        s2,
+        scores,
+        source=f"senteval:{folder}",
+        split="test",
+        subsets=sizes,
+        note="subsets concatenated (SentEval 'all')",
+    )
+
+
+def _senteval_stsb(root: Path, split: str) -> STSPairs:
+    path = root / "STS" / "STSBenchmark" / f"sts-{split}.csv"
+    lines = data_lines(path)
+    s1, s2, scores = [], [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        # genre, file, year, id, score, sentence1, sentence2 [, source columns]
+        if len(fields) < 7:
+            raise DataFormatError(path, number, f"expected at least 7 tab-separated columns, found {len(fields)}")
+        scores.append(parse_score(fields[4], path, number))
+        s1.append(senteval_tokens(fields[5]))
+        s2.append(senteval_tokens(fields[6]))
+    if not scores:
+        raise DataFormatError(path, None, "file is empty (no sentence pairs)")
+    return STSPairs("STS-B", s1, s2, scores, source=f"senteval:{path}", split=split)
+
+
+_SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
+
+
+def _senteval_sick(root: Path, split: str) -> STSPairs:
+    if split not in _SICK_FILES:
+        raise ValueError(f"SICK-R split must be one of {sorted(_SICK_FILES)}, got {split!r}")
+    path = root / "SICK" / _SICK_FILES[split]
+    lines = data_lines(path)
+    if not lines:
+        raise DataFormatError(path, None, "file is empty")
+    header = lines[0].split("\t")
+    wanted = ("sentence_A", "sentence_B", "relatedness_score")
+    missing = [c for c in wanted if c not in header]
+    if missing:
+        raise DataFormatError(path, 1, f"header lacks column(s) {', '.join(missing)} (found: {', '.join(header)})")
+    ia, ib, iscore = (header.index(c) for c in wanted)
+    s1, s2, scores = [], [], []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) <= max(ia, ib, iscore):
+            raise DataFormatError(path, number, f"expected {len(header)} tab-separated columns, found {len(fields)}")
+        scores.append(parse_score(fields[iscore], path, number, column="relatedness_score"))
+        s1.append(senteval_tokens(fields[ia]))
+        s2.append(senteval_tokens(fields[ib]))
+    if not scores:
+        raise DataFormatError(path, None, "no sentence pairs after the header")
+    note = f"SentEval SICK {split} split ({len(scores):,} pairs)"
+    return STSPairs("SICK-R", s1, s2, scores, source=f"senteval:{path}", split=split, note=note)
+
+
+def load_senteval_sts(folder: PathLike, task: str, split: str = "test") -> STSPairs:
+    """Load one STS task from a SentEval ``data/downstream`` folder.
+
+    STS12-16 return all subsets concatenated (SentEval's "all" setting, which is also what mteb's STS12-16 test
+    sets hold); unscored pairs (empty gold lines, e.g. in STS16) are skipped as SentEval does. Sentences are
+    whitespace-normalised like SentEval's tokenise-and-rejoin.
+
+    Args:
+        folder: The ``data/downstream`` folder (or a folder containing it, see :func:`find_senteval_root`).
+        task: ``"STS12"`` ... ``"STS16"``, ``"STS-B"`` or ``"SICK-R"`` (aliases accepted).
+        split: ``"test"``, ``"dev"`` or ``"train"`` for STS-B and SICK-R; STS12-16 only have ``"test"``.
+
+    Returns:
+        The pairs, with ``subsets`` filled for STS12-16.
+
+    Example:
+        >>> pairs = load_senteval_sts("../shared/data/senteval", "STS-B", split="dev")  # doctest: +SKIP
+        >>> len(pairs)  # doctest: +SKIP
+        1500
+    """
+    root = find_senteval_root(folder)
+    name = canonical_sts_name(task)
+    split = normalise_split(split)
+    if name in SENTEVAL_STS_SUBSETS:
+        if split != "test":
+            raise ValueError(f"{name} has only a test split in SentEval, got split={split!r}")
+        return _senteval_sts_year(root, name)
+    if name == "STS-B":
+        return _senteval_stsb(root, split)
+    if name == "SICK-R":
+        return _senteval_sick(root, split)
+    raise ValueError(f"unknown SentEval STS task {task!r}; expected one of {', '.join(STS_TASKS)}")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# STS: jsonl / csv / tsv files and Hugging Face folders
+
+
+def _rows_to_pairs(
+    rows: Iterable[tuple[int, Mapping[str, Any]]],
+    path: Path,
+    columns: tuple[str, str, str],
+    unit: str,
+) -> tuple[list[str], list[str], list[float]]:
+    c1, c2, cs = columns
+    s1, s2, scores = [], [], []
+    for number, row in rows:
+        missing = [c for c in columns if c not in row or row[c] is None]
+        if missing:
+            found = ", ".join(str(k) for k in row) or "nothing"
+            raise DataFormatError(path, number, f"missing column(s) {', '.join(missing)} (found: {found})", unit)
+        for column in (c1, c2):
+            if not isinstance(row[column], str):
+                raise DataFormatError(path, number, f"{column} must be a string, got {row[column]!r}", unit)
+        scores.append(parse_score(row[cs], path, number, unit, column=cs))
+        s1.append(row[c1])
+        s2.append(row[c2])
+    return s1, s2, scores
+
+
+def _delimited_rows(path: Path, delimiter: str) -> Iterable[tuple[int, Mapping[str, Any]]]:
+    lines = data_lines(path)
+    if not lines:
+        return
+    reader = csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter)
+    header: list[str] | None = None
+    for row in reader:
+        number = reader.line_num
+        if not any(cell.strip() for cell in row):
+            continue
+        if header is None:
+            header = [h.strip() for h in row]
+            continue
+        if len(row) != len(header):
+            raise DataFormatError(path, number, f"expected {len(header)} columns like the header, found {len(row)}")
+        yield number, dict(zip(header, row, strict=True))
+
+
+def load_sts_file(
+    path: PathLike,
+    name: str | None = None,
+    sentence1_column: str = "sentence1",
+    sentence2_column: str = "sentence2",
+    score_column: str = "score",
+    split: str = "test",
+) -> STSPairs:
+    """Load sentence pairs from a ``.jsonl``, ``.csv`` or ``.tsv`` file with sentence1/sentence2/score columns.
+
+    jsonl files hold one JSON object per line; csv/tsv files start with a header row.
+
+    Args:
+        path: The file.
+        name: Task name for the results (default: the file stem).
+        sentence1_column, sentence2_column, score_column: Column names.
+        split: Split label recorded in the results.
+
+    Returns:
+        The pairs.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> f = pathlib.Path(tempfile.mkdtemp()) / "mine.jsonl"
+        >>> _ = f.write_text('{"sentence1": "a cat", "sentence2": "a dog", "score": 1.5}\\n')
+        >>> load_sts_file(f).scores
+        [1.5]
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: file not found")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        rows = json_objects(path)
+    elif suffix in (".csv", ".tsv"):
+        rows = _delimited_rows(path, "\t" if suffix == ".tsv" else ",")
+    else:
+        raise ValueError(f"{path}: unsupported file type {suffix!r} (expected .jsonl, .csv or .tsv)")
+    columns = (sentence1_column, sentence2_column, score_column)
+    s1, s2, scores = _rows_to_pairs(rows, path, columns, "line")
+    if not scores:
+        raise DataFormatError(path, None, "file is empty (no sentence pairs)")
+    return STSPairs(canonical_sts_name(name or path.stem), s1, s2, scores, source=f"file:{path}", split=split)
+
+
+def load_sts_hf(
+    path: PathLike,
+    split: str = "test",
+    name: str | None = None,
+    sentence1_column: str = "sentence1",
+    sentence2_column: str = "sentence2",
+    score_column: str = "score",
+) -> STSPairs:
+    """Load sentence pairs from a local Hugging Face dataset folder.
+
+    Either a folder written by ``Dataset.save_to_disk``/``DatasetDict.save_to_disk`` or a folder of data files
+    that ``datasets.load_dataset(folder)`` understands (``test.jsonl``, ``data/test-*.parquet``, ...).
+
+    Args:
+        path: The folder.
+        split: Which split (``"validation"`` and ``"dev"`` are tried for each other).
+        name: Task name for the results (default: the folder name).
+        sentence1_column, sentence2_column, score_column: Column names.
+
+    Returns:
+        The pairs.
+
+    Example:
+        >>> from datasets import Dataset
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> Dataset.from_dict({"sentence1": ["a"], "sentence2": ["b"], "score": [4.0]}).save_to_disk(folder)
+        >>> load_sts_hf(folder).scores
+        [4.0]
+    """
+    import datasets
+
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: folder not found")
+    if (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
+        loaded = datasets.load_from_disk(str(path))
+        if isinstance(loaded, datasets.DatasetDict):
+            available = list(loaded)
+            chosen = pick_split(split, available)
+            if chosen is None:
+                raise DataFormatError(path, None, f"no split {split!r} (available: {', '.join(available)})")
+            ds = loaded[chosen]
+        else:
+            ds = loaded
+    else:
+        try:
+            loaded = datasets.load_dataset(str(path))
+        except Exception as exc:  # datasets raises many types for unreadable folders
+            raise DataFormatError(path, None, f"not a readable Hugging Face dataset folder ({exc})") from None
+        available = list(loaded)
+        chosen = pick_split(split, available)
+        if chosen is None:
+            raise DataFormatError(path, None, f"no split {split!r} (available: {', '.join(available)})")
+        ds = loaded[chosen]
+    columns = (sentence1_column, sentence2_column, score_column)
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing:
+        raise DataFormatError(
+            path, None, f"missing column(s) {', '.join(missing)} (found: {', '.join(ds.column_names)})"
+        )
+    rows = ((i, row) for i, row in enumerate(ds.select_columns(list(columns)), start=1))
+    s1, s2, scores = _rows_to_pairs(rows, path, columns, "row")
+    if not scores:
+        raise DataFormatError(path, None, f"split {split!r} is empty (no sentence pairs)")
+    return STSPairs(canonical_sts_name(name or path.name), s1, s2, scores, source=f"hf:{path}", split=split)
+
+
+
+def load_mteb_sts(task: Any, split: str = "test") -> STSPairs:
+    """Load an STS task through mteb (downloads from the Hugging Face hub unless cached).
+
+    mteb's ``SICK-R`` holds all 9,927 SICK pairs, not the papers' 4,927-pair test split; the returned
+    ``note`` says so.
+
+    Args:
+        task: An mteb task name (``"STS12"``, ``"STSBenchmark"``, ``"SICK-R"``; our names such as ``"STS-B"``
+            are mapped) or an mteb task object.
+        split: The split.
+
+    Returns:
+        The pairs.
+
+    Example:
+        >>> pairs = load_mteb_sts("STS-B")  # doctest: +SKIP
+        >>> len(pairs)  # doctest: +SKIP
+        1379
+    """
+    if isinstance(task, str):
+        task = MTEB_STS_NAMES.get(canonical_sts_name(task), task)
+    task_obj = mteb_task(task, "STS")
+    load_mteb_data(task_obj)
+    dataset = task_obj.dataset
+    if split not in dataset and "default" in dataset:
+        dataset = dataset["default"]
+    if split not in dataset:
+        raise ValueError(f"mteb task {task_obj.metadata.name} has no split {split!r} (has: {', '.join(dataset)})")
+    ds = dataset[split]
+    c1, c2 = task_obj.column_names
+    name = canonical_sts_name(task_obj.metadata.name)
+    scores = [float(s) for s in ds["score"]]
+    note = ""
+    if name == "SICK-R":
+        note = f"mteb SICK-R: all of SICK ({len(scores):,} pairs), not the papers' 4,927-pair test split"
+    return STSPairs(
+        name,
+        list(ds[c1]),
+        list(ds[c2]),
+        scores,
+        source=f"mteb:{task_obj.metadata.name}",
+        split=split,
+        note=note,
+    )
+
+
+def load_sts(source: PathLike | STSPairs, task: str | None = None, split: str = "test") -> STSPairs:
+    """Load STS pairs from any supported source.
+
+    Args:
+        source: ``"mteb"`` (online), a SentEval folder (with ``task``), a ``.jsonl/.csv/.tsv`` file, a Hugging Face
+            dataset folder, or already loaded :class:`STSPairs` (returned as is).
+        task: Task name; required for ``"mteb"`` and SentEval folders.
+        split: The split.
+
+    Returns:
+        The pairs.
+
+    Example:
+        >>> pairs = load_sts("../shared/data/senteval", "STS12")  # doctest: +SKIP
+        >>> pairs.subsets["MSRpar"]  # doctest: +SKIP
+        750
+    """
+    if isinstance(source, STSPairs):
+        return source
+    if isinstance(source, str) and source == "mteb":
+        if task is None:
+            raise ValueError("source='mteb' needs a task name")
+        return load_mteb_sts(task, split)
+    path = Path(source)
+    if path.is_file():
+        return load_sts_file(path, name=task, split=split)
+    if not path.is_dir():
+        raise FileNotFoundError(f"{path}: no such file or folder")
+    try:
+        root = find_senteval_root(path)
+    except FileNotFoundError:
+        root = None
+    if root is not None and task is not None and canonical_sts_name(task) in STS_TASKS:
+        return load_senteval_sts(root, task, split)
+    return load_sts_hf(path, split=split, name=task)

@@ -1,0 +1,201 @@
+"""The package's one line reader and one JSON-lines reader, for every file a user hands it.
+
+Training texts (``st_infocse.training``), documents for mining (``st_infocse.mining``) and evaluation data
+(``st_infocse.evaluation``) are all read here, so that a file with bad bytes, a truncated ``.gz`` or a malformed JSON
+line is reported the same way everywhere: one :class:`FileFormatError` naming the file and the line, never a traceback.
+Nothing here imports beyond the standard library, so the command line can check files before torch is loaded.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = [
+    "FileFormatError",
+    "InputError",
+    "InvalidJSONLineError",
+    "NotDecodableError",
+    "file_kind",
+    "looks_local",
+    "read_json_records",
+    "read_lines",
+]
+
+_KINDS = {".txt": "txt", ".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
+_LOCAL_SUFFIXES = (".txt", ".gz", ".jsonl", ".json", ".csv", ".tsv", ".parquet")
+
+
+class InputError(ValueError):
+    """A problem with the user's input, said in one line (the command line prints it and exits with code 2)."""
+
+
+class FileFormatError(InputError):
+    """A file that cannot be used as it is: the message names the file and, where there is one, the line.
+
+    Attributes:
+        path: the file.
+        line: 1-based line (or row, or item) number; None for a problem with the whole file.
+    """
+
+    def __init__(self, path: str | Path, line: int | None, message: str, unit: str = "line", *, whole: bool = False):
+        self.path = Path(path)
+        self.line = line
+        if whole:  # ``message`` is the whole sentence and names the file itself
+            super().__init__(message)
+            return
+        where = f"{self.path}" if line is None else f"{self.path}, {unit} {line}"
+        super().__init__(f"{where}: {message}")
+
+
+class NotDecodableError(FileFormatError):
+    """A line that is not text in the file's encoding; ``reason`` and ``start`` come from the decoder."""
+
+    def __init__(self, path: str | Path, line: int, error: UnicodeDecodeError) -> None:
+        self.reason, self.start = error.reason, error.start
+        super().__init__(path, line, f"not UTF-8 ({error.reason} at byte {error.start}); re-encode the file as UTF-8")
+
+
+class InvalidJSONLineError(FileFormatError):
+    """A line of a JSON-lines file that is not JSON; ``error`` is the parser's."""
+
+    def __init__(self, path: str | Path, line: int, error: json.JSONDecodeError) -> None:
+        self.error = error
+        super().__init__(path, line, f"not valid JSON ({error}); expected one JSON object per line")
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``; a value nested too deeply for the parser is refused like any other invalid JSON."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to parse") from None
+
+
+def file_kind(path: Path) -> str | None:
+    """txt, json, csv or parquet from the file name (a trailing .gz is looked through), or None."""
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes = suffixes[:-1]
+    return _KINDS.get(suffixes[-1]) if suffixes else None
+
+
+def looks_local(source: str) -> bool:
+    """Whether ``source`` names a local path (so a missing one is an error) rather than a hub id or a remote file."""
+    if "://" in source:  # hf:// and other remote files are fetched, not looked up on disk
+        return False
+    return source.startswith((".", "/", "~")) or Path(source).suffix in _LOCAL_SUFFIXES
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")  # noqa: SIM115
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _split(raw: bytes, number: int) -> bytes:
+    # A byte-order mark opens the first line of files written by some editors; it is no part of the text.
+    return raw.removeprefix(_BOM) if number == 1 else raw
+
+
+def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a UTF-8 text file, plain or gzipped (``.gz``), without the line terminator.
+
+    Lines are split on ``\\n`` only (numbers match what an editor shows); a leading byte-order mark is dropped.
+    With ``fallback_encoding`` (e.g. ``"latin-1"``, as SentEval reads its files) a file that is not UTF-8 is read
+    whole in that encoding instead; without it, the first line that is not UTF-8 raises :class:`NotDecodableError`.
+
+    Raises:
+        FileFormatError: a missing, unreadable, truncated or non-gzip ``.gz`` file, or a line that is not UTF-8;
+            always one line, naming the file (and the line).
+    """
+    path = Path(path)
+    if fallback_encoding is not None:
+        yield from _read_with_fallback(path, fallback_encoding)
+        return
+    number = 0
+    try:
+        with _open_binary(path) as handle:
+            for number, raw in enumerate(handle, start=1):  # noqa: B007 - the count is used in the errors
+                if number == 1 and raw == _BOM:
+                    return  # a byte-order mark alone: an empty file
+                yield number, _split(raw, number).decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise NotDecodableError(path, number, exc) from None
+    except (OSError, EOFError, zlib.error) as exc:  # a missing file, or a truncated or non-gzip .gz file
+        raise FileFormatError(path, None, f"cannot read {path}: {exc}", whole=True) from None
+
+
+def _read_with_fallback(path: Path, encoding: str) -> Iterator[tuple[int, str]]:
+    try:
+        with _open_binary(path) as handle:
+            data = _split(handle.read(), 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise FileFormatError(path, None, f"cannot read {path}: {exc}", whole=True) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode(encoding)  # a whole-file decision, as the file was written in one encoding
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # a final newline does not open another line
+    for number, line in enumerate(lines, start=1):
+        yield number, line.rstrip("\r")
+
+
+def read_json_records(path: str | Path) -> Iterator[tuple[str, Any]]:
+    """``(where, value)`` for each record of a JSON-lines file, or of a ``.json`` file holding one array.
+
+    ``where`` is ``"line N"`` (JSON lines) or ``"item N"`` (an array). Blank lines are skipped. A ``.json`` file may
+    hold its array on one line or spread over many; a JSON-lines file needs one value per line.
+
+    Raises:
+        FileFormatError: naming the file and the line of the first problem (see :func:`read_lines`).
+    """
+    path = Path(path)
+    lines = read_lines(path)
+    first = next(((n, line) for n, line in lines if line.strip()), None)
+    if first is None:
+        return
+    number, line = first
+    single_document = path.name.lower().removesuffix(".gz").endswith(".json")
+    try:
+        value: Any = _loads(line)
+    except ValueError as exc:
+        if not single_document:
+            raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
+        value = exc
+    if single_document and isinstance(value, list):
+        # A whole array on one line; nothing may follow it.
+        yield from ((f"item {index}", item) for index, item in enumerate(value, start=1))
+        extra = next((n for n, text in lines if text.strip()), None)
+        if extra is not None:
+            raise FileFormatError(path, extra, "more data after the JSON array")
+        return
+    if isinstance(value, ValueError):
+        # A .json file whose first line is not a whole value: one array (or object) spread over lines.
+        lines.close()
+        try:
+            whole = _loads("\n".join(text for _, text in read_lines(path)))
+        except ValueError as exc:
+            message = f"{path} is not valid JSON ({exc}); expected JSON lines or an array of objects"
+            raise FileFormatError(path, None, message, whole=True) from None
+        if not isinstance(whole, list):
+            message = f"{path} holds a single JSON {type(whole).__name__}; expected JSON lines or an array"
+            raise FileFormatError(path, None, message, whole=True)
+        for index, item in enumerate(whole, start=1):
+            yield f"item {index}", item
+        return
+    yield f"line {number}", value
+    for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            yield f"line {number}", _loads(line)
+        except ValueError as exc:
+            raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]

@@ -1,0 +1,107 @@
+"""Documents for mining, read from the forms a user has them in and checked before anything heavy is loaded.
+
+:func:`check_documents` reads only the head of a file with the standard library, so the command line runs it before
+torch or datasets are imported; :func:`load_documents` then reads them all. Every problem with the input is an
+:class:`~st_infocse.files.InputError`: one line, naming the file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from st_infocse.files import InputError, file_kind, looks_local, read_json_records, read_lines
+from st_infocse.training.texts import check_at_least, check_saved_dataset, dataset_error
+
+__all__ = ["DOCUMENT_FORMATS", "check_documents", "load_documents"]
+
+DOCUMENT_FORMATS = (
+    ".txt(.gz) (documents separated by blank lines), .jsonl(.gz) or .json (objects with 'sentences' (list) or "
+    "'text'), a save_to_disk folder or a hub dataset id"
+)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _document_has_text(record: Any) -> bool:
+    if isinstance(record, dict):
+        sentences, text = record.get("sentences"), record.get("text")
+        return (isinstance(sentences, list) and any(_is_text(s) for s in sentences)) or _is_text(text)
+    return _is_text(record) or (isinstance(record, list) and any(_is_text(s) for s in record))
+
+
+def check_documents(source: str) -> None:
+    """Cheap checks of the documents for mining: a local file must exist, be non-empty and hold a usable document."""
+    path = Path(source).expanduser()
+    if not path.exists():
+        if looks_local(source):
+            raise InputError(f"documents not found: {source}")
+        return
+    if path.is_dir():
+        features = check_saved_dataset(source, path)
+        if features and not ({"sentences", "text"} & set(features)):
+            raise InputError(f"documents in {source} need a 'sentences' (list) or 'text' column; found {list(features)}")
+        return
+    kind = file_kind(path)
+    if kind not in ("txt", "json"):
+        raise InputError(f"unsupported file type for documents: {source}; use {DOCUMENT_FORMATS}")
+    if path.stat().st_size == 0:
+        raise InputError(f"documents file {source} is empty (0 bytes)")
+    if kind == "txt":
+        if not any(line.strip() for _, line in read_lines(path)):
+            raise InputError(f"no text in {source}: all of its lines are blank")
+        return
+    records = 0
+    for _, record in read_json_records(path):
+        records += 1
+        if _document_has_text(record):
+            return
+    raise InputError(
+        f"no usable document in {source} ({records} records): each needs a 'sentences' list or a 'text' string"
+    )
+
+
+def _text_documents(path: Path) -> list[dict[str, str]]:
+    """Blank-line-separated documents of a text file; ids count from 0 in file order."""
+    documents: list[dict[str, str]] = []
+    block: list[str] = []
+    for _, line in [*read_lines(path), (0, "")]:  # the sentinel blank line closes the last document
+        if line.strip():
+            block.append(line)
+        elif block:
+            documents.append({"id": str(len(documents)), "text": "\n".join(block)})
+            block = []
+    return documents
+
+
+def load_documents(source: str, max_docs: int | None = None) -> Any:
+    """Documents for mining: a ``datasets.Dataset`` (folder, hub) or a list of records (local files).
+
+    Records the miner cannot use are passed on: it splits 'text', takes 'sentences' and counts what it skips.
+    """
+    check_at_least("--max_docs", max_docs)
+    from datasets import load_dataset, load_from_disk
+
+    check_documents(source)
+    path = Path(source).expanduser()
+    if path.is_file():
+        if file_kind(path) == "txt":
+            docs: Any = _text_documents(path)
+        else:
+            docs = [record for _, record in read_json_records(path)]
+        return docs if max_docs is None else docs[:max_docs]
+    try:
+        docs = load_from_disk(str(path)) if path.is_dir() else load_dataset(source, split="train")
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - datasets wraps a bad file in several exception types
+        if type(exc).__module__.startswith(("datasets", "pyarrow")):
+            raise dataset_error(source, exc) from exc
+        raise
+    if hasattr(docs, "keys") and not hasattr(docs, "column_names"):
+        docs = docs["train"]
+    if not ({"sentences", "text"} & set(docs.column_names)):
+        raise InputError(f"documents in {source} need a 'sentences' (list) or 'text' column; found {docs.column_names}")
+    return docs if max_docs is None else docs.select(range(min(max_docs, len(docs))))

@@ -1,0 +1,119 @@
+"""The one place a model is loaded for training, a trainer is built around a loss, and the trained model is saved.
+
+The command line, the demo and the IDC rounds all go through :func:`build_trainer`, so they share three decisions:
+the :class:`~st_infocse.training.AuxiliaryStateCallback` runs first (reporting integrations then see the joint
+``grad_norm`` and the loss's metrics it adds), memory is pinned only when the model trains on an accelerator, and
+a model's own maximum length is read by one rule (:func:`own_max_length`) and is what :func:`save_model` saves.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from st_infocse.files import InputError, looks_local
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from torch import nn
+    from transformers import TrainingArguments
+
+__all__ = ["LENGTH_SENTINEL", "POOLINGS", "build_trainer", "load_model", "own_max_length", "save_model"]
+
+#: Above this, a tokenizer's ``model_max_length`` is no length but transformers' "no limit" sentinel
+#: (``VERY_LARGE_INTEGER``); the largest context windows in use are well below it.
+LENGTH_SENTINEL = 1_000_000
+#: Poolings a loaded encoder may be given; ``model`` keeps a saved Sentence Transformer's own modules.
+POOLINGS = ("cls", "mean", "max", "model")
+
+
+def own_max_length(model: SentenceTransformer) -> int | None:
+    """The model's own maximum length in tokens, or None when it states none."""
+    length = model.max_seq_length
+    return length if isinstance(length, int) and 0 < length <= LENGTH_SENTINEL else None
+
+
+def load_model(
+    source: str, pooling: str = "model", max_seq_length: int | None = None, trust_remote_code: bool = False
+) -> tuple[SentenceTransformer, int | None]:
+    """A SentenceTransformer from a hub id or a local folder, with ``pooling`` and ``max_seq_length`` applied, and
+    the maximum length the model had of its own (None when it states none).
+
+    The model's own length is its ``max_seq_length`` before ``max_seq_length`` is applied: for a saved Sentence
+    Transformer the length it was saved with, otherwise the tokenizer's ``model_max_length`` capped at the config's
+    ``max_position_embeddings`` (512 for BERT), as sentence-transformers' ``Transformer`` sets it.
+
+    Raises:
+        InputError: a local model that does not exist, an unknown pooling, or a model that cannot be loaded.
+    """
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    path = Path(source).expanduser()
+    if looks_local(source) and not path.exists():
+        raise InputError(f"model not found: {source}")
+    location = str(path) if path.exists() else source
+    if pooling not in POOLINGS:
+        raise InputError(f"unknown pooling {pooling!r}; use cls, mean, max or model")
+    try:
+        if pooling == "model":
+            model = SentenceTransformer(location, trust_remote_code=trust_remote_code)
+        else:
+            transformer = Transformer(location, model_kwargs={"trust_remote_code": trust_remote_code})
+            model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling)])
+    except OSError as exc:
+        raise InputError(f"cannot load model {source!r}: {exc}".splitlines()[0]) from exc
+    own = own_max_length(model)
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    return model, own
+
+
+def save_model(model: SentenceTransformer, path: str | os.PathLike, own_length: int | None) -> None:
+    """Save with the model's own maximum length: the training length is a training setting, not the model's."""
+    training_length = model.max_seq_length
+    if own_length is not None:
+        model.max_seq_length = own_length
+    model.save(str(path))
+    model.max_seq_length = training_length
+
+
+def build_trainer(
+    model: SentenceTransformer,
+    loss: nn.Module,
+    train_dataset: Any,
+    args: TrainingArguments,
+    evaluator: Any = None,
+    clip_jointly: bool = True,
+) -> SentenceTransformerTrainer:
+    """A ``SentenceTransformerTrainer`` for ``loss`` with the package's callback first and memory pinned by device.
+
+    Args:
+        model: the model ``loss`` trains.
+        loss: a loss of this package (or any loss; the callback then has nothing to save or clip).
+        train_dataset: the training dataset.
+        args: the trainer's arguments; ``dataloader_pin_memory`` is turned off when the model trains on the CPU
+            (pinned memory only speeds up copies to an accelerator, and torch warns about it at every dataloader).
+        evaluator: an optional sentence-transformers evaluator.
+        clip_jointly: ``--max_grad_norm`` bounds the model's and the loss's own gradients together, as in the
+            papers' trainer (see :class:`~st_infocse.training.AuxiliaryStateCallback`).
+    """
+    from sentence_transformers import SentenceTransformerTrainer
+
+    from st_infocse.training.callbacks import AuxiliaryStateCallback
+    from st_infocse.training.precision import warn_if_slow_bf16
+
+    on_cpu = args.device.type == "cpu"
+    if on_cpu:
+        args.dataloader_pin_memory = False
+    warn_if_slow_bf16(bool(args.bf16), on_cpu)
+    auxiliary = AuxiliaryStateCallback(loss, clip_jointly=clip_jointly)
+    trainer = SentenceTransformerTrainer(
+        model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, callbacks=[auxiliary]
+    )
+    # Reporting integrations (--report_to) receive the logs before user callbacks; going first lets them record
+    # the joint grad_norm and the auxiliary metrics this callback adds.
+    trainer.callback_handler.callbacks.insert(0, trainer.callback_handler.pop_callback(auxiliary))
+    return trainer

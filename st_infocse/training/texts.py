@@ -1,0 +1,340 @@
+"""Training text that is safe to hand to the trainer: read from any of the forms a user has it in, checked before
+anything heavy is loaded, and with bad rows dropped and counted, never silently.
+
+:func:`check_text_source` reads only the head of a file with the standard library (pyarrow for parquet), so the
+command line runs it before torch, transformers or datasets are imported; :func:`load_texts` then reads it all.
+Every problem with the input is an :class:`~st_infocse.files.InputError`: one line, naming the file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from st_infocse.files import InputError, file_kind, looks_local, read_json_records, read_lines
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TextReport:
+    """What :func:`clean_texts` kept and dropped, by reason."""
+
+    total: int = 0
+    kept: int = 0
+    dropped: Counter = field(default_factory=Counter)
+
+    def __str__(self) -> str:
+        reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(self.dropped.items())) or "none"
+        return f"{self.kept} of {self.total} texts kept; dropped: {reasons}"
+
+
+def clean_text_values(values: Iterable[Any], deduplicate: bool = False) -> tuple[list[str], TextReport]:
+    """The non-blank strings of ``values`` in order, and a :class:`TextReport` of what was dropped and why.
+
+    The plain-Python core of :func:`clean_texts`, for values that are not in a ``Dataset`` yet (Arrow cannot hold a
+    column that mixes strings with numbers or lists, so such input is cleaned before it becomes one).
+    """
+    report = TextReport()
+    seen: set[str] = set()
+    kept: list[str] = []
+    for value in values:
+        report.total += 1
+        if value is None:
+            report.dropped["missing"] += 1
+        elif not isinstance(value, str):
+            report.dropped["not text"] += 1
+        elif not value.strip():
+            report.dropped["blank"] += 1
+        elif deduplicate and value.strip() in seen:
+            report.dropped["duplicate"] += 1
+        else:
+            seen.add(value.strip())
+            kept.append(value)
+    report.kept = len(kept)
+    return kept, report
+
+
+def clean_texts(
+    dataset: Dataset, column: str = "text", deduplicate: bool = False, warn: bool = True
+) -> tuple[Dataset, TextReport]:
+    """Drop rows whose text is missing, not a string, or blank (and exact duplicates when asked), counting each.
+
+    Tokenizers fail deep inside on ``None`` or non-string values, and blank rows train on nothing but special
+    tokens; this keeps a one-column dataset of real text, typed as strings, and says what it removed.
+
+    Args:
+        dataset: a ``datasets.Dataset`` with a text column.
+        column: the text column.
+        deduplicate: also drop exact repeats (after stripping whitespace), keeping the first.
+        warn: log the report as a warning when rows were dropped (callers that print it themselves pass False).
+
+    Returns:
+        The cleaned dataset (the text column only, ``Value("string")``) and a :class:`TextReport`.
+
+    Example:
+        ::
+
+            from datasets import Dataset
+            from st_infocse.training.texts import clean_texts
+
+            ds, report = clean_texts(Dataset.from_dict({"text": ["a cat", None, "  ", "a cat"]}), deduplicate=True)
+            print(report)  # 1 of 4 texts kept; dropped: 1 blank, 1 duplicate, 1 missing
+    """
+    from datasets import Dataset, Features, Value
+
+    if column not in dataset.column_names:
+        raise ValueError(f"No column {column!r} in the dataset (columns: {dataset.column_names}).")
+    kept, report = clean_text_values(dataset[column], deduplicate)
+    # Rebuilt rather than selected: a column that mixed types (datasets' ``Json``) or held no string at all would
+    # keep that type, which the tokenizer and the trainer's length estimates cannot use.
+    cleaned = Dataset.from_dict({column: kept}, features=Features({column: Value("string")}))
+    if report.dropped and warn:
+        logger.warning("Training texts: %s", report)
+    return cleaned, report
+
+
+def read_text_file(path: str | os.PathLike) -> Dataset:
+    """One text per line from a UTF-8 ``.txt`` or ``.txt.gz`` file, as a ``text`` column of strings.
+
+    Raises:
+        FileFormatError: naming the file and line when the file is not UTF-8 or cannot be read.
+    """
+    from datasets import Dataset, Features, Value
+
+    lines = [line for _, line in read_lines(path)]
+    # Typed explicitly: an empty file would otherwise give a column of type null, not of strings.
+    return Dataset.from_dict({"text": lines}, features=Features({"text": Value("string")}))
+
+
+# ------------------------------------------------------------------------------------------- reading user files
+
+TEXT_FORMATS = (
+    ".txt(.gz) (one text per line), .jsonl(.gz) or .json (objects with a text field), .csv, .tsv, .parquet, "
+    "a save_to_disk folder, an hf:// file or a hub dataset id"
+)
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def choose_column(source: str, columns: Sequence[str], strings: Sequence[str], text_column: str | None) -> str:
+    """The text column: the one asked for, else ``text``, else the only string column."""
+    if text_column is not None:
+        if text_column not in columns:
+            raise InputError(f"no column {text_column!r} in {source} (columns: {list(columns)})")
+        return text_column
+    if "text" in columns:
+        return "text"
+    if len(strings) == 1:
+        return strings[0]
+    raise InputError(
+        f"choose the text column with --text_column (columns in {source}: {list(columns)}; "
+        f"holding strings: {list(strings)})"
+    )
+
+
+def _check_records(source: str, records: Iterator[tuple[str, Any]], text_column: str | None) -> str:
+    """The text column (asked for, or chosen from the first record); reads on until a non-blank string in it."""
+    column = text_column
+    rows = present = 0
+    first_keys: list[str] = []
+    for where, record in records:
+        if not isinstance(record, dict):
+            raise InputError(f"{source}, {where}: expected a JSON object with a text field, got {type(record).__name__}")
+        rows += 1
+        if rows == 1:
+            first_keys = list(record)
+            if column is None:
+                strings = [key for key, value in record.items() if isinstance(value, str)]
+                column = choose_column(source, first_keys, strings, None)
+        present += column in record
+        if _is_text(record.get(column)):
+            return column
+    if rows == 0:
+        raise InputError(f"no records in {source}")
+    if not present:
+        raise InputError(f"no column {column!r} in {source} (columns of its first row: {first_keys})")
+    raise InputError(f"no usable text in {source}: column {column!r} holds no non-blank string in any of {rows} rows")
+
+
+def _is_number(value: str | None) -> bool:
+    try:
+        float(value or "")
+    except ValueError:
+        return False
+    return True
+
+
+def _check_csv(source: str, path: Path, text_column: str | None) -> str:
+    delimiter = "\t" if ".tsv" in [s.lower() for s in path.suffixes] else ","
+    reader = csv.DictReader((line for _, line in read_lines(path)), delimiter=delimiter)
+    columns = list(reader.fieldnames or [])
+    if not columns:
+        raise InputError(f"no header row in {source}")
+    first = next(reader, None)
+    if first is None:
+        raise InputError(f"no rows in {source} (only a header: {columns})")
+    # datasets types numeric columns as numbers, so only the others count as text columns.
+    strings = [name for name in columns if not _is_number(first.get(name))]
+    column = choose_column(source, columns, strings, text_column)
+    rows = 1
+    if _is_text(first.get(column)):
+        return column
+    for row in reader:
+        rows += 1
+        if _is_text(row.get(column)):
+            return column
+    raise InputError(f"no usable text in {source}: column {column!r} holds no non-blank string in any of {rows} rows")
+
+
+def _check_parquet(source: str, path: Path, text_column: str | None) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"cannot read {source} as parquet: {exc}") from exc
+    schema = parquet.schema_arrow
+    strings = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    column = choose_column(source, schema.names, strings, text_column)
+    if parquet.metadata.num_rows == 0:
+        raise InputError(f"no rows in {source}")
+    return column
+
+
+def check_saved_dataset(source: str, path: Path) -> dict[str, Any]:
+    """The features of a ``save_to_disk`` folder (empty when not recorded); fails when it is not one."""
+    if (path / "dataset_dict.json").is_file():
+        splits = json.loads((path / "dataset_dict.json").read_text()).get("splits", [])
+        if "train" not in splits:
+            raise InputError(f"{source} is a DatasetDict without a 'train' split (splits: {splits})")
+        path = path / "train"
+    if not (path / "state.json").is_file():
+        raise InputError(f"{source} is not a dataset folder written by save_to_disk")
+    try:
+        return json.loads((path / "dataset_info.json").read_text()).get("features") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def check_text_source(source: str, text_column: str | None = None) -> str | None:
+    """Cheap checks of training text before anything heavy is loaded: the text column, or None for hub data.
+
+    Local files must exist, be non-empty, parse (as far as read), have the text column and hold at least one
+    non-blank text; reading stops at the first such row, so this is quick on any size of file.
+    """
+    path = Path(source).expanduser()
+    if not path.exists():
+        if looks_local(source):
+            raise InputError(f"training data not found: {source}")
+        return text_column  # a hub dataset or hf:// file: checked when it is loaded
+    if path.is_dir():
+        features = check_saved_dataset(source, path)
+        if not features:
+            return text_column
+        strings = [name for name, f in features.items() if isinstance(f, dict) and f.get("dtype") == "string"]
+        return choose_column(source, list(features), strings, text_column)
+    kind = file_kind(path)
+    if kind is None:
+        raise InputError(f"unsupported file type for training data: {source}; use {TEXT_FORMATS}")
+    if path.stat().st_size == 0:
+        raise InputError(f"training data {source} is empty (0 bytes)")
+    if kind == "txt":
+        if text_column not in (None, "text"):
+            raise InputError(f"{source} is plain text, one text per line, without columns: leave out --text_column")
+        lines = 0
+        for lines, line in read_lines(path):  # noqa: B007 - the count is used in the error
+            if line.strip():
+                return "text"
+        raise InputError(f"no text in {source}: all of its {lines} lines are blank")
+    if kind == "json":
+        return _check_records(source, read_json_records(path), text_column)
+    if kind == "csv":
+        return _check_csv(source, path, text_column)
+    return _check_parquet(source, path, text_column)
+
+
+def check_at_least(flag: str, value: int | None, least: int = 1) -> None:
+    """A count the user gave is used as given: one that selects nothing is refused rather than ignored."""
+    if value is not None and value < least:
+        raise InputError(f"{flag} must be at least {least}, got {value}")
+
+
+def dataset_error(source: str, exc: Exception) -> InputError:
+    """One line from a datasets loading failure: the innermost cause is the one that names the problem."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return InputError(f"cannot read {source}: {message}")
+
+
+def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None) -> Dataset:
+    """A one-column ``text`` dataset of strings from any form :func:`check_text_source` accepts; missing, non-string
+    and blank rows are dropped and counted.
+
+    The count is printed once, naming the file. A dataset with no text left is an error.
+    """
+    check_at_least("--max_train_samples", max_samples)
+    from datasets import Dataset, Features, Value, load_dataset, load_from_disk
+
+    column = check_text_source(source, text_column)
+    path = Path(source).expanduser()
+    kind = file_kind(path) if path.is_file() else None
+    try:
+        if kind == "json":
+            # Read here rather than by datasets: one field is kept, whatever its type, and cleaned before Arrow types
+            # it (a field mixing strings and numbers becomes datasets' Json type, which cannot train).
+            values = []
+            for where, record in read_json_records(path):
+                if max_samples is not None and len(values) >= max_samples:
+                    break
+                if not isinstance(record, dict):
+                    raise InputError(f"{source}, {where}: expected a JSON object, got {type(record).__name__}")
+                values.append(record.get(column))
+            kept, report = clean_text_values(values)
+            dataset = Dataset.from_dict({"text": kept}, features=Features({"text": Value("string")}))
+            column = "text"
+        else:
+            if path.is_dir():
+                dataset = load_from_disk(str(path))
+            elif kind == "txt":
+                dataset = read_text_file(path)
+            elif kind in ("csv", "parquet"):
+                extra = {"delimiter": "\t"} if ".tsv" in [s.lower() for s in path.suffixes] else {}
+                dataset = load_dataset(kind, data_files=str(path), split="train", **extra)
+            elif source.startswith("hf://"):
+                dataset = load_dataset("text", data_files=source, split="train")
+            else:
+                dataset = load_dataset(source, split="train")
+            if hasattr(dataset, "keys") and not isinstance(dataset, Dataset):  # a DatasetDict saved to disk
+                dataset = dataset["train"]
+            if column is None or column not in dataset.column_names:
+                strings = [n for n, f in dataset.features.items() if getattr(f, "dtype", None) == "string"]
+                column = choose_column(source, dataset.column_names, strings, text_column)
+            if max_samples is not None:
+                dataset = dataset.select(range(min(max_samples, len(dataset))))
+            dataset, report = clean_texts(dataset, column, warn=False)
+    except (ValueError, FileNotFoundError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - datasets wraps a bad file in several exception types
+        if type(exc).__module__.startswith(("datasets", "pyarrow")):
+            raise dataset_error(source, exc) from exc
+        raise
+    if report.dropped:
+        print(f"{source}: {report}")
+    if len(dataset) == 0:
+        raise InputError(f"no usable text in {source}: {report}")
+    return dataset.rename_column(column, "text") if column != "text" else dataset

@@ -1,0 +1,150 @@
+"""The one line reader and the one JSON-lines reader (st_infocse.files), and the training-text and document checks
+built on them, fed random bytes, encodings, JSON shapes, and empty or huge lines: every input is read, or refused
+with one :class:`~st_infocse.files.InputError` line naming the file; nothing else escapes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from st_infocse.files import FileFormatError, InputError, NotDecodableError, read_json_records, read_lines
+from st_infocse.mining.documents import check_documents
+from st_infocse.training.texts import check_text_source, clean_text_values
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+#: Every generated input that reached a reader; the last test reports the count (pytest -s shows it).
+RAN = {"inputs": 0}
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.sampled_from(["text", "sentences", "id", "x"]), children, max_size=4),
+    max_leaves=10,
+)
+encodings = st.sampled_from(["utf-8", "utf-8-sig", "latin-1", "utf-16", "cp1252"])
+line_texts = st.lists(
+    # a huge line: a short text repeated to 50,000-200,000 characters
+    st.one_of(st.text(st.characters(exclude_characters="\n\r"), max_size=40), st.just(""), st.just("   "),
+              st.builds(lambda text, n: (text or "x") * n, st.text(st.characters(exclude_characters="\n\r"), max_size=5), st.integers(50_000 // 5, 200_000 // 5))),
+    max_size=6,
+)
+
+
+def _write(directory: Path, name: str, data: bytes, gzipped: bool) -> Path:
+    path = directory / (name + (".gz" if gzipped else ""))
+    path.write_bytes(gzip.compress(data) if gzipped else data)
+    return path
+
+
+def _one_line(error: Exception, path: Path) -> None:
+    message = str(error)
+    assert message and "\n" not in message, message
+    assert str(path) in message, message
+
+
+def _read_all(path: Path) -> None:
+    """Every reader and check on ``path``: each returns or raises InputError, in one line naming the file."""
+    RAN["inputs"] += 1
+    for read in (lambda: list(read_lines(path)), lambda: list(read_json_records(path)),
+                 lambda: check_text_source(str(path)), lambda: check_documents(str(path))):
+        try:
+            read()
+        except InputError as error:
+            _one_line(error, path)
+
+
+@FUZZ
+@given(data=st.binary(max_size=2_000), gzipped=st.booleans(), name=st.sampled_from(["t.txt", "t.jsonl", "t.json"]))
+def test_random_bytes_are_read_or_refused_in_one_line(data, gzipped, name):
+    with tempfile.TemporaryDirectory() as folder:
+        path = _write(Path(folder), name, data, gzipped)
+        _read_all(path)
+
+
+@FUZZ
+@given(data=st.binary(min_size=1, max_size=500), cut=st.integers(min_value=0, max_value=40))
+def test_truncated_or_fake_gzip_is_one_line(data, cut):
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "t.txt.gz"
+        compressed = gzip.compress(data)
+        path.write_bytes(compressed[: max(1, len(compressed) - cut)] if cut else data)
+        _read_all(path)
+
+
+@FUZZ
+@given(lines=line_texts, encoding=encodings, newline=st.sampled_from(["\n", "\r\n"]), gzipped=st.booleans())
+def test_text_in_any_encoding(lines, encoding, newline, gzipped):
+    text = newline.join(lines) + (newline if lines else "")
+    try:
+        data, exact = text.encode(encoding), True
+    except UnicodeEncodeError:  # e.g. a lone surrogate, or a character the encoding lacks
+        data, exact = text.encode("utf-8", "replace"), False
+    with tempfile.TemporaryDirectory() as folder:
+        path = _write(Path(folder), "t.txt", data, gzipped)
+        _read_all(path)
+        if encoding in ("utf-8", "utf-8-sig") and exact:
+            # UTF-8 comes back line for line, without terminators or the byte-order mark.
+            assert [line for _, line in read_lines(path)] == lines
+
+
+@FUZZ
+@given(records=st.lists(json_values, max_size=6), layout=st.sampled_from(["lines", "array", "pretty"]),
+       junk=st.sampled_from(["", "{oops", "]", "\x00"]))
+def test_json_shapes(records, layout, junk):
+    if layout == "lines":
+        name, text = "t.jsonl", "\n".join(json.dumps(r) for r in records)
+    else:
+        name, text = "t.json", json.dumps(records, indent=2 if layout == "pretty" else None)
+    text += ("\n" + junk) if junk else ""
+    with tempfile.TemporaryDirectory() as folder:
+        path = _write(Path(folder), name, text.encode(), False)
+        _read_all(path)
+        if not junk:
+            assert [value for _, value in read_json_records(path)] == records
+
+
+@FUZZ
+@given(values=st.lists(json_values, max_size=20))
+def test_text_values_are_kept_or_dropped_and_counted(values):
+    RAN["inputs"] += 1
+    kept, report = clean_text_values(values)
+    assert report.total == len(values) and report.kept == len(kept)
+    assert report.kept + sum(report.dropped.values()) == report.total
+    assert all(isinstance(text, str) and text.strip() for text in kept)
+
+
+def test_bad_bytes_name_the_line(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("ok\ncaf\xe9\n".encode("latin-1"))
+    with pytest.raises(NotDecodableError, match=r"latin1.txt, line 2: not UTF-8 \(invalid continuation byte"):
+        list(read_lines(path))
+    assert [line for _, line in read_lines(path, fallback_encoding="latin-1")] == ["ok", "caf\xe9"]
+
+
+def test_a_truncated_gzip_is_one_line(tmp_path):
+    path = tmp_path / "cut.txt.gz"
+    path.write_bytes(gzip.compress(b"a cat\n" * 100)[:30])
+    with pytest.raises(FileFormatError, match=r"^cannot read .*cut.txt.gz: Compressed file ended"):
+        list(read_lines(path))
+
+
+def test_zz_report_how_many_inputs_ran(capsys):
+    with capsys.disabled():
+        print(f"\nst_infocse.files fuzz: {RAN['inputs']} generated inputs ran through the readers")
+    # hypothesis generated inputs for every fuzz test that ran (none ran when this test is selected alone)
+    assert RAN["inputs"] >= FUZZ.max_examples or RAN["inputs"] == 0
+
+
+@pytest.mark.parametrize("name", ["t.jsonl", "t.json"])
+def test_json_nested_too_deeply_is_one_line(tmp_path, name):
+    # Found by the fuzzing above: the parser's RecursionError used to escape as a traceback.
+    path = tmp_path / name
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(FileFormatError, match="nested too deeply"):
+        list(read_json_records(path))
