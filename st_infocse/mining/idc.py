@@ -6,10 +6,8 @@ among the top-K of ``j`` (eq. 3), clusters = connected components, positives = e
 pair inside a cluster (eq. 4).
 
 The expensive part is encoding. It happens once per shard of documents, in a single ``encode``
-call over the shard's unique sentences sorted by length. The graph work then runs on all
-documents of a shard at once: documents of equal length are stacked and their similarity
-matrices computed in one batched matmul, and a single ``connected_components`` call runs on the
-shard's block-diagonal graph (blocks never connect, so components stay inside documents).
+call over the shard's unique sentences sorted by length. The graph work (``mining/graph.py``) then
+runs on all documents of a shard at once.
 """
 
 from __future__ import annotations
@@ -17,16 +15,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from datasets import Dataset, Features, Value, concatenate_datasets, load_from_disk
-from scipy.sparse import csr_array
-from scipy.sparse.csgraph import connected_components
 from tqdm.auto import tqdm
 
+from st_infocse.mining.graph import (
+    Similarity,
+    check_similarity,
+    cluster_documents,
+    cluster_pairs,
+)
+from st_infocse.mining.report import MiningReport
 from st_infocse.mining.sentences import SKIP_REASONS, PreparedDocument, Skipped, prepare_documents
 
 logger = logging.getLogger(__name__)
@@ -39,296 +41,6 @@ PAIR_FEATURES = Features(
         "cluster_id": Value("int64"),
     }
 )
-
-# Bound on the floats held by one stacked group of equal-length documents (~32 MB in float32).
-_MAX_GROUP_ELEMENTS = 1 << 23
-
-# Edge scores: "cosine" (scale-invariant) or "dot", the raw inner product of paper 002 eq. 2.
-Similarity = Literal["cosine", "dot"]
-SIMILARITIES: tuple[str, ...] = ("cosine", "dot")
-
-
-def check_similarity(similarity: str) -> str:
-    """Return ``similarity`` if it is one of :data:`SIMILARITIES`, else raise a ``ValueError`` naming them."""
-    if similarity not in SIMILARITIES:
-        choices = " or ".join(repr(c) for c in SIMILARITIES)
-        raise ValueError(f"similarity must be {choices}, got {similarity!r}")
-    return similarity
-
-
-# --------------------------------------------------------------------------------------------
-# Pure graph part: embeddings in, cluster labels out.
-# --------------------------------------------------------------------------------------------
-
-
-def _prepare(embeddings: np.ndarray, similarity: str) -> np.ndarray:
-    """Checked float32 embeddings, unit rows for cosine and untouched for dot."""
-    embeddings = np.asarray(embeddings, dtype=np.float32)
-    if embeddings.ndim != 2:
-        raise ValueError(f"embeddings must be 2-D (sentences x dim), got shape {embeddings.shape}")
-    if not np.isfinite(embeddings).all():
-        bad = int((~np.isfinite(embeddings).all(axis=1)).sum())
-        raise ValueError(f"{bad} sentence embedding(s) contain NaN or inf; the model's output is broken")
-    if similarity == "dot":
-        return embeddings
-    norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
-    # A zero vector stays zero (cosine 0 with everything) instead of dividing by zero.
-    return embeddings / np.maximum(norms, 1e-12)
-
-
-def _edges_for_group(
-    emb: np.ndarray, k: int, threshold: float | None, tie_tolerance: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Top-K edges for C documents of equal length n, given ``emb`` of shape (C, n, d) as scored."""
-    n = emb.shape[1]
-    sims = emb @ emb.transpose(0, 2, 1)
-    diag = np.arange(n)
-    sims[:, diag, diag] = -np.inf
-    k_eff = min(k, n - 1)
-    # The k-th largest similarity of each row; every value tied with it is also "in the top-K"
-    # (eq. 3 is a statement about values), which makes the result independent of sentence order.
-    kth = np.partition(sims, n - k_eff, axis=-1)[..., n - k_eff]
-    # Relative above magnitude 1: inner products can be large, and float32 rounding grows with them.
-    # Cosine scores never exceed 1, so there the tolerance stays absolute.
-    keep = sims >= (kth - tie_tolerance * np.maximum(1.0, np.abs(kth)))[..., None]
-    if threshold is not None:
-        keep &= sims >= threshold
-    return np.nonzero(keep)
-
-
-def cluster_documents(
-    embeddings: np.ndarray,
-    lengths: Iterable[int],
-    k: int = 1,
-    threshold: float | None = None,
-    tie_tolerance: float = 1e-6,
-    similarity: Similarity = "cosine",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Cluster the sentences of many documents at once (IDC partition-based clustering).
-
-    Args:
-        embeddings: ``(total_sentences, dim)`` sentence embeddings, documents stored one after
-            another in the order given by ``lengths``. With cosine they need not be normalised;
-            with dot their norms are part of the score.
-        lengths: Number of sentences of each document (each >= 1).
-        k: Keep edge (i, j) when j is among the top-``k`` most similar sentences of i, or i of j.
-        threshold: Optional floor on the edge score in use (cosine in [-1, 1], or the raw inner
-            product for dot): edges scoring below it are dropped, so a sentence whose best match
-            is weak stays alone.
-        tie_tolerance: Scores within this distance of the k-th largest one count as tied with it
-            and are kept too (relative to that score when its magnitude exceeds 1).
-        similarity: ``"cosine"`` (default; scale-invariant) or ``"dot"`` (inner product, paper 002
-            eq. 2: a sentence with a large norm can become the top-1 of many others). For models
-            that end with a ``Normalize`` module the two are the same.
-
-    Returns:
-        ``(labels, first)``: ``labels[s]`` is the cluster of sentence ``s`` numbered from 0 inside
-        its document in order of each cluster's first sentence; ``first[s]`` is the global index of
-        the first sentence of that cluster (a shard-wide cluster key).
-
-    Example:
-        >>> emb = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9], [1, 0], [0, 1]])
-        >>> labels, first = cluster_documents(emb, lengths=[4, 2])
-        >>> labels.tolist(), first.tolist()
-        ([0, 0, 1, 1, 0, 0], [0, 0, 2, 2, 4, 4])
-    """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    check_similarity(similarity)
-    lengths = np.asarray(list(lengths), dtype=np.int64)
-    if (lengths < 1).any():
-        raise ValueError("every document needs at least one sentence")
-    emb = _prepare(embeddings, similarity)
-    if emb.shape[0] != lengths.sum():
-        raise ValueError(f"{emb.shape[0]} embeddings for documents totalling {lengths.sum()} sentences")
-    total = emb.shape[0]
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    rows, cols = [], []
-    for n in np.unique(lengths):
-        if n < 2:
-            continue
-        docs = np.flatnonzero(lengths == n)
-        chunk = max(1, _MAX_GROUP_ELEMENTS // (int(n) * max(int(n), emb.shape[1])))
-        for begin in range(0, len(docs), chunk):
-            base = starts[docs[begin : begin + chunk]]
-            index = base[:, None] + np.arange(n)
-            c, i, j = _edges_for_group(emb[index], k, threshold, tie_tolerance)
-            rows.append(base[c] + i)
-            cols.append(base[c] + j)
-    rows_a = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-    cols_a = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
-    graph = csr_array((np.ones(len(rows_a), dtype=np.int8), (rows_a, cols_a)), shape=(total, total))
-    # "weak" connectivity on the directed top-K graph = the union of both directions of eq. 3.
-    n_components, component = connected_components(graph, directed=True, connection="weak")
-    first = np.full(n_components, total, dtype=np.int64)
-    np.minimum.at(first, component, np.arange(total))
-    # Number clusters inside each document by their first sentence.
-    order = np.argsort(first, kind="stable")
-    doc_of = np.repeat(np.arange(len(lengths)), lengths)
-    doc_sorted = doc_of[first[order]]
-    local = np.empty(n_components, dtype=np.int64)
-    local[order] = np.arange(n_components) - np.searchsorted(doc_sorted, doc_sorted, side="left")
-    return local[component], first[component]
-
-
-def cluster_sentences(
-    embeddings: np.ndarray,
-    k: int = 1,
-    threshold: float | None = None,
-    tie_tolerance: float = 1e-6,
-    similarity: Similarity = "cosine",
-) -> np.ndarray:
-    """Cluster one document's sentences; see :func:`cluster_documents` for the arguments.
-
-    Args:
-        embeddings: ``(sentences, dim)`` embeddings of one document.
-        k: Top-K of eq. 3.
-        threshold: Optional floor on the edge score (in the units of ``similarity``).
-        tie_tolerance: Scores this close to the k-th largest count as ties.
-        similarity: ``"cosine"`` or ``"dot"`` (inner product, eq. 2).
-
-    Returns:
-        Cluster label per sentence, numbered from 0 in order of first appearance.
-
-    Example:
-        >>> cluster_sentences(np.array([[1, 0], [0, 1], [1, 0.1], [0.1, 1]])).tolist()
-        [0, 1, 0, 1]
-    """
-    embeddings = np.asarray(embeddings)
-    check_similarity(similarity)
-    if len(embeddings) == 0:
-        return np.zeros(0, dtype=np.int64)
-    labels, _ = cluster_documents(embeddings, [len(embeddings)], k, threshold, tie_tolerance, similarity)
-    return labels
-
-
-def _cluster_pairs(
-    labels: np.ndarray,
-    first: np.ndarray,
-    doc_positions: np.ndarray,
-    doc_of: np.ndarray,
-    max_pairs_per_cluster: int | None,
-    seed: int,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """All unordered pairs (a < b, global sentence indices) inside each cluster, capped per cluster."""
-    order = np.lexsort((np.arange(len(first)), first))  # members grouped by cluster, in document order
-    keys, block_start, sizes = np.unique(first[order], return_index=True, return_counts=True)
-    a_parts, b_parts, dropped = [], [], 0
-    for m in np.unique(sizes):
-        if m < 2:
-            continue
-        blocks = np.flatnonzero(sizes == m)
-        members = order[block_start[blocks][:, None] + np.arange(m)]  # (clusters, m)
-        iu, ju = np.triu_indices(m, 1)
-        if max_pairs_per_cluster is None or len(iu) <= max_pairs_per_cluster:
-            a_parts.append(members[:, iu].ravel())
-            b_parts.append(members[:, ju].ravel())
-            continue
-        dropped += (len(iu) - max_pairs_per_cluster) * len(blocks)
-        for row in members:
-            # Seeded by (seed, document position, cluster) so the sample does not depend on shards.
-            doc = doc_of[row[0]]
-            rng = np.random.default_rng([seed, int(doc_positions[doc]), int(labels[row[0]])])
-            pick = np.sort(rng.choice(len(iu), size=max_pairs_per_cluster, replace=False))
-            a_parts.append(row[iu[pick]])
-            b_parts.append(row[ju[pick]])
-    if not a_parts:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), dropped
-    a, b = np.concatenate(a_parts), np.concatenate(b_parts)
-    order = np.lexsort((b, a, first[a]))
-    return a[order], b[order], dropped
-
-
-# --------------------------------------------------------------------------------------------
-# Report
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class MiningReport:
-    """What one mining pass did. ``documents_seen == documents_used + sum(skipped.values())``.
-
-    Attributes:
-        method: ``"idc"`` or ``"adjacent"``.
-        similarity: Edge score used (``"cosine"`` or ``"dot"``); ``None`` for adjacent pairs.
-        k: Top-K of eq. 3; ``None`` for adjacent pairs.
-        threshold: Floor on the edge score (in the units of ``similarity``), or ``None``.
-        documents_seen: Input items read.
-        documents_used: Documents that entered the graph step.
-        skipped: Skipped documents by reason (``not_text``, ``empty``, ``too_few_sentences``,
-            ``too_many_sentences``).
-        skipped_examples: Up to five ``(doc_id, reason, detail)`` per reason, for debugging.
-        sentences: Sentences of the used documents (after cleaning and deduplication).
-        sentences_encoded: Distinct sentence texts encoded (identical texts are encoded once).
-        duplicate_sentences_removed: Repeated sentences dropped inside documents.
-        empty_sentences_removed: Empty sentences dropped inside used documents.
-        clusters: Clusters found, including single-sentence ones.
-        singleton_clusters: Clusters of one sentence (they give no pair).
-        documents_without_pairs: Used documents that gave no pair (only possible with a threshold).
-        pairs: Pairs in the output.
-        pairs_dropped_by_cap: Pairs not emitted because of ``max_pairs_per_cluster``.
-        shards: Encode calls made.
-        prepare_seconds / encode_seconds / graph_seconds / output_seconds / total_seconds:
-            Wall-clock split: reading and splitting, ``model.encode``, clustering and pair
-            enumeration, building the Arrow dataset, everything.
-    """
-
-    method: str = "idc"
-    similarity: str | None = None
-    k: int | None = None
-    threshold: float | None = None
-    documents_seen: int = 0
-    documents_used: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-    skipped_examples: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    sentences: int = 0
-    sentences_encoded: int = 0
-    duplicate_sentences_removed: int = 0
-    empty_sentences_removed: int = 0
-    clusters: int = 0
-    singleton_clusters: int = 0
-    documents_without_pairs: int = 0
-    pairs: int = 0
-    pairs_dropped_by_cap: int = 0
-    shards: int = 0
-    prepare_seconds: float = 0.0
-    encode_seconds: float = 0.0
-    graph_seconds: float = 0.0
-    output_seconds: float = 0.0
-    total_seconds: float = 0.0
-
-    @property
-    def documents_skipped(self) -> int:
-        return sum(self.skipped.values())
-
-    @property
-    def pairs_per_document(self) -> float:
-        return self.pairs / self.documents_used if self.documents_used else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict of every field plus the derived counts."""
-        out = asdict(self)
-        out["documents_skipped"] = self.documents_skipped
-        out["pairs_per_document"] = self.pairs_per_document
-        return out
-
-    def summary(self) -> str:
-        """One line for logs."""
-        skipped = ", ".join(f"{k}={v}" for k, v in sorted(self.skipped.items()) if v) or "none"
-        setting = f" ({self.similarity}, k={self.k}, threshold={self.threshold})" if self.method == "idc" else ""
-        return (
-            f"{self.method}{setting}: {self.documents_seen} documents read, {self.documents_used} used, skipped: {skipped}; "
-            f"{self.sentences} sentences, {self.clusters} clusters, {self.pairs} pairs "
-            f"({self.pairs_per_document:.2f}/document, {self.pairs_dropped_by_cap} over the cap); "
-            f"encode {self.encode_seconds:.1f}s, graph {self.graph_seconds:.2f}s, total {self.total_seconds:.1f}s"
-        )
-
-    def _skip(self, item: Skipped) -> None:
-        self.skipped[item.reason] = self.skipped.get(item.reason, 0) + 1
-        examples = self.skipped_examples.setdefault(item.reason, [])
-        if len(examples) < 5:
-            examples.append((item.doc_id, item.detail))
-
 
 class MinedPairs(NamedTuple):
     """``pairs``: ``datasets.Dataset`` with ``anchor``, ``positive``, ``doc_id``, ``cluster_id``; ``report``."""
@@ -470,7 +182,7 @@ def _mine(
             report.sentences_encoded += len(set(texts))
             t1 = time.perf_counter()
             labels, first = cluster_documents(emb, lengths, k, threshold, tie_tolerance, similarity)
-            a, b, dropped = _cluster_pairs(labels, first, doc_positions, doc_of, max_pairs_per_cluster, seed)
+            a, b, dropped = cluster_pairs(labels, first, doc_positions, doc_of, max_pairs_per_cluster, seed)
             report.encode_seconds += t1 - t0
             sizes = np.unique(first, return_counts=True)[1]
             report.clusters += len(sizes)

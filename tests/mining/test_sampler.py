@@ -96,6 +96,7 @@ def test_trainer_batches_never_mix_a_document(make_model, tmp_path):
         report_to="none",
         save_strategy="no",
         disable_tqdm=True,
+        dataloader_pin_memory=False,  # CPU only: pinned memory would warn at every dataloader
     )
     trainer = SentenceTransformerTrainer(
         model=model,

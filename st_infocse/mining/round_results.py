@@ -1,0 +1,139 @@
+"""What the mutually reinforced rounds and InfoCSE++ report: per-round and per-cycle statistics and their results."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sentence_transformers import SentenceTransformer
+
+
+@dataclass
+class RoundStats:
+    """One mine -> train round.
+
+    Attributes:
+        round: 1-based round number.
+        annotation: ``"adjacent"`` (adjacent sentences) or ``"idc"`` (mined with the model
+            trained in the previous round, or the model as given in round 1).
+        pairs: Pairs trained on.
+        pairs_per_document: ``pairs / documents used``.
+        documents_used: Documents that gave sentences to the graph.
+        skipped: Skipped documents by reason.
+        train_loss: Mean training loss reported by the trainer.
+        score: Validation score after training (``None`` without an evaluator).
+        improved: Whether ``score`` beat the best so far by more than ``min_delta``.
+        mining_seconds: Time spent mining.
+        training_seconds: Time spent training.
+        mining: The full :class:`MiningReport` as a dict.
+    """
+
+    round: int
+    annotation: str
+    pairs: int
+    pairs_per_document: float
+    documents_used: int
+    skipped: dict[str, int]
+    train_loss: float | None
+    score: float | None
+    improved: bool | None
+    mining_seconds: float
+    training_seconds: float
+    mining: dict[str, Any] = field(repr=False)
+
+
+@dataclass
+class RoundsResult:
+    """Outcome of :func:`train_idc_rounds`.
+
+    Attributes:
+        model: The trained model (the same object that was passed in), holding the best weights
+            when an evaluator was given.
+        rounds: Per-round statistics.
+        initial_score: Validation score of the model as given.
+        best_round: Round whose weights were kept (0 = the model as given).
+        best_score: Its validation score.
+        stopped_early: True when the loop ended because the score stopped improving.
+    """
+
+    model: SentenceTransformer = field(repr=False)
+    rounds: list[RoundStats]
+    initial_score: float | None
+    best_round: int
+    best_score: float | None
+    stopped_early: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (without the model)."""
+        return {
+            "rounds": [asdict(r) for r in self.rounds],
+            "initial_score": self.initial_score,
+            "best_round": self.best_round,
+            "best_score": self.best_score,
+            "stopped_early": self.stopped_early,
+        }
+
+
+@dataclass
+class CycleStats:
+    """One InfoCSE++ cycle: IDC rounds, then supervised fine-tuning.
+
+    Attributes:
+        cycle: 1-based cycle number.
+        idc: The IDC rounds of this cycle.
+        finetune_loss: Mean training loss of the fine-tuning.
+        score: Labelled-validation score after fine-tuning.
+        improved: Whether it beat the best so far by more than ``min_delta``.
+    """
+
+    cycle: int
+    idc: RoundsResult
+    finetune_loss: float | None
+    score: float
+    improved: bool
+
+
+@dataclass
+class PlusPlusResult:
+    """Outcome of :func:`train_infocse_plus_plus`.
+
+    Attributes:
+        model: The model passed in, holding the weights that scored best on the labelled
+            validation set (the initial weights if no fine-tuned model beat them).
+        cycles: Per-cycle statistics.
+        initial_score: Validation score of the model as given.
+        best_cycle: Cycle whose fine-tuned weights were kept (0 = the model as given).
+        best_score: Its validation score.
+        stopped_early: True when the loop ended because the score stopped improving.
+    """
+
+    model: SentenceTransformer = field(repr=False)
+    cycles: list[CycleStats]
+    initial_score: float
+    best_cycle: int
+    best_score: float
+    stopped_early: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (without the model)."""
+        return {
+            "cycles": [
+                {
+                    "cycle": c.cycle,
+                    "idc": c.idc.to_dict(),
+                    "finetune_loss": c.finetune_loss,
+                    "score": c.score,
+                    "improved": c.improved,
+                }
+                for c in self.cycles
+            ],
+            "initial_score": self.initial_score,
+            "best_cycle": self.best_cycle,
+            "best_score": self.best_score,
+            "stopped_early": self.stopped_early,
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
