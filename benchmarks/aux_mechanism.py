@@ -32,7 +32,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -44,26 +43,22 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch
-from datasets import Dataset
-from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 from sentence_transformers.sentence_transformer.modules import Pooling
-from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from long_budget import HELD_OUT, PROBE_SENTENCES, CurveCallback, _alive, _at, _mean_std, _welch  # noqa: E402
-from quality import SHARED, minilm_path, read_lines  # noqa: E402
+from long_budget import HELD_OUT, PROBE_SENTENCES, _at, _mean_std, _welch  # noqa: E402
+from long_budget import Bench as LongBudgetBench  # noqa: E402
+from quality import SHARED, minilm_path  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import (  # noqa: E402
-    ConditionalMLMEvaluator,
     evaluate_sts_suite,
-    stsb_dev_evaluator,
     train_probe_decoder,
 )
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
-from st_infocse.training import AuxiliaryStateCallback  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -207,36 +202,11 @@ def gradient_ratio(model: SentenceTransformer, loss: torch.nn.Module, texts: lis
             "ratio": statistics.mean(ratios) if ratios else float("nan")}
 
 
-class Bench:
-    def __init__(self, cfg: Config) -> None:
-        self.cfg = cfg
-        self.done = cfg.work_dir / "done"
-        self.claims = cfg.work_dir / "claims"
-        for folder in (self.done, self.claims):
-            folder.mkdir(parents=True, exist_ok=True)
-        self._dev: Any = None
-        self._held_out: list[str] | None = None
+class Bench(LongBudgetBench):
+    """long_budget.py's queue and data (claims, held-out sentences, STS-B dev, the diagnostic), with this benchmark's
+    settings; a row that needs the probe or stage 1 runs it itself when no worker has claimed it."""
 
     # --------------------------------------------------------------------------------------------- queue
-
-    def result_path(self, job: str) -> Path:
-        return self.done / f"{job}.json"
-
-    def claim(self, job: str) -> bool:
-        path = self.claims / job
-        for _ in range(2):
-            try:
-                handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                owner = path.read_text().strip()
-                if owner.isdigit() and not _alive(int(owner)):
-                    path.unlink(missing_ok=True)
-                    continue
-                return False
-            os.write(handle, str(os.getpid()).encode())
-            os.close(handle)
-            return True
-        return False
 
     def wait_for(self, job: str) -> None:
         while not self.result_path(job).exists():
@@ -284,26 +254,6 @@ class Bench:
             model = SentenceTransformer(modules=[transformer, pool], device=self.cfg.device)
         model.max_seq_length = self.cfg.max_length
         return model
-
-    def sentences(self, start: int, end: int) -> list[str]:
-        return read_lines(self.cfg.sentences, end)[start:]
-
-    def held_out(self) -> list[str]:
-        if self._held_out is None:
-            self._held_out = self.sentences(*HELD_OUT)
-        return self._held_out
-
-    def dataset(self, steps: int) -> Dataset:
-        return Dataset.from_dict({"text": self.sentences(0, steps * self.cfg.batch_size)})
-
-    def diagnostic(self, decoder: Any, name: str) -> ConditionalMLMEvaluator:
-        return ConditionalMLMEvaluator(self.held_out(), decoder=decoder, mask_rate=0.4, batch_size=64,
-                                       max_seq_length=self.cfg.max_length, name=name)
-
-    def dev(self) -> Any:
-        if self._dev is None:
-            self._dev = stsb_dev_evaluator(self.cfg.senteval, batch_size=128)
-        return self._dev
 
     # --------------------------------------------------------------------------------------------- jobs
 
@@ -390,29 +340,6 @@ class Bench:
             row.sts_avg = round(suite.average, 2)
         row.eval_seconds = time.perf_counter() - start
         self.store(job, asdict(row))
-
-    def train(self, model: SentenceTransformer, loss: torch.nn.Module, dataset: Dataset, seed: int, steps: int,
-              learning_rate: float, evaluator: Any, curve: list[dict[str, Any]], eval_steps: int | None = None,
-              scheduler: str = "linear", learning_rate_mapping: dict[str, float] | None = None,
-              ) -> tuple[float, list[dict[str, Any]]]:
-        with tempfile.TemporaryDirectory() as out:
-            args = SentenceTransformerTrainingArguments(
-                output_dir=out, max_steps=steps, per_device_train_batch_size=self.cfg.batch_size,
-                learning_rate=learning_rate, lr_scheduler_type=scheduler, warmup_steps=0, seed=seed, data_seed=seed,
-                logging_steps=5, eval_strategy="steps", eval_steps=eval_steps or self.cfg.eval_steps,
-                save_strategy="no", report_to="none", dataloader_drop_last=True, disable_tqdm=True,
-                use_cpu=self.cfg.device == "cpu", dataloader_pin_memory=self.cfg.device != "cpu",
-                learning_rate_mapping=learning_rate_mapping,
-            )
-            callbacks: list[Any] = [CurveCallback(curve)]
-            if any(not name.startswith("model.") for name, _ in loss.named_parameters()):
-                callbacks.insert(0, AuxiliaryStateCallback(loss))
-            trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss,
-                                                 evaluator=evaluator, callbacks=callbacks)
-            start = time.perf_counter()
-            trainer.train()
-            seconds = time.perf_counter() - start
-        return seconds, [entry for entry in trainer.state.log_history if "loss" in entry]
 
     def store(self, job: str, payload: dict[str, Any]) -> None:
         payload = {"job": job, "device": self.cfg.device, "device_name": device_name(self.cfg.device)} | payload

@@ -321,24 +321,30 @@ class Bench:
 
     def train(
         self, model: SentenceTransformer, loss: torch.nn.Module, dataset: Dataset, seed: int, steps: int,
-        learning_rate: float, evaluator: Any, curve: list[dict[str, Any]],
+        learning_rate: float, evaluator: Any, curve: list[dict[str, Any]], eval_steps: int | None = None,
+        scheduler: str = "linear", learning_rate_mapping: dict[str, float] | None = None,
     ) -> tuple[float, list[dict[str, Any]]]:
+        device = getattr(self.cfg, "device", "cpu")
         with tempfile.TemporaryDirectory() as out:
             args = SentenceTransformerTrainingArguments(
                 output_dir=out,
                 max_steps=steps,
                 per_device_train_batch_size=self.cfg.batch_size,
                 learning_rate=learning_rate,
+                lr_scheduler_type=scheduler,
                 warmup_steps=0,
                 seed=seed,
                 data_seed=seed,
                 logging_steps=5,
                 eval_strategy="steps",
-                eval_steps=self.cfg.eval_steps,
+                eval_steps=eval_steps or self.cfg.eval_steps,
                 save_strategy="no",
                 report_to="none",
                 dataloader_drop_last=True,
                 disable_tqdm=True,
+                use_cpu=device == "cpu",
+                dataloader_pin_memory=device != "cpu",
+                learning_rate_mapping=learning_rate_mapping,
             )
             self.threads = ThreadShare(self.cfg.work_dir / "idle", self.cfg.threads)
             callbacks: list[Any] = [CurveCallback(curve), self.threads]

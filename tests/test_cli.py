@@ -706,6 +706,42 @@ def test_explicit_zeros_are_refused_in_one_line(workspace, argv, message, capsys
     assert len(errors) == 1 and message in errors[0], errors
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--objective", "simcse", "--lambda_", "0.5", "--train_data", "sentences.txt"],
+         "--lambda_ does not apply to --objective simcse (it takes --temperature, --projection, --gather_across_devices)"),
+        (["train", "--objective", "simcse", "--k", "2", "--mask_rate", "0.3", "--train_data", "sentences.txt"],
+         "--k and --mask_rate do not apply to --objective simcse"),
+        (["train", "--objective", "cmlm", "--lambda_", "1", "--train_data", "sentences.txt"],
+         "--lambda_ does not apply to --objective cmlm"),
+        (["train", "--objective", "informin", "--k", "2", "--train_data", "sentences.txt"],
+         "--k does not apply to --objective informin"),
+        (["train", "--objective", "idc", "--docs", "docs.jsonl", "--lambda_", "0.1"],
+         "--lambda_ does not apply to --objective idc with --idc_loss mnrl (it takes none of the loss flags)"),
+        (["pretrain-aux", "--lambda_", "1", "--train_data", "sentences.txt"],
+         "--lambda_ does not apply to pretrain-aux"),
+    ],
+)
+def test_a_loss_flag_the_objective_does_not_take_is_refused(workspace, argv, message, capsys, monkeypatch):
+    """A given flag that the objective's loss has no use for is refused before the model loads, not dropped."""
+    monkeypatch.chdir(workspace["root"])
+    argv = [*argv, "--model", "no-such-org/no-such-model"]
+    argv += _TRAIN_ONE_STEP
+    assert main(argv) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_idc_with_the_infocse_loss_takes_its_flags(workspace, capsys, monkeypatch):
+    monkeypatch.chdir(workspace["root"])
+    argv = ["train", "--objective", "idc", "--idc_loss", "infocse", "--docs", "docs.jsonl", "--lambda_", "0.1",
+            "--model", "no-such-org/no-such-model", *_TRAIN_ONE_STEP]
+    assert main(argv) == 2  # gets past the flag check to the model, which does not exist
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "cannot load model" in errors[0], errors
+
+
 def test_explicit_zero_threshold_is_used(workspace, capsys, monkeypatch):
     monkeypatch.chdir(workspace["root"])
     argv = ["mine", "--model", str(workspace["model"]), "--docs", "docs.jsonl", "--output_dir", "pairs0"]

@@ -10,7 +10,11 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
 from st_infocse.losses.registry import get_objective
 
-__all__ = ["build_loss", "learning_rate_mapping", "loss_options"]
+__all__ = ["build_loss", "check_flags_apply", "learning_rate_mapping", "loss_options"]
+
+# Loss flags whose unset value is None, so that a given one can be told from the default.
+_OPTIONAL_FLAGS = ("lambda_", "projection", "k", "n", "mask_rate", "fusion_init", "decoder")
+
 
 def loss_options(names: Sequence[str], args: LossArguments) -> dict[str, Any]:
     """The flags among ``names`` that were given (not None), as the loss's keyword arguments of the same names.
@@ -23,6 +27,15 @@ def loss_options(names: Sequence[str], args: LossArguments) -> dict[str, Any]:
     if isinstance(options.get("projection"), str) and options["projection"].lower() == "none":
         options["projection"] = None
     return options
+
+
+def check_flags_apply(options: Sequence[str], args: LossArguments, what: str) -> None:
+    """Refuse, in one line, a given loss flag that ``what`` does not take (it would otherwise be dropped unused)."""
+    given = [f"--{name}" for name in _OPTIONAL_FLAGS if name not in options and getattr(args, name) is not None]
+    if given:
+        takes = ", ".join(f"--{name}" for name in options) or "none of the loss flags"
+        verb = "does" if len(given) == 1 else "do"
+        raise CLIError(f"{' and '.join(given)} {verb} not apply to {what} (it takes {takes})")
 
 
 def build_loss(model, args: LossArguments, objective: str | None = None):

@@ -25,7 +25,7 @@ from st_infocse.cli.inputs import (
     precheck_training,
     text_source,
 )
-from st_infocse.cli.objectives import learning_rate_mapping, loss_options
+from st_infocse.cli.objectives import check_flags_apply, learning_rate_mapping, loss_options
 from st_infocse.cli.output import lengths, start_summary, summary
 from st_infocse.cli.train import run_trainer
 from st_infocse.losses.registry import STAGE1
@@ -45,6 +45,7 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
         evaluates=False,
     )
     check_step_counts(training_args.max_steps, training_args.num_train_epochs)
+    check_flags_apply(STAGE1.options, loss_args, "pretrain-aux")
     finish_training_args(training_args, None)
     dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)
     check_planned_steps(len(dataset), training_args)

@@ -32,9 +32,10 @@ from st_infocse.cli.inputs import (
     precheck_training,
     text_source,
 )
-from st_infocse.cli.objectives import build_loss, learning_rate_mapping
+from st_infocse.cli.objectives import build_loss, check_flags_apply, learning_rate_mapping
 from st_infocse.cli.output import lengths, start_summary, summary
 from st_infocse.cli.recipes import recipe_by_name, start_recipe, take_recipe, with_recipe
+from st_infocse.losses.registry import get_objective
 from st_infocse.mining.documents import load_documents
 from st_infocse.recipes import format_recipe_list
 from st_infocse.training.builder import save_model
@@ -79,6 +80,13 @@ def cmd_train(argv: Sequence[str]) -> int:
     if loss_args.objective not in OBJECTIVES:
         raise CLIError(f"unknown objective {loss_args.objective!r}; choose one of {', '.join(OBJECTIVES)}")
     check_step_counts(training_args.max_steps, training_args.num_train_epochs)
+    if loss_args.objective == "idc":
+        if loss_args.idc_loss == "infocse":
+            check_flags_apply(get_objective("infocse").options, loss_args, "--idc_loss infocse")
+        else:
+            check_flags_apply((), loss_args, f"--objective idc with --idc_loss {loss_args.idc_loss}")
+    else:
+        check_flags_apply(get_objective(loss_args.objective).options, loss_args, f"--objective {loss_args.objective}")
     if loss_args.objective == "idc":
         if not loss_args.docs:
             raise CLIError("--objective idc needs --docs (documents to mine pairs from)")

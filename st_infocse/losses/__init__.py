@@ -6,8 +6,9 @@ and citations) can be read without importing torch: the command line checks its 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from st_infocse.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from st_infocse.losses._checks import EmptyBatchError, NonFiniteLossError, PredictionBoundError, clean_texts_hint
@@ -63,20 +64,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    else:
-        # Submodules, e.g. ``losses.infocse`` after ``from st_infocse import losses``.
-        try:
-            value = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, __all__, globals())

@@ -177,6 +177,22 @@ class Objective:
 _CONTRASTIVE = ("temperature", "projection", "gather_across_devices")
 _DECODER = ("k", "n", "mask_rate", "decoder", "detach", "fusion_init")
 
+
+def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str) -> Objective:
+    """A contrastive objective with a weighted conditional-MLM term, its defaults from its preset."""
+    preset = PRESETS[name]
+    return Objective(
+        name,
+        title,
+        f"st_infocse.losses.{loss}",
+        citation,
+        lambda_=preset.lambda_,
+        mask_rate=preset.mask_rate(12),
+        preset=preset,
+        options=("lambda_", "aux_gradient", "informin_weight", *_CONTRASTIVE, *_DECODER),
+    )
+
+
 #: The objectives of ``st-infocse train --objective``, in the order its help lists them.
 OBJECTIVES: Mapping[str, Objective] = MappingProxyType(
     {
@@ -185,26 +201,8 @@ OBJECTIVES: Mapping[str, Objective] = MappingProxyType(
             Objective(
                 "simcse", "SimCSE", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION, options=_CONTRASTIVE
             ),
-            Objective(
-                "infocse",
-                "InfoCSE",
-                "st_infocse.losses.infocse:InfoCSELoss",
-                INFOCSE_CITATION,
-                lambda_=PRESETS["infocse"].lambda_,
-                mask_rate=PRESETS["infocse"].mask_rate(12),
-                preset=PRESETS["infocse"],
-                options=("lambda_", "aux_gradient", "informin_weight", *_CONTRASTIVE, *_DECODER),
-            ),
-            Objective(
-                "cmlm-cse",
-                "CMLM-CSE",
-                "st_infocse.losses.cmlm_cse:CMLMCSELoss",
-                CMLM_CSE_CITATION,
-                lambda_=PRESETS["cmlm-cse"].lambda_,
-                mask_rate=PRESETS["cmlm-cse"].mask_rate(12),
-                preset=PRESETS["cmlm-cse"],
-                options=("lambda_", "aux_gradient", "informin_weight", *_CONTRASTIVE, *_DECODER),
-            ),
+            _conditional_mlm_objective("infocse", "InfoCSE", "infocse:InfoCSELoss", INFOCSE_CITATION),
+            _conditional_mlm_objective("cmlm-cse", "CMLM-CSE", "cmlm_cse:CMLMCSELoss", CMLM_CSE_CITATION),
             Objective(
                 "informin",
                 "InforMin",

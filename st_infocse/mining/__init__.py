@@ -12,8 +12,7 @@ The names below are imported on first use, so that the command line can check do
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from st_infocse.lazy import lazy_exports
 
 _WHERE = {
     "CycleStats": "round_results",
@@ -70,20 +69,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
-    else:
-        # Submodules, e.g. ``training.precision`` after ``import st_infocse.training``.
-        try:
-            value = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, __all__, globals())
