@@ -774,3 +774,58 @@ def test_explicit_zero_decoder_sizes_reach_the_loss(make_model):
             build_loss(make_model(), LossArguments(objective="cmlm", **{name: 0}))
     with pytest.raises(CLIError, match="idc trains through its own rounds"):
         build_loss(make_model(), LossArguments(objective="idc"))
+
+
+def test_decoder_warmup_trains_a_decoder_first_and_the_loss_starts_from_it(workspace, capsys, monkeypatch):
+    import torch
+
+    import st_infocse.cli.train as cli_train
+    from st_infocse.modeling import AuxiliaryDecoder
+
+    monkeypatch.chdir(workspace["root"])
+    seen = {}
+    real_build_loss = cli_train.build_loss
+
+    def spy(model, args, objective=None):
+        loss = real_build_loss(model, args, objective)
+        seen["decoder"] = {k: v.detach().clone() for k, v in loss.decoder.state_dict().items()}
+        seen["config"] = loss.get_config_dict()
+        return loss
+
+    monkeypatch.setattr(cli_train, "build_loss", spy)
+    argv = ["train", "--objective", "infocse", "--train_data", "sentences.txt", "--model", str(workspace["model"]),
+            "--decoder_warmup_steps", "3", "--per_device_train_batch_size", "8", "--lambda_", "1",
+            "--aux_gradient", "full", *_TRAIN_ONE_STEP]
+    assert main(argv) == 0
+    assert "Decoder warm-up: 3 steps" in capsys.readouterr().out
+    warmed = AuxiliaryDecoder.from_pretrained(workspace["root"] / "zero-out" / "decoder_warmup")
+    assert warmed.config.k == seen["config"]["k"] and warmed.config.n == seen["config"]["n"]
+    saved = warmed.state_dict()
+    # The loss's decoder, as built, is the warmed one: every saved tensor, value for value.
+    shared = [k for k, v in seen["decoder"].items() if k in saved and v.is_floating_point()]
+    assert shared and all(torch.equal(seen["decoder"][k], saved[k]) for k in shared)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--objective", "simcse"], "--decoder_warmup_steps does not apply to --objective simcse"),
+        (["--objective", "informin"], "--decoder_warmup_steps does not apply to --objective informin"),
+        (["--decoder_warmup_learning_rate", "0"], "--decoder_warmup_learning_rate must be positive, got 0"),
+    ],
+)
+def test_decoder_warmup_is_refused_where_it_cannot_apply(workspace, extra, message, capsys, monkeypatch):
+    monkeypatch.chdir(workspace["root"])
+    argv = ["train", "--train_data", "sentences.txt", "--model", "no-such-org/no-such-model",
+            "--decoder_warmup_steps", "2", *extra, *_TRAIN_ONE_STEP]
+    assert main(argv) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_decoder_warmup_zero_steps_is_refused(workspace, capsys, monkeypatch):
+    monkeypatch.chdir(workspace["root"])
+    argv = ["train", "--train_data", "sentences.txt", "--model", "no-such-org/no-such-model",
+            "--decoder_warmup_steps", "0", *_TRAIN_ONE_STEP]
+    assert main(argv) == 2
+    assert "--decoder_warmup_steps must be at least 1, got 0" in capsys.readouterr().err

@@ -97,6 +97,22 @@ EXPECTED = {
         mask_rate=0.15,
         fusion_init="fresh",
     ),
+    # Measured by this package (benchmarks/aux_mechanism.py), not a paper's run.
+    "infocse-minilm-decoder-first": dict(
+        objective="infocse",
+        model="sentence-transformers/all-MiniLM-L6-v2",
+        projection="bn-mlp",
+        learning_rate=3e-5,
+        num_train_epochs=1,
+        max_steps=200,
+        per_device_train_batch_size=64,
+        lambda_=1.0,
+        aux_gradient="full",
+        aux_learning_rate=1e-4,
+        decoder_warmup_steps=150,
+        decoder_warmup_learning_rate=5e-4,
+        eval_steps=50,
+    ),
 }
 PUBLISHED = {
     "simcse-bert-base": {"STS avg": 76.25, "STS-B dev": 82.45},
@@ -104,6 +120,7 @@ PUBLISHED = {
     "infocse-bert-large": {"STS avg": 80.18},
     "informin-bert-base": {"STS avg": 77.30},
     "cmlm-cse-bert-base": {"STS avg": 76.80, "STS-B dev": 83.76},
+    "infocse-minilm-decoder-first": {"STS avg": 77.94, "STS-B dev": 84.98},
 }
 
 
@@ -148,16 +165,20 @@ def parsed(monkeypatch, tmp_path):
 # ------------------------------------------------------------------------------------------------ registry
 
 
-def test_registry_names_the_five_recipes_each_consistent():
+def test_registry_names_every_recipe_each_consistent():
     assert recipe_names() == list(EXPECTED)
     for name, recipe in RECIPES.items():
         assert isinstance(recipe, Recipe) and recipe.name == name
         assert recipe.objective == recipe.flags["--objective"] == EXPECTED[name]["objective"]
         assert recipe.objective in cli_arguments.OBJECTIVES
-        assert recipe.precision == "fp16"  # every released script passes --fp16
         assert set(recipe.origins) == set(recipe.flags) and all(recipe.origins.values())
         assert {p.metric: p.value for p in recipe.published} == PUBLISHED[name]
-        assert all("Table" in p.where for p in recipe.published)
+        if recipe.released:
+            assert recipe.precision == "fp16"  # every released script passes --fp16
+            assert all("Table" in p.where for p in recipe.published)
+        else:  # measured here, in fp32, with the committed result named
+            assert recipe.precision is None
+            assert all("benchmarks/results/" in p.where for p in recipe.published)
         assert recipe_flags(name) == recipe.to_argv()
         assert "--train_data" not in recipe.flags and "--stsb_dev" not in recipe.flags  # the user's (or the hub's)
     with pytest.raises(TypeError):
@@ -186,7 +207,8 @@ def test_recipe_resolves_to_its_sources_arguments(name, parsed, cpu_without_bf16
             assert actual == value, key
     assert args["output_dir"] == f"output/{name}"
     # The released scripts' fp16, settled for this machine (a CPU without native bf16): fp32.
-    assert argv[argv.index("--fp16") + 1] == "true"  # the recipe's, as released, then settled below
+    if RECIPES[name].released:
+        assert argv[argv.index("--fp16") + 1] == "true"  # the recipe's, as released, then settled below
     assert args["fp16"] is False and args["bf16"] is False
     assert args["max_grad_norm"] == 1.0  # the authors' trainers' default, clipped jointly (below)
 

@@ -159,6 +159,18 @@ class LossArguments:
             "choices": ["weighted", "full"],
         },
     )
+    decoder_warmup_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "infocse, cmlm-cse: first train the auxiliary decoder alone for this many steps on the frozen "
+            "model's embeddings of the training texts (written to OUTPUT/decoder_warmup), then train from it; a "
+            "decoder that already reads the sentence embedding (docs: 'Does the auxiliary objective help my "
+            "model?')."
+        },
+    )
+    decoder_warmup_learning_rate: float = field(
+        default=5e-4, metadata={"help": "Learning rate of --decoder_warmup_steps (AdamW, the decoder's own)."}
+    )
     docs: str | None = field(
         default=None,
         metadata={"help": "idc: documents, in any form that `st-infocse mine --docs` reads."},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from st_infocse.cli.arguments import OBJECTIVES, LossArguments
@@ -10,7 +11,7 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
 from st_infocse.losses.registry import get_objective
 
-__all__ = ["build_loss", "check_flags_apply", "learning_rate_mapping", "loss_options"]
+__all__ = ["build_loss", "check_decoder_warmup", "check_flags_apply", "learning_rate_mapping", "loss_options", "warm_up_decoder"]
 
 # Loss flags whose unset value is None, so that a given one can be told from the default.
 _OPTIONAL_FLAGS = ("lambda_", "projection", "k", "n", "mask_rate", "fusion_init", "decoder")
@@ -60,3 +61,51 @@ def learning_rate_mapping(loss, args: LossArguments) -> dict[str, float]:
         raise CLIError("--aux_learning_rate given, but this objective has no auxiliary modules")
     return {r"^(?!model\.)": args.aux_learning_rate}
 
+
+
+def check_decoder_warmup(options: Sequence[str], args: LossArguments, what: str) -> None:
+    """``--decoder_warmup_steps`` needs an objective with a decoder, no ``--decoder`` of its own, and a step count."""
+    steps = args.decoder_warmup_steps
+    if steps is None:
+        return
+    if "decoder" not in options:
+        raise CLIError(f"--decoder_warmup_steps does not apply to {what} (it has no auxiliary decoder)")
+    if args.decoder is not None:
+        raise CLIError("give --decoder (a trained decoder) or --decoder_warmup_steps (train one first), not both")
+    if steps < 1:
+        raise CLIError(f"--decoder_warmup_steps must be at least 1, got {steps}")
+    if not args.decoder_warmup_learning_rate > 0:
+        raise CLIError(f"--decoder_warmup_learning_rate must be positive, got {args.decoder_warmup_learning_rate:g}")
+
+
+def warm_up_decoder(model, texts: Sequence[str], args: LossArguments, objective: str, batch_size: int, seed: int,
+                    output_dir: str | Path) -> str:
+    """Train ``objective``'s auxiliary decoder alone on the frozen ``model`` (as the probe decoder of
+    :func:`~st_infocse.evaluation.train_probe_decoder` is), save it under ``output_dir/decoder_warmup`` and return
+    that folder, for the loss's ``decoder``. The decoder's ``k``, ``n``, mask rate and fusion start are the flags'
+    where given, else the objective's preset for this encoder's depth."""
+    from st_infocse.evaluation import train_probe_decoder
+    from st_infocse.modeling import find_encoder_parts
+
+    preset = get_objective(objective).preset
+    depth = find_encoder_parts(model).depth
+    decoder, curve = train_probe_decoder(
+        model,
+        texts,
+        k=args.k if args.k is not None else preset.k(depth),
+        n=args.n if args.n is not None else preset.n,
+        mask_rate=args.mask_rate if args.mask_rate is not None else preset.mask_rate(depth),
+        steps=args.decoder_warmup_steps,
+        batch_size=batch_size,
+        learning_rate=args.decoder_warmup_learning_rate,
+        seed=seed,
+        fusion_init=args.fusion_init if args.fusion_init is not None else preset.fusion_init,
+        description="Decoder warm-up",
+    )
+    folder = Path(output_dir) / "decoder_warmup"
+    decoder.save_pretrained(folder)
+    last = curve[-min(10, len(curve)):]
+    accuracy = sum(point["accuracy"] for point in last) / len(last)
+    print(f"Decoder warm-up: {len(curve)} steps, MLM accuracy {100 * accuracy:.1f}% over the last {len(last)}; "
+          f"saved to {folder}", flush=True)
+    return str(folder)

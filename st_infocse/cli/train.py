@@ -32,7 +32,13 @@ from st_infocse.cli.inputs import (
     precheck_training,
     text_source,
 )
-from st_infocse.cli.objectives import build_loss, check_flags_apply, learning_rate_mapping
+from st_infocse.cli.objectives import (
+    build_loss,
+    check_decoder_warmup,
+    check_flags_apply,
+    learning_rate_mapping,
+    warm_up_decoder,
+)
 from st_infocse.cli.output import lengths, start_summary, summary
 from st_infocse.cli.recipes import recipe_by_name, start_recipe, take_recipe, with_recipe
 from st_infocse.losses.registry import get_objective
@@ -87,6 +93,9 @@ def cmd_train(argv: Sequence[str]) -> int:
             check_flags_apply((), loss_args, f"--objective idc with --idc_loss {loss_args.idc_loss}")
     else:
         check_flags_apply(get_objective(loss_args.objective).options, loss_args, f"--objective {loss_args.objective}")
+    # IDC mines its own pairs each round: no text corpus to warm a decoder on.
+    warmup_options = () if loss_args.objective == "idc" else get_objective(loss_args.objective).options
+    check_decoder_warmup(warmup_options, loss_args, f"--objective {loss_args.objective}")
     if loss_args.objective == "idc":
         if not loss_args.docs:
             raise CLIError("--objective idc needs --docs (documents to mine pairs from)")
@@ -102,6 +111,10 @@ def cmd_train(argv: Sequence[str]) -> int:
     start = time.time()
     if dataset is None:
         return _train_idc(model, own_length, documents, loss_args, training_args, evaluator, start)
+    if loss_args.decoder_warmup_steps is not None:
+        loss_args.decoder = warm_up_decoder(model, dataset["text"], loss_args, loss_args.objective,
+                                            training_args.per_device_train_batch_size, training_args.seed,
+                                            training_args.output_dir)
     loss = build_loss(model, loss_args)
     if not training_args.learning_rate_mapping:
         training_args.learning_rate_mapping = learning_rate_mapping(loss, loss_args)

@@ -261,6 +261,7 @@ def train_probe_decoder(
     seed: int = 0,
     fusion_init: str = "fresh",
     show_progress_bar: bool = True,
+    description: str = "Probe decoder",
 ) -> tuple[AuxiliaryDecoder, list[dict[str, float]]]:
     """Train an auxiliary decoder to read ``model``'s frozen embeddings, to score models with one fixed decoder.
 
@@ -281,6 +282,7 @@ def train_probe_decoder(
         seed: seeds the fusion layers' initialisation, the masks and the batch order.
         fusion_init: ``"fresh"`` or ``"copy"`` (see :meth:`AuxiliaryDecoder.from_encoder`).
         show_progress_bar: show a progress bar over the steps.
+        description: the progress bar's label.
 
     Example:
         ::
@@ -312,7 +314,7 @@ def train_probe_decoder(
     curve: list[dict[str, float]] = []
     cursor = 0
     try:
-        for step in tqdm(range(1, steps + 1), desc="Probe decoder", disable=not show_progress_bar):
+        for step in tqdm(range(1, steps + 1), desc=description, disable=not show_progress_bar):
             batch = []
             while len(batch) < batch_size:
                 batch.append(sentences[order[cursor % len(order)]])

@@ -36,3 +36,17 @@ def test_empty_text_file_gives_a_string_column(tmp_path):
     assert read_text_file(tmp_path / "empty.txt").features["text"] == Value("string")
     (tmp_path / "lines.txt.gz").write_bytes(gzip.compress(b"a cat\n\nthe dog\n"))
     assert read_text_file(tmp_path / "lines.txt.gz")["text"] == ["a cat", "", "the dog"]
+
+
+def test_a_hub_dataset_that_cannot_be_reached_is_one_line(monkeypatch):
+    """Offline (as the tests run), the default wiki1m or any hub id is an InputError naming the fix, not a traceback."""
+    import pytest
+
+    from st_infocse.files import InputError
+    from st_infocse.training.texts import load_texts
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for source in ("hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt", "someorg/somedata"):
+        with pytest.raises(InputError, match=r"from the Hugging Face hub \(\w+\); offline\? pass --train_data") as info:
+            load_texts(source)
+        assert "\n" not in str(info.value)
