@@ -287,10 +287,6 @@ class EncoderParts:
     def name_or_path(self) -> str:
         return getattr(self.hf_model, "name_or_path", "") or getattr(self.config, "_name_or_path", "")
 
-    def run_layers(self, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor):
-        """Run some of this encoder's layers on hidden states, as the encoder's own forward would."""
-        return self.family.run(self.hf_model, layers, hidden_states, attention_mask)
-
 
 def get_submodule(module: nn.Module, path: str) -> nn.Module:
     for name in path.split("."):

@@ -69,7 +69,7 @@ def test_command_line_help_and_recipes_read_the_registry():
         assert f"{name} {preset.describe_mask_rate()}" in helps["mask_rate"]
     for recipe in RECIPES.values():
         objective = OBJECTIVES[recipe.objective]
-        if objective.lambda_ is not None:
+        if objective.lambda_ is not None and recipe.released:  # a measured recipe sets its own weight
             assert recipe.flags["--lambda"] == flag_value(objective.lambda_)
 
 

@@ -44,7 +44,7 @@ def test_family_layers_are_found_and_run_as_the_encoder_runs_them(make_family_mo
     features = _features(model)
     with torch.no_grad():
         kth, out = _layer_output(parts, K - 1, model, features)
-        upper = parts.run_layers(parts.layers[K:], kth, features["attention_mask"])
+        upper = parts.family.run(parts.hf_model, parts.layers[K:], kth, features["attention_mask"])
         if parts.output_norm is not None:
             upper = parts.output_norm(upper)
     real = features["attention_mask"].bool()
