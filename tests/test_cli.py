@@ -829,3 +829,31 @@ def test_decoder_warmup_zero_steps_is_refused(workspace, capsys, monkeypatch):
             "--decoder_warmup_steps", "0", *_TRAIN_ONE_STEP]
     assert main(argv) == 2
     assert "--decoder_warmup_steps must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_the_same_seed_builds_the_same_loss(workspace, monkeypatch):
+    """--seed fixes the loss's fresh modules too (fusion layers, MLM head, projection), which are built before the
+    trainer seeds: two runs with one seed start from the same weights, another seed from others."""
+    import torch
+
+    import st_infocse.cli.train as cli_train
+
+    monkeypatch.chdir(workspace["root"])
+    starts = []
+    real_build_loss = cli_train.build_loss
+
+    def spy(model, args, objective=None):
+        loss = real_build_loss(model, args, objective)
+        starts.append({k: v.detach().clone() for k, v in loss.state_dict().items() if not k.startswith("model.")})
+        return loss
+
+    monkeypatch.setattr(cli_train, "build_loss", spy)
+    for seed in ("7", "7", "8"):
+        argv = ["train", "--objective", "infocse", "--train_data", "sentences.txt", "--model", str(workspace["model"]),
+                "--seed", seed, *_TRAIN_ONE_STEP]
+        torch.manual_seed(int(seed) * 1000 + len(starts))  # whatever the global state was before the command
+        assert main(argv) == 0
+    first, again, other = starts
+    floats = [k for k, v in first.items() if v.is_floating_point() and "running" not in k]
+    assert floats and all(torch.equal(first[k], again[k]) for k in floats)
+    assert any(not torch.equal(first[k], other[k]) for k in floats)

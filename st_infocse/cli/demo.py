@@ -128,12 +128,14 @@ def cmd_demo(argv: Sequence[str]) -> int:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
+    from transformers import set_seed
 
     from st_infocse import losses
     from st_infocse.data import demo_sentences, demo_stsb_dev
     from st_infocse.evaluation import stsb_dev_evaluator
     from st_infocse.training import PaperTrainingArguments, build_trainer
 
+    set_seed(args.seed)  # before the loss's fresh modules are initialised, as train does (cli/inputs.load_model)
     # Loaded as a Sentence Transformer so that its own max length (256 for MiniLM, from sentence_bert_config.json)
     # is known; a bare Transformer would report the config's 512 positions instead.
     base = SentenceTransformer(str(model_path))

@@ -107,7 +107,7 @@ def cmd_train(argv: Sequence[str]) -> int:
     finish_training_args(training_args, evaluator)
     if dataset is not None:
         check_planned_steps(len(dataset), training_args)
-    model, own_length = load_model(model_args)
+    model, own_length = load_model(model_args, training_args.seed)
     start = time.time()
     if dataset is None:
         return _train_idc(model, own_length, documents, loss_args, training_args, evaluator, start)
