@@ -105,9 +105,10 @@ def precheck_training(argv: Sequence[str], command: str) -> None:
 def load_model(args: ModelArguments, seed: int | None = None):
     """The model of ``args`` and the maximum length it had of its own (see :func:`st_infocse.training.load_model`).
 
-    Given ``seed``, seeds Python, NumPy and torch with it first, as the authors' scripts do before building the model, so that
-    what is initialised fresh after it (a new pooling or MLM head, the loss's projection, fusion layers and MLM head)
-    is the same at every run with the same ``--seed``; the trainer seeds again only when it is built, after the loss.
+    Given ``seed``, seeds Python, NumPy and torch with it first, as the authors' scripts do before building the
+    model, so that what is initialised fresh after it (a new pooling or MLM head, the loss's projection, fusion
+    layers and MLM head) is the same at every run with the same ``--seed``; the trainer seeds again only when it is
+    built, after the loss.
     """
     from transformers import set_seed
 

@@ -11,7 +11,14 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
 from st_infocse.losses.registry import get_objective
 
-__all__ = ["build_loss", "check_decoder_warmup", "check_flags_apply", "learning_rate_mapping", "loss_options", "warm_up_decoder"]
+__all__ = [
+    "build_loss",
+    "check_decoder_warmup",
+    "check_flags_apply",
+    "learning_rate_mapping",
+    "loss_options",
+    "warm_up_decoder",
+]
 
 # Loss flags whose unset value is None, so that a given one can be told from the default.
 _OPTIONAL_FLAGS = ("lambda_", "projection", "k", "n", "mask_rate", "fusion_init", "decoder")
@@ -60,7 +67,6 @@ def learning_rate_mapping(loss, args: LossArguments) -> dict[str, float]:
     if not names:
         raise CLIError("--aux_learning_rate given, but this objective has no auxiliary modules")
     return {r"^(?!model\.)": args.aux_learning_rate}
-
 
 
 def check_decoder_warmup(options: Sequence[str], args: LossArguments, what: str) -> None:

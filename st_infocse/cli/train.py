@@ -86,17 +86,16 @@ def cmd_train(argv: Sequence[str]) -> int:
     if loss_args.objective not in OBJECTIVES:
         raise CLIError(f"unknown objective {loss_args.objective!r}; choose one of {', '.join(OBJECTIVES)}")
     check_step_counts(training_args.max_steps, training_args.num_train_epochs)
-    if loss_args.objective == "idc":
-        if loss_args.idc_loss == "infocse":
-            check_flags_apply(get_objective("infocse").options, loss_args, "--idc_loss infocse")
-        else:
-            check_flags_apply((), loss_args, f"--objective idc with --idc_loss {loss_args.idc_loss}")
+    idc = loss_args.objective == "idc"
+    if idc:  # the pair loss takes the loss flags: InfoCSE's, or none for MultipleNegativesRankingLoss
+        options = get_objective("infocse").options if loss_args.idc_loss == "infocse" else ()
+        what = f"--objective idc with --idc_loss {loss_args.idc_loss}"
     else:
-        check_flags_apply(get_objective(loss_args.objective).options, loss_args, f"--objective {loss_args.objective}")
+        options, what = get_objective(loss_args.objective).options, f"--objective {loss_args.objective}"
+    check_flags_apply(options, loss_args, what)
     # IDC mines its own pairs each round: no text corpus to warm a decoder on.
-    warmup_options = () if loss_args.objective == "idc" else get_objective(loss_args.objective).options
-    check_decoder_warmup(warmup_options, loss_args, f"--objective {loss_args.objective}")
-    if loss_args.objective == "idc":
+    check_decoder_warmup(() if idc else options, loss_args, what)
+    if idc:
         if not loss_args.docs:
             raise CLIError("--objective idc needs --docs (documents to mine pairs from)")
         documents = load_documents(loss_args.docs)

@@ -332,7 +332,7 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
     except Exception as exc:  # noqa: BLE001 - datasets wraps a bad file in several exception types
         if type(exc).__module__.startswith(("datasets", "pyarrow")):
             raise dataset_error(source, exc) from exc
-        if not path.exists() and (isinstance(exc, (ConnectionError, OSError))
+        if not path.exists() and (isinstance(exc, OSError)  # ConnectionError included
                                   or type(exc).__module__.startswith(("huggingface_hub", "requests", "httpx"))):
             raise InputError(
                 f"cannot load training data {source!r} from the Hugging Face hub ({type(exc).__name__}); offline? "
