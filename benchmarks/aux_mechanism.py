@@ -3,6 +3,7 @@
     HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py run --workers 6    # one queue, several processes
     HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py report             # JSON, markdown, PNGs, README block
     HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py restore            # a new checkout: committed rows to the cache
+    HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py plot               # the PNGs again, from the committed JSON
 
 The setting of ``benchmarks/long_budget.py`` (all-MiniLM-L6-v2 with CLS pooling, 200 steps of 64 Wikipedia sentences,
 max length 32, lr 3e-5 with linear decay, joint gradient clipping at 1.0, STS-B dev and the h-shuffle diagnostic
@@ -51,7 +52,7 @@ from sentence_transformers.sentence_transformer.modules import Pooling
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from long_budget import HELD_OUT, PROBE_SENTENCES, _at, _mean_std, _welch  # noqa: E402
 from long_budget import Bench as LongBudgetBench  # noqa: E402
-from quality import SHARED, minilm_path  # noqa: E402
+from quality import FIGURE_DPI, FIGURE_STYLE, FIGURE_WIDTH, SHARED, minilm_path  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import (  # noqa: E402
@@ -497,64 +498,71 @@ def plot(done: dict[str, dict[str, Any]], gain_png: Path, stage1_png: Path) -> N
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
-    figure, axes = plt.subplots(1, 3, figsize=(18, 5))
-    groups = (("decoder", axes[0], "own decoder's gain, lambda 1e-5: decoder settings"),
-              ("weight", axes[1], "own decoder's gain: lambda sweep (decoder alone first, full grad.)"))
-    cmap = plt.get_cmap("tab10")
-    for group, axis, title in groups:
-        extra = {"decoder": "infocse", "weight": "infocse-probe-full-auxlr1e-4"}[group]
-        names = [n for n, s in SETTINGS.items() if s.group == group or n == extra]
-        for index, name in enumerate(names):
-            runs = [d for d in done.values() if d.get("setting") == name]
-            for run in runs:
-                points = [(p["step"], p["eval_live_information_gain"]) for p in run["curve"]
-                          if "eval_live_information_gain" in p]
+    # One colour per setting in all three panels, and one legend below them.
+    present = [n for n in SETTINGS if any(d.get("setting") == n for d in done.values())]
+    cmap = plt.get_cmap("tab10" if len(present) <= 10 else "tab20")
+    colour = {name: cmap(index % cmap.N) for index, name in enumerate(present)}
+    drawn: list[str] = []
+    with plt.rc_context(FIGURE_STYLE):
+        figure, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH, 5.6), sharex=True)
+        groups = (("decoder", axes[0], "own decoder's gain (nats):\ndecoder settings, lambda 1e-5"),
+                  ("weight", axes[1], "own decoder's gain (nats):\nlambda (decoder alone first)"))
+        for group, axis, title in groups:
+            extra = {"decoder": "infocse", "weight": "infocse-probe-full-auxlr1e-4"}[group]
+            for name in (n for n, s in SETTINGS.items() if s.group == group or n == extra):
+                for run in (d for d in done.values() if d.get("setting") == name):
+                    points = [(p["step"], p["eval_live_information_gain"]) for p in run["curve"]
+                              if "eval_live_information_gain" in p]
+                    if points:
+                        axis.plot(*zip(*points, strict=True), color=colour[name], marker="o", ms=3, alpha=0.8)
+                        drawn += [name] if name not in drawn else []
+            if "probe" in done:
+                axis.axhline(done["probe"]["untrained_model"]["probe_information_gain"], color="k", ls=":")
+            axis.set(title=title, xlabel="step")
+        compared = [n for n, s in SETTINGS.items() if s.group in ("table", "weight") or n == "infocse-probe-full-auxlr1e-4"]
+        for name in compared:
+            for run in (d for d in done.values() if d.get("setting") == name):
+                points = [(p["step"], 100 * p["eval_sts-dev_spearman_cosine"]) for p in run["curve"]
+                          if "eval_sts-dev_spearman_cosine" in p]
                 if points:
-                    axis.plot(*zip(*points, strict=True), color=cmap(index % 10), marker="o", ms=2, alpha=0.8,
-                              label=name if run is runs[0] else None)
-        if "probe" in done:
-            axis.axhline(done["probe"]["untrained_model"]["probe_information_gain"], color="k", ls=":",
-                         label="probe decoder on the untrained model")
-        axis.set(title=title, xlabel="step", ylabel="nats / masked token")
-        if axis.get_legend_handles_labels()[0]:
-            axis.legend(fontsize=6)
-        axis.grid(alpha=0.3)
-    compared = [n for n, s in SETTINGS.items() if s.group in ("table", "weight") or n == "infocse-probe-full-auxlr1e-4"]
-    for index, name in enumerate(compared):
-        runs = [d for d in done.values() if d.get("setting") == name]
-        for run in runs:
-            points = [(p["step"], 100 * p["eval_sts-dev_spearman_cosine"]) for p in run["curve"]
-                      if "eval_sts-dev_spearman_cosine" in p]
-            axes[2].plot(*zip(*points, strict=True), color=cmap(index % 10), alpha=0.7,
-                         label=name if run is runs[0] else None)
-    axes[2].set(title="STS-B dev during training (x100, length 32)", xlabel="step")
-    if axes[2].get_legend_handles_labels()[0]:
-        axes[2].legend(fontsize=6)
-    axes[2].grid(alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(gain_png, dpi=110)
-    plt.close(figure)
-
-    if "stage1" in done:
-        figure, axes = plt.subplots(1, 2, figsize=(11, 4))
-        curve = done["stage1"]["curve"]
-        points = [(p["step"], 100 * p["eval_stage1_accuracy"]) for p in curve if "eval_stage1_accuracy" in p]
-        axes[0].plot(*zip(*points, strict=True), marker="o", ms=2, label="stage 1: held-out auxiliary MLM accuracy")
-        if "probe" in done:
-            probe = done["probe"]["curve"]
-            axes[0].plot([p["step"] for p in probe], [100 * p["accuracy"] for p in probe], alpha=0.6,
-                         label="probe decoder (trained alone): training accuracy")
-        gains = [(p["step"], p["eval_stage1_information_gain"]) for p in curve if "eval_stage1_information_gain" in p]
-        axes[1].plot(*zip(*gains, strict=True), marker="o", ms=2, label="stage-1 decoder")
-        axes[0].set(title="Auxiliary MLM accuracy (%)", xlabel="step")
-        axes[1].set(title="stage-1 decoder: h-shuffle gain (nats)", xlabel="step")
+                    axes[2].plot(*zip(*points, strict=True), color=colour[name], alpha=0.7)
+                    drawn += [name] if name not in drawn else []
+        axes[2].set(title="STS-B dev during training\n(x100, length 32)", xlabel="step")
         for axis in axes:
-            axis.legend(fontsize=7)
             axis.grid(alpha=0.3)
-        figure.tight_layout()
-        figure.savefig(stage1_png, dpi=110)
+            axis.xaxis.set_major_locator(MaxNLocator(4, steps=[1, 2, 2.5, 5, 10], integer=True))
+        handles = [Line2D([], [], color=colour[name], marker="o", ms=4, label=name) for name in present
+                   if name in drawn]
+        if "probe" in done:
+            handles.append(Line2D([], [], color="k", ls=":", label="probe decoder, untrained model"))
+        if handles:
+            figure.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
+        figure.savefig(gain_png, dpi=FIGURE_DPI)
         plt.close(figure)
+
+        if "stage1" in done:
+            figure, axes = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 4.2))
+            curve = done["stage1"]["curve"]
+            points = [(p["step"], 100 * p["eval_stage1_accuracy"]) for p in curve if "eval_stage1_accuracy" in p]
+            axes[0].plot(*zip(*points, strict=True), marker="o", ms=3,
+                         label="stage 1: held-out\nauxiliary MLM accuracy")
+            if "probe" in done:
+                probe = done["probe"]["curve"]
+                axes[0].plot([p["step"] for p in probe], [100 * p["accuracy"] for p in probe], alpha=0.6,
+                             label="probe decoder (trained\nalone): training accuracy")
+            gains = [(p["step"], p["eval_stage1_information_gain"]) for p in curve
+                     if "eval_stage1_information_gain" in p]
+            axes[1].plot(*zip(*gains, strict=True), marker="o", ms=3, label="stage-1 decoder")
+            axes[0].set(title="Auxiliary MLM accuracy (%)", xlabel="step")
+            axes[1].set(title="stage-1 decoder: h-shuffle gain (nats)", xlabel="step")
+            for axis in axes:
+                axis.legend(loc="lower right")
+                axis.grid(alpha=0.3)
+            figure.savefig(stage1_png, dpi=FIGURE_DPI)
+            plt.close(figure)
 
 
 def restore(cfg: Config, stem: str) -> int:
@@ -600,8 +608,9 @@ def update_readme(markdown: str, stem: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", choices=["run", "report", "restore"],
-                        help="run the queue; report the finished jobs; restore committed rows into the cache")
+    parser.add_argument("part", choices=["run", "report", "restore", "plot"],
+                        help="run the queue; report the finished jobs; restore committed rows into the cache; plot: "
+                        "the PNGs again from the committed results/<stem>.json (no data, no training)")
     parser.add_argument("--workers", type=int, default=1, help="processes sharing the queue")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--stage1-steps", type=int, default=2000)
@@ -628,6 +637,10 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=REPO / "benchmarks/work/aux_mechanism")
     parser.add_argument("--stem", default="aux_mechanism", help="name of the result files and README block")
     ns = parser.parse_args()
+    if ns.part == "plot":
+        plot(json.loads((RESULTS / f"{ns.stem}.json").read_text())["jobs"], RESULTS / f"{ns.stem}_gain.png",
+             RESULTS / f"{ns.stem}_stage1.png")
+        return
     cfg = Config(**{k: v for k, v in vars(ns).items() if k not in ("part", "workers", "stem")})
     cfg.work_dir.mkdir(parents=True, exist_ok=True)
     if ns.part == "run":

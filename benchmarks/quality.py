@@ -19,6 +19,7 @@ max length 32, lr 3e-5, one seed per run. Parts:
   CMLM-CSE, InforMin, InfoCSE + InforMin, IDC with MNRL and with InfoCSE, TSDAE (seed 0; SimCSE and InfoCSE
   with three seeds).
 - ``report``: ``benchmarks/results/quality.json``, ``quality.md`` and PNG plots from the runs present.
+- ``plot``: the PNG plots again from the committed ``benchmarks/results/quality.json`` (no data, no training).
 
 Finished runs are cached as JSON under ``--work-dir`` and skipped when the command is repeated, so parts can run in
 separate processes and an interrupted benchmark resumes. Evaluation uses max length ``--eval-max-length`` (128).
@@ -62,6 +63,11 @@ from st_infocse.training import AuxiliaryStateCallback
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
 RESULTS = REPO / "benchmarks" / "results"
+# The PNGs are shown at the documentation's column width (about 750 px): drawn 10 inches wide at 150 dpi, a point
+# of font size is then about a pixel on the page, so these sizes read like the page's small print.
+FIGURE_WIDTH, FIGURE_DPI = 10.0, 150
+FIGURE_STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xtick.labelsize": 11,
+                "ytick.labelsize": 11, "legend.fontsize": 11, "figure.constrained_layout.use": True}
 MINILM_DEPTH = 6
 
 
@@ -655,38 +661,39 @@ def plot(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
 
     table = runs.get("table", {})
     names = [n for n in TABLE_ORDER if n in table and table[n][0]["sts_avg"] is not None]
-    if names:
-        means = [statistics.fmean(r["sts_avg"] for r in table[n]) for n in names]
-        fig, ax = plt.subplots(figsize=(9, 4))
-        ax.bar(range(len(names)), means, color="#4a7ab5")
-        for i, n in enumerate(names):
-            ax.scatter([i] * len(table[n]), [r["sts_avg"] for r in table[n]], color="black", s=8, zorder=3)
-        ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
-        ax.set_ylim(min(means) - 2, max(means) + 1)
-        ax.set_ylabel("STS avg (Spearman x100)")
-        ax.set_title("STS average per objective (dots: seeds)")
-        fig.tight_layout()
-        fig.savefig(RESULTS / "quality_sts_avg.png", dpi=120)
+    with plt.rc_context(FIGURE_STYLE):
+        if names:
+            means = [statistics.fmean(r["sts_avg"] for r in table[n]) for n in names]
+            fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 4.6))
+            ax.bar(range(len(names)), means, color="#4a7ab5")
+            for i, n in enumerate(names):
+                ax.scatter([i] * len(table[n]), [r["sts_avg"] for r in table[n]], color="black", s=12, zorder=3)
+            ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
+            ax.set_ylim(min(means) - 2, max(means) + 1)
+            ax.set_ylabel("STS avg (Spearman x100)")
+            ax.set_title("STS average per objective (dots: seeds)")
+            fig.savefig(RESULTS / "quality_sts_avg.png", dpi=FIGURE_DPI)
+            plt.close(fig)
+        fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 4.6))
+        colors = plt.get_cmap("tab20").colors  # more rows than the default ten-colour cycle
+        for i, name in enumerate(n for n in names if table[n][0]["log_history"]):
+            history = table[name][0]["log_history"]
+            ax.plot([h["step"] for h in history], [h["loss"] for h in history], label=name, color=colors[i % 20],
+                    linestyle="-" if i % 2 == 0 else "--", linewidth=1.8)
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss (sum of terms)")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            fig.legend(loc="outside right center")  # constrained layout keeps it out of the axes
+        ax.set_title("Training loss, seed 0")
+        fig.savefig(RESULTS / "quality_loss_curves.png", dpi=FIGURE_DPI)
         plt.close(fig)
-    fig, ax = plt.subplots(figsize=(9, 4))
-    colors = plt.get_cmap("tab20").colors  # more rows than the default ten-colour cycle
-    for i, name in enumerate(n for n in names if table[n][0]["log_history"]):
-        history = table[name][0]["log_history"]
-        ax.plot([h["step"] for h in history], [h["loss"] for h in history], label=name, color=colors[i % 20],
-                linestyle="-" if i % 2 == 0 else "--")
-    ax.set_xlabel("step")
-    ax.set_ylabel("training loss (sum of terms)")
-    ax.set_yscale("log")
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    ax.set_title("Training loss, seed 0")
-    fig.tight_layout()
-    fig.savefig(RESULTS / "quality_loss_curves.png", dpi=120)
-    plt.close(fig)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("parts", nargs="+", choices=["sweep", "table", "seeds", "domain", "report", "all"])
+    parser.add_argument("parts", nargs="+", choices=["sweep", "table", "seeds", "domain", "report", "all", "plot"])
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--stage1-steps", type=int, default=40)
     parser.add_argument("--batch-size", type=int, default=64)
@@ -702,6 +709,9 @@ def main() -> None:
     parser.add_argument("--beir", type=Path, default=SHARED / "beir")
     parser.add_argument("--work-dir", type=Path, default=REPO / "benchmarks/work/quality")
     args = parser.parse_args()
+    if args.parts == ["plot"]:  # redraw the PNGs from the committed results, without the data or any training
+        plot(json.loads((RESULTS / "quality.json").read_text())["runs"])
+        return
     torch.set_num_threads(args.threads)
     for path in (args.sentences, args.docs, args.senteval, args.beir):
         if not path.exists():

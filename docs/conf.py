@@ -59,6 +59,7 @@ mathjax_path = "mathjax/tex-svg.js"
 html_theme = "furo"
 html_title = f"st-infocse {release}"
 html_static_path = ["_static"]
+html_css_files = ["st-infocse.css"]  # wide tables and code blocks at the column width (docs/_static)
 html_theme_options = {"navigation_with_keys": True}
 html_show_sourcelink = False
 smartquotes = False  # keep "--flag" and quotes as typed, in tables too

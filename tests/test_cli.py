@@ -115,7 +115,9 @@ def test_pretrain_aux_then_train_infocse_with_dev_selection(workspace, capsys):
     )
     assert code == 0
     out = capsys.readouterr().out
-    assert "best STS-B dev" in out
+    assert re.search(r"STS-B dev +\d+\.\d\d -> \d+\.\d\d", out), out
+    assert re.search(r"saved +the (best checkpoint, step [12] |starting model|model at the last step)", out), out
+    assert "kept the model's modules: Transformer, Pooling(cls)" in out  # stage 1 saved a CLS-pooled model
     card = (root / "out" / "README.md").read_text()
     assert "InfoCSELoss" in card and '"lambda_": 0.1' in card and "wu2022infocse" in card
     assert SentenceTransformer(str(root / "out"), device="cpu").encode(["a cat"]).shape == (1, 32)

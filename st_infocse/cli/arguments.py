@@ -34,10 +34,14 @@ class ModelArguments:
         default="bert-base-uncased",
         metadata={"help": "Hub id or local folder of a Hugging Face or Sentence Transformer model."},
     )
-    pooling: str = field(
-        default="cls",
+    pooling: str | None = field(
+        default=None,
         metadata={
-            "help": "Pooling on top of the encoder: cls (SimCSE's cls_before_pooler), mean, max, or 'model' to keep the model's own modules."
+            "help": "Default: a saved Sentence Transformer keeps its own modules (Pooling, Dense, Normalize, ...); a "
+            "plain Hugging Face encoder is pooled with cls (the papers' setting, SimCSE's cls_before_pooler). cls, "
+            "mean or max replaces only the Pooling module of a saved Sentence Transformer; 'model' keeps the "
+            "modules sentence-transformers loads.",
+            "choices": ["cls", "mean", "max", "model"],
         },
     )
     max_seq_length: int = field(
@@ -52,11 +56,8 @@ class ModelArguments:
 
 @dataclass
 class SavedModelArguments(ModelArguments):
-    """For commands that use a trained model as it is: its own pooling and length unless told otherwise."""
+    """For commands that use a trained model as it is: its own modules and length unless told otherwise."""
 
-    pooling: str = field(
-        default="model", metadata={"help": "'model' keeps the saved modules; cls, mean or max re-pools the encoder."}
-    )
     max_seq_length: int | None = field(
         default=None, metadata={"help": "Maximum tokens per sentence (default: the model's)."}
     )
@@ -78,10 +79,49 @@ class DataArguments:
         default=None, metadata={"help": "Column holding the text (default: 'text' or the only string column)."}
     )
     max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training texts."})
+    split_sentences: bool = field(
+        default=False,
+        metadata={
+            "help": "Split each training text into sentences first (the splitter IDC mining uses), so that long "
+            "texts such as whole abstracts are not cut at --max_seq_length."
+        },
+    )
     stsb_dev: str = field(
         default="hub",
         metadata={
             "help": "STS-B dev for checkpoint selection: 'hub', 'demo' (the 1,500 pairs shipped with the package), a SentEval data/downstream folder, a sentence1/sentence2/score file, or 'none'."
+        },
+    )
+
+
+@dataclass
+class RunEvaluationArguments:
+    _argument_group_name = "measuring the run (start -> end) and the model handed back"
+
+    eval_retrieval: str | None = field(
+        default=None,
+        metadata={
+            "help": "Your own retrieval set, a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): "
+            "nDCG@10 and Recall@100 before, during and after training; it chooses the checkpoint unless "
+            "--metric_for_best_model says otherwise.",
+            "metavar": "DIR",
+        },
+    )
+    eval_retrieval_split: str | None = field(
+        default=None, metadata={"help": "Its qrels split (default: dev, else test)."}
+    )
+    eval_retrieval_max_corpus: int | None = field(
+        default=10_000,
+        metadata={
+            "help": "Larger corpora are sub-sampled to every judged document plus a --seed sample of the rest, up "
+            "to this many documents (0: the whole corpus)."
+        },
+    )
+    keep_start_if_better: bool = field(
+        default=True,
+        metadata={
+            "help": "With an evaluator, hand back the model as given when no checkpoint and not the end beat it on "
+            "the checkpoint metric."
         },
     )
 
@@ -258,8 +298,8 @@ NO_EVALUATION = ["--eval_strategy", "no", "--load_best_model_at_end", "false"]
 def parse(dataclass_types: Sequence[type], argv: Sequence[str], prog: str, evaluates: bool = True) -> tuple[Any, ...]:
     """Parse flags into the dataclasses; ``--config FILE`` (JSON/YAML) is expanded first so later flags win.
 
-    Without STS-B dev evaluation (``evaluates=False`` or ``--stsb_dev none``) the best-checkpoint defaults are
-    switched off before the training arguments validate themselves.
+    Without evaluation (``evaluates=False``, or ``--stsb_dev none`` without ``--eval_retrieval``) the best-checkpoint
+    defaults are switched off before the training arguments validate themselves.
     """
     from transformers import HfArgumentParser
 
@@ -270,7 +310,8 @@ def parse(dataclass_types: Sequence[type], argv: Sequence[str], prog: str, evalu
         usage=f"{prog} [flags]   (--config FILE: JSON or YAML with any of these flags)",
     )
     argv = expand_config(argv)
-    if not evaluates or given_value(argv, "--stsb_dev", "hub").lower() == "none":
+    no_dev = given_value(argv, "--stsb_dev", "hub").lower() == "none"
+    if not evaluates or (no_dev and given_value(argv, "--eval_retrieval", None) is None):
         argv = NO_EVALUATION + argv
     return tuple(parser.parse_args_into_dataclasses(args=argv))
 

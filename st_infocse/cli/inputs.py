@@ -19,6 +19,7 @@ from st_infocse.cli.arguments import (
     LossArguments,
     ModelArguments,
     asks_for_help,
+    flag_names,
     given_value,
 )
 from st_infocse.cli.errors import CLIError
@@ -27,12 +28,14 @@ from st_infocse.mining.documents import check_documents
 from st_infocse.training.texts import check_text_source
 
 __all__ = [
+    "check_idc_flags",
     "check_model_source",
+    "check_output_dir",
     "check_planned_steps",
     "check_step_counts",
     "dev_evaluator",
     "finish_training_args",
-    "load_model",
+    "model_from_args",
     "planned_steps",
     "precheck_training",
     "text_source",
@@ -53,8 +56,17 @@ def check_model_source(source: str) -> None:
         raise CLIError(f"model not found: {source}")
 
 
+def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None:
+    """A folder to write into: an existing file there would fail only after the model loaded (or the evaluation ran)."""
+    if output_dir and Path(output_dir).expanduser().is_file():
+        raise CLIError(f"{flag}: {output_dir} is a file, not a folder")
+
+
 def check_step_counts(max_steps: float, epochs: float) -> None:
-    """transformers trains ``max_steps`` when it is 0 or more (so 0 trains nothing) and epochs only when it is -1."""
+    """transformers trains ``max_steps`` when it is 0 or more (so 0 trains nothing) and epochs only when it is
+    negative, so ``-5`` would silently mean "epochs": only -1 is that setting's spelling."""
+    if max_steps < 0 and max_steps != -1:
+        raise CLIError(f"--max_steps must be a positive number of steps, or -1 to train --num_train_epochs; got {max_steps:g}")
     if max_steps == 0 or (max_steps < 0 and epochs <= 0):
         raise CLIError(
             f"--max_steps {max_steps:g} with --num_train_epochs {epochs:g} makes no optimizer step: "
@@ -68,6 +80,32 @@ def _is_number(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+# Trainer flags with no meaning inside a round: the rounds evaluate and keep the best round themselves.
+IDC_REFUSED_TRAINER_FLAGS = (
+    "eval_strategy",
+    "eval_steps",
+    "eval_delay",
+    "load_best_model_at_end",
+    "metric_for_best_model",
+    "greater_is_better",
+    "resume_from_checkpoint",
+)
+# Flags of other sections that IDC does not read: it trains on pairs mined from --docs.
+IDC_REFUSED_FLAGS = ("train_data", "text_column", "max_train_samples", "split_sentences", "keep_start_if_better")
+
+
+def check_idc_flags(argv: Sequence[str]) -> None:
+    """Refuse, before the model loads, a flag that cannot apply to IDC's rounds (it would be dropped unused)."""
+    given = flag_names(argv)
+    refused = [f"--{name}" for name in IDC_REFUSED_TRAINER_FLAGS + IDC_REFUSED_FLAGS if name in given]
+    if refused:
+        raise CLIError(
+            f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective idc: its rounds "
+            "train on pairs mined from --docs, evaluate after each round and keep the best round, the model as "
+            "given included"
+        )
 
 
 def precheck_training(argv: Sequence[str], command: str) -> None:
@@ -85,6 +123,10 @@ def precheck_training(argv: Sequence[str], command: str) -> None:
     if all(_is_number(value) for value in steps):  # anything else is the argument parser's to report
         check_step_counts(*(float(value) for value in steps))
     check_model_source(given_value(argv, "--model", ModelArguments.model))
+    check_output_dir(given_value(argv, "--output_dir", None))
+    retrieval = given_value(argv, "--eval_retrieval", None)
+    if retrieval and not Path(retrieval).expanduser().is_dir():
+        raise CLIError(f"--eval_retrieval: no folder at {retrieval} (a BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/)")
     decoder = given_value(argv, "--decoder", None)
     if decoder and not Path(decoder).expanduser().exists():
         raise CLIError(f"--decoder: not found: {decoder}")
@@ -93,6 +135,7 @@ def precheck_training(argv: Sequence[str], command: str) -> None:
     if command == "train" and stsb_dev.lower() not in known and not Path(stsb_dev).expanduser().exists():
         raise CLIError(f"STS-B dev data not found: {stsb_dev}")
     if objective == "idc":
+        check_idc_flags(argv)
         docs = given_value(argv, "--docs", None)
         if not docs:
             raise CLIError("--objective idc needs --docs (documents to mine pairs from)")
@@ -102,8 +145,9 @@ def precheck_training(argv: Sequence[str], command: str) -> None:
         check_text_source(train_data, given_value(argv, "--text_column", None))
 
 
-def load_model(args: ModelArguments, seed: int | None = None):
-    """The model of ``args`` and the maximum length it had of its own (see :func:`st_infocse.training.load_model`).
+def model_from_args(args: ModelArguments, seed: int | None = None):
+    """The model the flags name, by the package's one loading rule (:func:`st_infocse.training.load_model`), as a
+    :class:`~st_infocse.training.builder.LoadedModel`.
 
     Given ``seed``, seeds Python, NumPy and torch with it first, as the authors' scripts do before building the
     model, so that what is initialised fresh after it (a new pooling or MLM head, the loss's projection, fusion
@@ -112,11 +156,11 @@ def load_model(args: ModelArguments, seed: int | None = None):
     """
     from transformers import set_seed
 
-    from st_infocse.training.builder import load_model as load
+    from st_infocse.training.builder import load_model
 
     if seed is not None:
         set_seed(seed)
-    return load(args.model, args.pooling, args.max_seq_length, args.trust_remote_code)
+    return load_model(args.model, args.pooling, args.max_seq_length, args.trust_remote_code)
 
 
 def dev_evaluator(source: str):
@@ -135,7 +179,13 @@ def dev_evaluator(source: str):
     try:
         return stsb_dev_evaluator(source if source == "hub" else path)
     except (OSError, RuntimeError) as exc:
-        # RuntimeError: the hub copy could not be fetched (offline); the message says what to pass instead.
+        # RuntimeError: the hub copy could not be fetched (offline); name the copy that ships with the package.
+        if source == "hub":
+            raise CLIError(
+                "cannot load STS-B dev from the Hugging Face hub (sentence-transformers/stsb); offline, use "
+                f"--stsb_dev {BUNDLED} (the 1,500 STS-B dev pairs shipped with the package), a SentEval "
+                "data/downstream folder or a sentence1/sentence2/score file, or --stsb_dev none"
+            ) from exc
         raise CLIError(f"cannot load STS-B dev from {source!r}: {exc}".splitlines()[0]) from exc
 
 

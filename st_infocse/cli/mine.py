@@ -21,7 +21,7 @@ from st_infocse.cli.arguments import (
     parse,
 )
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.inputs import check_model_source, load_model
+from st_infocse.cli.inputs import check_model_source, check_output_dir, model_from_args
 from st_infocse.cli.output import summary
 from st_infocse.mining.documents import DOCUMENT_FORMATS, check_documents, load_documents
 
@@ -36,13 +36,16 @@ def cmd_mine(argv: Sequence[str]) -> int:
             raise CLIError(f"--docs is required (documents: {DOCUMENT_FORMATS})")
         check_documents(docs)
         check_model_source(given_value(argv, "--model", SavedModelArguments.model))
+        check_output_dir(given_value(argv, "--output_dir", MineArguments.output_dir))
     from st_infocse.mining import mine_pairs
 
     model_args, mine_args = parse([SavedModelArguments, MineArguments], argv, "st-infocse mine")
     if mine_args.min_sentences < 2:  # the miner would raise it to 2 without a word
         raise CLIError(f"--min_sentences must be at least 2 (a pair needs two sentences), got {mine_args.min_sentences}")
     documents = load_documents(mine_args.docs, mine_args.max_docs)
-    model, _ = load_model(model_args)
+    loaded = model_from_args(model_args)
+    model = loaded.model
+    summary("Mining", {"model": f"{model_args.model} ({loaded.how})", "max length": model.max_seq_length})
     # The miner logs its report at INFO; the command prints it once below, and keeps the miner's warnings.
     miner_logger = logging.getLogger("st_infocse.mining.idc")
     level = miner_logger.level

@@ -31,7 +31,14 @@ def lengths(training_length: int | None, saved_length: int | None) -> str:
     return f"training max length {training_length}, saved model max length {training_length if saved_length is None else saved_length}{own}"
 
 
-def start_summary(title: str, texts: int, training_args, training_length: int | None, own_length: int | None) -> None:
+def start_summary(
+    title: str,
+    texts: int,
+    training_args,
+    training_length: int | None,
+    own_length: int | None,
+    extra: dict[str, Any] | None = None,
+) -> None:
     """Print what the run will do, before it starts."""
     steps = check_planned_steps(texts, training_args)
     batch = training_args.per_device_train_batch_size
@@ -45,5 +52,6 @@ def start_summary(title: str, texts: int, training_args, training_length: int | 
             "optimizer steps": steps,
             "checkpoints": checkpoint_plan(training_args),
             "max length": lengths(training_length, own_length),
+            **(extra or {}),
         },
     )

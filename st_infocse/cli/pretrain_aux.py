@@ -21,7 +21,7 @@ from st_infocse.cli.inputs import (
     check_planned_steps,
     check_step_counts,
     finish_training_args,
-    load_model,
+    model_from_args,
     precheck_training,
     text_source,
 )
@@ -49,7 +49,8 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
     finish_training_args(training_args, None)
     dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)
     check_planned_steps(len(dataset), training_args)
-    model, own_length = load_model(model_args, training_args.seed)
+    loaded = model_from_args(model_args, training_args.seed)
+    model, own_length = loaded.model, loaded.own_length
     loss = STAGE1.loss_class()(model, **loss_options(STAGE1.options, loss_args))
     training_args.learning_rate_mapping = training_args.learning_rate_mapping or learning_rate_mapping(loss, loss_args)
     start_summary("Stage-1 auxiliary pre-training", len(dataset), training_args, model.max_seq_length, own_length)

@@ -17,18 +17,20 @@ from st_infocse.cli.arguments import (
     LossArguments,
     ModelArguments,
     RecipeArguments,
+    RunEvaluationArguments,
     asks_for_help,
     expand_config,
+    flag_names,
     parse,
     training_arguments_class,
 )
 from st_infocse.cli.errors import CLIError
+from st_infocse.cli.evaluators import kept_line, run_evaluation, start_end_rows, worse_at_end, write_run_summary
 from st_infocse.cli.inputs import (
     check_planned_steps,
     check_step_counts,
-    dev_evaluator,
     finish_training_args,
-    load_model,
+    model_from_args,
     precheck_training,
     text_source,
 )
@@ -45,17 +47,19 @@ from st_infocse.losses.registry import get_objective
 from st_infocse.mining.documents import load_documents
 from st_infocse.recipes import format_recipe_list
 from st_infocse.training.builder import save_model
-from st_infocse.training.texts import load_texts
+from st_infocse.training.texts import count_long_texts, load_texts
 
 __all__ = ["cmd_train", "run_trainer"]
 
 
-def run_trainer(model, loss, dataset, training_args, evaluator):
+def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
     """Train ``loss`` on ``dataset`` through the package's trainer builder, resuming where ``--resume_from_checkpoint``
     says; returns the trainer."""
     from st_infocse.training.builder import build_trainer
 
     trainer = build_trainer(model, loss, dataset, training_args, evaluator)
+    for callback in callbacks:
+        trainer.add_callback(callback)
     resume = training_args.resume_from_checkpoint
     if isinstance(resume, str) and resume.lower() in ("true", "last"):
         resume = True  # the newest checkpoint-N in output_dir
@@ -78,8 +82,9 @@ def cmd_train(argv: Sequence[str]) -> int:
     precheck_training(argv, "train")
     if recipe is not None and not asks_for_help(argv):
         argv = start_recipe(recipe, argv, user_argv)
-    _, model_args, data_args, loss_args, training_args = parse(
-        [RecipeArguments, ModelArguments, DataArguments, LossArguments, training_arguments_class()],
+    _, model_args, data_args, run_args, loss_args, training_args = parse(
+        [RecipeArguments, ModelArguments, DataArguments, RunEvaluationArguments, LossArguments,
+         training_arguments_class()],
         argv,
         "st-infocse train",
     )
@@ -102,14 +107,19 @@ def cmd_train(argv: Sequence[str]) -> int:
         dataset = None
     else:
         dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)
-    evaluator = dev_evaluator(data_args.stsb_dev)
-    finish_training_args(training_args, evaluator)
+        if data_args.split_sentences:
+            dataset = sentences_of(dataset)
+    measured = run_evaluation(data_args, run_args, training_args, argv)
+    finish_training_args(training_args, measured.evaluator)
     if dataset is not None:
         check_planned_steps(len(dataset), training_args)
-    model, own_length = load_model(model_args, training_args.seed)
+    loaded = model_from_args(model_args, training_args.seed)
+    model, own_length = loaded.model, loaded.own_length
+    measured.for_model(model, training_args)
     start = time.time()
     if dataset is None:
-        return _train_idc(model, own_length, documents, loss_args, training_args, evaluator, start)
+        return _train_idc(loaded, documents, loss_args, run_args, training_args, measured, argv, start)
+    cut = count_long_texts(model.tokenizer, dataset["text"], model.max_seq_length, seed=training_args.seed).message()
     if loss_args.decoder_warmup_steps is not None:
         loss_args.decoder = warm_up_decoder(model, dataset["text"], loss_args, loss_args.objective,
                                             training_args.per_device_train_batch_size, training_args.seed,
@@ -117,54 +127,92 @@ def cmd_train(argv: Sequence[str]) -> int:
     loss = build_loss(model, loss_args)
     if not training_args.learning_rate_mapping:
         training_args.learning_rate_mapping = learning_rate_mapping(loss, loss_args)
-    start_summary(f"Training {loss_args.objective}", len(dataset), training_args, model.max_seq_length, own_length)
-    trainer = run_trainer(model, loss, dataset, training_args, evaluator)
+    start_summary(f"Training {loss_args.objective}", len(dataset), training_args, model.max_seq_length, own_length,
+                  {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {})})
+    callbacks = []
+    if measured.evaluator is not None:
+        from st_infocse.training.start_end import StartEndCallback
+
+
+        callbacks.append(StartEndCallback(measured.evaluator, keep_start_if_better=run_args.keep_start_if_better, log=False))
+    trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
     out = Path(training_args.output_dir)
     training_length = model.max_seq_length
     save_model(model, out, own_length)
     rows = {"objective": loss_args.objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}"}
     rows.update(texts=len(dataset), steps=trainer.state.global_step, time=f"{time.time() - start:.0f} s")
-    if evaluator is not None and trainer.state.best_metric is not None:
-        rows["best STS-B dev"] = f"{100 * trainer.state.best_metric:.2f} ({trainer.state.best_model_checkpoint})"
+    record: dict = {"objective": loss_args.objective, "model": loaded.how, "steps": trainer.state.global_step}
+    warnings: list[str] = []
+    if callbacks:
+        result = callbacks[0].result
+        rows.update(start_end_rows(measured.labels, result.start, result.end))
+        rows["saved"] = kept_line(result)
+        warnings = worse_at_end(measured.labels, result.start, result.end)
+        record["start_end"] = result.to_dict()
+    else:
+        rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
     rows["max length"] = lengths(training_length, own_length)
     rows["model"] = out
+    record["summary"] = write_run_summary(out, record)
+    rows["run summary"] = record["summary"]
     summary("Training done", rows)
+    for line in warnings:
+        print(line)
     return 0
 
 
-def _train_idc(
-    model, own_length: int | None, documents, loss_args: LossArguments, training_args, evaluator, start: float
-) -> int:
+def sentences_of(dataset):
+    """The training texts split into sentences (the splitter IDC mining uses), in order."""
+    from datasets import Dataset
+
+    from st_infocse.mining.sentences import split_sentences
+
+    sentences = [sentence for text in dataset["text"] for sentence in split_sentences(text)]
+    print(f"--split_sentences: {len(dataset):,} texts -> {len(sentences):,} sentences")
+    return Dataset.from_dict({"text": sentences})
+
+
+def idc_round_arguments(argv: Sequence[str], training_args) -> dict:
+    """The trainer arguments each IDC round receives: paper 002's round defaults (``DEFAULT_TRAINING_ARGS``), then
+    every trainer flag the user gave, as parsed."""
+    from dataclasses import fields
+
+    from st_infocse.mining.rounds import DEFAULT_TRAINING_ARGS
+
+    trainer_fields = {item.name for item in fields(training_args) if item.init}
+    given = (flag_names(argv) & trainer_fields) - {"output_dir"}  # each round has its own folder under it
+    return {**DEFAULT_TRAINING_ARGS, "seed": training_args.seed, **{name: getattr(training_args, name) for name in sorted(given)}}
+
+
+def _train_idc(loaded, documents, loss_args: LossArguments, run_args, training_args, measured, argv, start: float) -> int:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     from st_infocse.mining import train_idc_rounds
 
+    model, own_length = loaded.model, loaded.own_length
     if loss_args.idc_loss not in ("mnrl", "infocse"):
         raise CLIError(f"--idc_loss must be mnrl or infocse, got {loss_args.idc_loss!r}")
+    round_args = idc_round_arguments(argv, training_args)
     if loss_args.idc_loss == "mnrl":
         if loss_args.temperature <= 0:  # the scale is its inverse; InfoCSE's loss checks its own
             raise CLIError(f"--temperature must be positive, got {loss_args.temperature:g}")
         factory: Callable = lambda m: MultipleNegativesRankingLoss(m, scale=1 / loss_args.temperature)  # noqa: E731
+        if loss_args.aux_learning_rate is not None:
+            raise CLIError("--aux_learning_rate applies to --idc_loss infocse (MultipleNegativesRankingLoss owns no modules)")
     else:
         factory = lambda m: build_loss(m, loss_args, objective="infocse")  # noqa: E731
-    keep = (
-        "per_device_train_batch_size",
-        "learning_rate",
-        "num_train_epochs",
-        "max_steps",
-        "warmup_steps",
-        "seed",
-        "logging_steps",
-        "bf16",
-        "dataloader_pin_memory",
-    )
-    overrides = {name: getattr(training_args, name) for name in keep}
+        if "learning_rate_mapping" not in round_args:  # the auxiliary modules' own rate, named as one loss names them
+            mapping = learning_rate_mapping(factory(model), loss_args)
+            if mapping:
+                round_args["learning_rate_mapping"] = mapping
     summary(
         "IDC training",
         {
             "documents": len(documents),
             "rounds": f"up to {loss_args.rounds} (mine -> train)",
-            "batch size": training_args.per_device_train_batch_size,
+            "model": loaded.how,
+            **measured.notes,
+            "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
             "rounds folder": Path(training_args.output_dir) / "rounds",
             "max length": lengths(model.max_seq_length, own_length),
         },
@@ -175,8 +223,8 @@ def _train_idc(
         factory,
         rounds=loss_args.rounds,
         initial_annotation=loss_args.initial_annotation,
-        evaluator=evaluator,
-        training_args=overrides,
+        evaluator=measured.evaluator,
+        training_args=round_args,
         mining_kwargs={"k": loss_args.idc_k, "similarity": loss_args.idc_similarity},
         output_dir=Path(training_args.output_dir) / "rounds",
         seed=training_args.seed,
@@ -185,13 +233,23 @@ def _train_idc(
     training_length = model.max_seq_length
     save_model(model, out, own_length)
     print(result)
-    summary(
-        "IDC training done",
-        {
-            "documents": len(documents),
-            "time": f"{time.time() - start:.0f} s",
-            "max length": lengths(training_length, own_length),
-            "model": out,
-        },
-    )
+    rows: dict = {"documents": len(documents), "time": f"{time.time() - start:.0f} s"}
+    record: dict = {"objective": "idc", "model": loaded.how, "round_arguments": round_args, "rounds": result.to_dict()}
+    warnings: list[str] = []
+    if result.initial_metrics is not None:
+        initial = {f"eval_{key}": value for key, value in result.initial_metrics.items()}
+        final = {f"eval_{key}": value for key, value in (result.final_metrics or {}).items()}
+        rows.update(start_end_rows(measured.labels, initial, final))
+        rows["saved"] = (
+            "the starting model: no round beat it" if result.best_round == 0 else f"the weights of round {result.best_round}"
+        )
+        warnings = worse_at_end(measured.labels, initial, final)
+    else:
+        rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
+    rows["max length"] = lengths(training_length, own_length)
+    rows["model"] = out
+    rows["run summary"] = write_run_summary(out, record)
+    summary("IDC training done", rows)
+    for line in warnings:
+        print(line)
     return 0

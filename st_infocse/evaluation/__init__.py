@@ -2,7 +2,8 @@
 alignment/uniformity, a training-time STS-B dev evaluator, and JSON/markdown/plot output.
 
 Online sources go through mteb (Hugging Face hub); offline sources are a SentEval ``data/downstream`` folder,
-jsonl/csv/Hugging Face folders of sentence1/sentence2/score, and BEIR folders.
+jsonl/csv/Hugging Face folders of sentence1/sentence2/score, and BEIR folders (also as a training-time retrieval
+evaluator on the user's own folder, :func:`retrieval_evaluator`).
 mteb, beir, scikit-learn and matplotlib (the ``eval`` extra) are imported only when a function needs them.
 """
 
@@ -26,6 +27,14 @@ from .loaders import (
     load_sts,
     load_sts_file,
     load_sts_hf,
+)
+from .own_retrieval import (
+    RETRIEVAL_EVALUATOR_NAME,
+    RetrievalFolderInfo,
+    check_retrieval_folder,
+    resolve_retrieval_split,
+    retrieval_evaluator,
+    retrieval_metric_keys,
 )
 from .report import (
     markdown_report,
@@ -70,6 +79,8 @@ __all__ = [
     "GeometryResult",
     "InDomainRetrievalResult",
     "RetrievalData",
+    "RetrievalFolderInfo",
+    "RETRIEVAL_EVALUATOR_NAME",
     "RetrievalResult",
     "STSPairs",
     "STSResult",
@@ -80,6 +91,7 @@ __all__ = [
     "alignment_loss",
     "train_probe_decoder",
     "beir_task_info",
+    "check_retrieval_folder",
     "classify",
     "download_beir",
     "evaluate_alignment_uniformity",
@@ -102,6 +114,9 @@ __all__ = [
     "plot_beir",
     "plot_sts",
     "plot_training_curve",
+    "resolve_retrieval_split",
+    "retrieval_evaluator",
+    "retrieval_metric_keys",
     "retrieval_metrics",
     "save_report",
     "search",

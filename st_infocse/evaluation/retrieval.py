@@ -150,8 +150,9 @@ class BEIRResult:
 _BEIR_SCALE_NOTE = "scores x100 (the JSON keeps beir's 0-1 values)"
 
 
-def _document_text(doc: dict[str, str]) -> str:
-    # mteb's _corpus_to_dict: the title, a space, the text, stripped
+def document_text(doc: dict[str, str]) -> str:
+    """A BEIR document as one text, as mteb's ``_corpus_to_dict`` and beir join it: the title, a space, the text,
+    stripped; the text alone when there is no title."""
     title = doc.get("title") or ""
     return (title + " " + doc["text"]).strip() if title else doc["text"].strip()
 
@@ -189,7 +190,7 @@ def search(
     if not doc_ids or not query_ids:
         raise ValueError(f"{data.name}: empty corpus or no queries")
     documents = encode_texts(
-        model, [_document_text(data.corpus[d]) for d in doc_ids], batch_size, show_progress_bar, kind="document"
+        model, [document_text(data.corpus[d]) for d in doc_ids], batch_size, show_progress_bar, kind="document"
     )
     queries = encode_texts(model, [data.queries[q] for q in query_ids], batch_size, show_progress_bar, kind="query")
     similarity = getattr(model, "similarity", None) or cos_sim

@@ -54,6 +54,9 @@ class RoundsResult:
         best_round: Round whose weights were kept (0 = the model as given).
         best_score: Its validation score.
         stopped_early: True when the loop ended because the score stopped improving.
+        initial_metrics: Every metric the evaluator returned for the model as given (a float evaluator: its score
+            as ``{"score": ...}``).
+        final_metrics: The same for the weights kept.
     """
 
     model: SentenceTransformer = field(repr=False)
@@ -62,6 +65,8 @@ class RoundsResult:
     best_round: int
     best_score: float | None
     stopped_early: bool
+    initial_metrics: dict[str, float] | None = None
+    final_metrics: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the model)."""
@@ -71,6 +76,8 @@ class RoundsResult:
             "best_round": self.best_round,
             "best_score": self.best_score,
             "stopped_early": self.stopped_early,
+            "initial_metrics": self.initial_metrics,
+            "final_metrics": self.final_metrics,
         }
 
 

@@ -72,15 +72,15 @@ def _reiterable(documents: Any, passes: int) -> Callable[[], Iterable[Any]]:
     return lambda: documents
 
 
-def _score(evaluator: Any, model: SentenceTransformer) -> float:
-    """The evaluator's primary metric as a float."""
+def _score(evaluator: Any, model: SentenceTransformer) -> tuple[float, dict[str, float]]:
+    """The evaluator's primary metric as a float, and every metric it returned."""
     out = evaluator(model)
-    if isinstance(out, dict):
-        key = getattr(evaluator, "primary_metric", None)
-        if key is None or key not in out:
-            raise ValueError(f"the evaluator returned {sorted(out)} but its primary_metric is {key!r}")
-        out = out[key]
-    return float(out)
+    if not isinstance(out, dict):
+        return float(out), {"score": float(out)}
+    key = getattr(evaluator, "primary_metric", None)
+    if key is None or key not in out:
+        raise ValueError(f"the evaluator returned {sorted(out)} but its primary_metric is {key!r}")
+    return float(out[key]), {name: float(value) for name, value in out.items()}
 
 
 def _better(score: float, best: float, min_delta: float, greater_is_better: bool) -> bool:
@@ -185,7 +185,8 @@ def train_idc_rounds(
     tmp = tempfile.TemporaryDirectory(prefix="idc-rounds-") if output_dir is None else None
     root = Path(tmp.name if tmp is not None else output_dir)
     try:
-        initial_score = _score(evaluator, model) if evaluator is not None else None
+        initial_score, initial_metrics = _score(evaluator, model) if evaluator is not None else (None, None)
+        best_metrics = initial_metrics
         if initial_score is not None:
             logger.info("IDC rounds: initial score %.4f", initial_score)
         best_score, best_round = initial_score, 0
@@ -219,12 +220,13 @@ def train_idc_rounds(
                 sampler,
             )
             training_seconds = time.perf_counter() - t1
-            score = _score(evaluator, model) if evaluator is not None else None
+            score, metrics = _score(evaluator, model) if evaluator is not None else (None, None)
             improved = None
             if score is not None:
                 improved = _better(score, best_score, min_delta, greater)
                 if improved:
                     best_score, best_round, best_state, stale = score, number, _snapshot(model), 0
+                    best_metrics = metrics
                 else:
                     stale += 1
             stats.append(
@@ -249,7 +251,9 @@ def train_idc_rounds(
             logger.info("IDC rounds: restored the weights of round %d (score %.4f)", best_round, best_score)
         if best_state is None:
             best_round = len(stats)
-        return RoundsResult(model, stats, initial_score, best_round, best_score, stopped_early)
+        return RoundsResult(
+            model, stats, initial_score, best_round, best_score, stopped_early, initial_metrics, best_metrics
+        )
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -357,7 +361,7 @@ def train_infocse_plus_plus(
     tmp = tempfile.TemporaryDirectory(prefix="infocse-pp-") if output_dir is None else None
     root = Path(tmp.name if tmp is not None else output_dir)
     try:
-        initial_score = _score(evaluator, model)
+        initial_score, _ = _score(evaluator, model)
         best_score, best_cycle, best_state = initial_score, 0, _snapshot(model)
         stats: list[CycleStats] = []
         stale, stopped_early = 0, False
@@ -385,7 +389,7 @@ def train_infocse_plus_plus(
                 cycle_dir / "finetune",
                 seed + number,
             )
-            score = _score(evaluator, model)
+            score, _ = _score(evaluator, model)
             improved = _better(score, best_score, min_delta, greater)
             if improved:
                 best_score, best_cycle, best_state, stale = score, number, _snapshot(model), 0

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         save_auxiliary_state,
     )
     from st_infocse.training.guards import check_training_dataset
+    from st_infocse.training.start_end import StartEndCallback, StartEndResult
     from st_infocse.training.texts import TextReport, check_text_source, clean_texts, load_texts
 
 _WHERE = {
@@ -30,6 +31,8 @@ _WHERE = {
     "STSB_DEV_METRIC": "arguments",
     "PaperTrainingArguments": "arguments",
     "AuxiliaryStateCallback": "callbacks",
+    "StartEndCallback": "start_end",
+    "StartEndResult": "start_end",
     "TextReport": "texts",
     "auxiliary_state_dict": "callbacks",
     "build_trainer": "builder",
@@ -50,6 +53,8 @@ __all__ = [
     "STSB_DEV_METRIC",
     "PaperTrainingArguments",
     "AuxiliaryStateCallback",
+    "StartEndCallback",
+    "StartEndResult",
     "TextReport",
     "auxiliary_state_dict",
     "build_trainer",

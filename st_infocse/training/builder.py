@@ -4,11 +4,14 @@ The command line, the demo and the IDC rounds all go through :func:`build_traine
 the :class:`~st_infocse.training.AuxiliaryStateCallback` runs first (reporting integrations then see the joint
 ``grad_norm`` and the loss's metrics it adds), memory is pinned only when the model trains on an accelerator, and
 a model's own maximum length is read by one rule (:func:`own_max_length`) and is what :func:`save_model` saves.
+:func:`load_model` is the one rule for what a loaded model is: a saved Sentence Transformer keeps its own modules,
+a plain encoder gets the papers' ``cls`` pooling, and re-pooling replaces only the Pooling module.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +22,17 @@ if TYPE_CHECKING:
     from torch import nn
     from transformers import TrainingArguments
 
-__all__ = ["LENGTH_SENTINEL", "POOLINGS", "build_trainer", "load_model", "own_max_length", "save_model"]
+__all__ = [
+    "LENGTH_SENTINEL",
+    "POOLINGS",
+    "LoadedModel",
+    "build_trainer",
+    "describe_modules",
+    "is_saved_sentence_transformer",
+    "load_model",
+    "own_max_length",
+    "save_model",
+]
 
 #: Above this, a tokenizer's ``model_max_length`` is no length but transformers' "no limit" sentinel
 #: (``VERY_LARGE_INTEGER``); the largest context windows in use are well below it.
@@ -34,18 +47,74 @@ def own_max_length(model: SentenceTransformer) -> int | None:
     return length if isinstance(length, int) and 0 < length <= LENGTH_SENTINEL else None
 
 
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model as :func:`load_model` built it.
+
+    Attributes:
+        model: the SentenceTransformer.
+        own_length: the maximum length the model had of its own (None when it states none); what
+            :func:`save_model` saves it with.
+        modules: its modules in order, e.g. ``"Transformer, Pooling(mean), Normalize"``.
+        how: which rule applied, for a start-up summary: ``"kept the model's modules: ..."``,
+            ``"re-pooled with cls (was Pooling(mean)); kept: Normalize"`` or ``"a plain encoder, pooled with cls"``.
+    """
+
+    model: SentenceTransformer
+    own_length: int | None
+    modules: str
+    how: str
+
+
+def describe_modules(model: SentenceTransformer) -> str:
+    """The model's modules in order, with the pooling mode: ``"Transformer, Pooling(mean), Normalize"``."""
+    names = []
+    for module in model:
+        mode = getattr(module, "pooling_mode", None)
+        names.append(f"{type(module).__name__}({mode})" if mode is not None else type(module).__name__)
+    return ", ".join(names)
+
+
+def is_saved_sentence_transformer(source: str) -> bool:
+    """Whether ``source`` (a folder or a hub id) holds a saved Sentence Transformer (its ``modules.json``).
+
+    Raises:
+        InputError: the hub could not be asked (offline, private, rate-limited) and the model is not cached.
+    """
+    from sentence_transformers.util import is_sentence_transformer_model
+
+    try:
+        return is_sentence_transformer_model(source)
+    except Exception as exc:  # noqa: BLE001 - huggingface_hub raises many kinds; all mean "cannot tell"
+        raise InputError(f"cannot load model {source!r}: {exc}".splitlines()[0]) from exc
+
+
 def load_model(
-    source: str, pooling: str = "model", max_seq_length: int | None = None, trust_remote_code: bool = False
-) -> tuple[SentenceTransformer, int | None]:
-    """A SentenceTransformer from a hub id or a local folder, with ``pooling`` and ``max_seq_length`` applied, and
-    the maximum length the model had of its own (None when it states none).
+    source: str, pooling: str | None = None, max_seq_length: int | None = None, trust_remote_code: bool = False
+) -> LoadedModel:
+    """A SentenceTransformer from a hub id or a local folder, built by one rule, with ``max_seq_length`` applied.
+
+    The rule (the user's model is theirs):
+
+    - ``pooling=None`` (default): a saved Sentence Transformer keeps its own modules (Pooling, Dense, Normalize,
+      ...), prompts and similarity function; a plain Hugging Face encoder is pooled with ``cls``, the papers'
+      setting (SimCSE's ``cls_before_pooler``).
+    - ``"cls"``, ``"mean"`` or ``"max"``: on a saved Sentence Transformer, only its Pooling module is replaced;
+      every other module stays, in order, with its weights. On a plain encoder, that pooling.
+    - ``"model"``: the modules sentence-transformers loads (for a plain encoder, its default mean pooling).
 
     The model's own length is its ``max_seq_length`` before ``max_seq_length`` is applied: for a saved Sentence
     Transformer the length it was saved with, otherwise the tokenizer's ``model_max_length`` capped at the config's
     ``max_position_embeddings`` (512 for BERT), as sentence-transformers' ``Transformer`` sets it.
 
     Raises:
-        InputError: a local model that does not exist, an unknown pooling, or a model that cannot be loaded.
+        InputError: a local model that does not exist, an unknown pooling, a saved model without a Pooling module
+            to replace, or a model that cannot be loaded.
+
+    Example:
+        >>> loaded = load_model("sentence-transformers/all-MiniLM-L6-v2", max_seq_length=32)  # doctest: +SKIP
+        >>> loaded.how  # doctest: +SKIP
+        "kept the model's modules: Transformer, Pooling(mean), Normalize"
     """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
@@ -55,20 +124,46 @@ def load_model(
     if looks_local(source) and not path.exists():
         raise InputError(f"model not found: {source}")
     location = str(path) if path.exists() else source
-    if pooling not in POOLINGS:
+    if pooling is not None and pooling not in POOLINGS:
         raise InputError(f"unknown pooling {pooling!r}; use cls, mean, max or model")
+    saved = pooling == "model" or is_saved_sentence_transformer(location)
     try:
-        if pooling == "model":
+        if saved:
             model = SentenceTransformer(location, trust_remote_code=trust_remote_code)
         else:
             transformer = Transformer(location, model_kwargs={"trust_remote_code": trust_remote_code})
-            model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), pooling)])
+            mode = pooling or "cls"
+            model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), mode)])
     except OSError as exc:
         raise InputError(f"cannot load model {source!r}: {exc}".splitlines()[0]) from exc
     own = own_max_length(model)
+    if not saved:
+        how = f"a plain encoder (no saved Sentence Transformer modules), pooled with {pooling or 'cls'}"
+    elif pooling in (None, "model"):
+        how = f"kept the model's modules: {describe_modules(model)}"
+    else:
+        how = _repool(model, pooling, source)
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
-    return model, own
+    return LoadedModel(model, own, describe_modules(model), how)
+
+
+def _repool(model: SentenceTransformer, pooling: str, source: str) -> str:
+    """Replace the saved model's one Pooling module with ``pooling``, in place; every other module stays."""
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    found = [(name, module) for name, module in model.named_children() if isinstance(module, Pooling)]
+    if len(found) != 1:
+        raise InputError(
+            f"cannot re-pool {source!r} with {pooling}: it has {len(found)} Pooling modules "
+            f"({describe_modules(model)}); leave --pooling out to keep its own modules"
+        )
+    name, old = found[0]
+    before = describe_modules(model)
+    setattr(model, name, Pooling(old.embedding_dimension, pooling, include_prompt=old.include_prompt))
+    others = [part for part in before.split(", ") if not part.startswith(("Pooling", "Transformer"))]
+    kept = f"; kept: {', '.join(others)}" if others else ""
+    return f"re-pooled with {pooling} (was Pooling({old.pooling_mode})){kept}"
 
 
 def save_model(model: SentenceTransformer, path: str | os.PathLike, own_length: int | None) -> None:

@@ -344,3 +344,54 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
     if len(dataset) == 0:
         raise InputError(f"no usable text in {source}: {report}")
     return dataset.rename_column(column, "text") if column != "text" else dataset
+
+
+@dataclass(frozen=True)
+class LengthReport:
+    """How many training texts are longer than the training length (and so are cut to it).
+
+    Attributes:
+        longer: texts over ``max_length`` tokens among those counted.
+        counted: texts counted (all of them, or a seeded sample of a large corpus).
+        total: texts in the corpus.
+        max_length: the training length in tokens, special tokens included, as the model truncates.
+    """
+
+    longer: int
+    counted: int
+    total: int
+    max_length: int
+
+    def message(self) -> str | None:
+        """One line for the start of a run, or None when no text is cut."""
+        if self.longer == 0:
+            return None
+        if self.counted == self.total:
+            share = f"{self.longer:,} of {self.total:,} texts are"
+        else:
+            share = f"about {100 * self.longer / self.counted:.0f}% of {self.total:,} texts ({self.longer:,} of a " \
+                    f"{self.counted:,}-text sample) are"
+        return (
+            f"{share} longer than {self.max_length} tokens and will be cut to their first {self.max_length}; "
+            "pass --split_sentences to train on their sentences, or raise --max_seq_length"
+        )
+
+
+def count_long_texts(
+    tokenizer: Any, texts: Sequence[str], max_length: int, sample: int = 20_000, seed: int = 0
+) -> LengthReport:
+    """Count the texts the model would cut at ``max_length`` tokens (special tokens included).
+
+    A corpus larger than ``sample`` is counted on a seeded sample of that size, so that a million-line corpus costs
+    seconds.
+    """
+    import random
+
+    total = len(texts)
+    chosen = list(texts) if total <= sample else random.Random(seed).sample(list(texts), sample)
+    longer = 0
+    for start in range(0, len(chosen), 1024):
+        batch = chosen[start : start + 1024]
+        ids = tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        longer += sum(len(row) > max_length for row in ids)
+    return LengthReport(longer, len(chosen), total, max_length)

@@ -1,0 +1,138 @@
+"""What a training run is measured with: STS-B dev, the user's own retrieval set, or both; which metric chooses the
+checkpoint; and how the start -> end of each metric is printed and written to ``output_dir``."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from st_infocse.cli.arguments import DataArguments, RunEvaluationArguments, flag_names
+from st_infocse.cli.errors import CLIError
+from st_infocse.cli.inputs import dev_evaluator
+from st_infocse.files import InputError
+
+__all__ = ["RunEvaluation", "kept_line", "run_evaluation", "start_end_rows", "worse_at_end", "write_run_summary"]
+
+RUN_SUMMARY_NAME = "run_summary.json"
+
+
+@dataclass
+class RunEvaluation:
+    """The evaluator a run trains with and the metrics it reports start -> end.
+
+    Attributes:
+        evaluator: what the trainer evaluates (None: nothing to measure).
+        labels: trainer metric key (``eval_...``) -> the name printed, e.g. ``"STS-B dev"``.
+        notes: lines for the start-up summary (the retrieval set and its sample, the checkpoint metric).
+    """
+
+    evaluator: Any = None
+    labels: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    retrieval: Any = None
+    retrieval_chooses: bool = False
+
+    def for_model(self, model: Any, training_args: Any) -> None:
+        """Name the retrieval metrics as the trainer will log them for ``model`` (its similarity function is in
+        the key) and, unless ``--metric_for_best_model`` was given, let retrieval nDCG@10 choose the checkpoint."""
+        if self.retrieval is not None:
+            from st_infocse.evaluation import retrieval_metric_keys
+
+            keys = retrieval_metric_keys(self.retrieval, model.similarity_fn_name)
+            self.labels[keys["ndcg@10"]] = "retrieval nDCG@10"
+            self.labels[keys["recall@100"]] = "retrieval Recall@100"
+            if self.retrieval_chooses:
+                training_args.metric_for_best_model = keys["ndcg@10"]
+                training_args.greater_is_better = True
+        if self.evaluator is not None and training_args.metric_for_best_model:
+            self.notes["checkpoint metric"] = training_args.metric_for_best_model
+
+
+def run_evaluation(
+    data_args: DataArguments, run_args: RunEvaluationArguments, training_args: Any, argv: Sequence[str]
+) -> RunEvaluation:
+    """Build the run's evaluators from the flags, before the model loads, and pick the checkpoint metric.
+
+    With ``--eval_retrieval`` the user's own retrieval nDCG@10 chooses the checkpoint (and decides whether the
+    starting model is handed back), unless ``--metric_for_best_model`` is given.
+    """
+    from st_infocse.evaluation import STSB_DEV_METRIC
+
+    evaluators: list[Any] = []
+    run = RunEvaluation()
+    dev = dev_evaluator(data_args.stsb_dev)
+    if dev is not None:
+        evaluators.append(dev)
+        run.labels[STSB_DEV_METRIC] = "STS-B dev"
+    if run_args.eval_retrieval:
+        from st_infocse.evaluation import retrieval_evaluator
+
+        max_corpus = run_args.eval_retrieval_max_corpus or None
+        if max_corpus is not None and max_corpus < 0:
+            raise CLIError(f"--eval_retrieval_max_corpus must be 0 (all) or positive, got {max_corpus}")
+        try:
+            retrieval, info = retrieval_evaluator(
+                run_args.eval_retrieval, run_args.eval_retrieval_split, max_corpus=max_corpus, seed=training_args.seed
+            )
+        except InputError as exc:
+            raise CLIError(f"--eval_retrieval: {exc}") from exc
+        evaluators.append(retrieval)  # last: with STS-B dev beside it, it is the evaluator's primary metric
+        run.retrieval = retrieval
+        run.notes["retrieval set"] = info.describe()
+        run.retrieval_chooses = "metric_for_best_model" not in flag_names(argv)
+    if len(evaluators) > 1:
+        from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
+
+        run.evaluator = SequentialEvaluator(evaluators)
+    elif evaluators:
+        run.evaluator = evaluators[0]
+    return run
+
+
+def _x100(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.2f}"  # NaN prints as nan
+
+
+def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float]) -> dict[str, str]:
+    """``{"STS-B dev": "86.72 -> 87.10", ...}`` for every labelled metric (x100, as the papers report)."""
+    rows = {}
+    for key, label in labels.items():
+        before, after = start.get(key), end.get(key)
+        if before is None and after is None:
+            continue
+        rows[label] = f"{_x100(before)} -> {_x100(after)}"
+    return rows
+
+
+def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str, float]) -> list[str]:
+    """One warning line per labelled metric that ended below its start (all of them are higher-is-better)."""
+    lines = []
+    for key, label in labels.items():
+        before, after = start.get(key), end.get(key)
+        if before is not None and after is not None and (after < before or (math.isnan(after) and not math.isnan(before))):
+            lines.append(f"warning: {label} ended below its start ({_x100(before)} -> {_x100(after)})")
+    return lines
+
+
+def kept_line(result: Any) -> str:
+    """What was saved, from a :class:`~st_infocse.training.StartEndResult`."""
+    if result.kept == "start":
+        return (
+            f"the starting model: no checkpoint beat the model you started with ({result.metric} "
+            f"{_x100(result.start_score)} vs best {_x100(result.best_score)} at step {result.best_step})"
+        )
+    if result.kept == "best checkpoint":
+        return f"the best checkpoint, step {result.best_step} ({result.metric} {_x100(result.best_score)})"
+    return f"the model at the last step, {result.end_step}"
+
+
+def write_run_summary(output_dir: str | Path, values: dict[str, Any]) -> Path:
+    """The run's summary as JSON in ``output_dir`` (scores as the evaluators return them, in [0, 1])."""
+    path = Path(output_dir) / RUN_SUMMARY_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(values, indent=2, default=str) + "\n")
+    return path

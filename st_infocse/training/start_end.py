@@ -1,0 +1,253 @@
+"""Score a training run at its start and its end, and never hand back a model worse than the one given."""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import torch
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["StartEndCallback", "StartEndResult"]
+
+# What the trainer adds to each evaluation (timings; the epoch, written in by Trainer.log): no score of the model.
+_NOT_SCORES = re.compile(r"^epoch$|_(runtime|samples_per_second|steps_per_second|model_preparation_time)$")
+
+
+def _eval_key(key: str) -> str:
+    """A metric name as the trainer logs it (``eval_<name>``), the rule of ``metric_key_prefix="eval"``."""
+    return key if key.startswith("eval_") else f"eval_{key}"
+
+
+def _scores(metrics: Any) -> dict[str, float]:
+    """An evaluator's or the trainer's metrics: scores only, under ``eval_`` names."""
+    if not isinstance(metrics, dict):
+        metrics = {"evaluator": metrics}  # what the trainer names a bare score
+    return {
+        _eval_key(key): float(value)
+        for key, value in metrics.items()
+        if isinstance(value, numbers.Real) and not isinstance(value, bool) and not _NOT_SCORES.search(key)
+    }
+
+
+def _fmt(*values: float | None) -> list[str]:
+    """Scores for print: times 100 with 2 decimals when all lie in [-1, 1], else as they are."""
+    scaled = all(value is None or -1 <= value <= 1 for value in values)
+    return ["n/a" if v is None else f"{v * 100:.2f}" if scaled else f"{v:.4g}" for v in values]
+
+
+def _better(a: float | None, b: float | None, greater: bool) -> bool:
+    """``a`` strictly better than ``b``. A missing score is never better, nor beaten; a NaN score (a collapsed model
+    makes a correlation undefined) is worse than any number."""
+    if a is None or b is None or math.isnan(a):
+        return False
+    if math.isnan(b):
+        return True
+    return a > b if greater else a < b
+
+
+@dataclass
+class StartEndResult:
+    """A run's scores before its first step and after its last, and which model the caller now holds.
+
+    Attributes:
+        metric: the deciding metric, as the trainer logs it (``eval_<name>``).
+        greater_is_better: its direction.
+        start: every metric of the model before the first optimizer step.
+        end: every metric of the model after the last optimizer step (empty if it could not be scored).
+        start_step: the step training started at (above 0 on a resume).
+        end_step: the last step.
+        start_score: ``start[metric]`` (None when the evaluator does not give it).
+        end_score: ``end[metric]``.
+        best_step: the step of the best score among the run's evaluations (None without any).
+        best_score: that score.
+        kept: the model in memory after training: ``"start"`` (restored), ``"best checkpoint"`` (loaded by the
+            trainer, ``load_best_model_at_end``) or ``"end"`` (the last step).
+        worse_at_end: metrics whose end is worse than their start (greater is better, except ``metric``'s own
+            direction and names containing "loss").
+    """
+
+    metric: str
+    greater_is_better: bool
+    start: dict[str, float]
+    end: dict[str, float]
+    start_step: int
+    end_step: int
+    start_score: float | None
+    end_score: float | None
+    best_step: int | None
+    best_score: float | None
+    kept: Literal["start", "best checkpoint", "end"]
+    worse_at_end: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Everything above as plain JSON-ready values."""
+        return asdict(self)
+
+    def _greater(self, key: str) -> bool:
+        return self.greater_is_better if key == self.metric else "loss" not in key
+
+    def _pair(self, key: str) -> list[str]:
+        return _fmt(self.start.get(key), self.end.get(key))
+
+    def lines(self) -> list[str]:
+        """Printable lines: ``<metric> <start> -> <end>`` for each metric (the deciding one first; scores in
+        [-1, 1] times 100), then what was kept when it was the start, then a warning if a metric got worse."""
+        keys = [self.metric] * (self.metric in self.start) + [k for k in self.start if k != self.metric]
+        out = ["{} {} -> {}".format(key, *self._pair(key)) for key in keys]
+        if self.kept == "start" and _better(self.best_score, self.start_score, self.greater_is_better):
+            # Without load_best_model_at_end the trainer leaves the last step, whatever an earlier one scored.
+            start, end, best = _fmt(self.start_score, self.end_score, self.best_score)
+            out.append(
+                f"the last step did not beat the model you started with: {start} vs {end} (step {self.best_step} "
+                f"scored {best}; load_best_model_at_end keeps such a checkpoint); saved: the starting model"
+            )
+        elif self.kept == "start":
+            start, best = _fmt(self.start_score, self.best_score)
+            out.append(
+                f"no checkpoint beat the model you started with: {start} vs best {best} at step {self.best_step}; "
+                "saved: the starting model"
+            )
+        if self.worse_at_end:
+            first, rest = self.worse_at_end[0], self.worse_at_end[1:]
+            side = "below" if self._greater(first) else "above"
+            more = f"; {len(rest)} more: {', '.join(rest)}" if rest else ""
+            out.append("warning: {} ended {} its start ({} -> {}){}".format(first, side, *self._pair(first), more))
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+class StartEndCallback(TrainerCallback):
+    """Evaluate the model before training and after its last step, and restore the start if training made it worse.
+
+    ``on_train_begin`` scores the model with ``evaluator`` (the start; on a resume, the resumed model) and, with
+    ``keep_start_if_better``, keeps a CPU copy of its weights. With a step-wise ``eval_strategy`` the callback makes
+    the trainer evaluate after the last optimizer step, so that evaluation is logged and counts for the best
+    checkpoint (``load_best_model_at_end``); an epoch-wise strategy evaluates there anyway. With
+    ``eval_strategy="no"``, or when the trainer's evaluations lack the deciding metric (an ``eval_dataset`` without
+    this evaluator), the callback scores the last step itself in ``on_train_end``.
+
+    ``on_train_end`` compares the model the trainer leaves (the best checkpoint it loaded, else the last step) with
+    the start on the deciding metric: ``args.metric_for_best_model`` with ``args.greater_is_better``, else the
+    evaluator's ``primary_metric`` and ``greater_is_better``. When the start scores strictly better, its weights
+    are loaded back, so what the caller saves next is the model it started with. The weights copy is dropped at the
+    end of training. Only the model's weights are restored, not a loss's own modules; under DeepSpeed or FSDP,
+    whose state dicts are sharded, use ``keep_start_if_better=False``. Every process scores the start on its own
+    and restores by the same rule; logs come from the main process.
+
+    Give the trainer the same ``evaluator`` (``evaluator=``), so its evaluations carry the same metrics.
+
+    Args:
+        evaluator: any sentence-transformers evaluator, ``SequentialEvaluator`` included.
+        keep_start_if_better: restore the starting weights when no model the trainer could leave beats them. With
+            ``False`` the callback only measures.
+        log: log each metric's start -> end, what was kept and what got worse once training ends (the command
+            line prints its own summary instead).
+
+    Example:
+        >>> from st_infocse.training import StartEndCallback
+        >>> callback = StartEndCallback(evaluator, keep_start_if_better=True)  # doctest: +SKIP
+        >>> trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=ds, loss=loss,
+        ...                                      evaluator=evaluator, callbacks=[callback])  # doctest: +SKIP
+        >>> trainer.train()  # doctest: +SKIP
+        >>> print(callback.result)  # doctest: +SKIP
+        eval_sts-dev_spearman_cosine 86.72 -> 87.10
+    """
+
+    def __init__(self, evaluator: Any, keep_start_if_better: bool = True, log: bool = True) -> None:
+        self.evaluator = evaluator
+        self.keep_start_if_better = keep_start_if_better
+        self.log = log
+        self.result: StartEndResult | None = None
+        self.snapshot: dict[str, torch.Tensor] | None = None
+        self._start: dict[str, float] = {}
+        self._start_step = 0
+        self._evaluations: dict[int, dict[str, float]] = {}
+        self._training = False
+
+    def _evaluate(self, model: Any, state: TrainerState) -> dict[str, float]:
+        was_training = model.training
+        try:
+            return _scores(self.evaluator(model, epoch=state.epoch or 0, steps=state.global_step))
+        finally:
+            model.train(was_training)
+
+    def _decider(self, args: TrainingArguments) -> tuple[str, bool]:
+        if args.metric_for_best_model:
+            metric = _eval_key(args.metric_for_best_model)
+            greater = args.greater_is_better
+            return metric, (not metric.endswith("loss")) if greater is None else bool(greater)
+        primary = getattr(self.evaluator, "primary_metric", None) or next(iter(self._start), "evaluator")
+        return _eval_key(primary), bool(getattr(self.evaluator, "greater_is_better", True))
+
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
+        model = kwargs["model"]
+        self.result, self._evaluations, self._training = None, {}, True
+        self._start_step = state.global_step
+        self._start = self._evaluate(model, state)
+        self.snapshot = None
+        if self.keep_start_if_better:
+            self.snapshot = {key: value.detach().to("cpu", copy=True) for key, value in model.state_dict().items()}
+
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
+        # The trainer evaluates where control says so, right after this event: the last step then enters its logs
+        # and its best-checkpoint bookkeeping. Epoch-wise strategies evaluate at the last step already.
+        ending = state.global_step >= state.max_steps or control.should_training_stop
+        if ending and args.eval_strategy == "steps":
+            control.should_evaluate = True
+
+    def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
+        if self._training:  # not trainer.evaluate() calls outside training
+            self._evaluations.setdefault(state.global_step, {}).update(_scores(kwargs.get("metrics") or {}))
+
+    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
+        model, snapshot = kwargs["model"], self.snapshot
+        self._training, self.snapshot = False, None  # dropped whatever happens below
+        metric, greater = self._decider(args)
+        step = state.global_step
+        # The trainer loads the best checkpoint before this event whenever it has one (Trainer._finalize_training).
+        best_loaded = bool(args.load_best_model_at_end and state.best_model_checkpoint)
+        if metric not in self._evaluations.get(step, {}) and not best_loaded:
+            self._evaluations.setdefault(step, {}).update(self._evaluate(model, state))
+        end = self._evaluations.get(step, {})
+        scored = [(s, m[metric]) for s, m in sorted(self._evaluations.items()) if metric in m]
+        best_step, best_score = None, None
+        for s, score in scored:
+            if best_step is None or _better(score, best_score, greater):
+                best_step, best_score = s, score
+        if best_loaded:
+            match = re.search(r"checkpoint-(\d+)$", str(state.best_model_checkpoint).rstrip("/\\"))
+            loaded = self._evaluations.get(int(match[1]), {}) if match else {}
+            held, kept = loaded.get(metric, state.best_metric), "best checkpoint"
+        else:
+            held, kept = end.get(metric), "end"
+        start_score = self._start.get(metric)
+        if start_score is None and state.is_world_process_zero:
+            logger.warning("The evaluator gives no %s for the starting model; the start is not compared.", metric)
+        if snapshot is not None and _better(start_score, held, greater):
+            model.load_state_dict(snapshot)
+            kept = "start"
+        del snapshot
+        worse = [
+            key
+            for key in self._start
+            if key in end and _better(self._start[key], end[key], greater if key == metric else "loss" not in key)
+        ]
+        worse.sort(key=lambda key: key != metric)
+        self.result = StartEndResult(
+            metric=metric, greater_is_better=greater, start=dict(self._start), end=dict(end),
+            start_step=self._start_step, end_step=step, start_score=start_score, end_score=end.get(metric),
+            best_step=best_step, best_score=best_score, kept=kept, worse_at_end=worse,
+        )  # fmt: skip
+        if self.log and state.is_world_process_zero:
+            lines = self.result.lines()  # one per start metric, then what was kept and what got worse
+            for index, line in enumerate(lines):
+                (logger.info if index < len(self._start) else logger.warning)(line)

@@ -1,0 +1,273 @@
+"""The user's own model through the command line: kept as given, measured start -> end, never handed back worse."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+
+from st_infocse.cli import main
+
+from .conftest import random_sentences, run_cli_listing_imports
+
+FAST = ["--per_device_train_batch_size", "8", "--logging_steps", "1", "--use_cpu", "true"]
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{line}\n" for line in lines))
+    return path
+
+
+@pytest.fixture(scope="module")
+def user_model(tiny_bert_dir, tmp_path_factory) -> Path:
+    """A saved Sentence Transformer of the user's: mean pooling, a Dense layer, Normalize, its own 48 tokens, a
+    prompt and dot-product similarity."""
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Dense, Normalize, Pooling
+
+    torch.manual_seed(0)
+    transformer = Transformer(str(tiny_bert_dir), max_seq_length=48)
+    model = SentenceTransformer(
+        modules=[transformer, Pooling(32, "mean"), Dense(32, 16), Normalize()],
+        device="cpu",
+        prompts={"query": "q: "},
+        similarity_fn_name="dot",
+    )
+    path = tmp_path_factory.mktemp("user_model") / "st"
+    model.save(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("own_data")
+    long_text = ". ".join(random_sentences(8, seed=9)) + "."  # over 32 tokens, eight sentences
+    texts = _write(root / "texts.txt", random_sentences(40, seed=1) + [long_text])
+    # STS-B dev on which any sensible encoder scores high: near-duplicates 5, unrelated pairs 0.
+    rows = []
+    for i, sentence in enumerate(random_sentences(20, seed=3)):
+        rows.append({"sentence1": sentence, "sentence2": sentence + " the", "score": 5.0})
+        rows.append({"sentence1": sentence, "sentence2": random_sentences(1, seed=100 + i)[0], "score": 0.0})
+    dev = _write(root / "dev.jsonl", [json.dumps(r) for r in rows])
+    beir = root / "beir"
+    corpus = {f"c{i}": s for i, s in enumerate(random_sentences(30, seed=5, min_words=8, max_words=14))}
+    _write(beir / "corpus.jsonl", [json.dumps({"_id": k, "title": "", "text": v}) for k, v in corpus.items()])
+    queries = [json.dumps({"_id": f"q{i}", "text": " ".join(corpus[f"c{i}"].split()[:5])}) for i in range(10)]
+    _write(beir / "queries.jsonl", queries)
+    _write(beir / "qrels" / "dev.tsv", ["query-id\tcorpus-id\tscore", *(f"q{i}\tc{i}\t1" for i in range(10))])
+    return {"texts": texts, "dev": dev, "beir": beir, "root": root}
+
+
+def _train(model: Path, data: dict[str, Path], out: Path, *flags: str) -> list[str]:
+    return [
+        "train", "--objective", "simcse", "--model", str(model), "--train_data", str(data["texts"]),
+        "--stsb_dev", str(data["dev"]), "--output_dir", str(out), "--max_steps", "2", *FAST, *flags,
+    ]  # fmt: skip
+
+
+def _module_types(path: Path) -> list[str]:
+    return [entry["type"].rsplit(".", 1)[-1] for entry in json.loads((path / "modules.json").read_text())]
+
+
+def _pooling_mode(path: Path) -> str:
+    folder = next(p for p in path.iterdir() if p.name.endswith("_Pooling"))
+    return json.loads((folder / "config.json").read_text())["pooling_mode"]
+
+
+# ------------------------------------------------------------------------------ the model kept as given
+
+
+def test_a_saved_sentence_transformer_keeps_its_modules_length_prompts_and_similarity(user_model, data, tmp_path,
+                                                                                      capsys):
+    out = tmp_path / "run"
+    assert main(_train(user_model, data, out)) == 0
+    printed = capsys.readouterr().out
+    assert "kept the model's modules: Transformer, Pooling(mean), Dense, Normalize" in printed
+    assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]
+    assert _pooling_mode(out) == "mean"
+    saved = SentenceTransformer(str(out), device="cpu")
+    assert saved.max_seq_length == 48  # its own, not the training length 32 nor the encoder's 64
+    assert saved.prompts["query"] == "q: " and saved.similarity_fn_name == "dot"
+    norms = saved.encode(["a cat sat on the mat"], convert_to_tensor=True).norm(dim=-1)
+    assert torch.allclose(norms, torch.ones(1), atol=1e-5)  # Normalize still applies
+
+
+def test_an_explicit_pooling_replaces_only_the_pooling_module(user_model, data, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_train(user_model, data, out, "--pooling", "cls", "--learning_rate", "0",
+                       "--keep_start_if_better", "false")) == 0
+    printed = capsys.readouterr().out
+    assert "re-pooled with cls (was Pooling(mean)); kept: Dense, Normalize" in printed
+    assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]
+    assert _pooling_mode(out) == "cls"
+    given, saved = SentenceTransformer(str(user_model), device="cpu"), SentenceTransformer(str(out), device="cpu")
+    assert saved.max_seq_length == 48
+    # learning rate 0: the Dense layer's weights are the user's, carried over as they were
+    assert torch.equal(given[2].linear.weight, saved[2].linear.weight)
+
+
+def test_a_plain_encoder_is_pooled_with_cls(tiny_bert_dir, data, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_train(tiny_bert_dir, data, out, "--stsb_dev", "none")) == 0
+    assert "a plain encoder (no saved Sentence Transformer modules), pooled with cls" in capsys.readouterr().out
+    assert _module_types(out) == ["Transformer", "Pooling"] and _pooling_mode(out) == "cls"
+
+
+def test_mine_and_evaluate_keep_the_saved_modules_too(user_model, data, tmp_path, capsys):
+    docs = _write(tmp_path / "docs.jsonl", [json.dumps({"sentences": random_sentences(4, seed=i)}) for i in range(4)])
+    assert main(["mine", "--model", str(user_model), "--docs", str(docs), "--output_dir", str(tmp_path / "p")]) == 0
+    assert "kept the model's modules: Transformer, Pooling(mean), Dense, Normalize" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ start -> end, never worse
+
+
+def _summary(printed: str) -> str:
+    return printed[printed.index("Training done"):]
+
+
+def test_the_summary_and_json_hold_start_and_end_for_every_evaluator(user_model, data, tmp_path, capsys):
+    out = tmp_path / "run"
+    flags = ("--eval_retrieval", str(data["beir"]), "--eval_steps", "1", "--save_steps", "1")
+    assert main(_train(user_model, data, out, *flags)) == 0
+    printed = capsys.readouterr().out
+    assert "retrieval set" in printed and "beir-dev: 10 queries, 30 documents" in printed
+    assert re.search(r"checkpoint metric +eval_retrieval_dot_ndcg@10", printed)  # the user's own set chooses
+    done = _summary(printed)
+    for label in ("STS-B dev", "retrieval nDCG@10", "retrieval Recall@100"):
+        assert re.search(rf"{re.escape(label)} +\d+\.\d\d -> \d+\.\d\d", done), done
+    record = json.loads((out / "run_summary.json").read_text())
+    start_end = record["start_end"]
+    assert start_end["metric"] == "eval_retrieval_dot_ndcg@10"
+    for key in ("eval_sts-dev_spearman_cosine", "eval_retrieval_dot_ndcg@10", "eval_retrieval_dot_recall@100"):
+        assert 0 <= start_end["start"][key] <= 1 and 0 <= start_end["end"][key] <= 1
+    # the printed numbers are the recorded ones
+    ndcg = start_end["start"]["eval_retrieval_dot_ndcg@10"], start_end["end"]["eval_retrieval_dot_ndcg@10"]
+    assert f"retrieval nDCG@10     {100 * ndcg[0]:.2f} -> {100 * ndcg[1]:.2f}" in done
+
+
+def _destroying(user_model, data, out, *flags):
+    # A learning rate of 10 wrecks a tiny model within two steps.
+    return _train(user_model, data, out, "--learning_rate", "10", "--eval_strategy", "no", "--save_strategy", "no",
+                  "--load_best_model_at_end", "false", *flags)
+
+
+def test_training_that_lowers_the_score_warns_and_hands_back_the_starting_weights(user_model, data, tmp_path,
+                                                                                  capsys):
+    out = tmp_path / "run"
+    assert main(_destroying(user_model, data, out)) == 0
+    printed = capsys.readouterr().out
+    # a collapsed model makes the correlation undefined (nan), which counts as worse than any score
+    assert re.search(r"warning: STS-B dev ended below its start \(\d+\.\d\d -> (\d+\.\d\d|nan)\)", printed), printed
+    assert "the starting model: no checkpoint beat the model you started with" in printed
+    given = SentenceTransformer(str(user_model), device="cpu").state_dict()
+    saved = SentenceTransformer(str(out), device="cpu").state_dict()
+    assert given.keys() == saved.keys()
+    assert all(torch.equal(given[key], saved[key]) for key in given)
+    assert json.loads((out / "run_summary.json").read_text())["start_end"]["kept"] == "start"
+
+
+def test_keep_start_if_better_false_hands_back_the_trained_model(user_model, data, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_destroying(user_model, data, out, "--keep_start_if_better", "false")) == 0
+    printed = capsys.readouterr().out
+    assert "warning: STS-B dev ended below its start" in printed
+    assert re.search(r"saved +the model at the last step, 2", printed), printed
+    given = SentenceTransformer(str(user_model), device="cpu").state_dict()
+    saved = SentenceTransformer(str(out), device="cpu").state_dict()
+    assert any(not torch.equal(given[key], saved[key]) for key in given)
+
+
+def test_without_an_evaluator_the_summary_says_nothing_was_measured(user_model, data, tmp_path, capsys):
+    assert main(_train(user_model, data, tmp_path / "run", "--stsb_dev", "none")) == 0
+    assert "not measured (no evaluator" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ bad input, one line each
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+def _beir(root: Path, corpus=True, queries=True, qrels: list[str] | None = None) -> Path:
+    if corpus:
+        _write(root / "corpus.jsonl", [json.dumps({"_id": "c1", "text": "a cat"})])
+    if queries:
+        _write(root / "queries.jsonl", [json.dumps({"_id": "q1", "text": "cat"})])
+    if qrels is not None:
+        _write(root / "qrels" / "dev.tsv", ["query-id\tcorpus-id\tscore", *qrels])
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda root: root / "missing", "--eval_retrieval: no folder at"),
+        (lambda root: _beir(root, corpus=False, qrels=["q1\tc1\t1"]), "corpus.jsonl"),
+        (lambda root: _beir(root, queries=False, qrels=["q1\tc1\t1"]), "queries.jsonl"),
+        (lambda root: _beir(root), "qrels"),
+        (lambda root: _beir(root, qrels=["q1\tc1\t0"]), "no relevant"),
+        (lambda root: _beir(root, qrels=["q9\tc1\t1"]), "q9"),
+        (lambda root: _beir(root, qrels=["q1\tc9\t1"]), "c9"),
+    ],
+)
+def test_bad_retrieval_folders_fail_in_one_line(user_model, data, tmp_path, capsys, build, message):
+    folder = build(tmp_path / "beir")
+    code = main(_train(user_model, data, tmp_path / "run", "--eval_retrieval", str(folder)))
+    assert code == 2
+    assert message in _one_line_error(capsys)
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--train_data", "corpus.txt", "--max_steps", "-5"], "--max_steps must be a positive number"),
+        (["train", "--train_data", "corpus.txt", "--output_dir", "afile"], "--output_dir: afile is a file"),
+        (["evaluate", "--model", "./missing-folder", "--sts", "x"], "model not found: ./missing-folder"),
+        (["evaluate", "--model", ".", "--beir", "scifact", "--beir_source", "beir"], "qrels"),
+        (["evaluate", "--model", ".", "--sts", "x", "--output_dir", "afile"], "--output_dir: afile is a file"),
+        (["mine", "--docs", "corpus.txt", "--output_dir", "afile"], "--output_dir: afile is a file"),
+        (["train", "--objective", "idc", "--docs", "corpus.txt", "--eval_steps", "10"], "--eval_steps does not apply"),
+    ],
+)
+def test_rough_edges_are_refused_before_heavy_imports(tmp_path, argv, message):
+    (tmp_path / "corpus.txt").write_text("a cat sat\n\nthe dog ran\n")
+    (tmp_path / "afile").write_text("not a folder")
+    _write(tmp_path / "beir" / "scifact" / "corpus.jsonl", [json.dumps({"_id": "c1", "text": "a cat"})])
+    result, imported = run_cli_listing_imports(argv, tmp_path)
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert len(errors) == 1 and message in errors[0], errors
+    assert not {name for name in imported if name.split(".")[0] in ("torch", "transformers", "sentence_transformers")}
+
+
+def test_long_texts_are_counted_and_split_sentences_fixes_them(user_model, data, tmp_path, capsys):
+    assert main(_train(user_model, data, tmp_path / "a", "--stsb_dev", "none")) == 0
+    printed = capsys.readouterr().out
+    assert "1 of 41 texts are longer than 32 tokens and will be cut to their first 32; pass --split_sentences" in printed
+    assert main(_train(user_model, data, tmp_path / "b", "--stsb_dev", "none", "--split_sentences", "true")) == 0
+    printed = capsys.readouterr().out
+    assert "--split_sentences: 41 texts -> " in printed
+    assert "longer than 32 tokens" not in printed
+
+
+def test_offline_hub_sts_b_dev_names_the_bundled_copy(user_model, data, tmp_path, capsys, monkeypatch):
+    import datasets
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("offline")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    assert main(_train(user_model, data, tmp_path / "run", "--stsb_dev", "hub")) == 2
+    error = _one_line_error(capsys)
+    assert "--stsb_dev demo (the 1,500 STS-B dev pairs shipped with the package)" in error

@@ -1,0 +1,218 @@
+"""StartEndCallback: the model is scored before its first step and after its last, and a run that made the deciding
+metric worse hands back the model it was given."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from datasets import Dataset
+
+from st_infocse.training import StartEndCallback, StartEndResult
+
+from ..conftest import random_sentences
+
+STEPS = 3
+
+
+def _weights(model) -> dict[str, torch.Tensor]:
+    return {key: value.detach().clone() for key, value in model.state_dict().items()}
+
+
+def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[key], b[key]) for key in a)
+
+
+def _scripted_evaluator(score: dict[int, float], alt: dict[int, float] | None = None):
+    """An evaluator whose scores are set per training step; it keeps the weights it saw at each step."""
+    from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+
+    class Scripted(SentenceEvaluator):
+        def __init__(self):
+            super().__init__()
+            self.primary_metric = "scripted_score"
+            self.seen: dict[int, dict[str, torch.Tensor]] = {}
+
+        def __call__(self, model, output_path=None, epoch=-1, steps=-1):
+            self.seen[steps] = _weights(model)
+            other = (alt or {}).get(steps, 0.5)
+            return {"scripted_score": score[steps], "scripted_alt": other, "scripted_loss": 1.0 - other}
+
+    return Scripted()
+
+
+def _train(model, evaluator, tmp_path, keep: bool = True, **kwargs):
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    texts = random_sentences(32, seed=1)
+    dataset = Dataset.from_dict({"anchor": texts[:16], "positive": texts[16:]})
+    settings = dict(
+        output_dir=str(tmp_path / "run"),
+        max_steps=STEPS,
+        per_device_train_batch_size=4,
+        learning_rate=1e-2,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        seed=0,
+        disable_tqdm=True,
+        use_cpu=True,
+        dataloader_pin_memory=False,
+    )
+    settings.update(kwargs)
+    callback = StartEndCallback(evaluator, keep_start_if_better=keep)
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=SentenceTransformerTrainingArguments(**settings),
+        train_dataset=dataset,
+        loss=MultipleNegativesRankingLoss(model),
+        evaluator=evaluator,
+        callbacks=[callback],
+    )
+    trainer.train()
+    assert callback.snapshot is None  # no copy of the weights outlives training
+    assert isinstance(callback.result, StartEndResult)
+    return trainer, callback.result
+
+
+def test_start_is_scored_before_any_step_and_end_after_the_last(make_model, tmp_path):
+    model = make_model()
+    initial = _weights(model)
+    evaluator = _scripted_evaluator({0: 0.5, STEPS: 0.75})
+    _, result = _train(model, evaluator, tmp_path)
+    assert _same(evaluator.seen[0], initial)  # the start was scored on the weights given
+    assert sorted(evaluator.seen) == [0, STEPS]  # eval_strategy="no": the callback scored the last step itself
+    assert not _same(evaluator.seen[STEPS], initial)
+    assert _same(evaluator.seen[STEPS], _weights(model))  # the trained model is kept: it scores better
+    assert (result.metric, result.greater_is_better, result.kept) == ("eval_scripted_score", True, "end")
+    assert result.start == {"eval_scripted_score": 0.5, "eval_scripted_alt": 0.5, "eval_scripted_loss": 0.5}
+    assert (result.start_step, result.end_step, result.start_score, result.end_score) == (0, STEPS, 0.5, 0.75)
+    assert (result.best_step, result.best_score, result.worse_at_end) == (STEPS, 0.75, [])
+    assert result.lines()[0] == "eval_scripted_score 50.00 -> 75.00"
+    assert json.loads(json.dumps(result.to_dict()))["kept"] == "end"
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_run_that_ends_worse_hands_back_the_starting_weights(make_model, tmp_path, keep, caplog):
+    model = make_model()
+    initial = _weights(model)
+    evaluator = _scripted_evaluator({0: 0.6451, STEPS: 0.639})
+    with caplog.at_level("WARNING", logger="st_infocse.training.start_end"):
+        _, result = _train(model, evaluator, tmp_path, keep=keep)
+    assert result.worse_at_end == ["eval_scripted_score"]
+    warning = "warning: eval_scripted_score ended below its start (64.51 -> 63.90)"
+    assert warning in result.lines() and warning in caplog.text
+    if keep:
+        assert result.kept == "start"
+        assert _same(_weights(model), initial)
+        assert (
+            "no checkpoint beat the model you started with: 64.51 vs best 63.90 at step 3; saved: the starting model"
+            in result.lines()
+        )
+    else:
+        assert result.kept == "end"
+        assert not _same(_weights(model), initial)
+        assert _same(_weights(model), evaluator.seen[STEPS])
+        assert not any(line.startswith("no checkpoint") for line in result.lines())
+
+
+def test_metric_for_best_model_decides(make_model, tmp_path):
+    # The evaluator's primary metric got worse, the named metric better: the trained model stays.
+    model = make_model()
+    initial = _weights(model)
+    evaluator = _scripted_evaluator({0: 0.8, STEPS: 0.5}, alt={0: 0.1, STEPS: 0.4})
+    _, result = _train(model, evaluator, tmp_path, metric_for_best_model="scripted_alt")
+    assert (result.metric, result.greater_is_better, result.kept) == ("eval_scripted_alt", True, "end")
+    assert (result.start_score, result.end_score) == (0.1, 0.4)
+    assert not _same(_weights(model), initial)
+    # scripted_loss fell from 0.9 to 0.6: lower is better for a loss, so only the primary metric got worse
+    assert result.worse_at_end == ["eval_scripted_score"]
+
+    model = make_model()
+    _, result = _train(model, evaluator, tmp_path, metric_for_best_model="eval_scripted_loss")
+    assert (result.metric, result.greater_is_better, result.kept) == ("eval_scripted_loss", False, "end")
+    # greater_is_better given explicitly turns the direction: the start's 0.9 now beats the end's 0.6
+    model = make_model()
+    _, result = _train(model, evaluator, tmp_path, metric_for_best_model="scripted_loss", greater_is_better=True)
+    assert (result.greater_is_better, result.kept) == (True, "start")
+    assert _same(_weights(model), initial)
+
+
+BEST_AT_2 = {0: 0.5, 1: 0.6, 2: 0.9, 3: 0.4}  # the end is below the start, the best checkpoint above it
+START_BEST = {0: 0.8, 1: 0.6, 2: 0.7, 3: 0.5}  # nothing beats the start
+
+
+@pytest.mark.parametrize("scores", [BEST_AT_2, START_BEST], ids=["best-checkpoint", "start"])
+def test_step_evaluations_and_load_best_model_at_end(make_model, tmp_path, scores):
+    model = make_model()
+    initial = _weights(model)
+    evaluator = _scripted_evaluator(scores)
+    trainer, result = _train(
+        model,
+        evaluator,
+        tmp_path,
+        eval_strategy="steps",
+        eval_steps=1,
+        save_strategy="steps",
+        save_steps=1,
+        load_best_model_at_end=True,
+        metric_for_best_model="scripted_score",
+    )
+    evaluated = [entry["step"] for entry in trainer.state.log_history if "eval_scripted_score" in entry]
+    assert evaluated == [1, 2, STEPS]  # the trainer itself evaluated the last step, once, and logged it
+    assert sorted(evaluator.seen) == [0, 1, 2, STEPS]
+    assert result.end == {key: value for key, value in trainer.state.log_history[-2].items() if key in result.start}
+    assert (result.best_step, result.best_score) == (2, trainer.state.best_metric)
+    if scores is BEST_AT_2:
+        # The trainer loaded the step-2 checkpoint, which beats the start although the end does not.
+        assert trainer.state.best_model_checkpoint.endswith("checkpoint-2")
+        assert result.kept == "best checkpoint" and result.worse_at_end == ["eval_scripted_score"]
+        assert _same(_weights(model), evaluator.seen[2])
+    else:
+        assert result.kept == "start"
+        assert _same(_weights(model), initial)
+        assert "no checkpoint beat the model you started with: 80.00 vs best 70.00 at step 2" in str(result)
+
+
+def test_without_load_best_model_at_end_the_last_step_is_what_the_start_is_compared_with(make_model, tmp_path):
+    model = make_model()
+    initial = _weights(model)
+    _, result = _train(model, _scripted_evaluator(BEST_AT_2), tmp_path, eval_strategy="steps", eval_steps=1)
+    assert (result.kept, result.best_step, result.best_score, result.end_score) == ("start", 2, 0.9, 0.4)
+    assert _same(_weights(model), initial)
+    assert (
+        "the last step did not beat the model you started with: 50.00 vs 40.00 (step 2 scored 90.00; "
+        "load_best_model_at_end keeps such a checkpoint); saved: the starting model"
+    ) in result.lines()
+
+
+def test_sequential_evaluator_and_a_real_evaluator_use_the_trainers_metric_names(make_model, tmp_path):
+    from sentence_transformers.sentence_transformer.evaluation import (
+        EmbeddingSimilarityEvaluator,
+        SequentialEvaluator,
+    )
+
+    texts = random_sentences(16, seed=2)
+    similarity = EmbeddingSimilarityEvaluator(texts[:8], texts[8:], [i / 7 for i in range(8)], name="sts")
+    evaluator = SequentialEvaluator([similarity, _scripted_evaluator({0: 0.3, 1: 0.35, 2: 0.4, 3: 0.45})])
+    trainer, result = _train(make_model(), evaluator, tmp_path, eval_strategy="steps", eval_steps=1)
+    assert result.metric == "eval_sequential_score"  # the last evaluator's primary score
+    assert "eval_sts_spearman_cosine" in result.start
+    logged = next(entry for entry in reversed(trainer.state.log_history) if "eval_sequential_score" in entry)
+    assert logged["step"] == STEPS and set(result.start) <= set(logged)
+    assert result.end == {key: logged[key] for key in result.start}
+    assert (result.kept, result.best_step, result.end_score) == ("end", STEPS, 0.45)
+    assert result.lines()[0] == "eval_sequential_score 30.00 -> 45.00"
+
+
+def test_the_last_step_is_evaluated_by_the_trainer_whatever_its_eval_steps():
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    callback = StartEndCallback(evaluator=None)
+    for strategy, step, expected in [("steps", 3, True), ("steps", 2, False), ("epoch", 3, False), ("no", 3, False)]:
+        args = TrainingArguments(output_dir="unused", eval_strategy=strategy, eval_steps=10, use_cpu=True)
+        control = TrainerControl()
+        callback.on_step_end(args, TrainerState(global_step=step, max_steps=3), control)
+        assert control.should_evaluate is expected, (strategy, step)
