@@ -138,6 +138,7 @@ def test_the_summary_and_json_hold_start_and_end_for_every_evaluator(user_model,
     printed = capsys.readouterr().out
     assert "retrieval set" in printed and "beir-dev: 10 queries, 30 documents" in printed
     assert re.search(r"checkpoint metric +eval_retrieval_dot_ndcg@10", printed)  # the user's own set chooses
+    assert "the model's own 48 tokens (training at 32)" in printed  # scored as the model is saved
     done = _summary(printed)
     for label in ("STS-B dev", "retrieval nDCG@10", "retrieval Recall@100"):
         assert re.search(rf"{re.escape(label)} +\d+\.\d\d -> \d+\.\d\d", done), done

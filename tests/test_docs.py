@@ -89,3 +89,38 @@ def test_readme_training_example_runs_as_written(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "out" / "first-model" / "final" / "config_sentence_transformers.json").is_file()
+
+
+def test_install_pages_give_the_cpu_only_torch_build_beside_the_default():
+    # `pip install torch` on a CPU-only Linux machine pulls the multi-GB CUDA build.
+    for page in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        text = page.read_text()
+        assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in text, page
+        assert "pip install torch " in text, page  # the default line stays for GPU machines
+
+
+def test_wide_tables_and_code_scroll_on_the_site():
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    assert re.search(r"html_css_files = \[\"st-infocse.css\"\]", conf)
+    css = (ROOT / "docs" / "_static" / "st-infocse.css").read_text()
+    assert "white-space: nowrap" in css and "overflow-x: auto" in css
+
+
+def test_plots_shown_in_the_docs_fit_the_column():
+    # Wider than 10 inches at 150 dpi, labels shrink below legibility in the ~750 px documentation column.
+    import struct
+
+    shown = set()
+    for page in (ROOT / "docs").rglob("*.md"):
+        shown.update(re.findall(r"\((\.\./benchmarks/results/[\w.-]+\.png)\)", page.read_text()))
+    assert shown
+    for relative in shown:
+        with open(ROOT / "docs" / relative, "rb") as png:
+            width = struct.unpack(">I", png.read(24)[16:20])[0]
+        assert width <= 1600, (relative, width)
+
+
+def test_the_own_model_page_shows_a_measured_run():
+    page = (ROOT / "docs" / "your-own-model.md").read_text()
+    assert "RUN_OUTPUT" not in page
+    assert re.search(r"retrieval nDCG@10 +\d+\.\d\d -> \d+\.\d\d", page)

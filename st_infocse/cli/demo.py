@@ -64,36 +64,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _full_length_evaluator(inner: Any, max_length: int) -> Any:
-    """Wrap an evaluator so that it scores at ``max_length``: training truncates to 32 tokens, but the reported
-    numbers should be the ones the saved model (which keeps the base model's length) gets."""
-    from sentence_transformers.base.evaluation import BaseEvaluator
-
-    class FullLengthEvaluator(BaseEvaluator):
-        def __init__(self) -> None:
-            super().__init__()
-            self.inner = inner
-            self.primary_metric = inner.primary_metric
-            self.greater_is_better = inner.greater_is_better
-
-        def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> Any:
-            training_length = model.max_seq_length
-            model.max_seq_length = max_length
-            try:
-                return self.inner(model, output_path, epoch, steps)
-            finally:
-                model.max_seq_length = training_length
-
-        @property
-        def description(self) -> str:
-            return self.inner.description
-
-        def get_config_dict(self) -> dict[str, Any]:
-            return {**self.inner.get_config_dict(), "max_seq_length": max_length}
-
-    return FullLengthEvaluator()
-
-
 def _own_length(base: Any, encoder: Any) -> int:
     """The base model's own length by the package's one rule; a model that states none is scored at its positions."""
     from st_infocse.training.builder import own_max_length
@@ -134,8 +104,9 @@ def cmd_demo(argv: Sequence[str]) -> int:
     from st_infocse.data import demo_sentences, demo_stsb_dev
     from st_infocse.evaluation import stsb_dev_evaluator
     from st_infocse.training import PaperTrainingArguments, build_trainer
+    from st_infocse.training.at_length import AtLengthEvaluator
 
-    set_seed(args.seed)  # before the loss's fresh modules are initialised, as train does (cli/inputs.load_model)
+    set_seed(args.seed)  # before the loss's fresh modules are initialised, as train does (cli/inputs.model_from_args)
     # Loaded as a Sentence Transformer so that its own max length (256 for MiniLM, from sentence_bert_config.json)
     # is known; a bare Transformer would report the config's 512 positions instead.
     base = SentenceTransformer(str(model_path))
@@ -154,7 +125,7 @@ def cmd_demo(argv: Sequence[str]) -> int:
         pairs = replace(
             pairs, sentences1=pairs.sentences1[:n], sentences2=pairs.sentences2[:n], scores=pairs.scores[:n]
         )
-    evaluator = _full_length_evaluator(stsb_dev_evaluator(pairs), base_length)
+    evaluator = AtLengthEvaluator(stsb_dev_evaluator(pairs), base_length)
 
     output_dir = Path(args.output_dir)
     training_args = PaperTrainingArguments(

@@ -36,9 +36,15 @@ class RunEvaluation:
     retrieval: Any = None
     retrieval_chooses: bool = False
 
-    def for_model(self, model: Any, training_args: Any) -> None:
+    def for_model(self, model: Any, training_args: Any, own_length: int | None) -> None:
         """Name the retrieval metrics as the trainer will log them for ``model`` (its similarity function is in
-        the key) and, unless ``--metric_for_best_model`` was given, let retrieval nDCG@10 choose the checkpoint."""
+        the key), unless ``--metric_for_best_model`` was given let retrieval nDCG@10 choose the checkpoint, and score
+        at the model's own length (the one it is saved with), not the training length."""
+        if self.evaluator is not None and own_length is not None and own_length != model.max_seq_length:
+            from st_infocse.training.at_length import AtLengthEvaluator
+
+            self.evaluator = AtLengthEvaluator(self.evaluator, own_length)
+            self.notes["evaluated at"] = f"the model's own {own_length} tokens (training at {model.max_seq_length})"
         if self.retrieval is not None:
             from st_infocse.evaluation import retrieval_metric_keys
 

@@ -115,11 +115,12 @@ def cmd_train(argv: Sequence[str]) -> int:
         check_planned_steps(len(dataset), training_args)
     loaded = model_from_args(model_args, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
-    measured.for_model(model, training_args)
+    measured.for_model(model, training_args, own_length)
     start = time.time()
     if dataset is None:
         return _train_idc(loaded, documents, loss_args, run_args, training_args, measured, argv, start)
-    cut = count_long_texts(model.tokenizer, dataset["text"], model.max_seq_length, seed=training_args.seed).message()
+    lengths_report = count_long_texts(model.tokenizer, dataset["text"], model.max_seq_length, seed=training_args.seed)
+    cut = lengths_report.message(already_split=data_args.split_sentences)
     if loss_args.decoder_warmup_steps is not None:
         loss_args.decoder = warm_up_decoder(model, dataset["text"], loss_args, loss_args.objective,
                                             training_args.per_device_train_batch_size, training_args.seed,

@@ -189,21 +189,23 @@ def plot_sts(results: Sequence[STSResult], path: PathLike, reference: Mapping[st
         >>> plot_sts([result], "sts.png", reference={"STS12": 72.37})  # doctest: +SKIP
     """
     tasks = list(results[0].scores)
-    figure = _figure(1.2 * len(tasks) + 2, 4)
+    # At most 10 inches wide, so that the labels stay readable where a documentation column shows it (~750 px).
+    figure = _figure(min(10.0, 1.2 * len(tasks) + 2), 4.5)
     axes = figure.add_subplot()
     width = 0.8 / len(results)
     for i, result in enumerate(results):
         positions = [t + (i - (len(results) - 1) / 2) * width for t in range(len(tasks))]
         bars = axes.bar(positions, [result.scores.get(t, math.nan) for t in tasks], width, label=result.model)
-        axes.bar_label(bars, fmt="%.1f", fontsize=7)
+        axes.bar_label(bars, fmt="%.1f", fontsize=10)
     if reference:
         xs = [i for i, t in enumerate(tasks) if t in reference]
         axes.scatter(xs, [reference[tasks[i]] for i in xs], marker="_", s=400, color="black", label="reference")
-    axes.set_xticks(range(len(tasks)), tasks)
-    axes.set_ylabel("Spearman x100 (cosine)")
+    axes.set_xticks(range(len(tasks)), tasks, fontsize=11)
+    axes.tick_params(axis="y", labelsize=10)
+    axes.set_ylabel("Spearman x100 (cosine)", fontsize=11)
     low = min(v for r in results for v in r.scores.values())
     axes.set_ylim(max(0.0, low - 10), 100)
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=10)
     return _save(figure, path)
 
 

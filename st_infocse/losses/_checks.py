@@ -31,6 +31,28 @@ def clean_texts_hint(column: str | None = None) -> str:
     )
 
 
+def refuse_labels(loss: nn.Module, labels: Tensor | None) -> None:
+    """Refuse, in one line, labels handed to a loss that reads none (the dataset's ``label`` or ``score`` column).
+
+    The trainer passes a column named ``label`` or ``score`` as ``labels``; the package's losses are unsupervised
+    and would otherwise drop it unread. A check on the argument alone: nothing is read back from the device.
+    """
+    if labels is not None:
+        raise ValueError(
+            f"{type(loss).__name__} reads no labels, but the batch has some (the dataset's 'label' or 'score' "
+            "column): remove that column, or use a loss that reads it."
+        )
+
+
+def refuse_columns(loss: nn.Module, features: list[Any], takes: int) -> None:
+    """Refuse, in one line, more text columns than the loss reads (they would be tokenized and dropped unread)."""
+    if len(features) > takes:
+        raise ValueError(
+            f"{type(loss).__name__} reads {takes} text column{'s' if takes > 1 else ''}, but the batch has "
+            f"{len(features)}: select the text column(s) first, e.g. dataset.select_columns(['text'])."
+        )
+
+
 class EmptyTextDetector:
     """Says, as a device tensor, whether every text of a batch is empty: only special and padding tokens.
 

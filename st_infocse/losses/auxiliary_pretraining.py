@@ -10,7 +10,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import EmptyTextDetector, check_finite
+from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_columns, refuse_labels
 from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import MLMMetrics, warn_unless_cls_pooling
 from st_infocse.losses.contract import TrainingLoss
@@ -39,7 +39,7 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         n: int = PRESETS["infocse"].n,
         mask_rate: float = MLM_MASK_RATE,
         aux_weight: float = 1.0,
-        fusion_init: FusionInit = "fresh",
+        fusion_init: FusionInit = PRESETS["infocse"].fusion_init,
         mlm_head_source: str | None = None,
         tie_head: bool = True,
         masking: Masking = "whole_word",
@@ -53,7 +53,9 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         (``L_aux``) in which ``n`` fusion layers read ``[h ; M_{>0}]``, the sentence embedding ``h`` of the masked
         sentence next to the ``k``-th layer's non-[CLS] states. ``L = L_mlm + aux_weight * L_aux`` (the paper uses
         weight 1 and mask rate 0.15, Condenser's setting). The lower layers are shared here, so the ``k``-th layer
-        states are read with a forward hook during the model's own forward pass.
+        states are read with a forward hook on that layer, registered for the model's forward pass inside
+        ``forward`` and removed right after it (also when it fails): the model carries no hook of the loss's
+        between steps or after training.
 
         This is Condenser's pre-training (``CondenserForPretraining`` with ``skip_from = k``, ``n_head_layers = n``
         and ``--late_mlm``), and the defaults follow it: the head's vocabulary projection *is* the encoder's input
@@ -69,13 +71,13 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
 
         Args:
             model: SentenceTransformer whose first module is a Hugging Face encoder with a mask token.
-            k: shared lower layers; default 6 on encoders of 12 or more layers (Condenser's and InfoCSE's
-                ``--skip_from 6``), half the depth below.
-            n: fusion layers.
-            mask_rate: masking rate.
-            aux_weight: weight of ``L_aux`` relative to ``L_mlm``.
-            fusion_init: ``"fresh"`` (default here, as in the authors' code) or ``"copy"``.
-            mlm_head_source: model path or hub id to take the MLM head from (default: the model's own). With
+            k: shared lower layers; None (default): 6 on encoders of 12 or more layers (Condenser's and InfoCSE's
+                ``--skip_from 6``), half the depth below (the ``"infocse"`` preset's).
+            n: fusion layers; default 2, the ``"infocse"`` preset's (Condenser's ``--n_head_layers 2``).
+            mask_rate: masking rate; default 0.15, the registry's ``MLM_MASK_RATE`` (Condenser's, paper 000 §3.1).
+            aux_weight: weight of ``L_aux`` relative to ``L_mlm``; default 1 (paper 000 §3.1).
+            fusion_init: ``"fresh"`` (default, the ``"infocse"`` preset's, as in the authors' code) or ``"copy"``.
+            mlm_head_source: model path or hub id to take the MLM head from; None (default): the model's own. With
                 ``tie_head`` only its transform and output bias are used.
             tie_head: share the encoder's input word-embedding parameter as the head's output projection during
                 stage 1 (Condenser). ``False`` trains an untied copy instead, which leaves the embeddings to the
@@ -96,7 +98,8 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
               ``data.py`` ``CondenserCollator``).
 
         Requirements:
-            1. Unlabelled text; a tokenizer with a mask token.
+            1. Unlabelled text in one column (a batch with more columns, or with labels, is refused with a
+               ``ValueError``: only one column would be read); a tokenizer with a mask token.
 
         Inputs:
             +-------------------------------+--------+
@@ -150,11 +153,12 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         self.decoder = AuxiliaryDecoder.from_encoder(
             model, k=k, n=n, fusion_init=fusion_init, detach=True, mlm_head_source=mlm_head_source
         )
-        # One hook for the loss's lifetime, not one per step (registering a hook inside forward breaks a
-        # torch.compile graph); it keeps layer k's output only while forward() collects it, and holds the loss
-        # weakly so that the model does not keep it alive.
+        self.mlm_head_source = mlm_head_source
+        # The hook that reads layer k's output is registered for the model's forward pass in forward() and removed
+        # after it. It is one function for the loss's lifetime: a compiled model (the trainer's torch_compile) sees
+        # the same hook at every step and is not recompiled. It holds the loss weakly.
         self._lower_outputs: list[Tensor] | None = None
-        parts.layers[self.k - 1].register_forward_hook(_lower_output_keeper(weakref.ref(self)))
+        self._keep_lower_output = _lower_output_keeper(weakref.ref(self))
         self.tie_head = tie_head
         if tie_head:
             embeddings = parts.word_embeddings.weight
@@ -187,7 +191,10 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
     def forward(
         self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
     ) -> dict[str, Tensor]:
-        features = list(sentence_features)[0]
+        refuse_labels(self, labels)
+        columns = list(sentence_features)
+        refuse_columns(self, columns, takes=1)
+        features = columns[0]
         masked_ids, mlm_labels = self.masker(features["input_ids"], features["attention_mask"])
         masked = {
             key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")
@@ -196,9 +203,11 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
 
         captured: list[Tensor] = []
         self._lower_outputs = captured
+        handle = _add_hook(self._parts[0].layers[self.k - 1], self._keep_lower_output)
         try:
             out = self.model(masked)
         finally:
+            _remove_hook(handle)
             self._lower_outputs = None
         if not captured:
             raise RuntimeError(f"The model's forward pass did not run encoder layer {self.k}; is it the encoder's layer stack?")
@@ -216,7 +225,6 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         self.metrics.update(aux)
         losses = {"mlm": encoder_mlm.loss, "aux": self.aux_weight * aux.loss}
         overflow = aux.overflow if encoder_mlm.overflow is None else encoder_mlm.overflow  # the same labels
-        # Only the first column is trained on, so only its emptiness matters.
         check_finite(self, losses, self.empty_texts([features]), overflow=overflow)
         return losses
 
@@ -233,15 +241,17 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         self.untied_decoder().save_pretrained(path)
 
     def get_config_dict(self) -> dict[str, Any]:
+        """Every argument of the objective as applied (the model card lists them)."""
         return {
             "k": self.k,
             "n": self.decoder.config.n,
             "mask_rate": self.mask_rate,
             "aux_weight": self.aux_weight,
             "fusion_init": self.decoder.config.fusion_init,
+            "mlm_head_source": self.mlm_head_source,
             "tie_head": self.tie_head,
             "masking": self.masking,
-            **({"mlm_gather": self.mlm_gather} if self.mlm_gather != "auto" else {}),
+            "mlm_gather": self.mlm_gather,
         }
 
     @property
@@ -256,3 +266,15 @@ def _lower_output_keeper(loss_ref: weakref.ref) -> Callable[[nn.Module, Any, Any
             loss._lower_outputs.append(output[0] if isinstance(output, tuple) else output)
 
     return keep_output
+
+
+# Registering and removing a hook cannot be traced by torch.compile (a RemovableHandle): when the whole loss is
+# compiled, these two run eagerly as declared breaks around the model's forward, which itself stays in the graph.
+@torch.compiler.disable
+def _add_hook(layer: nn.Module, hook: Callable[[nn.Module, Any, Any], None]) -> torch.utils.hooks.RemovableHandle:
+    return layer.register_forward_hook(hook)
+
+
+@torch.compiler.disable
+def _remove_hook(handle: torch.utils.hooks.RemovableHandle) -> None:
+    handle.remove()

@@ -11,7 +11,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import EmptyTextDetector, check_finite
+from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_labels
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import OBJECTIVES, Preset, resolve_preset
 from st_infocse.modeling.auxiliary_decoder import (
@@ -44,6 +44,26 @@ def warn_unless_cls_pooling(model: nn.Module, loss_name: str) -> None:
             UserWarning,
             stacklevel=3,
         )
+
+
+def refuse_beside_decoder(decoder: Any, **given: Any) -> None:
+    """Refuse, in one line, a decoder setting given beside a decoder that it cannot apply to.
+
+    ``k``, ``n``, ``fusion_init`` and ``detach`` describe a decoder that already exists (``decoder.config``): a
+    value equal to the given decoder's own is accepted (it is what applies), another is refused. ``mlm_head_source``
+    chooses where a *new* decoder's head comes from; beside a decoder it is refused whatever its value. None means
+    not given.
+    """
+    for name, value in given.items():
+        if value is None:
+            continue
+        if name == "mlm_head_source":
+            raise ValueError(
+                f"mlm_head_source={value!r} does not apply beside a given decoder, which brings its own MLM head."
+            )
+        saved = getattr(decoder.config, name)
+        if value != saved:
+            raise ValueError(f"{name}={value!r} differs from the given decoder's {name}={saved!r}.")
 
 
 class MLMMetrics:
@@ -92,7 +112,7 @@ class ConditionalMLMLoss(TrainingLoss):
         mask_rate: float | None = None,
         decoder: AuxiliaryDecoder | str | os.PathLike | None = None,
         fusion_init: FusionInit | None = None,
-        detach: bool = True,
+        detach: bool | None = None,
         mlm_head_source: str | None = None,
         mlm_gather: MLMGather = "auto",
     ) -> None:
@@ -116,16 +136,23 @@ class ConditionalMLMLoss(TrainingLoss):
                 below; n = 2; mask rate 0.40, 0.30 from 24 layers; fresh fusion layers) or ``"cmlm-cse"`` (paper 003:
                 k = two thirds of the depth, 8 of 12; n = 3; mask rate 0.15; fresh fusion layers). Explicit
                 ``k``, ``n``, ``mask_rate``, ``fusion_init`` override the preset.
-            k: lower layers copied and frozen in the auxiliary decoder (``1 <= k < depth``).
-            n: fusion layers.
-            mask_rate: share of real tokens chosen for prediction.
+            k: lower layers copied and frozen in the auxiliary decoder (``1 <= k < depth``); None (default): the
+                preset's for the encoder's depth, or the given decoder's.
+            n: fusion layers; None (default): the preset's, or the given decoder's.
+            mask_rate: share of real tokens chosen for prediction; None (default): the preset's for the encoder's
+                depth (``st_infocse/losses/registry.py``). It applies with a given decoder too.
             decoder: a stage-1 auxiliary decoder (:class:`~st_infocse.modeling.AuxiliaryDecoder` or a folder written
-                by its ``save_pretrained``); if None, a new one is initialised from the model's own weights.
-            fusion_init: ``"fresh"`` (preset default: random layers with the encoder's ``initializer_range``, as the
-                authors' ``BertForCL`` builds its ``c_head``) or ``"copy"`` (the encoder layers above ``k``).
-            detach: freeze the lower copy (paper default; ``False`` is paper 000's "w/o detach" ablation).
-            mlm_head_source: model path or hub id holding the MLM head; defaults to the model's own path. Without a
-                head in the checkpoint a new one is made and a warning says so.
+                by its ``save_pretrained``); if None (default), a new one is initialised from the model's own weights.
+                A given decoder brings its own shape, fusion layers, frozen copy and head: ``k``, ``n``,
+                ``fusion_init`` and ``detach`` may be given only with the decoder's own values, and
+                ``mlm_head_source`` not at all; anything else is refused with a ``ValueError`` naming it.
+            fusion_init: ``"fresh"`` (None, the default, takes the preset's, which is ``"fresh"`` for both presets:
+                random layers with the encoder's ``initializer_range``, as the authors' ``BertForCL`` builds its
+                ``c_head``) or ``"copy"`` (the encoder layers above ``k``).
+            detach: freeze the lower copy; None (default): the preset's, ``True`` (paper 000 §3.2), or the given
+                decoder's own (``False`` is paper 000's "w/o detach" ablation, Table 6).
+            mlm_head_source: model path or hub id holding the MLM head; None (default): the model's own path. Without
+                a head in the checkpoint a new one is made and a warning says so.
             mlm_gather: ``"exact"`` runs the MLM head on exactly the masked positions, which reads their count (one
                 host synchronisation per step on a GPU); ``"bounded"`` runs it on a static number of positions (the
                 binomial mean plus 8 standard deviations) with the rest ignored, reading nothing; a batch with more
@@ -178,19 +205,25 @@ class ConditionalMLMLoss(TrainingLoss):
         self.empty_texts = EmptyTextDetector(parts.tokenizer)
         check_mlm_gather(mlm_gather)
         self.mlm_gather = mlm_gather
+        self.mlm_head_source = mlm_head_source
+        #: Where the decoder came from: the folder given, ``"AuxiliaryDecoder"`` for an object, None for a new one.
+        self.decoder_source: str | None = None
         if decoder is not None:
+            refuse_beside_decoder(decoder, mlm_head_source=mlm_head_source)
             if not isinstance(decoder, AuxiliaryDecoder):
+                self.decoder_source = str(decoder)
                 decoder = AuxiliaryDecoder.from_pretrained(decoder)
+            else:
+                self.decoder_source = type(decoder).__name__
+            refuse_beside_decoder(decoder, k=k, n=n, fusion_init=fusion_init, detach=detach)
             decoder.check_compatible(model)
             decoder.use_attention_of(parts.config)
-            for name, value, saved in (("k", k, decoder.config.k), ("n", n, decoder.config.n)):
-                if value is not None and value != saved:
-                    raise ValueError(f"{name}={value} differs from the given decoder's {name}={saved}.")
             self.decoder = decoder.to(parts.hf_model.device)
         else:
             k = k if k is not None else settings.k(parts.depth)
             n = n if n is not None else settings.n
             fusion_init = fusion_init if fusion_init is not None else settings.fusion_init
+            detach = settings.detach if detach is None else detach
             self.decoder = AuxiliaryDecoder.from_encoder(
                 model, k=k, n=n, fusion_init=fusion_init, detach=detach, mlm_head_source=mlm_head_source
             )
@@ -252,6 +285,7 @@ class ConditionalMLMLoss(TrainingLoss):
         return output
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        refuse_labels(self, labels)
         features = list(sentence_features)
         embeddings = embed_columns(self.model, features)
         output = self.compute_loss_from_embeddings(embeddings, features)
@@ -259,17 +293,18 @@ class ConditionalMLMLoss(TrainingLoss):
         return output.loss
 
     def get_config_dict(self) -> dict[str, Any]:
-        config = {
+        """Every argument of the objective as applied: the preset, the decoder's shape and start, the mask rate."""
+        return {
             "preset": self.preset,
             "k": self.k,
             "n": self.n,
             "mask_rate": self.mask_rate,
+            "decoder": self.decoder_source,
             "fusion_init": self.decoder.config.fusion_init,
             "detach": self.decoder.config.detach,
+            "mlm_head_source": self.mlm_head_source,
+            "mlm_gather": self.mlm_gather,
         }
-        if self.mlm_gather != "auto":
-            config["mlm_gather"] = self.mlm_gather
-        return config
 
     @property
     def citation(self) -> str:

@@ -7,11 +7,11 @@ from typing import Any, Literal
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import check_finite
+from st_infocse.losses._checks import check_finite, refuse_labels
 from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss
 from st_infocse.losses.contract import TrainingLoss
-from st_infocse.losses.informin import Reduction, reconstruction_term
+from st_infocse.losses.informin import REDUCTIONS, Reduction, reconstruction_term
 from st_infocse.losses.registry import Preset, resolve_preset
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather
@@ -20,6 +20,16 @@ from st_infocse.modeling.heads import ProjectionKind
 
 AuxGradient = Literal["weighted", "full"]
 AUX_GRADIENTS: tuple[str, ...] = ("weighted", "full")
+
+
+def _refuse_unused(reason: str, **given: Any) -> None:
+    """Refuse, in one line, arguments given (not None) for a term that ``reason`` says does not run."""
+    names = [name for name, value in given.items() if value is not None]
+    if names:
+        raise ValueError(
+            f"{reason}, so {', '.join(names)} would not apply: leave {'it' if len(names) == 1 else 'them'} at the "
+            "default or turn the term on."
+        )
 
 
 class InfoCSELoss(TrainingLoss):
@@ -36,7 +46,7 @@ class InfoCSELoss(TrainingLoss):
         mask_rate: float | None = None,
         decoder: AuxiliaryDecoder | str | os.PathLike | None = None,
         fusion_init: FusionInit | None = None,
-        detach: bool = True,
+        detach: bool | None = None,
         informin_weight: float = 0.0,
         informin_reduction: Reduction = "official",
         gather_across_devices: bool = False,
@@ -60,7 +70,9 @@ class InfoCSELoss(TrainingLoss):
 
         Returns a dict ``{"contrastive", "cmlm"[, "reconstruction"]}`` of weighted terms, which the trainer sums
         and logs one by one. With ``lambda_=0`` the MLM is not computed and the loss is exactly
-        ``SimCSELoss(model, projection=projection)``'s.
+        ``SimCSELoss(model, projection=projection)``'s; the arguments of the MLM term (``k``, ``n``, ``mask_rate``,
+        ``decoder``, ``fusion_init``, ``mlm_head_source``, and ``detach``, ``mlm_gather``, ``aux_gradient`` at a value
+        other than their default) then have nothing to apply to and are refused with a ``ValueError`` naming them.
 
         For the authors' optimisation as well, train with :class:`~st_infocse.training.AuxiliaryStateCallback`
         (it clips the encoder and the loss's own modules under one ``max_grad_norm``, as their trainer did) and
@@ -73,18 +85,25 @@ class InfoCSELoss(TrainingLoss):
             temperature: contrastive temperature.
             projection: training-only projection head for the contrastive term: ``"bn-mlp"`` (default, the released
                 script's ``--batchnorm`` head), ``"mlp"`` (SimCSE's Linear + Tanh) or ``None`` (no head).
-            k: frozen lower layers of the auxiliary decoder; default 6 for encoders of 12 or more layers (both
-                released scripts, base and large, use ``--skip_from 6``), half the depth below that.
-            n: fusion layers; default 2.
-            mask_rate: masking rate of the auxiliary MLM; default 0.40 (0.30 from 24 layers, the large script).
-            decoder: a stage-1 decoder (object or folder from ``AuxiliaryPretrainingLoss.save_decoder``).
-            fusion_init: ``"fresh"`` (default: random layers with the encoder's ``initializer_range``, as the
-                released script starts them) or ``"copy"`` (the encoder layers above ``k``).
-            detach: freeze the decoder's lower copy (paper default).
-            informin_weight: weight of InforMin-CL's reconstruction term between the two views (0 = off).
-            informin_reduction: scaling of that term, see :func:`~st_infocse.losses.informin.reconstruction_term`.
+            k: frozen lower layers of the auxiliary decoder; None (default): 6 for encoders of 12 or more layers (both
+                released scripts, base and large, use ``--skip_from 6``), half the depth below that (the preset's).
+            n: fusion layers; None (default): the preset's, 2.
+            mask_rate: masking rate of the auxiliary MLM; None (default): the preset's, 0.40 (0.30 from 24 layers,
+                the large script).
+            decoder: a stage-1 decoder (object or folder from ``AuxiliaryPretrainingLoss.save_decoder``); None
+                (default) builds one from the model. Beside a decoder, ``k``, ``n``, ``fusion_init`` and ``detach``
+                must be left unset or equal the decoder's own, and ``mlm_head_source`` unset (see
+                :class:`ConditionalMLMLoss`).
+            fusion_init: ``"fresh"`` (None, the default, takes the preset's ``"fresh"``: random layers with the
+                encoder's ``initializer_range``, as the released script starts them) or ``"copy"`` (the encoder
+                layers above ``k``).
+            detach: freeze the decoder's lower copy; None (default): the preset's, ``True`` (paper 000 §3.2).
+            informin_weight: weight of InforMin-CL's reconstruction term between the two views (0 = off, default).
+            informin_reduction: scaling of that term, ``"official"`` (default) or ``"eq8"``, see
+                :func:`~st_infocse.losses.informin.reconstruction_term`; another value with ``informin_weight=0`` is
+                refused.
             gather_across_devices: gather contrastive candidates across processes.
-            mlm_head_source: model path or hub id to take the MLM head from (default: the model's own).
+            mlm_head_source: model path or hub id to take the MLM head from; None (default): the model's own.
             mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``),
                 ``"exact"`` or ``"bounded"``,
                 how the auxiliary MLM gathers the masked positions (see :class:`ConditionalMLMLoss`; ``"bounded"``
@@ -141,6 +160,28 @@ class InfoCSELoss(TrainingLoss):
         self.lambda_ = settings.lambda_ if lambda_ is None else lambda_
         if self.lambda_ < 0 or informin_weight < 0:
             raise ValueError("lambda_ and informin_weight must be non-negative.")
+        if aux_gradient not in AUX_GRADIENTS:
+            raise ValueError(f"aux_gradient must be one of {AUX_GRADIENTS}, got {aux_gradient!r}.")
+        if informin_reduction not in REDUCTIONS:
+            raise ValueError(f"informin_reduction must be one of {REDUCTIONS}, got {informin_reduction!r}.")
+        if not self.lambda_:
+            _refuse_unused(
+                "lambda_=0 turns the conditional MLM off",
+                k=k,
+                n=n,
+                mask_rate=mask_rate,
+                decoder=decoder,
+                fusion_init=fusion_init,
+                mlm_head_source=mlm_head_source,
+                detach=None if detach == settings.detach else detach,
+                mlm_gather=None if mlm_gather == "auto" else mlm_gather,
+                aux_gradient=None if aux_gradient == "weighted" else aux_gradient,
+            )
+        if not informin_weight:
+            _refuse_unused(
+                "informin_weight=0 turns the reconstruction term off",
+                informin_reduction=None if informin_reduction == "official" else informin_reduction,
+            )
         self.contrastive = SimCSELoss(model, temperature, projection, gather_across_devices)
         self.cmlm = ConditionalMLMLoss(
             model,
@@ -156,8 +197,6 @@ class InfoCSELoss(TrainingLoss):
         )
         self.informin_weight = informin_weight
         self.informin_reduction = informin_reduction
-        if aux_gradient not in AUX_GRADIENTS:
-            raise ValueError(f"aux_gradient must be one of {AUX_GRADIENTS}, got {aux_gradient!r}.")
         self.aux_gradient = aux_gradient
 
     @property
@@ -167,6 +206,7 @@ class InfoCSELoss(TrainingLoss):
     def forward(
         self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
     ) -> dict[str, Tensor]:
+        refuse_labels(self, labels)
         features = list(sentence_features)
         embeddings, views = self.contrastive.embed(features)
         projected = self.contrastive.project(embeddings)
@@ -203,12 +243,15 @@ class InfoCSELoss(TrainingLoss):
         return [param for param in self.cmlm.decoder.parameters() if param.requires_grad]
 
     def get_config_dict(self) -> dict[str, Any]:
-        config = {"lambda_": self.lambda_, **self.contrastive.get_config_dict(), **self.cmlm.get_config_dict()}
-        if self.aux_gradient != "weighted":
-            config["aux_gradient"] = self.aux_gradient
-        if self.informin_weight:
-            config.update(informin_weight=self.informin_weight, informin_reduction=self.informin_reduction)
-        return config
+        """Every argument of the objective as applied (the model card lists them)."""
+        return {
+            "lambda_": self.lambda_,
+            **self.contrastive.get_config_dict(),
+            **self.cmlm.get_config_dict(),
+            "aux_gradient": self.aux_gradient,
+            "informin_weight": self.informin_weight,
+            "informin_reduction": self.informin_reduction,
+        }
 
     @property
     def citation(self) -> str:

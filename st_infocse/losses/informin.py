@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor
 
-from st_infocse.losses._checks import check_finite
+from st_infocse.losses._checks import check_finite, refuse_labels
 from st_infocse.losses.citations import INFORMIN_CITATION
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import INFORMIN_LAMBDA, MLM_MASK_RATE
@@ -26,6 +26,7 @@ from st_infocse.modeling.heads import ProjectionKind, at_least_fp32, build_mlm_h
 from st_infocse.modeling.masking import TokenMasker
 
 Reduction = Literal["official", "eq8"]
+REDUCTIONS: tuple[str, ...] = ("official", "eq8")
 
 
 def reconstruction_term(z1: Tensor, z2: Tensor, reduction: Reduction = "official") -> Tensor:
@@ -53,7 +54,7 @@ class InforMinReconstructionLoss(TrainingLoss):
         projection: ProjectionKind | None = "mlp",
         reduction: Reduction = "official",
         mlm_weight: float = 0.0,
-        mask_rate: float = MLM_MASK_RATE,
+        mask_rate: float | None = None,
         gather_across_devices: bool = False,
         mlm_gather: MLMGather = "auto",
     ) -> None:
@@ -70,19 +71,21 @@ class InforMinReconstructionLoss(TrainingLoss):
 
         Args:
             model: SentenceTransformer model (CLS pooling recommended).
-            lambda_: weight of the reconstruction term.
+            lambda_: weight of the reconstruction term; default 0.4, the registry's (paper 001 Table 3, BERT-base).
             temperature: contrastive temperature.
             projection: training-only head for both terms: ``"mlp"`` (the paper's MLP on [CLS]), ``"bn-mlp"`` or None.
             reduction: ``"official"`` or ``"eq8"`` (see above).
             mlm_weight: ``beta``, weight of an optional MLM term on independently masked copies of both views (0.1
                 in the paper's "w/ MLM" rows; off by default because it costs STS, paper 001 Table 6). It runs the
                 encoder once more per view and uses an untied copy of the checkpoint's MLM head owned by the loss.
-            mask_rate: masking rate of the optional MLM term.
+            mask_rate: masking rate of the optional MLM term; None (default): BERT's 0.15 (the registry's
+                ``MLM_MASK_RATE``). Given with ``mlm_weight=0`` it would not apply and is refused.
             gather_across_devices: gather contrastive candidates across processes.
             mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``),
                 ``"exact"`` or ``"bounded"``,
                 how the optional MLM term gathers the masked positions (see
                 :class:`~st_infocse.losses.ConditionalMLMLoss`; ``"bounded"`` reads nothing back to the host).
+                Another value than ``"auto"`` with ``mlm_weight=0`` is refused.
 
         References:
             - Chen et al. 2022. An Information Minimization Based Contrastive Learning Model for Unsupervised
@@ -122,16 +125,24 @@ class InforMinReconstructionLoss(TrainingLoss):
         self.model = model
         self.lambda_ = lambda_
         self.reduction = reduction
-        if reduction not in ("official", "eq8"):
+        if reduction not in REDUCTIONS:
             raise ValueError(f"reduction must be 'official' or 'eq8', got {reduction!r}")
+        check_mlm_gather(mlm_gather)
+        if not mlm_weight:
+            unused = [name for name, value in (("mask_rate", mask_rate), ("mlm_gather", mlm_gather))
+                      if value is not None and value != "auto"]
+            if unused:
+                raise ValueError(
+                    f"mlm_weight=0 turns the MLM term off, so {' and '.join(unused)} would not apply: leave "
+                    f"{'it' if len(unused) == 1 else 'them'} at the default or give mlm_weight > 0."
+                )
         self.contrastive = SimCSELoss(model, temperature, projection, gather_across_devices)
         self.mlm_weight = mlm_weight
-        self.mask_rate = mask_rate
-        check_mlm_gather(mlm_gather)
+        self.mask_rate = MLM_MASK_RATE if mask_rate is None else mask_rate
         self.mlm_gather = mlm_gather
         if mlm_weight:
             parts = find_encoder_parts(model)
-            self.masker = TokenMasker(parts.tokenizer, mask_rate)
+            self.masker = TokenMasker(parts.tokenizer, self.mask_rate)
             self.mlm_head = build_mlm_head(parts)
 
     def compute_loss_from_embeddings(self, embeddings: list[Tensor]) -> dict[str, Tensor]:
@@ -143,6 +154,7 @@ class InforMinReconstructionLoss(TrainingLoss):
     def forward(
         self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
     ) -> dict[str, Tensor]:
+        refuse_labels(self, labels)
         features = list(sentence_features)
         embeddings, views = self.contrastive.embed(features)
         losses = self.compute_loss_from_embeddings(embeddings)
@@ -179,12 +191,14 @@ class InforMinReconstructionLoss(TrainingLoss):
         return mlm_loss(self.mlm_head, torch.cat(hidden), all_labels, bound)
 
     def get_config_dict(self) -> dict[str, Any]:
+        """Every argument of the objective as applied (the model card lists them)."""
         return {
             "lambda_": self.lambda_,
             "reduction": self.reduction,
             "mlm_weight": self.mlm_weight,
+            "mask_rate": self.mask_rate,
             **self.contrastive.get_config_dict(),
-            **({"mlm_gather": self.mlm_gather} if self.mlm_gather != "auto" else {}),
+            "mlm_gather": self.mlm_gather,
         }
 
     @property

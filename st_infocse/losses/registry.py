@@ -87,7 +87,8 @@ class ConditionalMLMPreset:
     """The defaults of one paper's released or reported configuration of the conditional MLM.
 
     ``k`` depends on the encoder's depth; the mask rate too where :attr:`mask_rates` has more than one step.
-    ``projection`` is the training-only contrastive head and ``fusion_init`` how the fusion layers start.
+    ``projection`` is the training-only contrastive head, ``fusion_init`` how the fusion layers start and ``detach``
+    whether the decoder's lower copy is frozen.
     """
 
     n: int
@@ -97,6 +98,8 @@ class ConditionalMLMPreset:
     k_for_depth: Callable[[int], int]
     #: ``(from_depth, rate)`` steps in increasing depth, the first from depth 0.
     mask_rates: tuple[tuple[int, float], ...]
+    #: Paper 000 §3.2: the lower copy is detached (frozen); "w/o detach" is an ablation (Table 6).
+    detach: bool = True
 
     def k(self, depth: int) -> int:
         return self.k_for_depth(depth)

@@ -10,7 +10,7 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.util import all_gather_with_grad, cos_sim, get_rank
 from torch import Tensor
 
-from st_infocse.losses._checks import EmptyTextDetector, check_finite
+from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_labels
 from st_infocse.losses.citations import SIMCSE_CITATION
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.modeling.heads import ProjectionHead, ProjectionKind, at_least_fp32, initializer_range
@@ -142,6 +142,7 @@ class SimCSELoss(TrainingLoss):
         return self.info_nce(self.project(embeddings))
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        refuse_labels(self, labels)
         features = list(sentence_features)
         embeddings, _ = self.embed(features)
         loss = self.compute_loss_from_embeddings(embeddings)

@@ -45,7 +45,13 @@ def gathers_bounded(mlm_gather: str, device: torch.device) -> bool:
 
 @dataclass
 class AuxiliaryDecoderConfig:
-    """Shape of an auxiliary decoder; saved next to its weights."""
+    """Shape of an auxiliary decoder; saved next to its weights.
+
+    ``detach`` is applied by the decoder (a frozen, gradient-free lower copy). ``fusion_init`` records how
+    :meth:`AuxiliaryDecoder.from_encoder` started the fusion layers; ``AuxiliaryDecoder(config)`` itself always builds
+    them fresh (random, the default here as in :meth:`~AuxiliaryDecoder.from_encoder` and every preset) and
+    :meth:`~AuxiliaryDecoder.from_pretrained` loads their saved weights over them.
+    """
 
     k: int
     n: int
@@ -53,7 +59,7 @@ class AuxiliaryDecoderConfig:
     encoder_config: dict
     layers_path: str
     detach: bool = True
-    fusion_init: str = "copy"
+    fusion_init: str = "fresh"
 
 
 @dataclass
@@ -137,7 +143,7 @@ class AuxiliaryDecoder(nn.Module):
         model: nn.Module,
         k: int,
         n: int,
-        fusion_init: FusionInit = "copy",
+        fusion_init: FusionInit = "fresh",
         detach: bool = True,
         mlm_head_source: str | None = None,
     ) -> AuxiliaryDecoder:
@@ -147,8 +153,10 @@ class AuxiliaryDecoder(nn.Module):
             model: the SentenceTransformer being trained (first module a Hugging Face encoder).
             k: number of lower encoder layers copied (frozen when ``detach``).
             n: number of fusion layers.
-            fusion_init: ``"copy"`` copies encoder layers ``k .. k+n-1`` (the top layer again where the encoder has
-                fewer); ``"fresh"`` initialises them randomly, as the authors' code does before stage 1.
+            fusion_init: ``"fresh"`` (default, the released setting and every preset's in
+                ``st_infocse/losses/registry.py``: random layers with the encoder's ``initializer_range``, as the
+                authors' ``BertForCL`` builds its ``c_head``) or ``"copy"`` (encoder layers ``k .. k+n-1``, the top
+                layer again where the encoder has fewer).
             detach: freeze the lower copy (paper default). ``False`` trains it (paper 000 Table 6 ablation).
             mlm_head_source: where to look for the checkpoint's MLM head; defaults to the model's own path.
         """

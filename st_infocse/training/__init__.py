@@ -13,6 +13,7 @@ from st_infocse.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from st_infocse.training.arguments import STSB_DEV_METRIC, PaperTrainingArguments
+    from st_infocse.training.at_length import AtLengthEvaluator
     from st_infocse.training.builder import build_trainer, load_model, own_max_length, save_model
     from st_infocse.training.callbacks import (
         AUXILIARY_STATE_NAME,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from st_infocse.training.texts import TextReport, check_text_source, clean_texts, load_texts
 
 _WHERE = {
+    "AtLengthEvaluator": "at_length",
     "AUXILIARY_STATE_NAME": "callbacks",
     "STSB_DEV_METRIC": "arguments",
     "PaperTrainingArguments": "arguments",
@@ -49,6 +51,7 @@ _WHERE = {
 }
 
 __all__ = [
+    "AtLengthEvaluator",
     "AUXILIARY_STATE_NAME",
     "STSB_DEV_METRIC",
     "PaperTrainingArguments",

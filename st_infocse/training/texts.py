@@ -362,19 +362,22 @@ class LengthReport:
     total: int
     max_length: int
 
-    def message(self) -> str | None:
-        """One line for the start of a run, or None when no text is cut."""
+    def message(self, already_split: bool = False) -> str | None:
+        """One line for the start of a run, or None when no text is cut; ``already_split``: the texts are sentences
+        already, so only a longer training length helps."""
         if self.longer == 0:
             return None
         if self.counted == self.total:
             share = f"{self.longer:,} of {self.total:,} texts are"
         else:
-            share = f"about {100 * self.longer / self.counted:.0f}% of {self.total:,} texts ({self.longer:,} of a " \
-                    f"{self.counted:,}-text sample) are"
-        return (
-            f"{share} longer than {self.max_length} tokens and will be cut to their first {self.max_length}; "
-            "pass --split_sentences to train on their sentences, or raise --max_seq_length"
-        )
+            share = (
+                f"about {100 * self.longer / self.counted:.0f}% of {self.total:,} texts ({self.longer:,} of a "
+                f"{self.counted:,}-text sample) are"
+            )
+        fix = "raise --max_seq_length"
+        if not already_split:
+            fix = f"pass --split_sentences to train on their sentences, or {fix}"
+        return f"{share} longer than {self.max_length} tokens and will be cut to their first {self.max_length}; {fix}"
 
 
 def count_long_texts(

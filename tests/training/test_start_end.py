@@ -216,3 +216,26 @@ def test_the_last_step_is_evaluated_by_the_trainer_whatever_its_eval_steps():
         control = TrainerControl()
         callback.on_step_end(args, TrainerState(global_step=step, max_steps=3), control)
         assert control.should_evaluate is expected, (strategy, step)
+
+
+def test_at_length_evaluator_scores_at_its_length_and_puts_the_training_length_back(make_model):
+    from st_infocse.training import AtLengthEvaluator
+
+    seen = []
+
+    class Recorder:
+        primary_metric, greater_is_better = None, True
+
+        def __call__(self, model, output_path=None, epoch=-1, steps=-1):
+            seen.append(model.max_seq_length)
+            self.primary_metric = "recorded"  # named only when called, as SequentialEvaluator does
+            return {"recorded": 1.0}
+
+    model = make_model()
+    model.max_seq_length = 8
+    wrapped = AtLengthEvaluator(Recorder(), 30)
+    assert wrapped(model) == {"recorded": 1.0}
+    assert seen == [30] and model.max_seq_length == 8
+    assert wrapped.primary_metric == "recorded"
+    with pytest.raises(ValueError, match="max_seq_length must be positive"):
+        AtLengthEvaluator(Recorder(), 0)

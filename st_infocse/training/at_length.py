@@ -1,0 +1,56 @@
+"""An evaluator that scores the model at its own maximum length while it trains at a shorter one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sentence_transformers.base.evaluation import BaseEvaluator
+
+__all__ = ["AtLengthEvaluator"]
+
+
+class AtLengthEvaluator(BaseEvaluator):
+    """Run ``inner`` with the model's ``max_seq_length`` set to ``max_seq_length``, then put the training length back.
+
+    Training truncates to a short length (the papers' 32 tokens), but the saved model keeps its own (256 for
+    all-MiniLM-L6-v2), and documents such as abstracts are far longer than 32 tokens: scored at the training length,
+    a retrieval evaluator would measure a model nobody uses. Wrapping it keeps the scores, the checkpoint choice and
+    the start -> end comparison on the model as it is saved.
+
+    Args:
+        inner: any sentence-transformers evaluator, ``SequentialEvaluator`` included.
+        max_seq_length: the length to score at, usually the model's own (``st_infocse.training.own_max_length``).
+
+    Example:
+        >>> from st_infocse.training import AtLengthEvaluator, own_max_length
+        >>> own = own_max_length(model)  # doctest: +SKIP
+        >>> model.max_seq_length = 32  # the training length  # doctest: +SKIP
+        >>> evaluator = AtLengthEvaluator(retrieval, own)  # doctest: +SKIP
+    """
+
+    def __init__(self, inner: Any, max_seq_length: int) -> None:
+        super().__init__()
+        if max_seq_length < 1:
+            raise ValueError(f"max_seq_length must be positive, got {max_seq_length}")
+        self.inner = inner
+        self.max_seq_length = max_seq_length
+        self.greater_is_better = getattr(inner, "greater_is_better", True)
+        self.primary_metric = getattr(inner, "primary_metric", None)
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> Any:
+        training_length = model.max_seq_length
+        model.max_seq_length = self.max_seq_length
+        try:
+            result = self.inner(model, output_path, epoch, steps)
+        finally:
+            model.max_seq_length = training_length
+        # SequentialEvaluator and InformationRetrievalEvaluator name their primary metric only when called.
+        self.primary_metric = getattr(self.inner, "primary_metric", self.primary_metric)
+        return result
+
+    @property
+    def description(self) -> str:
+        return self.inner.description
+
+    def get_config_dict(self) -> dict[str, Any]:
+        return {**self.inner.get_config_dict(), "max_seq_length": self.max_seq_length}
