@@ -272,3 +272,74 @@ def test_offline_hub_sts_b_dev_names_the_bundled_copy(user_model, data, tmp_path
     assert main(_train(user_model, data, tmp_path / "run", "--stsb_dev", "hub")) == 2
     error = _one_line_error(capsys)
     assert "--stsb_dev demo (the 1,500 STS-B dev pairs shipped with the package)" in error
+
+
+# ------------------------------------------------------------------------------ IDC rounds get every trainer flag
+
+
+@pytest.fixture
+def recorded_round_args(monkeypatch):
+    """The training arguments each IDC round's trainer is built with."""
+    import st_infocse.mining.rounds as rounds
+
+    seen = []
+    real = rounds.build_trainer
+
+    def recording(model, loss, dataset, args, *rest, **kwargs):
+        seen.append(args)
+        return real(model, loss, dataset, args, *rest, **kwargs)
+
+    monkeypatch.setattr(rounds, "build_trainer", recording)
+    return seen
+
+
+def _docs(tmp_path: Path) -> Path:
+    rows = [json.dumps({"id": f"d{i}", "sentences": random_sentences(5, seed=i)}) for i in range(12)]
+    return _write(tmp_path / "docs.jsonl", rows)
+
+
+def _idc(model: Path, docs: Path, out: Path, *flags: str) -> list[str]:
+    return ["train", "--objective", "idc", "--model", str(model), "--docs", str(docs), "--rounds", "1",
+            "--stsb_dev", "none", "--output_dir", str(out), "--use_cpu", "true", *flags]  # fmt: skip
+
+
+def test_idc_rounds_train_with_every_trainer_flag_given(user_model, tmp_path, capsys, recorded_round_args):
+    given = {
+        "learning_rate": "0.0001",
+        "weight_decay": "0.01",
+        "gradient_accumulation_steps": "2",
+        "max_grad_norm": "0.5",
+        "lr_scheduler_type": "constant",
+        "warmup_steps": "0",
+        "max_steps": "2",
+        "per_device_train_batch_size": "8",
+        "seed": "3",
+        "adam_beta2": "0.99",
+    }
+    flags = [item for name, value in given.items() for item in (f"--{name}", value)]
+    assert main(_idc(user_model, _docs(tmp_path), tmp_path / "run", *flags)) == 0
+    (args,) = recorded_round_args
+    for name, value in given.items():
+        received = getattr(args, name)
+        received = getattr(received, "value", received)  # enums (lr_scheduler_type)
+        assert str(received) == value or float(received) == float(value), (name, received, value)
+    assert args.use_cpu is True
+    assert Path(args.output_dir) == tmp_path / "run" / "rounds" / "round-1" / "trainer"
+    printed = capsys.readouterr().out
+    assert "each round trains with" in printed and "weight_decay=0.01" in printed and "adam_beta2=0.99" in printed
+
+
+def test_idc_rounds_keep_paper_002_defaults_unless_told(user_model, tmp_path, capsys, recorded_round_args):
+    assert main(_idc(user_model, _docs(tmp_path), tmp_path / "run", "--max_steps", "1")) == 0
+    (args,) = recorded_round_args
+    # paper 002 Table 5's lr and the rounds' warm-up, not the command line's SimCSE defaults (3e-5, no warm-up)
+    assert args.learning_rate == 2e-5 and args.warmup_steps == 0.1
+    assert args.per_device_train_batch_size == 64 and args.num_train_epochs == 1
+    assert "learning_rate=2e-05" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flag", [["--load_best_model_at_end", "true"], ["--train_data", "x.txt"],
+                                  ["--keep_start_if_better", "false"], ["--metric_for_best_model", "x"]])
+def test_flags_a_round_cannot_use_are_refused(user_model, tmp_path, capsys, flag):
+    assert main(_idc(user_model, _docs(tmp_path), tmp_path / "run", *flag)) == 2
+    assert f"{flag[0]} does not apply to --objective idc" in _one_line_error(capsys)
