@@ -581,7 +581,9 @@ def test_bad_documents_fail_in_one_line(workspace, capsys, name, content, messag
 # --------------------------------------------------------------------------------------- speed and help
 
 
-HEAVY = ("torch", "transformers", "sentence_transformers", "datasets")
+# The flags are parsed by transformers' HfArgumentParser, which loads without torch (about 2 s); the model, torch,
+# sentence-transformers and datasets come only after the input checks.
+HEAVY = ("torch", "sentence_transformers", "datasets")
 
 
 @pytest.mark.parametrize(

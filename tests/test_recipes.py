@@ -290,7 +290,8 @@ def test_on_a_cpu_with_native_bf16_the_recipe_trains_in_bf16(parsed, monkeypatch
 def test_on_a_gpu_the_recipe_keeps_fp16(parsed, monkeypatch, capsys):
     monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cuda")
     _, argv = parsed(["--recipe", "infocse-bert-base"], parse=False)  # fp16 cannot be parsed for a CPU everywhere
-    assert cli_arguments.given_value(argv, "--fp16", None) == "true" and cli_arguments.given_value(argv, "--bf16", None) is None
+    *_, early = cli_arguments.read_flags(argv, [cli_arguments.LossArguments, cli_arguments.EarlyTrainerFlags], "train")
+    assert early.fp16 is True and early.bf16 is False
     assert "fp16 on cuda (the recipe's)" in capsys.readouterr().out
 
 
@@ -346,7 +347,7 @@ def test_recipe_errors_are_one_line_exit_2_before_heavy_imports(tmp_path, argv, 
     result, imported = run_cli_listing_imports(argv, tmp_path)
     assert result.returncode == 2
     assert "st_infocse.recipes" in imported
-    assert not {name for name in imported if name.split(".")[0] in ("torch", "transformers", "datasets")}
+    assert not {name for name in imported if name.split(".")[0] in ("torch", "sentence_transformers", "datasets")}
     errors = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]
     assert len(errors) == 1 and "error:" in errors[0] and message in errors[0], errors
 

@@ -1,5 +1,7 @@
-"""The command line's flags: one dataclass per ``--help`` section, ``--config`` files, and reading flags before the
-argument parser (and torch) are imported.
+"""The command line's flags: one dataclass per ``--help`` section, ``--config`` files, and one parser
+(transformers' ``HfArgumentParser``) that reads them: first the command's own sections, before torch is imported,
+so that bad input is refused at once (:func:`read_flags`), then everything, the trainer's flags included
+(:func:`parse`).
 
 Defaults that belong to an objective are not written here: the loss flags default to None ("the objective's own")
 and their help text is generated from :mod:`st_infocse.losses.registry`.
@@ -295,25 +297,55 @@ def training_arguments_class():
 NO_EVALUATION = ["--eval_strategy", "no", "--load_best_model_at_end", "false"]
 
 
-def parse(dataclass_types: Sequence[type], argv: Sequence[str], prog: str, evaluates: bool = True) -> tuple[Any, ...]:
-    """Parse flags into the dataclasses; ``--config FILE`` (JSON/YAML) is expanded first so later flags win.
+@dataclass
+class EarlyTrainerFlags:
+    """The trainer flags the command line checks before the trainer's arguments (and torch) are loaded. None means
+    "not given" (the switches are off unless given, as in the trainer); their help is ``PaperTrainingArguments``'
+    (``--help`` lists them there)."""
 
-    Without evaluation (``evaluates=False``, or ``--stsb_dev none`` without ``--eval_retrieval``) the best-checkpoint
-    defaults are switched off before the training arguments validate themselves.
-    """
-    from transformers import HfArgumentParser
+    max_steps: int | None = None
+    num_train_epochs: float | None = None
+    output_dir: str | None = None
+    use_cpu: bool = False
+    fp16: bool = False
+    bf16: bool = False
 
-    parser = HfArgumentParser(
+
+def _parser(dataclass_types: Sequence[type], prog: str, allow_abbrev: bool = True):
+    from transformers import HfArgumentParser  # argument parsing only: no torch, no model
+
+    return HfArgumentParser(
         list(dataclass_types),
         prog=prog,
         # argparse would otherwise spell out every trainer flag in the usage line.
         usage=f"{prog} [flags]   (--config FILE: JSON or YAML with any of these flags)",
+        allow_abbrev=allow_abbrev,
     )
+
+
+def read_flags(argv: Sequence[str], dataclass_types: Sequence[type], prog: str) -> tuple[Any, ...]:
+    """The command's own sections parsed from ``argv`` by the parser that :func:`parse` uses, leaving the trainer's
+    flags (all but :class:`EarlyTrainerFlags`) for it: the flags are read once, by one parser, before torch loads.
+
+    Abbreviations are left to the full parse: here a trainer flag this parser does not know could otherwise be
+    taken for one of the command's own that it abbreviates.
+    """
+    parsed = _parser(dataclass_types, prog, allow_abbrev=False).parse_args_into_dataclasses(
+        args=list(argv), return_remaining_strings=True
+    )
+    return tuple(parsed[:-1])  # the remaining strings are the trainer's flags
+
+
+def parse(dataclass_types: Sequence[type], argv: Sequence[str], prog: str, evaluates: bool = True) -> tuple[Any, ...]:
+    """Parse flags into the dataclasses; ``--config FILE`` (JSON/YAML) is expanded first so later flags win.
+
+    Without evaluation (``evaluates=False``: ``--stsb_dev none`` without ``--eval_retrieval``, or a command that does
+    not evaluate) the best-checkpoint defaults are switched off before the training arguments validate themselves.
+    """
     argv = expand_config(argv)
-    no_dev = given_value(argv, "--stsb_dev", "hub").lower() == "none"
-    if not evaluates or (no_dev and given_value(argv, "--eval_retrieval", None) is None):
+    if not evaluates:
         argv = NO_EVALUATION + argv
-    return tuple(parser.parse_args_into_dataclasses(args=argv))
+    return tuple(_parser(dataclass_types, prog).parse_args_into_dataclasses(args=argv))
 
 
 def expand_config(argv: Sequence[str]) -> list[str]:
@@ -325,18 +357,6 @@ def expand_config(argv: Sequence[str]) -> list[str]:
             raise CLIError("--config needs a file")
         argv = config_to_flags(argv[index + 1]) + argv[:index] + argv[index + 2 :]
     return argv
-
-
-def given_value(argv: Sequence[str], flag: str, default: Any) -> Any:
-    """The last value given for ``flag`` (``--flag value`` or ``--flag=value``, also spelled with dashes)."""
-    spellings = {flag, "--" + flag[2:].replace("_", "-")}
-    value = default
-    for i, item in enumerate(argv):
-        if item in spellings and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif "=" in item and item.split("=", 1)[0] in spellings:
-            value = item.split("=", 1)[1]
-    return value
 
 
 def config_to_flags(path: str) -> list[str]:
@@ -387,20 +407,9 @@ class RecipeArguments:
 
 
 def flag_names(argv: Sequence[str]) -> set[str]:
-    """Flag names as the parser sees them: ``--learning-rate=1`` and ``--lambda_`` are learning_rate and lambda."""
+    """The names of the flags typed, as the parser sees them: ``--learning-rate=1`` and ``--lambda_`` are
+    learning_rate and lambda (which flags a user set, as opposed to the values, which the parser reads)."""
     return {item[2:].split("=", 1)[0].replace("-", "_").rstrip("_") for item in argv if item.startswith("--")}
-
-
-def bool_flag(argv: Sequence[str], flag: str) -> bool:
-    """A boolean flag's last value; given bare (``--use_cpu``) it is true, as the parser reads it."""
-    value: Any = False
-    for index, item in enumerate(argv):
-        if item == flag:
-            following = argv[index + 1] if index + 1 < len(argv) else "--"
-            value = True if following.startswith("--") else following
-        elif item.startswith(flag + "="):
-            value = item.split("=", 1)[1]
-    return value is True or str(value).lower() in ("true", "yes", "t", "y", "1")
 
 
 def asks_for_help(argv: Sequence[str]) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import EvaluateArguments, SavedModelArguments, asks_for_help, given_value, parse
+from st_infocse.cli.arguments import EvaluateArguments, SavedModelArguments, parse
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import check_model_source, check_output_dir, model_from_args
 from st_infocse.cli.output import summary
@@ -18,45 +18,10 @@ from st_infocse.cli.output import summary
 __all__ = ["cmd_evaluate"]
 
 
-def flag_values(argv: Sequence[str], flag: str) -> list[str]:
-    """Every value given to a list flag (``--beir scifact nfcorpus``), as the parser will read them."""
-    values: list[str] = []
-    for index, item in enumerate(argv):
-        if item == flag:
-            values = []
-            for value in argv[index + 1 :]:
-                if value.startswith("--"):
-                    break
-                values.append(value)
-    return values
-
-
-def precheck_evaluate(argv: Sequence[str]) -> None:
-    """Paths that do not exist, told before the argument parser, torch and the model are loaded."""
-    check_model_source(given_value(argv, "--model", SavedModelArguments.model))
-    check_output_dir(given_value(argv, "--output_dir", None))
-    for flag in ("--sts", "--transfer", "--beir_source"):
-        value = given_value(argv, flag, None)
-        if value and value not in ("mteb", "hub") and not Path(value).expanduser().exists():
-            raise CLIError(f"{flag}: not found: {value}")
-    root = given_value(argv, "--beir_source", "mteb")
-    if root in ("mteb", "hub"):
-        return
-    root_path = Path(root).expanduser()
-    for name in flag_values(argv, "--beir"):
-        folder = root_path / name if (root_path / name).is_dir() else root_path
-        if (folder / "corpus.jsonl").is_file() and not (folder / "qrels").is_dir():
-            raise CLIError(f"--beir {name}: {folder / 'qrels'} not found (a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/)")
-        if not (root_path / name).is_dir() and not (root_path / "corpus.jsonl").is_file():
-            raise CLIError(f"--beir {name}: no BEIR dataset folder {root_path / name}")
-
-
-def cmd_evaluate(argv: Sequence[str]) -> int:
-    if not asks_for_help(argv):
-        precheck_evaluate(argv)
-    from st_infocse import evaluation
-
-    model_args, eval_args = parse([SavedModelArguments, EvaluateArguments], argv, "st-infocse evaluate")
+def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments) -> None:
+    """Paths that do not exist, told before torch and the model are loaded."""
+    check_model_source(model_args.model)
+    check_output_dir(eval_args.output_dir)
     if not (eval_args.sts or eval_args.beir or eval_args.transfer):
         raise CLIError("nothing to evaluate: give --sts, --beir and/or --transfer")
     for flag, value in (
@@ -66,6 +31,25 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
     ):
         if value and value not in ("mteb", "hub") and not Path(value).expanduser().exists():
             raise CLIError(f"{flag}: not found: {value}")
+    if not eval_args.beir or eval_args.beir_source in ("mteb", "hub"):
+        return
+    root = Path(eval_args.beir_source).expanduser()
+    for name in eval_args.beir:
+        folder = root / name if (root / name).is_dir() else root
+        if not (root / name).is_dir() and not (root / "corpus.jsonl").is_file():
+            raise CLIError(f"--beir {name}: no BEIR dataset folder {root / name}")
+        if (folder / "corpus.jsonl").is_file() and not (folder / "qrels").is_dir():
+            raise CLIError(
+                f"--beir {name}: {folder / 'qrels'} not found (a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/)"
+            )
+
+
+def cmd_evaluate(argv: Sequence[str]) -> int:
+    # Parsing loads neither torch nor the model: bad input is refused before either.
+    model_args, eval_args = parse([SavedModelArguments, EvaluateArguments], argv, "st-infocse evaluate")
+    precheck_evaluate(model_args, eval_args)
+    from st_infocse import evaluation
+
     if eval_args.verbose:
         # an explicit level on beir's logger is what the evaluators leave alone
         logging.getLogger("beir").setLevel(logging.INFO)

@@ -1,5 +1,5 @@
-"""What the command line checks before the heavy work: flags read from the command line before the argument parser
-(and torch) are imported, the STS-B dev source, and whether a run makes any optimizer step.
+"""What the command line checks before the heavy work: the command's own flags, parsed before torch is imported,
+the STS-B dev source, and whether a run makes any optimizer step.
 
 The files themselves are checked by the library (``st_infocse.training.texts``, ``st_infocse.mining.documents``),
 through the package's one line reader and JSON-lines reader.
@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from st_infocse.cli.arguments import (
     BUNDLED,
     OBJECTIVES,
     DataArguments,
+    EarlyTrainerFlags,
     LossArguments,
     ModelArguments,
+    RunEvaluationArguments,
     asks_for_help,
     flag_names,
-    given_value,
+    read_flags,
 )
 from st_infocse.cli.errors import CLIError
 from st_infocse.files import looks_local
@@ -28,6 +30,7 @@ from st_infocse.mining.documents import check_documents
 from st_infocse.training.texts import check_text_source
 
 __all__ = [
+    "Flags",
     "check_idc_flags",
     "check_model_source",
     "check_output_dir",
@@ -74,14 +77,6 @@ def check_step_counts(max_steps: float, epochs: float) -> None:
         )
 
 
-def _is_number(value: Any) -> bool:
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
 # Trainer flags with no meaning inside a round: the rounds evaluate and keep the best round themselves.
 IDC_REFUSED_TRAINER_FLAGS = (
     "eval_strategy",
@@ -108,41 +103,62 @@ def check_idc_flags(argv: Sequence[str]) -> None:
         )
 
 
-def precheck_training(argv: Sequence[str], command: str) -> None:
-    """What can be told from the flags alone, before the trainer's argument parser (and torch) are imported.
+@dataclass
+class Flags:
+    """The flags of ``train`` or ``pretrain-aux`` as read before torch is imported (see :func:`precheck_training`)."""
 
-    The values are read as the parser will read them (last one wins); an abbreviated flag slips past this and is
-    checked by the same functions after parsing, only later.
+    model: ModelArguments
+    data: DataArguments
+    loss: LossArguments
+    trainer: EarlyTrainerFlags
+    run: RunEvaluationArguments | None = None
+
+    @property
+    def evaluates(self) -> bool:
+        """Whether the run has an evaluator: STS-B dev, or the user's own retrieval set."""
+        return self.data.stsb_dev.lower() != "none" or bool(self.run is not None and self.run.eval_retrieval)
+
+
+def precheck_training(argv: Sequence[str], command: str) -> Flags | None:
+    """Read the command's own flags and check what can be told from them before the trainer's arguments (and
+    torch) are loaded; returns them (None for ``--help``, which the full parser answers).
+
+    The same functions check the full parse later, so nothing checked here is checked by other rules there.
     """
     if asks_for_help(argv):
-        return
-    objective = given_value(argv, "--objective", LossArguments.objective) if command == "train" else None
-    if objective is not None and objective not in OBJECTIVES:
-        raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
-    steps = given_value(argv, "--max_steps", -1), given_value(argv, "--num_train_epochs", 1)  # 1: any positive
-    if all(_is_number(value) for value in steps):  # anything else is the argument parser's to report
-        check_step_counts(*(float(value) for value in steps))
-    check_model_source(given_value(argv, "--model", ModelArguments.model))
-    check_output_dir(given_value(argv, "--output_dir", None))
-    retrieval = given_value(argv, "--eval_retrieval", None)
+        return None
+    train = command == "train"
+    sections = [ModelArguments, DataArguments, *([RunEvaluationArguments] if train else []), LossArguments,
+                EarlyTrainerFlags]
+    parsed = read_flags(argv, sections, f"st-infocse {command}")
+    flags = Flags(parsed[0], parsed[1], parsed[-2], parsed[-1], parsed[2] if train else None)
+    if train and flags.loss.objective not in OBJECTIVES:
+        raise CLIError(f"unknown objective {flags.loss.objective!r}; choose one of {', '.join(OBJECTIVES)}")
+    early = flags.trainer
+    if early.max_steps is not None or early.num_train_epochs is not None:
+        # -1 and 1: the trainer's "not max_steps" and any positive epoch count, for a flag not given
+        check_step_counts(early.max_steps if early.max_steps is not None else -1,
+                          early.num_train_epochs if early.num_train_epochs is not None else 1)
+    check_model_source(flags.model.model)
+    check_output_dir(early.output_dir)
+    retrieval = flags.run.eval_retrieval if flags.run is not None else None
     if retrieval and not Path(retrieval).expanduser().is_dir():
         raise CLIError(f"--eval_retrieval: no folder at {retrieval} (a BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/)")
-    decoder = given_value(argv, "--decoder", None)
+    decoder = flags.loss.decoder
     if decoder and not Path(decoder).expanduser().exists():
         raise CLIError(f"--decoder: not found: {decoder}")
-    stsb_dev = given_value(argv, "--stsb_dev", DataArguments.stsb_dev)
+    stsb_dev = flags.data.stsb_dev
     known = ("hub", "none", BUNDLED)
-    if command == "train" and stsb_dev.lower() not in known and not Path(stsb_dev).expanduser().exists():
+    if train and stsb_dev.lower() not in known and not Path(stsb_dev).expanduser().exists():
         raise CLIError(f"STS-B dev data not found: {stsb_dev}")
-    if objective == "idc":
+    if train and flags.loss.objective == "idc":
         check_idc_flags(argv)
-        docs = given_value(argv, "--docs", None)
-        if not docs:
+        if not flags.loss.docs:
             raise CLIError("--objective idc needs --docs (documents to mine pairs from)")
-        check_documents(docs)
+        check_documents(flags.loss.docs)
     else:
-        train_data = text_source(given_value(argv, "--train_data", DataArguments.train_data))
-        check_text_source(train_data, given_value(argv, "--text_column", None))
+        check_text_source(text_source(flags.data.train_data), flags.data.text_column)
+    return flags
 
 
 def model_from_args(args: ModelArguments, seed: int | None = None):

@@ -15,9 +15,6 @@ from pathlib import Path
 from st_infocse.cli.arguments import (
     MineArguments,
     SavedModelArguments,
-    asks_for_help,
-    expand_config,
-    given_value,
     parse,
 )
 from st_infocse.cli.errors import CLIError
@@ -29,17 +26,15 @@ __all__ = ["cmd_mine"]
 
 
 def cmd_mine(argv: Sequence[str]) -> int:
-    argv = expand_config(argv)
-    if not asks_for_help(argv):
-        docs = given_value(argv, "--docs", None)
-        if not docs:
-            raise CLIError(f"--docs is required (documents: {DOCUMENT_FORMATS})")
-        check_documents(docs)
-        check_model_source(given_value(argv, "--model", SavedModelArguments.model))
-        check_output_dir(given_value(argv, "--output_dir", MineArguments.output_dir))
+    # Parsing loads neither torch nor the model: bad input is refused before either.
+    model_args, mine_args = parse([SavedModelArguments, MineArguments], argv, "st-infocse mine")
+    if not mine_args.docs:
+        raise CLIError(f"--docs is required (documents: {DOCUMENT_FORMATS})")
+    check_documents(mine_args.docs)
+    check_model_source(model_args.model)
+    check_output_dir(mine_args.output_dir)
     from st_infocse.mining import mine_pairs
 
-    model_args, mine_args = parse([SavedModelArguments, MineArguments], argv, "st-infocse mine")
     if mine_args.min_sentences < 2:  # the miner would raise it to 2 without a word
         raise CLIError(f"--min_sentences must be at least 2 (a pair needs two sentences), got {mine_args.min_sentences}")
     documents = load_documents(mine_args.docs, mine_args.max_docs)

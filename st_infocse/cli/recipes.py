@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
-from st_infocse.cli.arguments import DataArguments, asks_for_help, bool_flag, flag_names, given_value
+from st_infocse.cli.arguments import asks_for_help, flag_names
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.output import summary
 from st_infocse.recipes import (
@@ -92,12 +93,15 @@ def choose_recipe_precision(wanted: str | None, device: str, native_bf16: bool |
     return ["--fp16", "false", "--bf16", "false"], chosen
 
 
-def start_recipe(recipe: Recipe, argv: list[str], user_argv: Sequence[str]) -> list[str]:
-    """Settle the recipe's precision for this machine and print what the run takes from the recipe and from you."""
+def start_recipe(recipe: Recipe, argv: list[str], user_argv: Sequence[str], flags: Any) -> list[str]:
+    """Settle the recipe's precision for this machine and print what the run takes from the recipe and from you.
+
+    ``flags``: the run's flags as :func:`st_infocse.cli.inputs.precheck_training` read them (the recipe's, then
+    yours)."""
     given = flag_names(user_argv)
-    device = "cpu" if bool_flag(argv, "--use_cpu") else accelerator_type()
+    device = "cpu" if flags.trainer.use_cpu else accelerator_type()
     if {"fp16", "bf16"} & given:
-        fp16, bf16 = bool_flag(argv, "--fp16"), bool_flag(argv, "--bf16")
+        fp16, bf16 = bool(flags.trainer.fp16), bool(flags.trainer.bf16)
         # --bf16 true alone replaces the recipe's fp16 rather than clashing with it
         extra = ["--fp16", "false"] if bf16 and "fp16" not in given else []
         fp16 = fp16 and not extra
@@ -120,7 +124,7 @@ def start_recipe(recipe: Recipe, argv: list[str], user_argv: Sequence[str]) -> l
     overridden = [flag for flag in recipe.flags if flag[2:].rstrip("_") in given]
     recipe_names_given = {flag[2:].rstrip("_") for flag in recipe.flags}
     added = sorted(f"--{name}" for name in given - recipe_names_given - {"fp16", "bf16"})
-    train_data = given_value(argv, "--train_data", DataArguments.train_data)
+    train_data = flags.data.train_data
     if "train_data" not in given:
         train_data += " (wiki1m from the hub, the authors' data; --train_data for a local copy)"
     summary(

@@ -12,13 +12,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from st_infocse.cli.arguments import (
-    OBJECTIVES,
     DataArguments,
     LossArguments,
     ModelArguments,
     RecipeArguments,
     RunEvaluationArguments,
-    asks_for_help,
     expand_config,
     flag_names,
     parse,
@@ -79,17 +77,16 @@ def cmd_train(argv: Sequence[str]) -> int:
         return 0
     recipe = recipe_by_name(recipe_name) if recipe_name is not None else None
     argv = with_recipe(recipe, user_argv) if recipe is not None else user_argv
-    precheck_training(argv, "train")
-    if recipe is not None and not asks_for_help(argv):
-        argv = start_recipe(recipe, argv, user_argv)
+    flags = precheck_training(argv, "train")
+    if recipe is not None and flags is not None:
+        argv = start_recipe(recipe, argv, user_argv, flags)
     _, model_args, data_args, run_args, loss_args, training_args = parse(
         [RecipeArguments, ModelArguments, DataArguments, RunEvaluationArguments, LossArguments,
          training_arguments_class()],
         argv,
         "st-infocse train",
+        evaluates=flags is None or flags.evaluates,
     )
-    if loss_args.objective not in OBJECTIVES:
-        raise CLIError(f"unknown objective {loss_args.objective!r}; choose one of {', '.join(OBJECTIVES)}")
     check_step_counts(training_args.max_steps, training_args.num_train_epochs)
     idc = loss_args.objective == "idc"
     if idc:  # the pair loss takes the loss flags: InfoCSE's, or none for MultipleNegativesRankingLoss
@@ -150,12 +147,13 @@ def cmd_train(argv: Sequence[str]) -> int:
         rows["saved"] = kept_line(result)
         warnings = worse_at_end(measured.labels, result.start, result.end)
         record["start_end"] = result.to_dict()
+        record["saved"] = rows["saved"]
     else:
         rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
     rows["max length"] = lengths(training_length, own_length)
     rows["model"] = out
-    record["summary"] = write_run_summary(out, record)
-    rows["run summary"] = record["summary"]
+    record["max_seq_length"] = {"training": training_length, "saved": own_length}
+    rows["run summary"] = write_run_summary(out, record)
     summary("Training done", rows)
     for line in warnings:
         print(line)
