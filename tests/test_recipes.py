@@ -28,13 +28,13 @@ COMMON = dict(
     temperature=0.05,
     max_seq_length=32,
     eval_steps=125,
-    detach=True,
     eval_strategy="steps",
     load_best_model_at_end=True,
     metric_for_best_model=STSB_DEV_METRIC,
 )
 EXPECTED = {
     "simcse-bert-base": dict(
+        detach=None,  # no decoder: not given
         objective="simcse",
         model="bert-base-uncased",
         projection="mlp",
@@ -47,6 +47,7 @@ EXPECTED = {
         mask_rate=None,
     ),
     "infocse-bert-base": dict(
+        detach=True,  # the recipe gives it, as its source does
         objective="infocse",
         model="Luyu/condenser",
         projection="bn-mlp",
@@ -60,6 +61,7 @@ EXPECTED = {
         fusion_init="fresh",
     ),
     "infocse-bert-large": dict(
+        detach=True,  # the recipe gives it, as its source does
         objective="infocse",
         model="ffgcc/condenser-bert-large-uncased",
         projection="bn-mlp",
@@ -85,6 +87,7 @@ EXPECTED = {
         mask_rate=None,
     ),
     "cmlm-cse-bert-base": dict(
+        detach=True,  # the recipe gives it, as its source does
         objective="cmlm-cse",
         model="bert-base-uncased",
         projection="mlp",

@@ -173,7 +173,11 @@ class LossArguments:
         default=None,
         metadata={"help": "fresh (default, as the authors' code) or copy (the encoder layers above k) fusion layers."},
     )
-    detach: bool = field(default=True, metadata={"help": "Freeze the decoder's lower copy (paper default)."})
+    detach: bool | None = field(
+        default=None,
+        metadata={"help": "Freeze the decoder's lower copy (default: the preset's, true as in paper 000; false is "
+                  "the 'w/o detach' ablation). Give a value: --detach false."},
+    )
     decoder: str | None = field(default=None, metadata={"help": "Stage-1 decoder folder (from pretrain-aux)."})
     tie_head: bool = field(
         default=True,

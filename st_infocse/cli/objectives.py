@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 # Loss flags whose unset value is None, so that a given one can be told from the default.
-_OPTIONAL_FLAGS = ("lambda_", "projection", "k", "n", "mask_rate", "fusion_init", "decoder")
+_OPTIONAL_FLAGS = ("lambda_", "projection", "k", "n", "mask_rate", "fusion_init", "decoder", "detach")
 
 
 def loss_options(names: Sequence[str], args: LossArguments) -> dict[str, Any]:

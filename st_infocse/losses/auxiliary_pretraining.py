@@ -203,11 +203,11 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
 
         captured: list[Tensor] = []
         self._lower_outputs = captured
-        handle = _add_hook(self._parts[0].layers[self.k - 1], self._keep_lower_output)
+        self._hook_lower_layer()
         try:
             out = self.model(masked)
         finally:
-            _remove_hook(handle)
+            self._unhook_lower_layer()
             self._lower_outputs = None
         if not captured:
             raise RuntimeError(f"The model's forward pass did not run encoder layer {self.k}; is it the encoder's layer stack?")
@@ -227,6 +227,21 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         overflow = aux.overflow if encoder_mlm.overflow is None else encoder_mlm.overflow  # the same labels
         check_finite(self, losses, self.empty_texts([features]), overflow=overflow)
         return losses
+
+    # Registering and removing a hook cannot be traced by torch.compile (its RemovableHandle): when the whole loss is
+    # compiled, these two run eagerly as declared breaks around the model's forward, which stays in the graph; the
+    # handle never enters traced code.
+    @torch.compiler.disable
+    def _hook_lower_layer(self) -> None:
+        """Read layer k's output during the next model forward (see :meth:`_unhook_lower_layer`)."""
+        self._unhook_lower_layer()
+        self._hook_handle = self._parts[0].layers[self.k - 1].register_forward_hook(self._keep_lower_output)
+
+    @torch.compiler.disable
+    def _unhook_lower_layer(self) -> None:
+        handle = self.__dict__.pop("_hook_handle", None)
+        if handle is not None:
+            handle.remove()
 
     def untied_decoder(self) -> AuxiliaryDecoder:
         """A copy of the decoder for stage 2: its frozen part taken from the encoder's current lower layers, and
@@ -267,14 +282,3 @@ def _lower_output_keeper(loss_ref: weakref.ref) -> Callable[[nn.Module, Any, Any
 
     return keep_output
 
-
-# Registering and removing a hook cannot be traced by torch.compile (a RemovableHandle): when the whole loss is
-# compiled, these two run eagerly as declared breaks around the model's forward, which itself stays in the graph.
-@torch.compiler.disable
-def _add_hook(layer: nn.Module, hook: Callable[[nn.Module, Any, Any], None]) -> torch.utils.hooks.RemovableHandle:
-    return layer.register_forward_hook(hook)
-
-
-@torch.compiler.disable
-def _remove_hook(handle: torch.utils.hooks.RemovableHandle) -> None:
-    handle.remove()

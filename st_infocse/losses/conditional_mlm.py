@@ -244,7 +244,10 @@ class ConditionalMLMLoss(TrainingLoss):
         return prediction_bound(labels.numel(), self.mask_rate)
 
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], view_features: list[dict[str, Any]]) -> MLMOutput:
-        """Conditional MLM over the given views, each conditioned on its own (unmasked) sentence embedding."""
+        """Conditional MLM over the given views, each conditioned on its own (unmasked) sentence embedding: one
+        embedding per view (a count that differs is refused rather than cut to the shorter list)."""
+        if len(embeddings) != len(view_features):
+            raise ValueError(f"{len(embeddings)} embeddings for {len(view_features)} views: give one per view.")
         masked, labels, masks, types = [], [], [], []
         for features in view_features:
             ids, mask = features["input_ids"], features["attention_mask"]
@@ -258,7 +261,7 @@ class ConditionalMLMLoss(TrainingLoss):
             token_types = None if any(t is None for t in types) else torch.cat(types)
             all_labels = torch.cat(labels)
             output = self.decoder(
-                torch.cat(embeddings[: len(masked)]),
+                torch.cat(embeddings),
                 torch.cat(masked),
                 torch.cat(masks),
                 all_labels,
@@ -268,7 +271,7 @@ class ConditionalMLMLoss(TrainingLoss):
         else:
             outputs = [
                 self.decoder(emb, ids, mask, lab, token_type_ids=tt, max_predictions=self.max_predictions(lab))
-                for emb, ids, mask, lab, tt in zip(embeddings[: len(masked)], masked, masks, labels, types, strict=True)
+                for emb, ids, mask, lab, tt in zip(embeddings, masked, masks, labels, types, strict=True)
             ]
             total = sum(o.total for o in outputs)
             # Each view's mean weighted by its share of the positions; the ratio in float64 as Python's division.

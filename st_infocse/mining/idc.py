@@ -42,6 +42,16 @@ PAIR_FEATURES = Features(
     }
 )
 
+# The ``model.encode`` arguments mining sets itself, and where each comes from; encode_kwargs may not override them.
+_ENCODE_SETTINGS = {
+    "batch_size": "mine_pairs' batch_size",
+    "pool": "mine_pairs' pool",
+    "normalize_embeddings": "from similarity: normalised for cosine, raw for dot",
+    "convert_to_numpy": "always NumPy",
+    "convert_to_tensor": "always NumPy",
+}
+
+
 class MinedPairs(NamedTuple):
     """``pairs``: ``datasets.Dataset`` with ``anchor``, ``positive``, ``doc_id``, ``cluster_id``; ``report``."""
 
@@ -151,12 +161,29 @@ def _mine(
         raise ValueError("IDC mining needs a model with an encode() method")
     if method == "idc":
         check_similarity(similarity)
+    overridden = sorted(set(encode_kwargs or {}) & set(_ENCODE_SETTINGS))
+    if overridden:
+        raise ValueError(
+            f"encode_kwargs sets {', '.join(overridden)}, which mining sets itself "
+            f"({'; '.join(_ENCODE_SETTINGS[key] for key in overridden)}): pass it that way instead."
+        )
     start = time.perf_counter()
     report = MiningReport(method=method)
     if method == "idc":
         report.similarity, report.k, report.threshold = similarity, k, threshold
-    writer = _ShardWriter(output_dir)
     documents = _select_input_columns(documents, (sentences_key, text_key, id_key))
+    # Checks its arguments now, reads the documents lazily below.
+    prepared = prepare_documents(
+        documents,
+        min_sentences=min_sentences,
+        max_sentences=max_sentences,
+        deduplicate=deduplicate,
+        language=language,
+        sentences_key=sentences_key,
+        text_key=text_key,
+        id_key=id_key,
+    )
+    writer = _ShardWriter(output_dir)
     total = len(documents) if hasattr(documents, "__len__") else None
     if show_progress_bar is None:
         show_progress_bar = logger.getEffectiveLevel() <= logging.INFO
@@ -211,16 +238,6 @@ def _mine(
         pending, positions, pending_sentences = [], [], 0
 
     t_prepare = time.perf_counter()
-    prepared = prepare_documents(
-        documents,
-        min_sentences=min_sentences,
-        max_sentences=max_sentences,
-        deduplicate=deduplicate,
-        language=language,
-        sentences_key=sentences_key,
-        text_key=text_key,
-        id_key=id_key,
-    )
     with tqdm(total=total, desc=f"Mining pairs ({method})", unit="doc", disable=not show_progress_bar) as bar:
         for position, item in enumerate(prepared):
             report.documents_seen += 1
@@ -306,15 +323,20 @@ def mine_pairs(
             product of the un-normalised embeddings, paper 002 eq. 2; a sentence with a large
             norm can become the top-1 of many others). Identical for models ending in
             ``Normalize``. Recorded in the report.
-        min_sentences: Documents with fewer usable sentences are skipped (at least 2).
+        min_sentences: Documents with fewer usable sentences are skipped (at least 2; a smaller
+            value is refused).
         max_sentences: Documents with more sentences are skipped (``None``: no cap).
         deduplicate: Collapse identical sentences inside a document before clustering.
         max_pairs_per_cluster: Keep at most this many pairs per cluster (a seeded sample).
-        seed: Seed for that sample; the same seed and data give the same pairs.
+        seed: Seed for that sample; the same seed and data give the same pairs. Mining draws
+            nothing else, so without ``max_pairs_per_cluster`` the seed has nothing to choose
+            (every pair is kept whatever its value).
         batch_size: Encoding batch size.
         shard_sentences: Sentences per encode call; bounds memory.
         pool: A pool from ``model.start_multi_process_pool()`` for multi-process encoding.
-        encode_kwargs: Extra keyword arguments for ``model.encode`` (e.g. ``{"device": [...]}``).
+        encode_kwargs: Extra keyword arguments for ``model.encode`` (e.g. ``{"device": [...]}``);
+            the ones mining sets itself (``batch_size``, ``pool``, ``normalize_embeddings``,
+            ``convert_to_numpy``, ``convert_to_tensor``) are refused with a ``ValueError``.
         output_dir: Folder for per-shard Arrow files; the result is memory-mapped from there.
         show_progress_bar: Show a progress bar over documents (default: when logging at INFO).
         language: Language for splitting raw text.

@@ -121,12 +121,13 @@ def prepare_documents(
     A document may be a list of sentences, a raw text (split with :func:`split_sentences`), or a
     mapping (e.g. a ``datasets.Dataset`` row) with a ``sentences`` list or a ``text`` string and
     an optional ``id``. Each input item yields exactly one :class:`PreparedDocument` or one
-    :class:`Skipped`, so counts always add up.
+    :class:`Skipped`, so counts always add up. The arguments are checked at the call, before any
+    document is read.
 
     Args:
         documents: Any iterable of documents, consumed once and lazily.
         min_sentences: Fewer usable sentences than this skips the document (``too_few_sentences``);
-            values below 2 are raised to 2 since one sentence has no pair.
+            at least 2 (a pair needs two sentences; a smaller value is refused with a ``ValueError``).
         max_sentences: More sentences than this skips the document (``too_many_sentences``);
             the graph step is quadratic in a document's length. ``None`` disables the cap.
         deduplicate: Keep only the first of identical sentences within a document.
@@ -143,9 +144,23 @@ def prepare_documents(
         >>> [getattr(d, "reason", None) or d.sentences for d in prepare_documents(docs)]
         [['A cat sat.', 'A dog ran.'], 'too_few_sentences', 'not_text']
     """
-    min_sentences = max(2, min_sentences)
+    if min_sentences < 2:
+        raise ValueError(f"min_sentences must be at least 2 (a pair needs two sentences), got {min_sentences}")
     if max_sentences is not None and max_sentences < min_sentences:
         raise ValueError(f"max_sentences ({max_sentences}) must be >= min_sentences ({min_sentences})")
+    return _prepared(documents, min_sentences, max_sentences, deduplicate, language, sentences_key, text_key, id_key)
+
+
+def _prepared(
+    documents: Iterable[Any],
+    min_sentences: int,
+    max_sentences: int | None,
+    deduplicate: bool,
+    language: str,
+    sentences_key: str,
+    text_key: str,
+    id_key: str,
+) -> Iterator[PreparedDocument | Skipped]:
     for position, doc in enumerate(documents):
         doc_id, raw, detail = _raw_sentences(doc, sentences_key, text_key, id_key, language)
         doc_id = str(position) if doc_id is None else doc_id

@@ -202,6 +202,10 @@ class AuxiliaryDecoder(nn.Module):
 
         A config rebuilt from a dict gets the library's default implementation, not the one the encoder was loaded
         with; the results agree up to rounding either way, but speed and memory follow the implementation.
+
+        transformers (5.24.0) exposes the implementation in use only as the config's ``_attn_implementation``
+        property, which its attention documentation reads; it is set through the public ``set_attn_implementation``.
+        ``tests/test_library_touchpoints.py`` pins both.
         """
         wanted = getattr(config, "_attn_implementation", None)
         if wanted and wanted != self.lower.config._attn_implementation:
@@ -246,14 +250,19 @@ class AuxiliaryDecoder(nn.Module):
 
         Args:
             sentence_embedding: ``(batch, dim)`` embedding of the unmasked sentences (carries the gradient).
-            masked_input_ids: ``(batch, seq)`` token ids with masking applied.
+            masked_input_ids: ``(batch, seq)`` token ids with masking applied; the lower stack reads them (with
+                ``lower_hidden`` given, they were read when those states were computed).
             attention_mask: ``(batch, seq)`` padding mask.
             labels: ``(batch, seq)`` original ids at masked positions, -100 elsewhere.
-            token_type_ids: optional segment ids.
+            token_type_ids: optional segment ids for the lower stack, applied as the encoder applies them (families
+                without segment ids take none); refused beside ``lower_hidden``, which the lower stack does not
+                compute.
             lower_hidden: precomputed lower-stack states (stage 1 passes the shared encoder's states here).
             max_predictions: gather at most this many masked positions without reading their count (see
                 :func:`mlm_loss`); None gathers them exactly.
         """
+        if lower_hidden is not None and token_type_ids is not None:
+            raise ValueError("token_type_ids feed the lower stack, which does not run when lower_hidden is given.")
         if lower_hidden is None:
             lower_hidden = self.lower_hidden_states(masked_input_ids, attention_mask, token_type_ids)
         h = sentence_embedding if self.h_proj is None else self.h_proj(sentence_embedding)

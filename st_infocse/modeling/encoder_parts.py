@@ -285,7 +285,7 @@ class EncoderParts:
 
     @property
     def name_or_path(self) -> str:
-        return getattr(self.hf_model, "name_or_path", "") or getattr(self.config, "_name_or_path", "")
+        return getattr(self.hf_model, "name_or_path", "") or getattr(self.config, "name_or_path", "")
 
 
 def get_submodule(module: nn.Module, path: str) -> nn.Module:

@@ -87,6 +87,7 @@ def vocab_cross_entropy(
     else (bf16 weights, autocast, torch.compile, fp64) computes the logits as usual and the cross-entropy in at
     least fp32, which
     ``blockwise=False`` asks for everywhere (the blockwise path needs fp32 and is never taken under autocast).
+    ``blockwise=True`` asks for the blockwise path and is refused with a ``ValueError`` where it cannot run.
 
     Example:
         ::
@@ -100,9 +101,8 @@ def vocab_cross_entropy(
             loss, correct = vocab_cross_entropy(hidden, weight, bias, targets)
             (loss / 5).backward()
     """
-    blockwise = (
-        blockwise is not False
-        and hidden.dtype == torch.float32
+    possible = (
+        hidden.dtype == torch.float32
         and weight.dtype == torch.float32
         and (bias is None or bias.dtype == torch.float32)
         and not _autocast_enabled(hidden.device.type)
@@ -110,7 +110,12 @@ def vocab_cross_entropy(
         # (a step took 4.8x as long); the plain form is what inductor fuses well.
         and not compiling()
     )
-    if blockwise:
+    if blockwise and not possible:
+        raise ValueError(
+            "blockwise=True needs float32 hidden states, weight and bias outside autocast and torch.compile; "
+            "leave blockwise=None to choose the path by itself."
+        )
+    if blockwise is not False and possible:
         return _VocabCrossEntropy.apply(hidden, weight, bias, targets)
     logits = F.linear(hidden, weight, bias)
     loss = F.cross_entropy(at_least_fp32(logits), targets, ignore_index=IGNORE_INDEX, reduction="sum")

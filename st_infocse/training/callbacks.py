@@ -123,23 +123,34 @@ def clip_gradients_jointly(loss: nn.Module, max_norm: float) -> torch.Tensor:
     return norm
 
 
+#: What ``GradScaler.unscale_`` says when the gradients were already unscaled since the last ``update()``. Its
+#: docstring documents the error ("Calling unscale_() twice for a given optimizer between each step() triggers a
+#: RuntimeError"); the wording is pinned by tests/test_library_touchpoints.py (written against torch 2.13).
+_ALREADY_UNSCALED = "unscale_() has already been called"
+
+
 def _unscale_once(optimizer: Any) -> None:
     """Unscale fp16 gradients in place, as ``Accelerator.unscale_gradients`` does, unless that already happened.
 
-    The trainer's own gradient-norm computation unscales every step, even without clipping; a second ``unscale_``
-    would raise, and skipping it when it has not happened would clip scaled gradients.
+    The trainer's own gradient-norm computation unscales every step, even without clipping (transformers 5.24.0:
+    ``Trainer._get_grad_norm`` calls ``Accelerator.clip_grad_norm_``); skipping the unscale when it has not happened
+    would clip scaled gradients. Only public parts are used: ``GradScaler.unscale_`` and its documented
+    ``RuntimeError`` on a second call before ``step()``, and accelerate's ``AcceleratedOptimizer.optimizer`` and
+    ``.scaler`` (accelerate 1.15.0).
     """
     scaler = getattr(optimizer, "scaler", None)
     if scaler is None or not scaler.is_enabled():
         return
     from accelerate.optimizer import AcceleratedOptimizer
-    from torch.amp.grad_scaler import OptState
 
     inner = optimizer
     while isinstance(inner, AcceleratedOptimizer):
         inner = inner.optimizer
-    if scaler._per_optimizer_states[id(inner)]["stage"] is OptState.READY:
+    try:
         scaler.unscale_(inner)
+    except RuntimeError as error:
+        if _ALREADY_UNSCALED not in str(error):
+            raise
 
 
 def _engine_owning_clipping(args: TrainingArguments, optimizer: Any) -> str | None:
@@ -282,8 +293,12 @@ class AuxiliaryStateCallback(TrainerCallback):
         for module in training_losses(self.loss):
             module.training_step = state.global_step + 1
         if self.max_grad_norm is not None and not self._trainer_clipping_off:
-            # The trainer reads max_grad_norm once per step, right before on_pre_optimizer_step; zeroing it only
-            # for the step keeps the real value in the model card and the saved training arguments.
+            # No public hook replaces the trainer's clipping (it clips model.parameters() alone, in
+            # Trainer._clip_grad_norm), and overriding it would mean a Trainer subclass every caller must use. The
+            # trainer reads the public args.max_grad_norm once per step, after on_step_begin and right before
+            # on_pre_optimizer_step (transformers 5.24.0, Trainer._run_epoch); zeroing it only for the
+            # step keeps the real value in the model card and the saved training arguments. That order is not a
+            # documented contract: tests/test_library_touchpoints.py pins it and fails when it changes.
             args.max_grad_norm = 0.0
             self._trainer_clipping_off = True
 

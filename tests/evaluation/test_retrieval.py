@@ -115,6 +115,25 @@ def test_native_backend_equals_mteb(ev, make_model, tmp_path):
         evaluate_retrieval(model, data, backend="faiss")
 
 
+def test_the_mteb_backend_leaves_the_global_random_states_as_found(ev, make_model, tmp_path):
+    """mteb seeds Python's, NumPy's and torch's global generators whenever it builds a task or an evaluator."""
+    pytest.importorskip("mteb")
+    import random
+
+    import numpy as np
+    import torch
+
+    corpus = {"d1": "the cat sat", "d2": "a dog ran", "d3": "stocks fell"}
+    data = load_beir_folder(ev.write_beir(tmp_path / "toy", corpus, {"q1": "cat"}, [("q1", "d1", 1)]))
+    model = make_model()
+    random.seed(7), np.random.seed(7), torch.manual_seed(7)
+    states = random.getstate(), np.random.get_state()[1].copy(), torch.get_rng_state()
+    evaluate_retrieval(model, data, k_values=(1, 3), backend="mteb")
+    assert random.getstate() == states[0]
+    assert np.array_equal(np.random.get_state()[1], states[1])
+    assert torch.equal(torch.get_rng_state(), states[2])
+
+
 def test_evaluate_beir_folders_and_cqadupstack_average(ev, tmp_path):
     stub, data = _toy(ev)
     corpus = {d: (doc["title"] + " " + doc["text"]).strip() for d, doc in data.corpus.items()}

@@ -88,7 +88,7 @@ def test_weighted_default_clips_everything_together(make_model):
     model = make_model()
     loss = losses.InfoCSELoss(model, lambda_=1e-5)
     assert loss.separately_clipped_parameters() == []
-    assert "aux_gradient" not in loss.get_config_dict()
+    assert loss.get_config_dict()["aux_gradient"] == "weighted"  # listed at its default too, as every argument
 
 
 def test_full_gradient_trains_and_is_recorded(make_model, run_trainer):

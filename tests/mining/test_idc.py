@@ -207,6 +207,20 @@ def test_broken_model_output_is_a_clear_error(lookup_encoder):
         mine_pairs([["s0", "s1"]], lookup_encoder({"s0": [1.0, 0.0], "s1": [float("nan"), 0.0]}))
 
 
+def test_arguments_that_would_be_dropped_are_refused_before_anything_is_encoded(lookup_encoder, tmp_path):
+    table = {"s0": [1.0, 0.0], "s1": [0.0, 1.0]}
+    # encode_kwargs overriding what mining sets itself (before, batch_size=8 here silently beat batch_size=64).
+    for key in ("batch_size", "normalize_embeddings", "convert_to_numpy", "pool"):
+        with pytest.raises(ValueError, match=f"encode_kwargs sets {key}, which mining sets itself"):
+            mine_pairs([["s0", "s1"]], lookup_encoder(table), encode_kwargs={key: 8}, batch_size=64)
+    # min_sentences below 2 (before, raised to 2 in silence); refused before the output folder is made.
+    with pytest.raises(ValueError, match="min_sentences must be at least 2"):
+        mine_pairs([["s0", "s1"]], lookup_encoder(table), min_sentences=1, output_dir=tmp_path / "out")
+    with pytest.raises(ValueError, match="min_sentences must be at least 2"):
+        adjacent_pairs([["s0", "s1"]], min_sentences=0)
+    assert not (tmp_path / "out").exists()
+
+
 def test_adjacent_pairs():
     pairs, report = adjacent_pairs([["a", "b", "c"], ["d"], ["e", "f", "e"], 3.5], show_progress_bar=False)
     assert pair_set(pairs) == {("0", "a", "b", 0), ("0", "b", "c", 1), ("2", "e", "f", 0)}

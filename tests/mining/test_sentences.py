@@ -58,6 +58,8 @@ def test_prepare_documents_options():
     docs = [["a", "a", "b"]]
     assert next(iter(prepare_documents(docs, deduplicate=False))).sentences == ["a", "a", "b"]
     assert next(iter(prepare_documents(docs, min_sentences=3))).reason == "too_few_sentences"
-    assert next(iter(prepare_documents(docs, min_sentences=0))).sentences == ["a", "b"]  # raised to 2
+    # Refused at the call, not raised to 2 in silence, and before a document is read.
+    with pytest.raises(ValueError, match="min_sentences must be at least 2"):
+        prepare_documents(iter([]), min_sentences=0)
     with pytest.raises(ValueError, match="max_sentences"):
-        list(prepare_documents(docs, min_sentences=5, max_sentences=3))
+        prepare_documents(docs, min_sentences=5, max_sentences=3)

@@ -104,3 +104,12 @@ def test_float64_stays_float64():
     expected_loss, expected_correct = _reference(hidden, weight, bias, targets)
     assert loss.dtype == torch.float64 and correct == expected_correct
     torch.testing.assert_close(loss, expected_loss)
+
+
+def test_asking_for_the_blockwise_path_where_it_cannot_run_is_refused():
+    # Before, blockwise=True fell back to the plain path without a word.
+    hidden, weight, bias, targets = (t.double() if t.is_floating_point() else t for t in _inputs())
+    with pytest.raises(ValueError, match="blockwise=True needs float32"):
+        vocab_cross_entropy(hidden, weight, bias, targets, blockwise=True)
+    loss, _ = vocab_cross_entropy(*_inputs(), blockwise=True)  # float32 outside autocast: it runs
+    torch.testing.assert_close(loss, _reference(*_inputs())[0])
