@@ -55,11 +55,9 @@ from long_budget import Bench as LongBudgetBench  # noqa: E402
 from quality import FIGURE_DPI, FIGURE_STYLE, FIGURE_WIDTH, SHARED, minilm_path  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
-from st_infocse.evaluation import (  # noqa: E402
-    evaluate_sts_suite,
-    train_probe_decoder,
-)
+from st_infocse.evaluation import evaluate_sts_suite  # noqa: E402
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
+from st_infocse.training import train_probe_decoder  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"

@@ -12,7 +12,7 @@ worker; the losses run with their defaults (SimCSE: MLP head at training only; I
 gradient clipping. Jobs, in queue order:
 
 - ``probe``: a decoder trained for ``--probe-steps`` on the untrained model's frozen embeddings
-  (:func:`st_infocse.evaluation.train_probe_decoder`); it stays frozen and scores every row, so SimCSE and
+  (:func:`st_infocse.training.train_probe_decoder`); it stays frozen and scores every row, so SimCSE and
   InfoCSE are measured by the same decoder.
 - ``stage1``: InfoCSE stage 1 (``AuxiliaryPretrainingLoss`` defaults, ``--stage1-steps`` at ``--stage1-lr``),
   with its auxiliary MLM curve and its own decoder's h-shuffle gap.
@@ -58,10 +58,9 @@ from st_infocse.evaluation import (  # noqa: E402
     ConditionalMLMEvaluator,
     evaluate_sts_suite,
     stsb_dev_evaluator,
-    train_probe_decoder,
 )
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
-from st_infocse.training import AuxiliaryStateCallback  # noqa: E402
+from st_infocse.training import AuxiliaryStateCallback, train_probe_decoder  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"

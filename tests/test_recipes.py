@@ -12,9 +12,9 @@ import st_infocse.training.callbacks
 import st_infocse.training.precision
 from st_infocse.cli import arguments as cli_arguments
 from st_infocse.cli import main
-from st_infocse.cli import recipes as cli_recipes
+from st_infocse.cli import recipe_runs as cli_recipes
 from st_infocse.cli import train as cli_train
-from st_infocse.cli.recipes import choose_recipe_precision
+from st_infocse.cli.recipe_runs import choose_recipe_precision
 from st_infocse.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe, recipe_flags, recipe_names
 from st_infocse.training.arguments import STSB_DEV_METRIC
 

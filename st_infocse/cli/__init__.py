@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mine": ("mine:cmd_mine", "mine IDC positive pairs from documents into a dataset on disk"),
     "evaluate": ("evaluate:cmd_evaluate", "STS suite, BEIR and transfer tasks; JSON, markdown and plots"),
     "demo": ("demo:cmd_demo", "train and evaluate offline on the bundled demo data (pip install 'st-infocse[demo]')"),
-    "recipes": ("recipes:cmd_recipes", "the papers' released runs, for `st-infocse train --recipe NAME`"),
+    "recipes": ("recipe_runs:cmd_recipes", "the papers' released runs, for `st-infocse train --recipe NAME`"),
 }
 
 

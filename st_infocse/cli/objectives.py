@@ -12,6 +12,7 @@ from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
 from st_infocse.losses.registry import get_objective
 
 __all__ = [
+    "LOSS_FLAGS",
     "build_loss",
     "check_decoder_warmup",
     "check_flags_apply",
@@ -19,6 +20,21 @@ __all__ = [
     "loss_options",
     "warm_up_decoder",
 ]
+
+_CONTRASTIVE = ("temperature", "projection", "gather_across_devices")
+_DECODER = ("k", "n", "mask_rate", "decoder", "detach", "fusion_init")
+_CONDITIONAL_MLM = ("lambda_", "aux_gradient", "informin_weight", *_CONTRASTIVE, *_DECODER)
+#: Objective (and ``pretrain-aux``) -> the loss's keyword arguments the command line sets from the flags of the
+#: same name; any other loss flag given is refused for it.
+LOSS_FLAGS: dict[str, tuple[str, ...]] = {
+    "simcse": _CONTRASTIVE,
+    "infocse": _CONDITIONAL_MLM,
+    "cmlm-cse": _CONDITIONAL_MLM,
+    "informin": ("lambda_", *_CONTRASTIVE),
+    "idc": (),  # its pair loss decides: --idc_loss infocse takes InfoCSE's flags
+    "cmlm": _DECODER,
+    "pretrain-aux": ("k", "n", "mask_rate", "fusion_init", "tie_head", "masking"),
+}
 
 # Loss flags whose unset value is None, so that a given one can be told from the default.
 _OPTIONAL_FLAGS = ("lambda_", "projection", "k", "n", "mask_rate", "fusion_init", "decoder", "detach")
@@ -52,12 +68,12 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
     if objective not in OBJECTIVES:
         raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
     entry = get_objective(objective)
-    if args.aux_gradient != "weighted" and "aux_gradient" not in entry.options:
-        takes = [name for name, other in OBJECTIVE_REGISTRY.items() if "aux_gradient" in other.options]
+    if args.aux_gradient != "weighted" and "aux_gradient" not in LOSS_FLAGS[objective]:
+        takes = [name for name in OBJECTIVE_REGISTRY if "aux_gradient" in LOSS_FLAGS[name]]
         raise CLIError(f"--aux_gradient applies to {' and '.join(takes)}, not {objective}")
     if entry.loss is None:
         raise CLIError(f"--objective {objective} trains through its own rounds, not one loss")
-    return entry.loss_class()(model, **loss_options(entry.options, args))
+    return entry.loss_class()(model, **loss_options(LOSS_FLAGS[objective], args))
 
 
 def learning_rate_mapping(loss, args: LossArguments) -> dict[str, float]:
@@ -87,11 +103,11 @@ def check_decoder_warmup(options: Sequence[str], args: LossArguments, what: str)
 def warm_up_decoder(model, texts: Sequence[str], args: LossArguments, objective: str, batch_size: int, seed: int,
                     output_dir: str | Path) -> str:
     """Train ``objective``'s auxiliary decoder alone on the frozen ``model`` (as the probe decoder of
-    :func:`~st_infocse.evaluation.train_probe_decoder` is), save it under ``output_dir/decoder_warmup`` and return
+    :func:`~st_infocse.training.train_probe_decoder` is), save it under ``output_dir/decoder_warmup`` and return
     that folder, for the loss's ``decoder``. The decoder's ``k``, ``n``, mask rate and fusion start are the flags'
     where given, else the objective's preset for this encoder's depth."""
-    from st_infocse.evaluation import train_probe_decoder
     from st_infocse.modeling import find_encoder_parts
+    from st_infocse.training import train_probe_decoder
 
     preset = get_objective(objective).preset
     depth = find_encoder_parts(model).depth

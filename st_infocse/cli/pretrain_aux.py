@@ -25,7 +25,7 @@ from st_infocse.cli.inputs import (
     precheck_training,
     text_source,
 )
-from st_infocse.cli.objectives import check_flags_apply, learning_rate_mapping, loss_options
+from st_infocse.cli.objectives import LOSS_FLAGS, check_flags_apply, learning_rate_mapping, loss_options
 from st_infocse.cli.output import lengths, start_summary, summary
 from st_infocse.cli.train import run_trainer
 from st_infocse.losses.registry import STAGE1
@@ -45,13 +45,13 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
         evaluates=False,
     )
     check_step_counts(training_args.max_steps, training_args.num_train_epochs)
-    check_flags_apply(STAGE1.options, loss_args, "pretrain-aux")
+    check_flags_apply(LOSS_FLAGS["pretrain-aux"], loss_args, "pretrain-aux")
     finish_training_args(training_args, None)
     dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)
     check_planned_steps(len(dataset), training_args)
     loaded = model_from_args(model_args, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
-    loss = STAGE1.loss_class()(model, **loss_options(STAGE1.options, loss_args))
+    loss = STAGE1.loss_class()(model, **loss_options(LOSS_FLAGS["pretrain-aux"], loss_args))
     training_args.learning_rate_mapping = training_args.learning_rate_mapping or learning_rate_mapping(loss, loss_args)
     start_summary("Stage-1 auxiliary pre-training", len(dataset), training_args, model.max_seq_length, own_length)
     start = time.time()

@@ -33,6 +33,7 @@ from st_infocse.cli.inputs import (
     text_source,
 )
 from st_infocse.cli.objectives import (
+    LOSS_FLAGS,
     build_loss,
     check_decoder_warmup,
     check_flags_apply,
@@ -40,8 +41,7 @@ from st_infocse.cli.objectives import (
     warm_up_decoder,
 )
 from st_infocse.cli.output import lengths, start_summary, summary
-from st_infocse.cli.recipes import recipe_by_name, start_recipe, take_recipe, with_recipe
-from st_infocse.losses.registry import get_objective
+from st_infocse.cli.recipe_runs import recipe_by_name, start_recipe, take_recipe, with_recipe
 from st_infocse.mining.documents import load_documents
 from st_infocse.recipes import format_recipe_list
 from st_infocse.training.builder import save_model
@@ -90,10 +90,10 @@ def cmd_train(argv: Sequence[str]) -> int:
     check_step_counts(training_args.max_steps, training_args.num_train_epochs)
     idc = loss_args.objective == "idc"
     if idc:  # the pair loss takes the loss flags: InfoCSE's, or none for MultipleNegativesRankingLoss
-        options = get_objective("infocse").options if loss_args.idc_loss == "infocse" else ()
+        options = LOSS_FLAGS["infocse"] if loss_args.idc_loss == "infocse" else ()
         what = f"--objective idc with --idc_loss {loss_args.idc_loss}"
     else:
-        options, what = get_objective(loss_args.objective).options, f"--objective {loss_args.objective}"
+        options, what = LOSS_FLAGS[loss_args.objective], f"--objective {loss_args.objective}"
     check_flags_apply(options, loss_args, what)
     # IDC mines its own pairs each round: no text corpus to warm a decoder on.
     check_decoder_warmup(() if idc else options, loss_args, what)

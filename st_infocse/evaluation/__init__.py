@@ -8,8 +8,8 @@ mteb, beir, scikit-learn and matplotlib (the ``eval`` extra) are imported only w
 """
 
 from .beir_tasks import BEIR_PAPER_DATASETS, BEIRTaskInfo, beir_task_info
-from .conditional_mlm import ConditionalMLMEvaluator, train_probe_decoder
 from .geometry import GeometryResult, alignment_loss, evaluate_alignment_uniformity, uniformity_loss
+from .h_shuffle import ConditionalMLMEvaluator
 from .in_domain import InDomainRetrievalResult, evaluate_in_domain_retrieval
 from .loaders import (
     STS_TASKS,
@@ -89,7 +89,6 @@ __all__ = [
     "TransferResult",
     "TransferTaskResult",
     "alignment_loss",
-    "train_probe_decoder",
     "beir_task_info",
     "check_retrieval_folder",
     "classify",

@@ -352,8 +352,8 @@ def retrieval_metric_keys(evaluator_or_name: Any, similarity_fn_name: str, *, pr
         prefix: ``"eval"`` for the trainer's keys; ``""`` for the keys the evaluator itself returns.
 
     Returns:
-        Metric -> key, e.g. ``{"ndcg@10": "eval_retrieval_cosine_ndcg@10",
-        "recall@100": "eval_retrieval_cosine_recall@100", ...}``, for every metric the evaluator reports.
+        Metric -> key for every metric the evaluator reports, e.g. ``"ndcg@10"`` ->
+        ``"eval_retrieval_cosine_ndcg@10"`` and ``"recall@100"`` -> ``"eval_retrieval_cosine_recall@100"``.
 
     Example:
         >>> keys = retrieval_metric_keys("retrieval", "cosine")

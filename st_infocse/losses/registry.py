@@ -1,11 +1,11 @@
 """Every objective of the package in one table: its name, its loss class, its defaults and the paper to cite.
 
-The command line (``--objective``, its ``--help`` and the loss it builds), the recipes and the evaluators read the
-defaults here, and the losses take theirs from here too, so a default is written once.
+The command line (``--objective``, its ``--help`` and the loss it builds; which flags each loss takes is the command
+line's own table, ``st_infocse.cli.objectives.LOSS_FLAGS``), the recipes and the evaluators read the defaults here, and the losses take theirs from here too, so a default is written once.
 
 Adding an objective touches two files: the loss (one file in ``st_infocse/losses/``, deriving from
 :class:`~st_infocse.losses.TrainingLoss`) and one :class:`Objective` entry in :data:`OBJECTIVES` below, which names
-the loss class, its citation, its defaults and the keyword arguments the command line may set.
+the loss class, its citation and its defaults (and the command line's ``LOSS_FLAGS`` the flags it takes).
 
 This module imports neither torch nor the losses (a loss class is imported when :meth:`Objective.loss_class` is
 called), so the command line can check ``--objective`` and print its help before anything heavy is loaded.
@@ -166,8 +166,6 @@ class Objective:
     mask_rate: float | None = None
     #: Its conditional-MLM preset, for the objectives built on :class:`~st_infocse.losses.ConditionalMLMLoss`.
     preset: ConditionalMLMPreset | None = None
-    #: The loss's keyword arguments that the command line sets from the flags of the same name.
-    options: tuple[str, ...] = ()
 
     def loss_class(self) -> type[nn.Module]:
         """The loss class (imports it, and torch with it)."""
@@ -175,10 +173,6 @@ class Objective:
             raise ValueError(f"objective {self.name!r} has no loss of its own")
         module, _, name = self.loss.partition(":")
         return getattr(importlib.import_module(module), name)
-
-
-_CONTRASTIVE = ("temperature", "projection", "gather_across_devices")
-_DECODER = ("k", "n", "mask_rate", "decoder", "detach", "fusion_init")
 
 
 def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str) -> Objective:
@@ -192,7 +186,6 @@ def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str) 
         lambda_=preset.lambda_,
         mask_rate=preset.mask_rate(12),
         preset=preset,
-        options=("lambda_", "aux_gradient", "informin_weight", *_CONTRASTIVE, *_DECODER),
     )
 
 
@@ -202,7 +195,7 @@ OBJECTIVES: Mapping[str, Objective] = MappingProxyType(
         objective.name: objective
         for objective in (
             Objective(
-                "simcse", "SimCSE", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION, options=_CONTRASTIVE
+                "simcse", "SimCSE", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION
             ),
             _conditional_mlm_objective("infocse", "InfoCSE", "infocse:InfoCSELoss", INFOCSE_CITATION),
             _conditional_mlm_objective("cmlm-cse", "CMLM-CSE", "cmlm_cse:CMLMCSELoss", CMLM_CSE_CITATION),
@@ -213,7 +206,6 @@ OBJECTIVES: Mapping[str, Objective] = MappingProxyType(
                 INFORMIN_CITATION,
                 lambda_=INFORMIN_LAMBDA,
                 mask_rate=MLM_MASK_RATE,
-                options=("lambda_", *_CONTRASTIVE),
             ),
             # Mine pairs from documents with the model, train on them, repeat; --idc_loss picks the pair loss.
             Objective("idc", "IDC", None, IDC_CITATION),
@@ -225,7 +217,6 @@ OBJECTIVES: Mapping[str, Objective] = MappingProxyType(
                 INFOCSE_CITATION,
                 mask_rate=PRESETS["infocse"].mask_rate(12),
                 preset=PRESETS["infocse"],
-                options=_DECODER,
             ),
         )
     }
@@ -239,7 +230,6 @@ STAGE1 = Objective(
     "st_infocse.losses.auxiliary_pretraining:AuxiliaryPretrainingLoss",
     INFOCSE_CITATION,
     mask_rate=MLM_MASK_RATE,
-    options=("k", "n", "mask_rate", "fusion_init", "tie_head", "masking"),
 )
 
 

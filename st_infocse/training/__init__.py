@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         save_auxiliary_state,
     )
     from st_infocse.training.guards import check_training_dataset
+    from st_infocse.training.probe_decoder import seeded_global_generators, train_probe_decoder
     from st_infocse.training.start_end import StartEndCallback, StartEndResult
     from st_infocse.training.texts import TextReport, check_text_source, clean_texts, load_texts
 
@@ -45,6 +46,8 @@ _WHERE = {
     "load_auxiliary_state": "callbacks",
     "load_model": "builder",
     "load_texts": "texts",
+    "seeded_global_generators": "probe_decoder",
+    "train_probe_decoder": "probe_decoder",
     "own_max_length": "builder",
     "save_auxiliary_state": "callbacks",
     "save_model": "builder",
@@ -71,6 +74,8 @@ __all__ = [
     "own_max_length",
     "save_auxiliary_state",
     "save_model",
+    "seeded_global_generators",
+    "train_probe_decoder",
 ]
 
 

@@ -10,9 +10,10 @@ import inspect
 import pytest
 
 from st_infocse import losses
-from st_infocse.evaluation import ConditionalMLMEvaluator, train_probe_decoder
+from st_infocse.evaluation import ConditionalMLMEvaluator
 from st_infocse.losses.registry import INFORMIN_LAMBDA, MLM_MASK_RATE, OBJECTIVES, PRESETS, STAGE1
 from st_infocse.modeling import AuxiliaryDecoder, AuxiliaryDecoderConfig
+from st_infocse.training import train_probe_decoder
 
 from ..conftest import random_sentences
 

@@ -20,6 +20,9 @@ from st_infocse.losses.registry import (
 
 def test_every_objective_with_a_loss_names_a_training_loss_that_takes_its_options():
     from st_infocse.cli.arguments import LossArguments
+    from st_infocse.cli.objectives import LOSS_FLAGS
+
+    assert set(LOSS_FLAGS) == {*OBJECTIVES, STAGE1.name}
 
     flags = {field.name for field in dataclasses.fields(LossArguments)}
     for objective in (*OBJECTIVES.values(), STAGE1):
@@ -30,7 +33,7 @@ def test_every_objective_with_a_loss_names_a_training_loss_that_takes_its_option
         assert issubclass(cls, losses.TrainingLoss)
         parameters = inspect.signature(cls.__init__).parameters
         accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-        for option in objective.options:
+        for option in LOSS_FLAGS[objective.name]:
             assert option in flags, (objective.name, option)
             assert option in parameters or accepts_any, (objective.name, option)
 

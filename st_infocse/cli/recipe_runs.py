@@ -1,4 +1,5 @@
-"""``st-infocse recipes`` and ``train --recipe NAME``: a paper's released run by name (:mod:`st_infocse.recipes`).
+"""``st-infocse recipes`` and ``train --recipe NAME``: a paper's released run (:mod:`st_infocse.recipes`), as flags
+applied to a run.
 
 ``--recipe NAME`` is expanded as ``--config`` is: the recipe's flags first, so that every flag the user gives wins,
 wherever it stands. ``train`` expands it before its input checks, which so see the recipe's values.

@@ -12,8 +12,7 @@ from __future__ import annotations
 import csv
 import logging
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,7 +22,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from st_infocse.losses.registry import INFOCSE_MASK_RATE, PRESETS
-from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit
+from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
 
@@ -84,7 +83,7 @@ class ConditionalMLMEvaluator(SentenceEvaluator):
     ``AuxiliaryPretrainingLoss``) to follow its live decoder during training, or a fixed decoder (an
     :class:`~st_infocse.modeling.AuxiliaryDecoder` or a folder written by its ``save_pretrained``) to score any
     model, e.g. a SimCSE-trained one, with the same frozen decoder. A decoder trained on a model's frozen
-    embeddings comes from :func:`train_probe_decoder`.
+    embeddings comes from :func:`st_infocse.training.train_probe_decoder`.
 
     Args:
         sentences: held-out sentences (at least 2 per batch; use a few hundred).
@@ -254,120 +253,3 @@ class ConditionalMLMEvaluator(SentenceEvaluator):
     @property
     def description(self) -> str:
         return "Conditional MLM: information in h"
-
-
-@contextmanager
-def seeded_global_generators(seed: int, device: torch.device) -> Iterator[None]:
-    """torch's global generators of the CPU and of ``device``'s kind seeded with ``seed`` inside the block, and put
-    back as they were found on leaving it (``torch.random.fork_rng``), whatever happens inside.
-
-    Code that draws from the global generators (``nn.Module`` initialisation, dropout) is then reproducible from
-    ``seed`` without changing the caller's random streams. Only the generators that are forked are seeded: the
-    other devices' are neither read nor changed.
-    """
-    accelerator = getattr(torch, device.type, None) if device.type not in ("cpu", "meta") else None
-    count = accelerator.device_count() if accelerator is not None and hasattr(accelerator, "device_count") else 0
-    with torch.random.fork_rng(devices=list(range(count)), device_type=device.type if count else "cuda"):
-        torch.default_generator.manual_seed(seed)
-        if count:
-            getattr(accelerator, "manual_seed_all", accelerator.manual_seed)(seed)
-        yield
-
-
-def train_probe_decoder(
-    model: Any,
-    sentences: Sequence[str],
-    k: int | None = None,
-    n: int = PRESETS["infocse"].n,
-    mask_rate: float | None = None,
-    steps: int = 200,
-    batch_size: int = 64,
-    learning_rate: float = 5e-4,
-    seed: int = 0,
-    fusion_init: FusionInit = PRESETS["infocse"].fusion_init,
-    show_progress_bar: bool = True,
-    description: str = "Probe decoder",
-) -> tuple[AuxiliaryDecoder, list[dict[str, float]]]:
-    """Train an auxiliary decoder to read ``model``'s frozen embeddings, to score models with one fixed decoder.
-
-    The model is not changed: its embeddings are computed under ``torch.no_grad`` in eval mode. The decoder's lower
-    ``k`` layers are a frozen copy of the model's (as in InfoCSE); its fusion layers and MLM head train with AdamW on
-    the conditional MLM loss over ``steps`` batches drawn from ``sentences`` (cycled). Returns the decoder in eval
-    mode and the training curve (``step``, ``loss``, ``accuracy`` per step).
-
-    Every random draw (the fusion layers' initialisation, the fusion layers' dropout, the masks, the batch order)
-    follows ``seed``; torch's global generators (the CPU's and the model's device's) are left as they were found,
-    so a call changes no random stream of the caller's.
-
-    Args:
-        model: a CLS-pooled SentenceTransformer whose first module is a Hugging Face encoder with a mask token.
-        sentences: training sentences (distinct from the evaluator's held-out ones).
-        k: frozen lower layers; None (default): the ``"infocse"`` preset's for the model's depth (6 from 12 layers,
-            half the depth below).
-        n: fusion layers; default 2, the ``"infocse"`` preset's (``st_infocse/losses/registry.py``).
-        mask_rate: share of real tokens masked; None (default): the ``"infocse"`` preset's for the model's depth
-            (0.40; 0.30 from 24 layers).
-        steps: optimisation steps.
-        batch_size: sentences per step.
-        learning_rate: AdamW learning rate of the fusion layers and head.
-        seed: seeds the fusion layers' initialisation and dropout, the masks and the batch order.
-        fusion_init: ``"fresh"`` (default, the ``"infocse"`` preset's) or ``"copy"`` (see
-            :meth:`AuxiliaryDecoder.from_encoder`).
-        show_progress_bar: show a progress bar over the steps.
-        description: the progress bar's label.
-
-    Example:
-        ::
-
-            from st_infocse.evaluation import ConditionalMLMEvaluator, train_probe_decoder
-
-            decoder, curve = train_probe_decoder(base_model, train_sentences, steps=200)
-            evaluator = ConditionalMLMEvaluator(held_out_sentences, decoder=decoder, name="probe")
-            print(evaluator(simcse_model)["probe_information_gain"])
-    """
-    sentences = [s for s in sentences if isinstance(s, str) and s.strip()]
-    if len(sentences) < 2:
-        raise ValueError("need at least 2 non-empty sentences to train a probe decoder")
-    if steps < 1 or batch_size < 1:
-        raise ValueError("steps and batch_size must be at least 1")
-    parts = find_encoder_parts(model)
-    k = k if k is not None else PRESETS["infocse"].k(parts.depth)
-    mask_rate = mask_rate if mask_rate is not None else PRESETS["infocse"].mask_rate(parts.depth)
-    device = next(model.parameters()).device
-    with seeded_global_generators(seed, device):
-        decoder = AuxiliaryDecoder.from_encoder(model, k=k, n=n, fusion_init=fusion_init, detach=True)
-        decoder.to(device)
-        masker = TokenMasker(parts.tokenizer, mask_rate, seed=seed)
-        trainable = [p for p in decoder.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(trainable, lr=learning_rate)
-        order = torch.randperm(len(sentences), generator=torch.Generator().manual_seed(seed)).tolist()
-        model_was_training = model.training
-        model.eval()
-        decoder.train()
-        curve: list[dict[str, float]] = []
-        cursor = 0
-        try:
-            for step in tqdm(range(1, steps + 1), desc=description, disable=not show_progress_bar):
-                batch = []
-                while len(batch) < batch_size:
-                    batch.append(sentences[order[cursor % len(order)]])
-                    cursor += 1
-                features = {
-                    key: value.to(device)
-                    for key, value in model.preprocess(batch).items()
-                    if isinstance(value, torch.Tensor)
-                }
-                with torch.no_grad():
-                    h = model(dict(features))["sentence_embedding"]
-                masked, labels = masker(features["input_ids"], features["attention_mask"])
-                out = decoder(h, masked, features["attention_mask"], labels, features.get("token_type_ids"))
-                optimizer.zero_grad(set_to_none=True)
-                out.loss.backward()
-                torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-                optimizer.step()
-                total = max(float(out.total), 1.0)
-                curve.append({"step": step, "loss": float(out.loss.detach()), "accuracy": float(out.correct) / total})
-        finally:
-            model.train(model_was_training)
-    decoder.eval()
-    return decoder, curve
