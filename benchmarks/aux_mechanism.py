@@ -34,7 +34,6 @@ import platform
 import statistics
 import sys
 import time
-import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,22 +44,32 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
-from sentence_transformers.sentence_transformer.modules import Pooling
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from long_budget import HELD_OUT, PROBE_SENTENCES, _at, _mean_std, _welch  # noqa: E402
+from harness import (  # noqa: E402
+    FIGURE_DPI,
+    FIGURE_STYLE,
+    FIGURE_WIDTH,
+    README,
+    REPO,
+    RESULTS,
+    SHARED,
+    JobQueue,
+    at,
+    load_pooled_model,
+    mean_std,
+    update_block,
+    welch,
+)
+from long_budget import HELD_OUT, PROBE_SENTENCES  # noqa: E402
 from long_budget import Bench as LongBudgetBench  # noqa: E402
-from quality import FIGURE_DPI, FIGURE_STYLE, FIGURE_WIDTH, SHARED, minilm_path  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import evaluate_sts_suite  # noqa: E402
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
 from st_infocse.training import train_probe_decoder  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
 # Sentences for the gradient-ratio batches: after the held-out diagnostic sentences, used by nothing else.
 RATIO_SENTENCES = (HELD_OUT[1], HELD_OUT[1] + 512)
 TASKS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R"]
@@ -208,49 +217,18 @@ class Bench(LongBudgetBench):
     # --------------------------------------------------------------------------------------------- queue
 
     def wait_for(self, job: str) -> None:
-        while not self.result_path(job).exists():
-            if not (self.claims / job).exists() and self.claim(job):
-                self.run_job(job)  # nobody has it: do it here rather than wait forever
-                continue
-            time.sleep(5)
+        self.queue.wait_for(job, self.run_job, poll=5)  # nobody has it: do it here rather than wait forever
 
     def run(self) -> None:
-        for job in self.cfg.jobs():
-            if self.result_path(job).exists() or not self.claim(job):
-                continue
-            try:
-                self.run_job(job)
-            except Exception:  # one failed job must not stop the queue; its claim is released for a retry
-                traceback.print_exc()
-                print(f"[{time.strftime('%H:%M:%S')}] {os.getpid()} FAILED {job}", flush=True)
-
-    def run_job(self, job: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {os.getpid()} start {job}", flush=True)
-        start = time.perf_counter()
-        try:
-            if job == "probe":
-                self.probe()
-            elif job == "stage1":
-                self.stage1()
-            else:
-                name, seed = job.rsplit("-s", 1)
-                self.row(job, name, int(seed))
-        except BaseException:
-            (self.claims / job).unlink(missing_ok=True)
-            raise
-        print(f"[{time.strftime('%H:%M:%S')}] {os.getpid()} done {job} in {time.perf_counter() - start:.0f}s",
-              flush=True)
+        self.queue.run(self.cfg.jobs(), self.run_job, keep_going=True)
 
     # --------------------------------------------------------------------------------------------- data
 
     def load_model(self, path: str | None = None) -> SentenceTransformer:
-        source = path or self.cfg.model or minilm_path()
         if path is not None:
             model = SentenceTransformer(path, device=self.cfg.device)
         else:
-            transformer = Transformer(source, max_seq_length=self.cfg.max_length)
-            pool = Pooling(transformer.get_embedding_dimension(), "cls")
-            model = SentenceTransformer(modules=[transformer, pool], device=self.cfg.device)
+            model = load_pooled_model("cls", self.cfg.max_length, self.cfg.model, self.cfg.device)
         model.max_seq_length = self.cfg.max_length
         return model
 
@@ -341,8 +319,8 @@ class Bench(LongBudgetBench):
         self.store(job, asdict(row))
 
     def store(self, job: str, payload: dict[str, Any]) -> None:
-        payload = {"job": job, "device": self.cfg.device, "device_name": device_name(self.cfg.device)} | payload
-        self.result_path(job).write_text(json.dumps(payload, indent=1))
+        payload = {"device": self.cfg.device, "device_name": device_name(self.cfg.device)} | payload
+        self.queue.store(job, payload)
         summary = {k: payload[k] for k in ("sts_avg", "stsb_dev", "train_seconds") if k in payload}
         print(f"[{time.strftime('%H:%M:%S')}] stored {job}: {summary}", flush=True)
 
@@ -364,7 +342,7 @@ def worker(cfg: Config) -> None:
 
 
 def _gain(curve: list[dict[str, Any]], prefix: str, which: int) -> float | None:
-    return _at(curve, f"eval_{prefix}_information_gain", which)
+    return at(curve, f"eval_{prefix}_information_gain", which)
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -372,7 +350,7 @@ def _fmt(value: float | None, digits: int = 4) -> str:
 
 
 def report(cfg: Config, command: str, stem: str) -> str:
-    done = {p.stem: json.loads(p.read_text()) for p in sorted((cfg.work_dir / "done").glob("*.json"))}
+    done = JobQueue(cfg.work_dir).done()
     rows = {k: v for k, v in done.items() if k not in ("probe", "stage1")}
     by_setting: dict[str, list[dict[str, Any]]] = {}
     for data in rows.values():
@@ -390,8 +368,8 @@ def report(cfg: Config, command: str, stem: str) -> str:
         if not values or not base:
             return "-"
         diff = statistics.mean(values) - statistics.mean(base)
-        welch = _welch(values, base)
-        return f"{diff:+.2f}" + (f" (p = {welch[1]:.3f})" if welch else "")
+        tested = welch(values, base)
+        return f"{diff:+.2f}" + (f" (p = {tested[1]:.3f})" if tested else "")
 
     lines += ["**Every objective (current defaults)**", "",
               "| Objective | Seeds | " + " | ".join(TASKS) + " | STS avg | vs SimCSE | STS-B dev | vs SimCSE |",
@@ -400,11 +378,11 @@ def report(cfg: Config, command: str, stem: str) -> str:
         group = sorted(by_setting.get(name, []), key=lambda d: d["seed"])
         if setting.group != "table" or not group or group[0]["sts_avg"] is None:
             continue
-        cells = [_mean_std([d["sts"][t] for d in group]) for t in TASKS]
+        cells = [mean_std([d["sts"][t] for d in group]) for t in TASKS]
         lines.append(f"| {setting.description} | {','.join(str(d['seed']) for d in group)} | " + " | ".join(cells)
-                     + f" | {_mean_std([d['sts_avg'] for d in group])} | "
+                     + f" | {mean_std([d['sts_avg'] for d in group])} | "
                      + ("-" if name == "simcse" else versus(group, "sts_avg", simcse))
-                     + f" | {_mean_std([d['stsb_dev'] for d in group])} | "
+                     + f" | {mean_std([d['stsb_dev'] for d in group])} | "
                      + ("-" if name == "simcse" else versus(group, "stsb_dev", simcse_dev)) + " |")
 
     lines += ["", "**Does InfoCSE's own decoder read h?**", "",
@@ -427,14 +405,14 @@ def report(cfg: Config, command: str, stem: str) -> str:
             present = [v for v in values if v is not None]
             return statistics.mean(present) if present else None
 
-        middle = [_at([p for p in d["curve"] if "eval_live_information_gain" in p],
+        middle = [at([p for p in d["curve"] if "eval_live_information_gain" in p],
                       "eval_live_information_gain", len([p for p in d["curve"]
                                                           if "eval_live_information_gain" in p]) // 2)
                   for d in group]
         ratio_start = mean_of([d["gradient_ratio"].get("start", {}).get("ratio") for d in group])
         ratio_end = mean_of([d["gradient_ratio"].get("end", {}).get("ratio") for d in group])
-        acc = mean_of([_at(d["curve"], "eval_live_accuracy", -1) for d in group])
-        gap = mean_of([_at(d["curve"], "eval_live_accuracy_gap", -1) for d in group])
+        acc = mean_of([at(d["curve"], "eval_live_accuracy", -1) for d in group])
+        gap = mean_of([at(d["curve"], "eval_live_accuracy_gap", -1) for d in group])
         sts = [d["sts_avg"] for d in group if d["sts_avg"] is not None]
         lines.append(
             f"| {setting.description} | {','.join(str(d['seed']) for d in group)} | "
@@ -444,8 +422,8 @@ def report(cfg: Config, command: str, stem: str) -> str:
             f"{_fmt(mean_of([_gain(d['curve'], 'probe', -1) for d in group]))} | "
             f"{'-' if ratio_start is None else f'{ratio_start:.2e}'} | "
             f"{'-' if ratio_end is None else f'{ratio_end:.2e}'} | "
-            f"{_mean_std(sts) if sts else '-'} | {versus(group, 'sts_avg', simcse)} | "
-            f"{_mean_std([d['stsb_dev'] for d in group])} | {versus(group, 'stsb_dev', simcse_dev)} |")
+            f"{mean_std(sts) if sts else '-'} | {versus(group, 'sts_avg', simcse)} | "
+            f"{mean_std([d['stsb_dev'] for d in group])} | {versus(group, 'stsb_dev', simcse_dev)} |")
     released = by_setting.get("infocse", [])
     released_sts = [d["sts_avg"] for d in released if d["sts_avg"] is not None]
     released_dev = [d["stsb_dev"] for d in released]
@@ -595,15 +573,6 @@ def restore(cfg: Config, stem: str) -> int:
     return written
 
 
-def update_readme(markdown: str, stem: str) -> None:
-    """Write the report between the ``<!-- stem:start/end -->`` markers of the benchmarks README and the guide."""
-    start, end = f"<!-- {stem}:start -->", f"<!-- {stem}:end -->"
-    for path in (REPO / "benchmarks" / "README.md", REPO / "docs" / "auxiliary-objective.md"):
-        text = path.read_text() if path.exists() else ""
-        if start in text and end in text:
-            path.write_text(text[: text.index(start) + len(start)] + "\n" + markdown + text[text.index(end):])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("part", choices=["run", "report", "restore", "plot"],
@@ -660,7 +629,8 @@ def main() -> None:
     else:
         markdown = report(cfg, "HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py run (workers sharing one queue), "
                           "then report", ns.stem)
-        update_readme(markdown, ns.stem)
+        # The block goes to the benchmarks README and to the guide that quotes it.
+        update_block(markdown, ns.stem, (README, REPO / "docs" / "auxiliary-objective.md"))
         print(markdown)
 
 

@@ -44,14 +44,28 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch
 from datasets import Dataset
-from scipy import stats
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
 from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 from transformers import TrainerCallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quality import FIGURE_DPI, FIGURE_STYLE, FIGURE_WIDTH, SHARED, load_model, read_lines  # noqa: E402
+from harness import (  # noqa: E402
+    FIGURE_DPI,
+    FIGURE_STYLE,
+    FIGURE_WIDTH,
+    REPO,
+    RESULTS,
+    SHARED,
+    CurveCallback,
+    JobQueue,
+    at,
+    mean_std,
+    read_lines,
+    update_block,
+    welch,
+)
+from harness import load_pooled_model as load_model  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import (  # noqa: E402
@@ -62,8 +76,6 @@ from st_infocse.evaluation import (  # noqa: E402
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
 from st_infocse.training import AuxiliaryStateCallback, train_probe_decoder  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
 OBJECTIVES = {
     "simcse": "SimCSELoss (defaults: MLP head at training only)",
     "infocse": "InfoCSELoss (defaults, no stage 1: the released script's setting)",
@@ -122,26 +134,6 @@ class Row:
     eval_seconds: float = 0.0
 
 
-class CurveCallback(TrainerCallback):
-    """Keeps every evaluation's metrics with its step (the trainer's log history mixes them with losses)."""
-
-    def __init__(self, curve: list[dict[str, Any]]) -> None:
-        self.curve = curve
-
-    def on_evaluate(self, args, state, control, metrics=None, **kwargs):  # noqa: ANN001, ANN201
-        self.curve.append({"step": state.global_step} | {k: float(v) for k, v in (metrics or {}).items()})
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class ThreadShare(TrainerCallback):
     """Gives a training process one more torch thread per worker that has run out of jobs (at most the CPU count),
     so the last jobs of a queue do not leave cores idle. The most threads used is kept for the report."""
@@ -162,67 +154,35 @@ class ThreadShare(TrainerCallback):
 class Bench:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
-        self.done = cfg.work_dir / "done"
-        self.claims = cfg.work_dir / "claims"
-        for folder in (self.done, self.claims):
-            folder.mkdir(parents=True, exist_ok=True)
+        self.queue = JobQueue(cfg.work_dir)
         self._dev = None
         self._held_out: list[str] | None = None
 
     # ------------------------------------------------------------------------------------------- queue
 
     def result_path(self, job: str) -> Path:
-        return self.done / f"{job}.json"
-
-    def claim(self, job: str) -> bool:
-        """Claim ``job`` for this process; a claim left by a process that no longer runs is taken over."""
-        path = self.claims / job
-        for _ in range(2):
-            try:
-                handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                owner = path.read_text().strip()
-                if owner.isdigit() and not _alive(int(owner)):
-                    path.unlink(missing_ok=True)
-                    continue
-                return False
-            os.write(handle, str(os.getpid()).encode())
-            os.close(handle)
-            return True
-        return False
+        return self.queue.result_path(job)
 
     def wait_for(self, job: str) -> None:
-        while not self.result_path(job).exists():
-            print(f"[{time.strftime('%H:%M:%S')}] waiting for {job} ...", flush=True)
-            time.sleep(30)
+        self.queue.wait_for(job)
 
     def run(self) -> None:
         idle = self.cfg.work_dir / "idle"
         idle.mkdir(exist_ok=True)
         for marker in idle.iterdir():  # a new worker: the cores those markers freed are taken again
             marker.unlink(missing_ok=True)
-        self._run_jobs()
+        self.queue.run(self.cfg.jobs(), self.run_job)
         # Out of jobs: the cores this worker leaves go to those still training (see ThreadShare).
         (idle / str(os.getpid())).touch()
 
-    def _run_jobs(self) -> None:
-        for job in self.cfg.jobs():
-            if self.result_path(job).exists() or not self.claim(job):
-                continue
-            print(f"[{time.strftime('%H:%M:%S')}] start {job}", flush=True)
-            start = time.perf_counter()
-            try:
-                if job == "probe":
-                    self.probe()
-                elif job == "stage1":
-                    self.stage1()
-                else:
-                    objective, seed = job.rsplit("-s", 1)
-                    self.row(job, objective, int(seed))
-            except BaseException:
-                (self.claims / job).unlink(missing_ok=True)  # let a later worker retry it
-                raise
-            print(f"[{time.strftime('%H:%M:%S')}] done {job} in {time.perf_counter() - start:.0f}s", flush=True)
+    def run_job(self, job: str) -> None:
+        if job == "probe":
+            self.probe()
+        elif job == "stage1":
+            self.stage1()
+        else:
+            objective, seed = job.rsplit("-s", 1)
+            self.row(job, objective, int(seed))
 
     # ------------------------------------------------------------------------------------------- data
 
@@ -361,8 +321,8 @@ class Bench:
 
     def store(self, job: str, payload: dict[str, Any]) -> None:
         most = self.threads.most if getattr(self, "threads", None) is not None else self.cfg.threads
-        payload = {"job": job, "threads": self.cfg.threads, "threads_max": most} | payload
-        self.result_path(job).write_text(json.dumps(payload, indent=1))
+        payload = {"threads": self.cfg.threads, "threads_max": most} | payload
+        self.queue.store(job, payload)
         summary = {k: payload[k] for k in ("sts_avg", "stsb_dev", "train_seconds") if k in payload}
         print(f"[{time.strftime('%H:%M:%S')}] stored {job}: {summary}", flush=True)
 
@@ -370,26 +330,8 @@ class Bench:
 # ----------------------------------------------------------------------------------------------- report
 
 
-def _mean_std(values: list[float]) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.2f}"
-    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
-
-
-def _welch(a: list[float], b: list[float]) -> tuple[float, float] | None:
-    if len(a) < 2 or len(b) < 2:
-        return None
-    result = stats.ttest_ind(a, b, equal_var=False)
-    return float(result.statistic), float(result.pvalue)
-
-
-def _at(curve: list[dict[str, Any]], key: str, which: int) -> float | None:
-    values = [point[key] for point in curve if key in point]
-    return values[which] if values else None
-
-
 def load_done(cfg: Config) -> dict[str, dict[str, Any]]:
-    return {path.stem: json.loads(path.read_text()) for path in sorted((cfg.work_dir / "done").glob("*.json"))}
+    return JobQueue(cfg.work_dir).done()
 
 
 def report(cfg: Config, command: str) -> str:
@@ -411,13 +353,13 @@ def report(cfg: Config, command: str) -> str:
         group = sorted(by_objective.get(objective, []), key=lambda d: d["seed"])
         if not group:
             continue
-        cells = [_mean_std([d["sts"][t] for d in group]) for t in tasks]
+        cells = [mean_std([d["sts"][t] for d in group]) for t in tasks]
         # Seconds per step include the evaluations during training; rows that borrowed a freed core are not timed.
         timed = [d["train_seconds"] / cfg.steps for d in group if d.get("threads_max", 1) == 1]
         per_step = f"{statistics.mean(timed):.1f}" if timed else "-"
         lines.append(
             f"| {OBJECTIVES[objective]} | {','.join(str(d['seed']) for d in group)} | " + " | ".join(cells)
-            + f" | {_mean_std([d['sts_avg'] for d in group])} | {_mean_std([d['stsb_dev'] for d in group])}"
+            + f" | {mean_std([d['sts_avg'] for d in group])} | {mean_std([d['stsb_dev'] for d in group])}"
             + f" | {per_step} |"
         )
     lines += ["", "Train s/step: wall time of training over the steps, evaluations during training included, one torch "
@@ -428,8 +370,8 @@ def report(cfg: Config, command: str) -> str:
         b = [d["sts_avg"] for d in by_objective.get("simcse", [])]
         if a and b:
             diff = statistics.mean(a) - statistics.mean(b)
-            welch = _welch(a, b)
-            test = f"Welch t = {welch[0]:.2f}, p = {welch[1]:.2f}" if welch else "one seed: no test"
+            tested = welch(a, b)
+            test = f"Welch t = {tested[0]:.2f}, p = {tested[1]:.2f}" if tested else "one seed: no test"
             lines.append(f"- {OBJECTIVES[other]} minus SimCSE, STS avg: {diff:+.2f} ({test}; seeds {len(a)} vs "
                          f"{len(b)}).")
     lines += ["", "h-shuffle diagnostic (information gain = auxiliary MLM loss with another sentence's h minus "
@@ -439,13 +381,13 @@ def report(cfg: Config, command: str) -> str:
     for name, data in sorted(rows.items()):
         for prefix, label in (("probe", "probe (frozen)"), ("live", "own (training)")):
             key = f"eval_{prefix}_information_gain"
-            if _at(data["curve"], key, 0) is None:
+            if at(data["curve"], key, 0) is None:
                 continue
             gap = f"eval_{prefix}_accuracy_gap"
             lines.append(
-                f"| {name} | {label} | {_at(data['curve'], key, 0):.4f} | {_at(data['curve'], key, -1):.4f} | "
-                f"{100 * _at(data['curve'], gap, 0):.2f} | {100 * _at(data['curve'], gap, -1):.2f} | "
-                f"{100 * _at(data['curve'], f'eval_{prefix}_accuracy', -1):.2f} |"
+                f"| {name} | {label} | {at(data['curve'], key, 0):.4f} | {at(data['curve'], key, -1):.4f} | "
+                f"{100 * at(data['curve'], gap, 0):.2f} | {100 * at(data['curve'], gap, -1):.2f} | "
+                f"{100 * at(data['curve'], f'eval_{prefix}_accuracy', -1):.2f} |"
             )
     if "probe" in done:
         probe = done["probe"]
@@ -461,8 +403,8 @@ def report(cfg: Config, command: str) -> str:
         acc = [h["cmlm_accuracy"] for h in history if "cmlm_accuracy" in h]
         lines += ["", f"Stage 1: {cfg.stage1_steps} steps at lr {cfg.stage1_lr:g} ({stage1['train_seconds']:.0f} s); "
                   f"auxiliary MLM accuracy (training logs) {100 * acc[0]:.2f} → {100 * acc[-1]:.2f}; its decoder's "
-                  f"gain on held-out sentences {_at(curve, 'eval_stage1_information_gain', 0):.4f} → "
-                  f"{_at(curve, 'eval_stage1_information_gain', -1):.4f} nats."]
+                  f"gain on held-out sentences {at(curve, 'eval_stage1_information_gain', 0):.4f} → "
+                  f"{at(curve, 'eval_stage1_information_gain', -1):.4f} nats."]
     markdown = "\n".join(lines) + "\n"
     payload = {"command": command, "config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()},
                "machine": platform.processor() or platform.machine(), "torch": torch.__version__, "jobs": done}
@@ -547,15 +489,6 @@ def plot(done: dict[str, dict[str, Any]]) -> None:
         plt.close(figure)
 
 
-def update_readme(markdown: str) -> None:
-    path = REPO / "benchmarks" / "README.md"
-    text = path.read_text()
-    start, end = "<!-- long-budget:start -->", "<!-- long-budget:end -->"
-    if start in text and end in text:
-        text = text[: text.index(start) + len(start)] + "\n" + markdown + text[text.index(end):]
-        path.write_text(text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("part", choices=["run", "report", "plot"],
@@ -591,7 +524,7 @@ def main() -> None:
         Bench(cfg).run()
     else:
         markdown = report(cfg, "HF_HUB_OFFLINE=1 python benchmarks/long_budget.py run  (x2 workers), then report")
-        update_readme(markdown)
+        update_block(markdown, "long-budget")
         print(markdown)
 
 

@@ -33,7 +33,7 @@ from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from quality import minilm_path  # noqa: E402
+from harness import minilm_path  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
 

@@ -1,0 +1,488 @@
+"""Adapting the model a user already has (issue 29): does any unsupervised objective beat all-MiniLM-L6-v2 as shipped
+on its own domain's retrieval, or should the user not train?
+
+    W=/path/outside/the/repo
+    HF_HUB_OFFLINE=1 nohup python benchmarks/adaptation.py run --work-dir $W > w1.log 2>&1 &   # one worker per core,
+    HF_HUB_OFFLINE=1 nohup python benchmarks/adaptation.py run --work-dir $W > w2.log 2>&1 &   # sharing one queue
+    HF_HUB_OFFLINE=1 python benchmarks/adaptation.py report --work-dir $W    # JSON, markdown, PNG, README block
+    HF_HUB_OFFLINE=1 python benchmarks/adaptation.py plot                    # the PNG again, from the committed JSON
+
+Two domains (``adaptation_domains.py``): SciFact (train on the corpus abstracts; test: the 300 test queries, nDCG@10
+and Recall@100) and Reuters-21578 (train on the TRAIN bodies; test: each TEST article, as the mean of its
+sentences' embeddings, retrieves its own headline among all test headlines, and the reverse: Recall@5/10/20 as
+paper 002 reports them, and nDCG@10). Every row starts from all-MiniLM-L6-v2 as shipped, loaded by the package's
+rule (mean pooling, Normalize, 256 tokens), trains with one budget shared by every row and domain (``--steps`` x
+``--batch-size`` at ``--learning-rate``, linear decay after ``--warmup``, texts cut at ``--max-length`` tokens) and is
+scored at its own 256 tokens (round-1 IDC models are saved at it too, for round 2). The model reported is the one at the last step: no test query or test
+headline chooses anything. Every ``--eval-steps`` steps a fixed sub-sample of the test (``--curve-docs``) is scored
+for the plot only. Each row also reports STS (SentEval "all") and STS-B dev, and a pseudo-dev built from the
+training documents alone (SciFact: a title retrieves the last two sentences of its own abstract; Reuters: a first
+sentence retrieves the rest of its body), at the start and the end, to show whether a user without test queries could have seen the outcome.
+
+Rows (``--rows``): ``shipped`` (no training); ``simcse``; ``mnrl-ss`` (MultipleNegativesRankingLoss on (s, s));
+``tsdae`` (DenoisingAutoEncoderLoss, decoder tied to the encoder, deletion noise 0.6); ``ict`` (MNRL on a sentence
+and the rest of its document); ``infocse`` (as released); ``infocse-df-0.1`` and ``infocse-df-1`` (the decoder
+first trained alone on the domain's sentences, then its full gradient at lr ``--aux-lr``); ``cmlm-cse``;
+``informin``; IDC (paper 002): pairs mined from the domain's documents (a seeded subset of ``--mine-docs``, the
+same for every annotator and round) by the shipped model or by all-mpnet-base-v2, trained with MNRL or InfoCSE;
+round 2 re-mines with the round-1 model and trains it for the same budget again (twice the steps in all).
+Jobs finished are JSON files under ``--work-dir``; a repeated command skips them, several workers share the queue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import torch
+from datasets import Dataset
+from sentence_transformers.base.evaluation import BaseEvaluator
+from sentence_transformers.sentence_transformer import losses as st_losses
+from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from adaptation_domains import Domain, Sizes, load_reuters, load_scifact  # noqa: E402
+from harness import REPO, SHARED, CurveCallback, JobQueue, log, machine, minilm_path  # noqa: E402
+
+from st_infocse import losses  # noqa: E402
+from st_infocse.evaluation import evaluate_sts_suite, stsb_dev_evaluator  # noqa: E402
+from st_infocse.mining import DocumentAwareBatchSampler, mine_pairs  # noqa: E402
+from st_infocse.training import (  # noqa: E402
+    AtLengthEvaluator,
+    build_trainer,
+    load_model,
+    save_model,
+    train_probe_decoder,  # noqa: E402
+)
+
+DOMAINS = ("scifact", "reuters")
+MPNET = Path("/work/mpnet/all-mpnet-base-v2")
+MINING_SEED = 0
+
+
+@dataclass(frozen=True)
+class Row:
+    description: str
+    loss: str | None  # None: not trained
+    data: str = "sentences"  # sentences | same-pairs | tsdae | ict | idc
+    lambda_: float | None = None
+    decoder_first: bool = False
+    annotator: str | None = None  # idc: minilm (the shipped model) | mpnet
+    round: int = 0
+
+
+ROWS: dict[str, Row] = {
+    "shipped": Row("all-MiniLM-L6-v2 as shipped (no training)", None, "none"),
+    "simcse": Row("SimCSELoss (defaults)", "simcse"),
+    "mnrl-ss": Row("MultipleNegativesRankingLoss on (s, s)", "mnrl", "same-pairs"),
+    "tsdae": Row("DenoisingAutoEncoderLoss (TSDAE, tied decoder)", "tsdae", "tsdae"),
+    "ict": Row("MultipleNegativesRankingLoss on (sentence, rest of its document): ICT", "mnrl", "ict"),
+    "infocse": Row("InfoCSELoss (as released: lambda 1e-5)", "infocse"),
+    "infocse-df-0.1": Row("InfoCSELoss, decoder trained first on the domain, full gradient, lambda 0.1", "infocse",
+                          lambda_=0.1, decoder_first=True),
+    "infocse-df-1": Row("InfoCSELoss, decoder trained first on the domain, full gradient, lambda 1", "infocse",
+                        lambda_=1.0, decoder_first=True),
+    "cmlm-cse": Row("CMLMCSELoss (defaults)", "cmlm-cse"),
+    "informin": Row("InforMinReconstructionLoss (defaults)", "informin"),
+}
+for _annotator, _label in (("minilm", "the shipped model"), ("mpnet", "all-mpnet-base-v2")):
+    for _loss, _loss_label in (("mnrl", "MultipleNegativesRankingLoss"), ("infocse", "InfoCSELoss (as released)")):
+        for _round in (1, 2):
+            ROWS[f"idc-{_annotator}-{_loss}-r{_round}"] = Row(
+                f"IDC pairs mined by {_label}" + (", round 2 (re-mined by round 1's model)" if _round == 2 else "")
+                + f" + {_loss_label}", _loss, "idc", annotator=_annotator, round=_round)
+
+
+@dataclass
+class Config:
+    domains: list[str]
+    rows: list[str]
+    seeds: list[int]
+    steps: int
+    batch_size: int
+    learning_rate: float
+    max_length: int
+    warmup: float
+    eval_steps: int
+    mine_docs: int | None
+    probe_steps: int
+    probe_lr: float
+    aux_lr: float
+    curve_docs: int
+    pseudo_queries: int
+    pseudo_docs: int
+    max_docs: int | None
+    smoke: bool
+    threads: int
+    scifact: Path
+    reuters: Path
+    senteval: Path
+    model: str
+    mpnet: Path
+    work_dir: Path
+    sizes: Sizes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.sizes = Sizes(self.curve_docs, self.pseudo_queries, self.pseudo_docs, self.max_docs,
+                           150 if self.smoke else None)
+
+    def test_key(self) -> dict[str, Any]:
+        """What decides the test sets: a row is compared only with a shipped model scored on the same ones."""
+        return {"smoke": self.smoke}
+
+    def budget(self) -> dict[str, Any]:
+        """Everything that must be equal between two rows for them to be compared."""
+        keys = ("steps", "batch_size", "learning_rate", "max_length", "warmup", "mine_docs", "probe_steps", "probe_lr",
+                "aux_lr", "max_docs")
+        return {k: getattr(self, k) for k in keys} | self.test_key()
+
+    def jobs(self) -> list[str]:
+        """The queue, in order: the slow prerequisites first (mpnet's mining), rows needing round 1 last."""
+        rows = [ROWS[r] for r in self.rows]
+        jobs = [f"{d}__mine-mpnet" for d in self.domains if any(r.annotator == "mpnet" for r in rows)]
+        for d in self.domains:
+            jobs += [f"{d}__mine-minilm"] if any(r.annotator == "minilm" and r.round == 1 for r in rows) else []
+            jobs += [f"{d}__probe"] if any(r.decoder_first for r in rows) else []
+            jobs += [f"{d}__shipped"] if "shipped" in self.rows else []
+        for rank in (0, 1, 2):
+            jobs += [f"{d}__{r}__s{s}" for s in self.seeds for d in self.domains for r in self.rows
+                     if r != "shipped" and ROWS[r].round == rank]
+        return jobs
+
+
+def delete_words(text: str, rng: random.Random, ratio: float = 0.6) -> str:
+    """TSDAE's deletion noise (ratio 0.6) on whitespace words; nltk's tokenizer is not a dependency here."""
+    words = text.split()
+    kept = [w for w in words if rng.random() > ratio]
+    return " ".join(kept or [rng.choice(words)])
+
+
+def ict_pairs(documents: list[dict[str, Any]]) -> Dataset:
+    """(a sentence, the rest of its document) for every sentence of every document with two or more."""
+    columns: dict[str, list[str]] = {"anchor": [], "positive": [], "doc_id": []}
+    for doc in documents:
+        sentences = doc["sentences"]
+        for i, sentence in enumerate(sentences if len(sentences) > 1 else []):
+            columns["anchor"].append(sentence)
+            columns["positive"].append(" ".join(sentences[:i] + sentences[i + 1:]))
+            columns["doc_id"].append(doc["id"])
+    return Dataset.from_dict(columns)
+
+
+def mining_subset(documents: list[dict[str, Any]], size: int | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A seeded subset of the documents (in their order) for mining, and a record of which it is."""
+    chosen = documents
+    if size is not None and len(documents) > size:
+        keep = set(random.Random(MINING_SEED).sample(range(len(documents)), size))
+        chosen = [doc for i, doc in enumerate(documents) if i in keep]
+    digest = hashlib.sha1("\n".join(doc["id"] for doc in chosen).encode()).hexdigest()
+    return chosen, {"selected": len(chosen), "of": len(documents), "seed": MINING_SEED, "ids_sha1": digest}
+
+
+def _x100(scores: dict[str, float]) -> dict[str, float]:
+    return {k: round(100 * v, 4) for k, v in scores.items()}
+
+
+class CurveEvaluator(BaseEvaluator):
+    """The curve: the domain's sub-sampled test, x100, and how long scoring it took (not training time)."""
+
+    def __init__(self, task: Any, headline: str) -> None:
+        super().__init__()
+        self.task = task
+        self.seconds = 0.0
+        self.primary_metric = f"curve_{headline}"
+
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict:
+        start = time.perf_counter()
+        scores = {f"curve_{k}": v for k, v in _x100(self.task.evaluate(model)).items()}
+        self.seconds += time.perf_counter() - start
+        return scores
+
+
+class Worker:
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.queue = JobQueue(cfg.work_dir)
+        self._domains: dict[str, Domain] = {}
+        self._dev: Any = None
+
+    # ------------------------------------------------------------------------------------------- plumbing
+
+    def run(self) -> list[str]:
+        torch.set_num_threads(self.cfg.threads)
+        return self.queue.run(self.cfg.jobs(), self.run_job, keep_going=True)
+
+    def run_job(self, job: str) -> None:
+        domain, what, *seed = job.split("__")
+        if what == "shipped":
+            self.shipped(domain)
+        elif what == "probe":
+            self.probe(domain)
+        elif what.startswith("mine-"):
+            self.mine(domain, what.removeprefix("mine-"))
+        else:
+            self.row(domain, what, int(seed[0].removeprefix("s")))
+
+    def domain(self, name: str) -> Domain:
+        if name not in self._domains:
+            load = load_scifact if name == "scifact" else load_reuters
+            self._domains[name] = load(self.cfg.scifact if name == "scifact" else self.cfg.reuters, self.cfg.sizes)
+        return self._domains[name]
+
+    def path(self, *parts: str) -> Path:
+        return self.cfg.work_dir.joinpath(*parts)
+
+    def dev(self) -> Any:
+        if self._dev is None:
+            self._dev = stsb_dev_evaluator(self.cfg.senteval, batch_size=128)
+        return self._dev
+
+    def store(self, job: str, payload: dict[str, Any], started: dict[str, Any]) -> None:
+        end = os.getloadavg()[0]
+        self.queue.store(job, {"budget": self.cfg.budget(), "threads": self.cfg.threads, "machine": started,
+                               "load_1min_end": round(end, 2)} | payload)
+
+    @staticmethod
+    def headline(domain: str) -> str:
+        return "ndcg@10" if domain == "scifact" else "a2h_ndcg@10"
+
+    # ------------------------------------------------------------------------------------------- scoring
+
+    def scores(self, model: Any, own_length: int, domain: Domain) -> dict[str, Any]:
+        """Everything reported for a finished model, at its own length."""
+        start = time.perf_counter()
+        training_length = model.max_seq_length
+        model.max_seq_length = own_length
+        model.eval()
+        out: dict[str, Any] = {"test": _x100(domain.test.evaluate(model)),
+                               "pseudo_dev": _x100(domain.pseudo_dev.evaluate(model))}
+        out["stsb_dev"] = round(100 * self.dev()(model)[self.dev().primary_metric], 2)
+        if not self.cfg.smoke:  # the STS suite costs minutes; a smoke run checks the pipeline only
+            suite = evaluate_sts_suite(model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
+            out["sts"] = {k: round(v, 2) for k, v in suite.scores.items()}
+            out["sts_avg"] = round(suite.average, 2)
+        model.max_seq_length = training_length
+        out["eval_seconds"] = round(time.perf_counter() - start, 1)
+        return out
+
+    # ------------------------------------------------------------------------------------------- jobs
+
+    def shipped(self, name: str) -> None:
+        started = machine()
+        domain = self.domain(name)
+        loaded = load_model(self.cfg.model)
+        evaluator = CurveEvaluator(domain.curve, self.headline(name))
+        curve = [{"step": 0} | {f"eval_{k}": v for k, v in evaluator(loaded.model).items()}]
+        self.store(f"{name}__shipped", {"domain": name, "row": "shipped", "seed": None, "test_key": self.cfg.test_key(),
+                                        "description": ROWS["shipped"].description, "model": loaded.how,
+                                        "own_length": loaded.own_length, "data": domain.info,
+                                        "data_seconds": round(domain.seconds, 1), "curve": curve,
+                                        **self.scores(loaded.model, loaded.own_length, domain)}, started)
+
+    def probe(self, name: str) -> None:
+        """The decoder for the decoder-first rows, trained alone on the shipped model's frozen embeddings."""
+        started = machine()
+        domain = self.domain(name)
+        model = load_model(self.cfg.model, max_seq_length=self.cfg.max_length).model
+        start = time.perf_counter()
+        decoder, curve = train_probe_decoder(model, domain.sentences, steps=self.cfg.probe_steps,
+                                             learning_rate=self.cfg.probe_lr, seed=0, show_progress_bar=False)
+        seconds = time.perf_counter() - start
+        decoder.save_pretrained(self.path(name, "probe_decoder"))
+        self.store(f"{name}__probe", {"train_seconds": round(seconds, 1), "curve": curve[::10] + curve[-1:]},
+                   started)
+
+    def mine(self, name: str, annotator: str) -> None:
+        """Round-1 pairs: mined once per annotator by the model as shipped (all-MiniLM-L6-v2 or all-mpnet-base-v2)."""
+        started = machine()
+        documents, selection = mining_subset(self.domain(name).documents, self.cfg.mine_docs)
+        model = load_model(str(self.cfg.mpnet) if annotator == "mpnet" else self.cfg.model).model
+        start = time.perf_counter()
+        mined = mine_pairs(documents, model, k=1, seed=MINING_SEED, batch_size=64, show_progress_bar=False)
+        seconds = time.perf_counter() - start
+        mined.pairs.save_to_disk(str(self.path(name, f"pairs-{annotator}")))
+        self.store(f"{name}__mine-{annotator}", {"seconds": round(seconds, 1), "documents": selection,
+                                                 "pairs": len(mined.pairs), "report": mined.report.to_dict()},
+                   started)
+
+    def dataset(self, spec: Row, name: str, model: Any, own_length: int, seed: int) -> tuple[Dataset, Any, dict]:
+        """The row's training data, its batch sampler (None: the trainer's) and what to record about it."""
+        domain = self.domain(name)
+        sentences = domain.sentences
+        if spec.data == "sentences":
+            return Dataset.from_dict({"text": sentences}), None, {}
+        if spec.data == "same-pairs":
+            return Dataset.from_dict({"anchor": sentences, "positive": list(sentences)}), None, {}
+        if spec.data == "tsdae":
+            rng = random.Random(seed)
+            return Dataset.from_dict({"damaged": [delete_words(s, rng) for s in sentences], "original": sentences}), \
+                None, {}
+        if spec.data == "ict":
+            pairs = ict_pairs(domain.documents)
+        elif spec.round == 1:
+            self.queue.wait_for(f"{name}__mine-{spec.annotator}", self.run_job)
+            pairs = Dataset.load_from_disk(str(self.path(name, f"pairs-{spec.annotator}")))
+        else:  # round 2: the round-1 model mines the same documents again
+            documents, selection = mining_subset(domain.documents, self.cfg.mine_docs)
+            training_length, model.max_seq_length = model.max_seq_length, own_length
+            start = time.perf_counter()
+            mined = mine_pairs(documents, model, k=1, seed=MINING_SEED, batch_size=64, show_progress_bar=False)
+            model.max_seq_length = training_length
+            pairs = mined.pairs
+            extra = {"mining_seconds": round(time.perf_counter() - start, 1), "documents": selection,
+                     "mining": mined.report.to_dict()}
+            return pairs.select_columns(["anchor", "positive"]), DocumentAwareBatchSampler.for_pairs(pairs), \
+                extra | {"pairs": len(pairs)}
+        # A document's pairs are near-duplicates of each other: keep them out of each other's batch.
+        return pairs.select_columns(["anchor", "positive"]), DocumentAwareBatchSampler.for_pairs(pairs), \
+            {"pairs": len(pairs)}
+
+    def build_loss(self, spec: Row, model: Any, name: str) -> tuple[torch.nn.Module, dict[str, float] | None]:
+        if spec.loss == "simcse":
+            return losses.SimCSELoss(model), None
+        if spec.loss == "mnrl":
+            return st_losses.MultipleNegativesRankingLoss(model), None
+        if spec.loss == "tsdae":
+            # Tied: the decoder is the encoder's own weights plus cross-attention, as the library recommends.
+            return st_losses.DenoisingAutoEncoderLoss(model, tie_encoder_decoder=True), None
+        if spec.loss == "cmlm-cse":
+            return losses.CMLMCSELoss(model), None
+        if spec.loss == "informin":
+            return losses.InforMinReconstructionLoss(model), None
+        if not spec.decoder_first:
+            return losses.InfoCSELoss(model), None
+        self.queue.wait_for(f"{name}__probe", self.run_job)
+        loss = losses.InfoCSELoss(model, lambda_=spec.lambda_, decoder=str(self.path(name, "probe_decoder")),
+                                  aux_gradient="full")
+        return loss, {r"^(?!model\.)": self.cfg.aux_lr}  # docs/auxiliary-objective.md, "What to set"
+
+    def train(self, model: Any, loss: torch.nn.Module, dataset: Dataset, seed: int, evaluator: Any,
+              curve: list[dict[str, Any]], offset: int, sampler: Any, mapping: dict[str, float] | None,
+              ) -> tuple[float, list[dict[str, Any]]]:
+        with tempfile.TemporaryDirectory() as out:
+            args = SentenceTransformerTrainingArguments(
+                output_dir=out, max_steps=self.cfg.steps, per_device_train_batch_size=self.cfg.batch_size,
+                learning_rate=self.cfg.learning_rate, lr_scheduler_type="linear", warmup_steps=self.cfg.warmup,
+                seed=seed, data_seed=seed, logging_steps=10, eval_strategy="steps", eval_steps=self.cfg.eval_steps,
+                save_strategy="no", report_to="none", dataloader_drop_last=True, disable_tqdm=True, use_cpu=True,
+                learning_rate_mapping=mapping or {}, **({"batch_sampler": sampler} if sampler is not None else {}),
+            )
+            trainer = build_trainer(model, loss, dataset, args, evaluator=evaluator)
+            trainer.add_callback(CurveCallback(curve, offset))
+            start = time.perf_counter()
+            trainer.train()
+            seconds = time.perf_counter() - start
+        history = [{k: v for k, v in entry.items() if not k.startswith("eval_")}
+                   for entry in trainer.state.log_history if "loss" in entry]
+        return seconds, history
+
+    def row(self, name: str, row: str, seed: int) -> None:
+        started = machine()
+        spec, job = ROWS[row], f"{name}__{row}__s{seed}"
+        domain = self.domain(name)
+        source, offset = self.cfg.model, 0
+        if spec.round == 2:
+            first = f"{name}__{row.removesuffix('-r2')}-r1__s{seed}"
+            self.queue.wait_for(first, self.run_job)
+            source, offset = str(self.path("models", first)), self.cfg.steps
+        loaded = load_model(source, max_seq_length=self.cfg.max_length)
+        model, own = loaded.model, loaded.own_length
+        dataset, sampler, extra = self.dataset(spec, name, model, own, seed)
+        torch.manual_seed(seed)  # the loss's own heads and decoders start from the row's seed
+        loss, mapping = self.build_loss(spec, model, name)
+        if len(dataset) < self.cfg.batch_size:  # the trainer would silently run no step at all
+            raise ValueError(f"{job}: {len(dataset)} training rows, fewer than one batch of {self.cfg.batch_size}")
+        evaluator = CurveEvaluator(domain.curve, self.headline(name))
+        curve: list[dict[str, Any]] = []
+        seconds, history = self.train(model, loss, dataset, seed, AtLengthEvaluator(evaluator, own), curve, offset,
+                                      sampler, mapping)
+        train_seconds = seconds - evaluator.seconds  # the curve's evaluations are not training
+        if not curve or curve[-1]["step"] != offset + self.cfg.steps:  # the last step is always on the curve
+            model.max_seq_length = own
+            curve.append({"step": offset + self.cfg.steps} | {f"eval_{k}": v for k, v in evaluator(model).items()})
+            model.max_seq_length = self.cfg.max_length
+        if spec.round == 1:  # round 2 starts from it, saved as the user would get it (own length)
+            save_model(model, self.path("models", job), own)
+        probe = self.queue.load(f"{name}__probe") if spec.decoder_first else None
+        self.store(job, {"domain": name, "row": row, "seed": seed, "description": spec.description,
+                         "steps_total": offset + self.cfg.steps, "train_seconds": round(train_seconds, 1),
+                         "curve_seconds": round(evaluator.seconds, 1),
+                         "probe_seconds": probe["train_seconds"] if probe else None, "curve": curve,
+                         "log_history": history, **extra, **self.scores(model, own, domain)}, started)
+
+
+def config_from(ns: argparse.Namespace) -> Config:
+    return Config(**{k: v for k, v in vars(ns).items() if k in Config.__dataclass_fields__ and k != "sizes"})
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("part", choices=["run", "report", "plot"],
+                   help="run: a worker on the queue; report: results from the finished jobs; plot: the PNG again "
+                   "from the committed results/adaptation.json (no data, no training)")
+    p.add_argument("--domains", nargs="+", choices=DOMAINS, default=list(DOMAINS))
+    p.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
+    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    budget = p.add_argument_group("the budget (the same for every row and domain)")
+    budget.add_argument("--steps", type=int, default=100)
+    budget.add_argument("--batch-size", type=int, default=32)
+    budget.add_argument("--learning-rate", type=float, default=2e-5, help="paper 002's (Table 5)")
+    budget.add_argument("--max-length", type=int, default=128, help="training length (scored at the model's own)")
+    budget.add_argument("--warmup", type=float, default=0.1, help="share of the steps with a linear warmup")
+    budget.add_argument("--mine-docs", type=int, default=500,
+                        help="IDC mines a seeded subset of this many training documents (all annotators and rounds)")
+    budget.add_argument("--probe-steps", type=int, default=150)
+    budget.add_argument("--probe-lr", type=float, default=5e-4)
+    budget.add_argument("--aux-lr", type=float, default=1e-4, help="decoder-first rows: the decoder's learning rate")
+    budget.add_argument("--max-docs", type=int, default=None, help="cut the training documents (smoke runs)")
+    p.add_argument("--eval-steps", type=int, default=50, help="curve every this many steps (plot only)")
+    p.add_argument("--curve-docs", type=int, default=500, help="curve corpus: judged documents + a seeded sample")
+    p.add_argument("--pseudo-queries", type=int, default=300)
+    p.add_argument("--pseudo-docs", type=int, default=1000)
+    p.add_argument("--smoke", action="store_true", help="150 test queries/articles, no STS suite: a pipeline check")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    p.add_argument("--scifact", type=Path, default=SHARED / "beir" / "scifact")
+    p.add_argument("--reuters", type=Path, default=SHARED / "docs" / "reuters21578" / "reuters21578_docs.jsonl.gz")
+    p.add_argument("--senteval", type=Path, default=SHARED / "senteval")
+    p.add_argument("--model", default=None, help="all-MiniLM-L6-v2 as shipped (default: the wheel's copy)")
+    p.add_argument("--mpnet", type=Path, default=MPNET, help="all-mpnet-base-v2, a sentence-transformers folder")
+    p.add_argument("--work-dir", type=Path, default=REPO / "benchmarks" / "work" / "adaptation")
+    return p
+
+
+def main() -> None:
+    ns = parser().parse_args()
+    from adaptation_report import plot_from_results, report
+
+    if ns.part == "plot":
+        plot_from_results()
+        return
+    ns.model = ns.model or minilm_path()
+    cfg = config_from(ns)
+    if ns.part == "report":
+        print(report(cfg, parser().parse_args(["run"]), ns))
+        return
+    needed = [cfg.senteval] + [cfg.scifact if d == "scifact" else cfg.reuters for d in cfg.domains]
+    needed += [cfg.mpnet] if any(ROWS[r].annotator == "mpnet" for r in cfg.rows) else []
+    missing = [str(p) for p in needed if not p.exists()]
+    if missing:
+        raise SystemExit(f"not found: {', '.join(missing)} (data: ../shared/data/SOURCES.md; all-mpnet-base-v2: "
+                         "see this script's --mpnet)")
+    failed = Worker(cfg).run()
+    log(f"queue finished; failed: {', '.join(failed) or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

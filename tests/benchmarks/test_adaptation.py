@@ -1,0 +1,188 @@
+"""The adaptation benchmark on tiny random models and data made here: the test sets, the job plan, one worker's
+rows end to end, and the report."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from st_infocse.evaluation import RetrievalData
+
+from ..conftest import random_sentences
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    adaptation = importlib.import_module("adaptation")
+    return adaptation, importlib.import_module("adaptation_domains"), importlib.import_module("adaptation_report")
+
+
+class TableModel:
+    """A stand-in encoder: each text's vector is given."""
+
+    def __init__(self, vectors: dict[str, list[float]]) -> None:
+        self.vectors = vectors
+
+    def encode(self, texts, **kwargs):
+        return torch.tensor([self.vectors[t] for t in texts], dtype=torch.float32)
+
+
+def test_an_article_is_the_mean_of_its_sentences_and_duplicates_are_all_relevant(bench):
+    _, domains, _ = bench
+    ids = ["a", "b", "c", "d"]
+    bodies = ["one two", "three", "one two", "four"]  # a and c share a body
+    titles = ["H1", "H2", "H3", "H2"]  # b and d share a headline
+    qrels, info = domains.judge_duplicates(ids, bodies, titles)
+    assert qrels == {"a": {"a": 1, "c": 1}, "b": {"b": 1, "d": 1}, "c": {"a": 1, "c": 1}, "d": {"b": 1, "d": 1}}
+    assert info["identical_body_articles"] == 2 and info["identical_headline_groups"] == 1
+    assert info["articles_with_several_relevant"] == 4
+    # Article "x": its first sentence alone points at headline Hy, the mean of both at its own headline Hx.
+    vectors = {"s1": [1, 0, 0], "s2": [0, 1, 0], "Hx": [1, 1, 0], "Hy": [1, 0, 0.1], "t": [0, 0, 1], "Ht": [0, 0.1, 1]}
+    task = domains.HeadlineTask(["x", "y", "t"], [["s1", "s2"], ["s1"], ["t"]], ["Hx", "Hy", "Ht"],
+                                {"x": {"x": 1}, "y": {"y": 1}, "t": {"t": 1}})
+    scores = task.evaluate(TableModel(vectors))
+    assert scores["a2h_recall@1"] == pytest.approx(1.0)  # x -> Hx (cos 1), y -> Hy, t -> Ht
+    assert scores["h2a_recall@1"] == pytest.approx(1.0)
+    assert set(scores) >= {"a2h_recall@5", "a2h_recall@10", "a2h_recall@20", "a2h_ndcg@10", "h2a_ndcg@10"}
+
+
+def test_curve_corpus_keeps_every_judged_document_and_a_seeded_sample(bench):
+    _, domains, _ = bench
+    corpus = {f"d{i}": {"title": "", "text": f"text {i}"} for i in range(50)}
+    data = RetrievalData("x", corpus, {"q1": "a", "q2": "b"}, {"q1": {"d3": 1}, "q2": {"d40": 1, "d41": 1}}, "s")
+    small = domains.sub_corpus(data, 10)
+    assert {"d3", "d40", "d41"} <= set(small.corpus) and len(small.corpus) == 10
+    assert domains.sub_corpus(data, 10).corpus.keys() == small.corpus.keys()  # seeded
+    one = domains.sub_corpus(data, 5, queries=1)
+    assert list(one.queries) == ["q1"] and "d40" not in one.qrels.get("q1", {})
+
+
+def test_training_text_and_pairs(bench):
+    adaptation, domains, _ = bench
+    docs = domains.training_documents([("a", "Too short. This sentence has five words. And this one has six words."),
+                                       ("b", "Nope.")], None)
+    assert docs == [{"id": "a", "sentences": ["This sentence has five words.", "And this one has six words."]}]
+    pairs = adaptation.ict_pairs([{"id": "a", "sentences": ["s1", "s2", "s3"]}, {"id": "b", "sentences": ["alone"]}])
+    assert pairs["anchor"] == ["s1", "s2", "s3"] and pairs["positive"] == ["s2 s3", "s1 s3", "s1 s2"]
+    chosen, record = adaptation.mining_subset([{"id": str(i), "sentences": []} for i in range(10)], 4)
+    assert [d["id"] for d in chosen] == sorted((d["id"] for d in chosen), key=int) and record["of"] == 10
+    assert adaptation.mining_subset([{"id": str(i), "sentences": []} for i in range(10)], 4)[1] == record
+    damaged = adaptation.delete_words(" ".join(f"w{i}" for i in range(200)), random.Random(0)).split()
+    assert 50 < len(damaged) < 110 and damaged == sorted(damaged, key=lambda w: int(w[1:]))
+
+
+def _config(adaptation, tmp_path, **overrides):
+    ns = adaptation.parser().parse_args(["run", "--work-dir", str(tmp_path / "work")])
+    ns.model = "unused"
+    for key, value in overrides.items():
+        setattr(ns, key, value)
+    return adaptation.config_from(ns)
+
+
+def test_jobs_put_prerequisites_first_and_round_two_last(bench, tmp_path):
+    adaptation, _, _ = bench
+    cfg = _config(adaptation, tmp_path, rows=["idc-mpnet-mnrl-r2", "simcse", "idc-mpnet-mnrl-r1", "shipped"],
+                  domains=["scifact"], seeds=[0, 1])
+    assert cfg.jobs() == ["scifact__mine-mpnet", "scifact__shipped", "scifact__simcse__s0", "scifact__simcse__s1",
+                          "scifact__idc-mpnet-mnrl-r1__s0", "scifact__idc-mpnet-mnrl-r1__s1",
+                          "scifact__idc-mpnet-mnrl-r2__s0", "scifact__idc-mpnet-mnrl-r2__s1"]
+    cfg = _config(adaptation, tmp_path, rows=["infocse-df-1"], domains=["reuters"])
+    assert cfg.jobs() == ["reuters__probe", "reuters__infocse-df-1__s0"]
+    assert cfg.budget()["steps"] == 100 and cfg.test_key() == {"smoke": False}
+
+
+class Dev:
+    primary_metric = "sts-dev_spearman_cosine"
+
+    def __call__(self, model, *args, **kwargs):
+        return {self.primary_metric: 0.5}
+
+
+def _domain(domains, name):
+    rng = random.Random(1)
+    documents = [{"id": f"doc{i}", "sentences": random_sentences(4, seed=i, min_words=5)} for i in range(12)]
+    sentences = [s for d in documents for s in d["sentences"]]
+    if name == "scifact":
+        corpus = {d["id"]: {"title": "", "text": " ".join(d["sentences"])} for d in documents}
+        queries = {f"q{i}": documents[i]["sentences"][0] for i in range(6)}
+        test = domains.RetrievalTask(RetrievalData(name, corpus, queries, {f"q{i}": {f"doc{i}": 1} for i in range(6)},
+                                                   "here"))
+    else:
+        test = domains.HeadlineTask([d["id"] for d in documents], [d["sentences"] for d in documents],
+                                    [rng.choice(sentences) for _ in documents], {d["id"]: {d["id"]: 1}
+                                                                                for d in documents})
+    pseudo = domains._pseudo("p", [(d["id"], d["sentences"][0], " ".join(d["sentences"][1:])) for d in documents], 6,
+                             "here")
+    info = {"training_documents": 12, "training_sentences": 48, "test": test.describe(), "curve": test.describe(),
+            "pseudo_dev": pseudo.describe()}
+    return domains.Domain(name, documents, test, test, pseudo, info)
+
+
+def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, tiny_bert_dir, monkeypatch):
+    adaptation, domains, report = bench
+    rows = ["shipped", "simcse", "ict", "tsdae", "infocse-df-1", "idc-minilm-mnrl-r1", "idc-minilm-mnrl-r2"]
+    cfg = _config(adaptation, tmp_path, rows=rows, steps=3, batch_size=4, eval_steps=2, max_length=32, mine_docs=8,
+                  probe_steps=2, smoke=True, model=str(tiny_bert_dir))
+    worker = adaptation.Worker(cfg)
+    worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
+    monkeypatch.setattr(worker, "dev", lambda: Dev())
+    assert worker.run() == []
+    done = worker.queue.done()
+    simcse = done["scifact__simcse__s0"]
+    assert [p["step"] for p in simcse["curve"]] == [2, 3]  # every eval_steps, and the last step
+    assert simcse["budget"] == cfg.budget() and simcse["train_seconds"] > 0 and "sts_avg" not in simcse
+    second = done["reuters__idc-minilm-mnrl-r2__s0"]
+    assert [p["step"] for p in second["curve"]] == [5, 6] and second["steps_total"] == 6  # continues round 1
+    assert second["documents"]["selected"] == 8 and second["pairs"] > 0
+    saved = adaptation.load_model(str(cfg.work_dir / "models" / "reuters__idc-minilm-mnrl-r1__s0"))
+    assert saved.own_length == 64  # saved at the model's own length, not the training length (32)
+    assert done["reuters__mine-minilm"]["documents"] == second["documents"]  # one subset for every round
+
+    monkeypatch.setattr(report, "RESULTS", tmp_path / "results")
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- adaptation:start -->\nold\n<!-- adaptation:end -->\nb\n")
+    monkeypatch.setattr(report, "README", readme)
+    other = cfg.work_dir / "done" / "scifact__informin__s0.json"  # another budget: never mixed in
+    other.write_text(json.dumps(simcse | {"row": "informin", "budget": {"steps": 1}}))
+    defaults = adaptation.parser().parse_args(["run"])
+    markdown = report.report(cfg, defaults, argparse.Namespace(part="report", work_dir=cfg.work_dir))
+    shipped = done["scifact__shipped"]["test"]["ndcg@10"]
+    line = next(line for line in markdown.splitlines() if line.startswith("| SimCSELoss"))
+    cells = [c.strip() for c in line.split("|")[1:-1]]
+    assert cells[1] == "0" and float(cells[3]) == pytest.approx(simcse["test"]["ndcg@10"] - shipped, abs=0.011)
+    assert "| InforMinReconstructionLoss (defaults) |" not in markdown  # not asked for in --rows
+    assert "Jobs under another budget, not reported: 1." in markdown
+    assert "Smoke run" in markdown and "--steps 3" in markdown
+    assert (tmp_path / "results" / "adaptation_curves.png").stat().st_size > 0
+    assert "old" not in readme.read_text() and readme.read_text().endswith("<!-- adaptation:end -->\nb\n")
+    payload = json.loads((tmp_path / "results" / "adaptation.json").read_text())
+    assert set(payload["domains"]["reuters"]["rows"]) == set(rows) - {"shipped"}
+    assert done["scifact__infocse-df-1__s0"]["probe_seconds"] == done["scifact__probe"]["train_seconds"]
+
+
+def test_report_tests_several_seeds_against_the_shipped_value_and_marks_rows_not_run(bench, tmp_path):
+    adaptation, _, report = bench
+    cfg = _config(adaptation, tmp_path, domains=["scifact"], rows=["shipped", "simcse", "tsdae", "informin"])
+    base = {"budget": cfg.budget(), "domain": "scifact", "stsb_dev": 86.0, "pseudo_dev": {"ndcg@10": 90.0},
+            "train_seconds": 60.0, "steps_total": 100, "machine": {"cores": 2, "processor": "x", "load_1min": 2.0}}
+    shipped = base | {"row": "shipped", "seed": None, "test_key": cfg.test_key(), "test": {"ndcg@10": 64.0,
+                                                                                           "recall@100": 90.0}}
+    rows = [base | {"row": "simcse", "seed": s, "test": {"ndcg@10": v, "recall@100": 90.0}}
+            for s, v in ((0, 62.0), (1, 63.0), (2, 61.0))]
+    collected = report.collect({"scifact__shipped": shipped} | {f"scifact__simcse__s{r['seed']}": r for r in rows}, cfg)
+    markdown = report.render(collected, cfg, "cmd")
+    line = next(line for line in markdown.splitlines() if line.startswith("| SimCSELoss"))
+    # mean 62, sd 1, n 3 against 64: t = -2 / (1 / sqrt 3) = -3.46, two-sided p = 0.074
+    assert "| 0,1,2 | 62.00 ± 1.00 | -2.00 (p = 0.074) |" in line
+    assert "| DenoisingAutoEncoderLoss (TSDAE, tied decoder) | not run yet |" in markdown
+    assert report.follow_up("scifact", collected["domains"]["scifact"]) is None  # one trained row: nothing to rank
