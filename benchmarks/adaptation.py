@@ -52,6 +52,8 @@ from sentence_transformers.base.evaluation import BaseEvaluator
 from sentence_transformers.sentence_transformer import losses as st_losses
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
+# This checkout's package before the virtual environment's editable install (a worktree at a fixed commit).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adaptation_domains import Domain, Sizes, load_reuters, load_scifact  # noqa: E402
 from harness import REPO, SHARED, CurveCallback, JobQueue, log, machine, minilm_path  # noqa: E402
@@ -64,7 +66,7 @@ from st_infocse.training import (  # noqa: E402
     build_trainer,
     load_model,
     save_model,
-    train_probe_decoder,  # noqa: E402
+    train_probe_decoder,
 )
 
 DOMAINS = ("scifact", "reuters")

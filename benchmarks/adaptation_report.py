@@ -245,12 +245,13 @@ def plot(domains: dict[str, Any], path: Path) -> None:
     from matplotlib.lines import Line2D
 
     names = [r for r in ROWS if r != "shipped"]
-    # Dark colours only (tab20's even entries, tab20b's first of each hue): pale lines vanish at column width.
+    # Dark colours only (tab20's even entries, then four hues none of those has): pale lines vanish at column width.
     # An IDC row's rounds share a colour; the line style tells them apart.
     plain = [r for r in names if ROWS[r].round == 0]
-    colour = {row: plt.get_cmap("tab20")(2 * i % 20) for i, row in enumerate(plain)}
+    colour: dict[str, Any] = {row: plt.get_cmap("tab20")(2 * i % 20) for i, row in enumerate(plain)}
     pairs = sorted({r.rsplit("-r", 1)[0] for r in names if ROWS[r].round})
-    colour |= {r: plt.get_cmap("tab20b")(4 * pairs.index(r.rsplit("-r", 1)[0]) % 20) for r in names if ROWS[r].round}
+    idc = ["#17becf", "#393b79", "#637939", "#005f5f"]
+    colour |= {r: idc[pairs.index(r.rsplit("-r", 1)[0]) % len(idc)] for r in names if ROWS[r].round}
     drawn: list[str] = []
     with plt.rc_context(FIGURE_STYLE):
         figure, axes = plt.subplots(1, max(1, len(domains)), figsize=(FIGURE_WIDTH, 7.0), squeeze=False)

@@ -28,6 +28,7 @@ MODULES = sorted(
         PACKAGE / "evaluation" / "h_shuffle.py",
         PACKAGE / "evaluation" / "own_retrieval.py",
         PACKAGE / "evaluation" / "retrieval.py",
+        PACKAGE / "evaluation" / "mteb_backend.py",
         PACKAGE / "evaluation" / "loaders" / "retrieval.py",
         *(PACKAGE / "mining" / f"{name}.py" for name in ("idc", "graph", "sampler", "sentences")),
     }
@@ -162,11 +163,11 @@ def test_mteb_derives_the_search_depth_from_k_values_when_a_task_is_built():
     from mteb.abstasks.retrieval import AbsTaskRetrieval
 
     from st_infocse.evaluation.loaders import RetrievalData
-    from st_infocse.evaluation.retrieval import _mteb_local_task
+    from st_infocse.evaluation.mteb_backend import mteb_local_task
 
     assert "k_values" in (AbsTaskRetrieval.__doc__ or "")
     data = RetrievalData("scifact", {"d1": {"title": "", "text": "x"}}, {"q1": "a"}, {"q1": {"d1": 1}}, "s", "test")
-    task = _mteb_local_task(data, ignore_identical_ids=False, k_values=(3, 7))
+    task = mteb_local_task(data, ignore_identical_ids=False, k_values=(3, 7))
     assert isinstance(task, type(mteb.get_task("SciFact"))) and task.metadata.name == "SciFact"
     assert tuple(task.k_values) == (1, 3, 7, 10) and task._top_k == 10  # the depth mteb's evaluator searches to
 

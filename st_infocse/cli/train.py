@@ -49,6 +49,8 @@ from st_infocse.training.texts import count_long_texts, load_texts
 
 __all__ = ["cmd_train", "run_trainer"]
 
+NOT_MEASURED = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
+
 
 def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
     """Train ``loss`` on ``dataset`` through the package's trainer builder, resuming where ``--resume_from_checkpoint``
@@ -149,7 +151,7 @@ def cmd_train(argv: Sequence[str]) -> int:
         record["start_end"] = result.to_dict()
         record["saved"] = rows["saved"]
     else:
-        rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
+        rows["start -> end"] = NOT_MEASURED
     rows["max length"] = lengths(training_length, own_length)
     rows["model"] = out
     record["max_seq_length"] = {"training": training_length, "saved": own_length}
@@ -244,7 +246,7 @@ def _train_idc(loaded, documents, loss_args: LossArguments, run_args, training_a
         )
         warnings = worse_at_end(measured.labels, initial, final)
     else:
-        rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
+        rows["start -> end"] = NOT_MEASURED
     rows["max length"] = lengths(training_length, own_length)
     rows["model"] = out
     rows["run summary"] = write_run_summary(out, record)
