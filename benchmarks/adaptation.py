@@ -127,6 +127,7 @@ class Config:
     pseudo_docs: int
     max_docs: int | None
     smoke: bool
+    sts_suite: bool
     threads: int
     scifact: Path
     reuters: Path
@@ -159,7 +160,8 @@ class Config:
             jobs += [f"{d}__probe"] if any(r.decoder_first for r in rows) else []
             jobs += [f"{d}__shipped"] if "shipped" in self.rows else []
         for rank in (0, 1, 2):
-            jobs += [f"{d}__{r}__s{s}" for s in self.seeds for d in self.domains for r in self.rows
+            # Row by row, both domains together: a row's verdict is complete as early as possible.
+            jobs += [f"{d}__{r}__s{s}" for s in self.seeds for r in self.rows for d in self.domains
                      if r != "shipped" and ROWS[r].round == rank]
         return jobs
 
@@ -271,7 +273,7 @@ class Worker:
         out: dict[str, Any] = {"test": _x100(domain.test.evaluate(model)),
                                "pseudo_dev": _x100(domain.pseudo_dev.evaluate(model))}
         out["stsb_dev"] = round(100 * self.dev()(model)[self.dev().primary_metric], 2)
-        if not self.cfg.smoke:  # the STS suite costs minutes; a smoke run checks the pipeline only
+        if self.cfg.sts_suite and not self.cfg.smoke:  # minutes per model: a screen may leave it to the finalists
             suite = evaluate_sts_suite(model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
             out["sts"] = {k: round(v, 2) for k, v in suite.scores.items()}
             out["sts_avg"] = round(suite.average, 2)
@@ -449,11 +451,13 @@ def parser() -> argparse.ArgumentParser:
     budget.add_argument("--probe-lr", type=float, default=5e-4)
     budget.add_argument("--aux-lr", type=float, default=1e-4, help="decoder-first rows: the decoder's learning rate")
     budget.add_argument("--max-docs", type=int, default=None, help="cut the training documents (smoke runs)")
-    p.add_argument("--eval-steps", type=int, default=50, help="curve every this many steps (plot only)")
+    p.add_argument("--eval-steps", type=int, default=100, help="curve every this many steps (plot only)")
     p.add_argument("--curve-docs", type=int, default=500, help="curve corpus: judged documents + a seeded sample")
     p.add_argument("--pseudo-queries", type=int, default=300)
     p.add_argument("--pseudo-docs", type=int, default=1000)
     p.add_argument("--smoke", action="store_true", help="150 test queries/articles, no STS suite: a pipeline check")
+    p.add_argument("--sts-suite", action=argparse.BooleanOptionalAction, default=True,
+                   help="score the SentEval STS suite (STS avg) for each finished model; STS-B dev is always scored")
     p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     p.add_argument("--scifact", type=Path, default=SHARED / "beir" / "scifact")
     p.add_argument("--reuters", type=Path, default=SHARED / "docs" / "reuters21578" / "reuters21578_docs.jsonl.gz")
