@@ -38,7 +38,7 @@ import random
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,7 @@ class Row:
     decoder_first: bool = False
     annotator: str | None = None  # idc: minilm (the shipped model) | mpnet
     round: int = 0
+    learning_rate: float | None = None  # None: the budget's; a variant's own (an already trained model's lever)
 
 
 ROWS: dict[str, Row] = {
@@ -105,6 +106,12 @@ for _annotator, _label in (("minilm", "the shipped model"), ("mpnet", "all-mpnet
             ROWS[f"idc-{_annotator}-{_loss}-r{_round}"] = Row(
                 f"IDC pairs mined by {_label}" + (", round 2 (re-mined by round 1's model)" if _round == 2 else "")
                 + f" + {_loss_label}", _loss, "idc", annotator=_annotator, round=_round)
+
+# The learning rate for an already trained model (issue 29's first lever): the same rows at smaller steps.
+for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "mnrl-ss", "tsdae", "infocse-df-1"):
+    for _lr in ("1e-5", "5e-6"):
+        ROWS[f"{_base}-lr{_lr}"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, lr {_lr}",
+                                           learning_rate=float(_lr))
 
 
 @dataclass
@@ -374,12 +381,12 @@ class Worker:
 
     def train(self, model: Any, loss: torch.nn.Module, dataset: Dataset, seed: int, evaluator: Any,
               curve: list[dict[str, Any]], offset: int, sampler: Any, mapping: dict[str, float] | None,
-              ) -> tuple[float, list[dict[str, Any]]]:
+              learning_rate: float) -> tuple[float, list[dict[str, Any]]]:
         with tempfile.TemporaryDirectory() as out:
             args = SentenceTransformerTrainingArguments(
                 output_dir=out, max_steps=self.cfg.steps, per_device_train_batch_size=self.cfg.batch_size,
-                learning_rate=self.cfg.learning_rate, lr_scheduler_type="linear", warmup_steps=self.cfg.warmup,
-                seed=seed, data_seed=seed, logging_steps=10, eval_strategy="steps", eval_steps=self.cfg.eval_steps,
+                learning_rate=learning_rate, lr_scheduler_type="linear", warmup_steps=self.cfg.warmup,
+                seed=seed, data_seed=seed, logging_steps=min(10, self.cfg.steps), eval_strategy="steps", eval_steps=self.cfg.eval_steps,
                 save_strategy="no", report_to="none", dataloader_drop_last=True, disable_tqdm=True, use_cpu=True,
                 learning_rate_mapping=mapping or {}, **({"batch_sampler": sampler} if sampler is not None else {}),
             )
@@ -411,7 +418,7 @@ class Worker:
         evaluator = CurveEvaluator(domain.curve, self.headline(name))
         curve: list[dict[str, Any]] = []
         seconds, history = self.train(model, loss, dataset, seed, AtLengthEvaluator(evaluator, own), curve, offset,
-                                      sampler, mapping)
+                                      sampler, mapping, spec.learning_rate or self.cfg.learning_rate)
         train_seconds = seconds - evaluator.seconds  # the curve's evaluations are not training
         if not curve or curve[-1]["step"] != offset + self.cfg.steps:  # the last step is always on the curve
             model.max_seq_length = own
@@ -421,7 +428,8 @@ class Worker:
             save_model(model, self.path("models", job), own)
         probe = self.queue.load(f"{name}__probe") if spec.decoder_first else None
         self.store(job, {"domain": name, "row": row, "seed": seed, "description": spec.description,
-                         "steps_total": offset + self.cfg.steps, "train_seconds": round(train_seconds, 1),
+                         "steps_total": offset + self.cfg.steps,
+                         "learning_rate": spec.learning_rate or self.cfg.learning_rate, "train_seconds": round(train_seconds, 1),
                          "curve_seconds": round(evaluator.seconds, 1),
                          "probe_seconds": probe["train_seconds"] if probe else None, "curve": curve,
                          "log_history": history, **extra, **self.scores(model, own, domain)}, started)

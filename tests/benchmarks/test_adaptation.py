@@ -130,7 +130,8 @@ def _domain(domains, name):
 
 def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, tiny_bert_dir, monkeypatch):
     adaptation, domains, report = bench
-    rows = ["shipped", "simcse", "ict", "tsdae", "infocse-df-1", "idc-minilm-mnrl-r1", "idc-minilm-mnrl-r2"]
+    rows = ["shipped", "simcse", "ict", "tsdae", "infocse-df-1", "idc-minilm-mnrl-r1", "idc-minilm-mnrl-r2",
+            "simcse-lr5e-6"]
     cfg = _config(adaptation, tmp_path, rows=rows, steps=3, batch_size=4, eval_steps=2, max_length=32, mine_docs=8,
                   probe_steps=2, smoke=True, model=str(tiny_bert_dir))
     worker = adaptation.Worker(cfg)
@@ -141,6 +142,9 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
     simcse = done["scifact__simcse__s0"]
     assert [p["step"] for p in simcse["curve"]] == [2, 3]  # every eval_steps, and the last step
     assert simcse["budget"] == cfg.budget() and simcse["train_seconds"] > 0 and "sts_avg" not in simcse
+    variant = done["scifact__simcse-lr5e-6__s0"]  # a row's own learning rate, the budget otherwise the same
+    assert variant["learning_rate"] == 5e-6 and simcse["learning_rate"] == cfg.learning_rate
+    assert max(e["learning_rate"] for e in variant["log_history"]) <= 5e-6 < cfg.learning_rate
     second = done["reuters__idc-minilm-mnrl-r2__s0"]
     assert [p["step"] for p in second["curve"]] == [5, 6] and second["steps_total"] == 6  # continues round 1
     assert second["documents"]["selected"] == 8 and second["pairs"] > 0
