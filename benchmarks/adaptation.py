@@ -84,6 +84,8 @@ class Row:
     annotator: str | None = None  # idc: minilm (the shipped model) | mpnet
     round: int = 0
     learning_rate: float | None = None  # None: the budget's; a variant's own (an already trained model's lever)
+    merge_of: str | None = None  # a weight anchor: this row's trained model, moved back toward the start model
+    merge: float = 1.0  # the share of the trained change kept: start + merge * (trained - start)
 
 
 ROWS: dict[str, Row] = {
@@ -112,6 +114,11 @@ for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "mnrl-
     for _lr in ("1e-5", "5e-6"):
         ROWS[f"{_base}-lr{_lr}"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, lr {_lr}",
                                            learning_rate=float(_lr))
+
+# A weight anchor after training (WiSE-FT, Wortsman et al. 2022): half of the change, no extra training, no choice.
+for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "tsdae", "ict-lr1e-5"):
+    ROWS[f"{_base}-merge0.5"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, halfway back to the "
+                                        "start weights", merge_of=_base, merge=0.5)
 
 
 @dataclass
@@ -166,11 +173,24 @@ class Config:
             jobs += [f"{d}__mine-minilm"] if any(r.annotator == "minilm" and r.round == 1 for r in rows) else []
             jobs += [f"{d}__probe"] if any(r.decoder_first for r in rows) else []
             jobs += [f"{d}__shipped"] if "shipped" in self.rows else []
-        for rank in (0, 1, 2):
+        for rank in (0, 1, 2, 3):
             # Row by row, both domains together: a row's verdict is complete as early as possible.
             jobs += [f"{d}__{r}__s{s}" for s in self.seeds for r in self.rows for d in self.domains
-                     if r != "shipped" and ROWS[r].round == rank]
+                     if r != "shipped" and self.rank(ROWS[r]) == rank]
         return jobs
+
+    @staticmethod
+    def rank(row: Row) -> int:
+        """Queue order: rows needing another row's model after it (round 2 after round 1, a merge after its row)."""
+        return ROWS[row.merge_of].round + 1 if row.merge_of else row.round
+
+
+def toward_start(start: dict[str, torch.Tensor], trained: dict[str, torch.Tensor], share: float,
+                 ) -> dict[str, torch.Tensor]:
+    """``start + share * (trained - start)`` for every floating-point tensor (integer buffers kept as trained)."""
+    if set(start) != set(trained):
+        raise ValueError(f"the two models differ in their weights: {sorted(set(start) ^ set(trained))[:5]}")
+    return {k: start[k] + share * (v - start[k]) if v.is_floating_point() else v for k, v in trained.items()}
 
 
 def delete_words(text: str, rng: random.Random, ratio: float = 0.6) -> str:
@@ -399,9 +419,31 @@ class Worker:
                    for entry in trainer.state.log_history if "loss" in entry]
         return seconds, history
 
-    def row(self, name: str, row: str, seed: int) -> None:
+    def merged(self, name: str, row: str, seed: int) -> None:
+        """A trained row's model moved back toward the start: start + merge * (trained - start), weight by weight."""
         started = machine()
         spec, job = ROWS[row], f"{name}__{row}__s{seed}"
+        base_job = f"{name}__{spec.merge_of}__s{seed}"
+        self.queue.wait_for(base_job, self.run_job)
+        base = self.queue.load(base_job)
+        trained = load_model(str(self.path("models", base_job)))
+        start = load_model(self.cfg.model)  # the user's model, also for round 2
+        begin = time.perf_counter()
+        trained.model.load_state_dict(toward_start(start.model.state_dict(), trained.model.state_dict(), spec.merge))
+        seconds = time.perf_counter() - begin
+        self.store(job, {"domain": name, "row": row, "seed": seed, "description": spec.description,
+                         "steps_total": base["steps_total"], "learning_rate": base.get("learning_rate"),
+                         "train_seconds": round(base["train_seconds"] + seconds, 1), "merge": spec.merge,
+                         "merge_of": base_job, "curve": [], "log_history": [],
+                         **self.scores(trained.model, trained.own_length, self.domain(name))}, started)
+
+    def row(self, name: str, row: str, seed: int) -> None:
+        spec = ROWS[row]
+        if spec.merge_of:
+            self.merged(name, row, seed)
+            return
+        started = machine()
+        job = f"{name}__{row}__s{seed}"
         domain = self.domain(name)
         source, offset = self.cfg.model, 0
         if spec.round == 2:
@@ -424,8 +466,8 @@ class Worker:
             model.max_seq_length = own
             curve.append({"step": offset + self.cfg.steps} | {f"eval_{k}": v for k, v in evaluator(model).items()})
             model.max_seq_length = self.cfg.max_length
-        if spec.round == 1:  # round 2 starts from it, saved as the user would get it (own length)
-            save_model(model, self.path("models", job), own)
+        # Saved as the user would get it (own length): round 2 and the merges start from it.
+        save_model(model, self.path("models", job), own)
         probe = self.queue.load(f"{name}__probe") if spec.decoder_first else None
         self.store(job, {"domain": name, "row": row, "seed": seed, "description": spec.description,
                          "steps_total": offset + self.cfg.steps,

@@ -131,7 +131,7 @@ def _domain(domains, name):
 def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, tiny_bert_dir, monkeypatch):
     adaptation, domains, report = bench
     rows = ["shipped", "simcse", "ict", "tsdae", "infocse-df-1", "idc-minilm-mnrl-r1", "idc-minilm-mnrl-r2",
-            "simcse-lr5e-6"]
+            "simcse-lr5e-6", "simcse-merge0.5"]
     cfg = _config(adaptation, tmp_path, rows=rows, steps=3, batch_size=4, eval_steps=2, max_length=32, mine_docs=8,
                   probe_steps=2, smoke=True, model=str(tiny_bert_dir))
     worker = adaptation.Worker(cfg)
@@ -145,6 +145,9 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
     variant = done["scifact__simcse-lr5e-6__s0"]  # a row's own learning rate, the budget otherwise the same
     assert variant["learning_rate"] == 5e-6 and simcse["learning_rate"] == cfg.learning_rate
     assert max(e["learning_rate"] for e in variant["log_history"]) <= 5e-6 < cfg.learning_rate
+    merged = done["scifact__simcse-merge0.5__s0"]  # scored from simcse's saved model, not trained again
+    assert merged["merge_of"] == "scifact__simcse__s0" and merged["train_seconds"] >= simcse["train_seconds"]
+    assert (cfg.work_dir / "models" / "scifact__simcse__s0").is_dir()
     second = done["reuters__idc-minilm-mnrl-r2__s0"]
     assert [p["step"] for p in second["curve"]] == [5, 6] and second["steps_total"] == 6  # continues round 1
     assert second["documents"]["selected"] == 8 and second["pairs"] > 0
@@ -172,6 +175,16 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
     payload = json.loads((tmp_path / "results" / "adaptation.json").read_text())
     assert set(payload["domains"]["reuters"]["rows"]) == set(rows) - {"shipped"}
     assert done["scifact__infocse-df-1__s0"]["probe_seconds"] == done["scifact__probe"]["train_seconds"]
+
+
+def test_a_merge_keeps_the_given_share_of_the_change(bench):
+    adaptation, _, _ = bench
+    start = {"w": torch.zeros(3), "ids": torch.arange(3)}
+    trained = {"w": torch.tensor([2.0, -4.0, 1.0]), "ids": torch.arange(3) + 1}
+    merged = adaptation.toward_start(start, trained, 0.5)
+    assert torch.equal(merged["w"], torch.tensor([1.0, -2.0, 0.5])) and torch.equal(merged["ids"], trained["ids"])
+    with pytest.raises(ValueError, match="differ"):
+        adaptation.toward_start(start, {"w": trained["w"]}, 0.5)
 
 
 def test_report_tests_several_seeds_against_the_shipped_value_and_marks_rows_not_run(bench, tmp_path):
