@@ -142,6 +142,7 @@ class Config:
     max_docs: int | None
     smoke: bool
     sts_suite: bool
+    sts_only: bool
     threads: int
     scifact: Path
     reuters: Path
@@ -166,7 +167,11 @@ class Config:
         return {k: getattr(self, k) for k in keys} | self.test_key()
 
     def jobs(self) -> list[str]:
-        """The queue, in order: the slow prerequisites first (mpnet's mining), rows needing round 1 last."""
+        """The queue, in order: the slow prerequisites first (mpnet's mining), rows needing round 1 last; with
+        ``sts_only``, the STS suite of each finished row (the rows themselves run first where not done)."""
+        if self.sts_only:
+            return [f"{d}__{r}__s{s}__sts" for s in self.seeds for r in self.rows for d in self.domains
+                    if r != "shipped"]
         rows = [ROWS[r] for r in self.rows]
         jobs = [f"{d}__mine-mpnet" for d in self.domains if any(r.annotator == "mpnet" for r in rows)]
         for d in self.domains:
@@ -263,6 +268,8 @@ class Worker:
             self.probe(domain)
         elif what.startswith("mine-"):
             self.mine(domain, what.removeprefix("mine-"))
+        elif seed[1:] == ["sts"]:
+            self.sts(domain, what, int(seed[0].removeprefix("s")))
         else:
             self.row(domain, what, int(seed[0].removeprefix("s")))
 
@@ -419,6 +426,29 @@ class Worker:
                    for entry in trainer.state.log_history if "loss" in entry]
         return seconds, history
 
+    def finished_model(self, name: str, row: str, seed: int) -> Any:
+        """A finished row's model as the user would get it: its saved folder, or the merge made again from it."""
+        spec = ROWS[row]
+        if not spec.merge_of:
+            return load_model(str(self.path("models", f"{name}__{row}__s{seed}")))
+        trained = load_model(str(self.path("models", f"{name}__{spec.merge_of}__s{seed}")))
+        start = load_model(self.cfg.model)  # the user's model, also for round 2
+        trained.model.load_state_dict(toward_start(start.model.state_dict(), trained.model.state_dict(), spec.merge))
+        return trained
+
+    def sts(self, name: str, row: str, seed: int) -> None:
+        """The STS suite of a finished row's model, scored after a screen left it out (``--sts-only``)."""
+        started = machine()
+        self.queue.wait_for(f"{name}__{row}__s{seed}", self.run_job)
+        loaded = self.finished_model(name, row, seed)
+        loaded.model.eval()
+        begin = time.perf_counter()
+        suite = evaluate_sts_suite(loaded.model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
+        self.store(f"{name}__{row}__s{seed}__sts", {"sts_of": f"{name}__{row}__s{seed}",
+                                                   "sts": {k: round(v, 2) for k, v in suite.scores.items()},
+                                                   "sts_avg": round(suite.average, 2),
+                                                   "eval_seconds": round(time.perf_counter() - begin, 1)}, started)
+
     def merged(self, name: str, row: str, seed: int) -> None:
         """A trained row's model moved back toward the start: start + merge * (trained - start), weight by weight."""
         started = machine()
@@ -426,10 +456,8 @@ class Worker:
         base_job = f"{name}__{spec.merge_of}__s{seed}"
         self.queue.wait_for(base_job, self.run_job)
         base = self.queue.load(base_job)
-        trained = load_model(str(self.path("models", base_job)))
-        start = load_model(self.cfg.model)  # the user's model, also for round 2
         begin = time.perf_counter()
-        trained.model.load_state_dict(toward_start(start.model.state_dict(), trained.model.state_dict(), spec.merge))
+        trained = self.finished_model(name, row, seed)
         seconds = time.perf_counter() - begin
         self.store(job, {"domain": name, "row": row, "seed": seed, "description": spec.description,
                          "steps_total": base["steps_total"], "learning_rate": base.get("learning_rate"),
@@ -508,6 +536,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--smoke", action="store_true", help="150 test queries/articles, no STS suite: a pipeline check")
     p.add_argument("--sts-suite", action=argparse.BooleanOptionalAction, default=True,
                    help="score the SentEval STS suite (STS avg) for each finished model; STS-B dev is always scored")
+    p.add_argument("--sts-only", action="store_true",
+                   help="score the STS suite of finished rows (a screen run with --no-sts-suite); report merges it")
     p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     p.add_argument("--scifact", type=Path, default=SHARED / "beir" / "scifact")
     p.add_argument("--reuters", type=Path, default=SHARED / "docs" / "reuters21578" / "reuters21578_docs.jsonl.gz")

@@ -43,17 +43,23 @@ def collect(done: dict[str, dict[str, Any]], cfg: Config) -> dict[str, Any]:
         domain = job.split("__")[0]
         if domain not in out:
             continue
+        if "sts_of" in data:
+            continue  # merged into its row below
         if data.get("row") == "shipped" and data.get("test_key") == cfg.test_key():
             out[domain]["shipped"] = data
         elif data.get("budget") != cfg.budget():
             ignored.append(job)  # another budget (a smoke run, an older setting): never mixed into these rows
         elif "row" in data:
-            out[domain]["rows"].setdefault(data["row"], []).append(data)
+            out[domain]["rows"].setdefault(data["row"], []).append({"job": job} | data)
         else:
             out[domain]["jobs"][job.split("__")[1]] = data
     for domain in out.values():
         for group in domain["rows"].values():
             group.sort(key=lambda d: d["seed"])
+            for run in group:  # the STS suite scored later for a screened row (adaptation.py --sts-only)
+                later = done.get(f"{run['job']}__sts")
+                if later and "sts_avg" not in run:
+                    run |= {"sts": later["sts"], "sts_avg": later["sts_avg"]}
     return {"domains": out, "ignored": sorted(ignored)}
 
 

@@ -155,6 +155,26 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
     assert saved.own_length == 64  # saved at the model's own length, not the training length (32)
     assert done["reuters__mine-minilm"]["documents"] == second["documents"]  # one subset for every round
 
+    # The STS suite of finished rows, scored after the screen; the merge is made again from the saved model.
+    seen = []
+
+    def suite(model, *args, **kwargs):
+        seen.append(model)
+        return argparse.Namespace(scores={"STSBenchmark": 70.0}, average=70.0 + len(seen))
+
+    monkeypatch.setattr(adaptation, "evaluate_sts_suite", suite)
+    sts_cfg = _config(adaptation, tmp_path, rows=["simcse", "simcse-merge0.5"], domains=["scifact"], steps=3,
+                      batch_size=4, eval_steps=2, max_length=32, mine_docs=8, probe_steps=2, smoke=True,
+                      model=str(tiny_bert_dir), sts_only=True)
+    assert sts_cfg.jobs() == ["scifact__simcse__s0__sts", "scifact__simcse-merge0.5__s0__sts"]
+    sts_worker = adaptation.Worker(sts_cfg)
+    sts_worker._domains = worker._domains
+    assert sts_worker.run() == [] and len(seen) == 2
+    trained = adaptation.load_model(str(cfg.work_dir / "models" / "scifact__simcse__s0")).model.state_dict()
+    start = adaptation.load_model(str(tiny_bert_dir)).model.state_dict()
+    key = next(k for k in start if k.endswith("query.weight"))
+    assert torch.allclose(seen[1].state_dict()[key], (start[key] + trained[key]) / 2, atol=1e-6)
+
     monkeypatch.setattr(report, "RESULTS", tmp_path / "results")
     readme = tmp_path / "README.md"
     readme.write_text("a\n<!-- adaptation:start -->\nold\n<!-- adaptation:end -->\nb\n")
@@ -175,6 +195,9 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
     payload = json.loads((tmp_path / "results" / "adaptation.json").read_text())
     assert set(payload["domains"]["reuters"]["rows"]) == set(rows) - {"shipped"}
     assert done["scifact__infocse-df-1__s0"]["probe_seconds"] == done["scifact__probe"]["train_seconds"]
+    rows_out = payload["domains"]["scifact"]["rows"]
+    assert rows_out["simcse"][0]["sts_avg"] == 71.0 and rows_out["simcse-merge0.5"][0]["sts_avg"] == 72.0
+    assert "sts_avg" not in rows_out["ict"][0]
 
 
 def test_a_merge_keeps_the_given_share_of_the_change(bench):
