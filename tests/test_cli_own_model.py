@@ -239,6 +239,12 @@ def test_bad_retrieval_folders_fail_in_one_line(user_model, data, tmp_path, caps
         (["evaluate", "--model", ".", "--sts", "x", "--output_dir", "afile"], "--output_dir: afile is a file"),
         (["mine", "--docs", "corpus.txt", "--output_dir", "afile"], "--output_dir: afile is a file"),
         (["train", "--objective", "idc", "--docs", "corpus.txt", "--eval_steps", "10"], "--eval_steps does not apply"),
+        (["train", "--objective", "ict", "--docs", "corpus.txt", "--train_data", "corpus.txt"],
+         "--train_data does not apply to --objective ict"),
+        (["train", "--objective", "ict", "--docs", "corpus.txt", "--rounds", "2"], "--rounds does not apply"),
+        (["train", "--objective", "ict"], "--objective ict needs --docs"),
+        (["train", "--objective", "simcse", "--train_data", "corpus.txt", "--docs", "corpus.txt"],
+         "--docs (idc, ict) does not apply to --objective simcse"),
     ],
 )
 def test_rough_edges_are_refused_before_heavy_imports(tmp_path, argv, message):
@@ -343,3 +349,35 @@ def test_idc_rounds_keep_paper_002_defaults_unless_told(user_model, tmp_path, ca
 def test_flags_a_round_cannot_use_are_refused(user_model, tmp_path, capsys, flag):
     assert main(_idc(user_model, _docs(tmp_path), tmp_path / "run", *flag)) == 2
     assert f"{flag[0]} does not apply to --objective idc" in _one_line_error(capsys)
+
+
+def test_ict_trains_each_sentence_against_the_rest_of_its_document(user_model, data, tmp_path, capsys, monkeypatch):
+    from st_infocse.mining import DocumentAwareBatchSampler
+
+    made = []
+    original = DocumentAwareBatchSampler.for_pairs.__func__
+    monkeypatch.setattr(DocumentAwareBatchSampler, "for_pairs",
+                        classmethod(lambda cls, pairs, *a, **k: made.append(pairs) or original(cls, pairs, *a, **k)))
+    out = tmp_path / "run"
+    argv = ["train", "--objective", "ict", "--model", str(user_model), "--docs", str(_docs(tmp_path)),
+            "--eval_retrieval", str(data["beir"]), "--stsb_dev", "none", "--output_dir", str(out), "--max_steps", "2",
+            *FAST]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "--objective ict: 12 documents -> 60 (sentence, rest of its document) pairs" in printed
+    assert "MultipleNegativesRankingLoss" in printed
+    assert re.search(r"retrieval nDCG@10 +\d+\.\d\d -> \d+\.\d\d", _summary(printed))
+    # one document's pairs are kept out of each other's batch: the sampler sees the pairs with their doc ids
+    assert len(made) == 1 and len(made[0]) == 60 and len(set(made[0]["doc_id"])) == 12
+    first = made[0][0]
+    assert first["anchor"] not in first["positive"] and len(first["positive"].split()) > len(first["anchor"].split())
+    assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]  # the user's model, kept
+
+
+def test_ict_without_a_document_of_two_sentences_says_so(user_model, tmp_path, capsys):
+    docs = _write(tmp_path / "docs.jsonl", [json.dumps({"id": f"d{i}", "sentences": ["one sentence only."]})
+                                            for i in range(3)])
+    argv = ["train", "--objective", "ict", "--model", str(user_model), "--docs", str(docs), "--stsb_dev", "none",
+            "--output_dir", str(tmp_path / "run"), "--max_steps", "2", *FAST]  # fmt: skip
+    assert main(argv) == 2
+    assert "no document has two sentences, so ICT has no pair to train on" in _one_line_error(capsys)

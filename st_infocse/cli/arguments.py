@@ -219,7 +219,7 @@ class LossArguments:
     )
     docs: str | None = field(
         default=None,
-        metadata={"help": "idc: documents, in any form that `st-infocse mine --docs` reads."},
+        metadata={"help": "idc, ict: documents, in any form that `st-infocse mine --docs` reads."},
     )
     rounds: int = field(default=3, metadata={"help": "idc: maximum mine -> train rounds."})
     idc_loss: str = field(default="mnrl", metadata={"help": "idc: loss trained on the mined pairs, mnrl or infocse."})

@@ -103,6 +103,27 @@ def check_idc_flags(argv: Sequence[str]) -> None:
         )
 
 
+# IDC's own flags, and the text-corpus flags that ICT (pairs built from --docs) does not read.
+IDC_ONLY_FLAGS = ("rounds", "idc_loss", "idc_k", "idc_similarity", "initial_annotation")
+ICT_REFUSED_FLAGS = ("train_data", "text_column", "max_train_samples", "split_sentences", *IDC_ONLY_FLAGS)
+
+
+def check_document_flags(objective: str, argv: Sequence[str]) -> None:
+    """Refuse a document flag given to an objective that trains on text, and a flag ICT does not read."""
+    given = flag_names(argv)
+    if objective == "ict":
+        refused = [f"--{name}" for name in ICT_REFUSED_FLAGS if name in given]
+        if refused:
+            raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
+                           "ict: it trains on each sentence of --docs and the rest of its document")
+    elif objective != "idc":
+        refused = [f"--{name} ({'idc, ict' if name == 'docs' else 'idc'})" for name in ("docs", *IDC_ONLY_FLAGS)
+                   if name in given]
+        if refused:
+            raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
+                           f"{objective}: it trains on --train_data")
+
+
 @dataclass
 class Flags:
     """The flags of ``train`` or ``pretrain-aux`` as read before torch is imported (see :func:`precheck_training`)."""
@@ -151,10 +172,14 @@ def precheck_training(argv: Sequence[str], command: str) -> Flags | None:
     known = ("hub", "none", BUNDLED)
     if train and stsb_dev.lower() not in known and not Path(stsb_dev).expanduser().exists():
         raise CLIError(f"STS-B dev data not found: {stsb_dev}")
-    if train and flags.loss.objective == "idc":
-        check_idc_flags(argv)
+    if train:
+        check_document_flags(flags.loss.objective, argv)
+    if train and flags.loss.objective in ("idc", "ict"):
+        if flags.loss.objective == "idc":
+            check_idc_flags(argv)
         if not flags.loss.docs:
-            raise CLIError("--objective idc needs --docs (documents to mine pairs from)")
+            what = "to mine pairs from" if flags.loss.objective == "idc" else "whose sentences and rests are the pairs"
+            raise CLIError(f"--objective {flags.loss.objective} needs --docs (documents {what})")
         check_documents(flags.loss.docs)
     else:
         check_text_source(text_source(flags.data.train_data), flags.data.text_column)

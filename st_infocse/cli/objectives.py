@@ -32,6 +32,7 @@ LOSS_FLAGS: dict[str, tuple[str, ...]] = {
     "cmlm-cse": _CONDITIONAL_MLM,
     "informin": ("lambda_", *_CONTRASTIVE),
     "idc": (),  # its pair loss decides: --idc_loss infocse takes InfoCSE's flags
+    "ict": (),  # sentence-transformers' MultipleNegativesRankingLoss with its own defaults
     "cmlm": _DECODER,
     "pretrain-aux": ("k", "n", "mask_rate", "fusion_init", "tie_head", "masking"),
 }
@@ -71,6 +72,10 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
     if args.aux_gradient != "weighted" and "aux_gradient" not in LOSS_FLAGS[objective]:
         takes = [name for name in OBJECTIVE_REGISTRY if "aux_gradient" in LOSS_FLAGS[name]]
         raise CLIError(f"--aux_gradient applies to {' and '.join(takes)}, not {objective}")
+    if objective == "ict":
+        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+        return MultipleNegativesRankingLoss(model)
     if entry.loss is None:
         raise CLIError(f"--objective {objective} trains through its own rounds, not one loss")
     return entry.loss_class()(model, **loss_options(LOSS_FLAGS[objective], args))

@@ -99,11 +99,14 @@ def cmd_train(argv: Sequence[str]) -> int:
     check_flags_apply(options, loss_args, what)
     # IDC mines its own pairs each round: no text corpus to warm a decoder on.
     check_decoder_warmup(() if idc else options, loss_args, what)
+    ict = loss_args.objective == "ict"
     if idc:
         if not loss_args.docs:
             raise CLIError("--objective idc needs --docs (documents to mine pairs from)")
         documents = load_documents(loss_args.docs)
         dataset = None
+    elif ict:
+        dataset, training_args.batch_sampler = context_dataset(loss_args.docs)
     else:
         dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)
         if data_args.split_sentences:
@@ -118,8 +121,10 @@ def cmd_train(argv: Sequence[str]) -> int:
     start = time.time()
     if dataset is None:
         return _train_idc(loaded, documents, loss_args, run_args, training_args, measured, argv, start)
-    lengths_report = count_long_texts(model.tokenizer, dataset["text"], model.max_seq_length, seed=training_args.seed)
-    cut = lengths_report.message(already_split=data_args.split_sentences)
+    # ICT's long side is the rest of the document: that is what the training length cuts.
+    texts = dataset["positive"] if ict else dataset["text"]
+    lengths_report = count_long_texts(model.tokenizer, texts, model.max_seq_length, seed=training_args.seed)
+    cut = lengths_report.message(already_split=data_args.split_sentences or ict)
     if loss_args.decoder_warmup_steps is not None:
         loss_args.decoder = warm_up_decoder(model, dataset["text"], loss_args, loss_args.objective,
                                             training_args.per_device_train_batch_size, training_args.seed,
@@ -160,6 +165,20 @@ def cmd_train(argv: Sequence[str]) -> int:
     for line in warnings:
         print(line)
     return 0
+
+
+def context_dataset(docs: str):
+    """ICT's training pairs from ``--docs`` (each sentence and the rest of its document) and the batch sampler that
+    keeps one document's pairs out of each other's batch."""
+    from st_infocse.mining import DocumentAwareBatchSampler, context_pairs
+
+    pairs, report = context_pairs(load_documents(docs))
+    reasons = ", ".join(f"{reason}={n:,}" for reason, n in sorted(report.skipped.items()) if n)
+    print(f"--objective ict: {report.documents_used:,} documents -> {len(pairs):,} (sentence, rest of its document) "
+          f"pairs" + (f"; skipped {report.documents_skipped:,} documents ({reasons})" if reasons else ""))
+    if len(pairs) == 0:
+        raise CLIError(f"--docs {docs}: no document has two sentences, so ICT has no pair to train on")
+    return pairs.select_columns(["anchor", "positive"]), DocumentAwareBatchSampler.for_pairs(pairs)
 
 
 def sentences_of(dataset):

@@ -64,3 +64,15 @@ IDC_CITATION = """
     url={https://arxiv.org/abs/2202.13802}
 }
 """
+
+ICT_CITATION = """
+@inproceedings{lee2019latent,
+    title={Latent Retrieval for Weakly Supervised Open Domain Question Answering},
+    author={Lee, Kenton and Chang, Ming-Wei and Toutanova, Kristina},
+    booktitle={Proceedings of the 57th Annual Meeting of the Association for Computational Linguistics},
+    year={2019},
+    eprint={1906.00300},
+    archivePrefix={arXiv},
+    url={https://arxiv.org/abs/1906.00300}
+}
+"""

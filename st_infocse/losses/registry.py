@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 from st_infocse.losses.citations import (
     CMLM_CSE_CITATION,
+    ICT_CITATION,
     IDC_CITATION,
     INFOCSE_CITATION,
     INFORMIN_CITATION,
@@ -156,7 +157,8 @@ class Objective:
     name: str
     #: The name the paper gives it.
     title: str
-    #: ``"module:Class"`` of its loss, imported by :meth:`loss_class`; None where the user picks the loss (IDC).
+    #: ``"module:Class"`` of its loss, imported by :meth:`loss_class`; None where it trains pairs with a pair loss
+    #: (IDC's --idc_loss; ICT's MultipleNegativesRankingLoss).
     loss: str | None
     #: BibTeX of its paper.
     citation: str
@@ -209,6 +211,9 @@ OBJECTIVES: Mapping[str, Objective] = MappingProxyType(
             ),
             # Mine pairs from documents with the model, train on them, repeat; --idc_loss picks the pair loss.
             Objective("idc", "IDC", None, IDC_CITATION),
+            # A sentence and the rest of its document (the inverse cloze task, paper 002's strongest context
+            # baseline), trained with sentence-transformers' MultipleNegativesRankingLoss: no loss of this package.
+            Objective("ict", "ICT", None, ICT_CITATION),
             # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss"), with InfoCSE's preset.
             Objective(
                 "cmlm",

@@ -215,11 +215,16 @@ def _mine(
             report.clusters += len(sizes)
             report.singleton_clusters += int((sizes == 1).sum())
             report.pairs_dropped_by_cap += dropped
-        else:  # adjacent sentences (CONPONO-like first annotation): no model involved
+        elif method == "adjacent":  # adjacent sentences (CONPONO-like first annotation): no model involved
             t1 = time.perf_counter()
             a = np.flatnonzero(np.r_[doc_of[1:] == doc_of[:-1], False])
             b = a + 1
             labels = a - starts[doc_of[a]]  # pair index inside the document
+        else:  # context (ICT): every sentence and the rest of its document, no model involved
+            t1 = time.perf_counter()
+            a = np.arange(len(texts))
+            b = None
+            labels = a - starts[doc_of]  # the sentence's position inside its document
         report.graph_seconds += time.perf_counter() - t1
         t2 = time.perf_counter()
         pair_docs = doc_of[a]
@@ -228,7 +233,9 @@ def _mine(
         writer.add(
             {
                 "anchor": [texts[i] for i in a.tolist()],
-                "positive": [texts[i] for i in b.tolist()],
+                "positive": [texts[i] for i in b.tolist()] if b is not None else [
+                    " ".join(texts[starts[d]:i] + texts[i + 1:starts[d] + lengths[d]])
+                    for i, d in zip(a.tolist(), doc_of.tolist(), strict=True)],
                 "doc_id": [pending[d].doc_id for d in pair_docs.tolist()],
                 "cluster_id": cluster_ids.tolist(),
             }
@@ -448,3 +455,53 @@ def adjacent_pairs(
         text_key=text_key,
         id_key=id_key,
     )
+
+
+def context_pairs(
+    documents: Iterable[Any],
+    *,
+    min_sentences: int = 2,
+    max_sentences: int | None = 1000,
+    deduplicate: bool = True,
+    shard_sentences: int = 50_000,
+    output_dir: str | Path | None = None,
+    show_progress_bar: bool | None = None,
+    language: str = "en",
+    sentences_key: str = "sentences",
+    text_key: str = "text",
+    id_key: str = "id",
+) -> MinedPairs:
+    """Inverse cloze task pairs ``(s_i, the rest of its document)`` for every sentence (ICT, Lee et al. 2019; paper
+    002's strongest context baseline). No model is needed.
+
+    Documents are read, split and skipped exactly as in :func:`mine_pairs`; the rest of a document is its other
+    sentences joined by spaces, in order; ``cluster_id`` is the sentence's position ``i``. Train on the text columns
+    with :meth:`DocumentAwareBatchSampler.for_pairs`, so that no two pairs of one document share a batch (each
+    would be the other's false negative).
+
+    Args:
+        documents: As for :func:`mine_pairs`.
+        min_sentences: As for :func:`mine_pairs` (at least 2: a lone sentence has no rest).
+        max_sentences: As for :func:`mine_pairs`.
+        deduplicate: As for :func:`mine_pairs`.
+        shard_sentences: Sentences per output shard.
+        output_dir: As for :func:`mine_pairs`.
+        show_progress_bar: As for :func:`mine_pairs`.
+        language: As for :func:`mine_pairs`.
+        sentences_key: As for :func:`mine_pairs`.
+        text_key: As for :func:`mine_pairs`.
+        id_key: As for :func:`mine_pairs`.
+
+    Returns:
+        :class:`MinedPairs` with the same columns as :func:`mine_pairs`.
+
+    Example:
+        >>> pairs, report = context_pairs([["A.", "B.", "C."], ["Only one."]])
+        >>> list(zip(pairs["anchor"], pairs["positive"])), report.skipped["too_few_sentences"]
+        ([('A.', 'B. C.'), ('B.', 'A. C.'), ('C.', 'A. B.')], 1)
+    """
+    return _mine(documents, None, method="context", k=1, threshold=None, tie_tolerance=0.0, similarity=None,
+                 min_sentences=min_sentences, max_sentences=max_sentences, deduplicate=deduplicate,
+                 max_pairs_per_cluster=None, seed=0, batch_size=1, shard_sentences=shard_sentences, pool=None,
+                 encode_kwargs=None, output_dir=output_dir, show_progress_bar=show_progress_bar, language=language,
+                 sentences_key=sentences_key, text_key=text_key, id_key=id_key)

@@ -10,7 +10,14 @@ import pytest
 from datasets import Dataset
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-from st_infocse.mining import adjacent_pairs, cluster_documents, cluster_sentences, mine_pairs, train_idc_rounds
+from st_infocse.mining import (
+    adjacent_pairs,
+    cluster_documents,
+    cluster_sentences,
+    context_pairs,
+    mine_pairs,
+    train_idc_rounds,
+)
 
 
 def unit(degrees: float) -> list[float]:
@@ -226,6 +233,18 @@ def test_adjacent_pairs():
     assert pair_set(pairs) == {("0", "a", "b", 0), ("0", "b", "c", 1), ("2", "e", "f", 0)}
     assert report.skipped["too_few_sentences"] == 1 and report.skipped["not_text"] == 1
     assert report.duplicate_sentences_removed == 1
+
+
+def test_context_pairs_take_each_sentence_and_the_rest_of_its_document(tmp_path):
+    docs = [["a", "b", "c"], ["d"], ["e", "f", "e"], 3.5, {"id": "x", "sentences": ["g", "h"]}]
+    pairs, report = context_pairs(docs, show_progress_bar=False, shard_sentences=2, output_dir=tmp_path / "pairs")
+    assert pair_set(pairs) == {("0", "a", "b c", 0), ("0", "b", "a c", 1), ("0", "c", "a b", 2),
+                               ("2", "e", "f", 0), ("2", "f", "e", 1), ("x", "g", "h", 0), ("x", "h", "g", 1)}
+    assert report.method == "context" and report.pairs == 7 and report.sentences_encoded == 0
+    assert report.skipped["too_few_sentences"] == 1 and report.skipped["not_text"] == 1
+    assert report.duplicate_sentences_removed == 1 and report.shards > 1  # shards never split a document
+    with pytest.raises(ValueError, match="at least 2"):
+        context_pairs(docs, min_sentences=1)
 
 
 def _find(parent: list[int], x: int) -> int:
