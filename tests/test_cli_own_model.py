@@ -242,6 +242,8 @@ def test_bad_retrieval_folders_fail_in_one_line(user_model, data, tmp_path, caps
         (["train", "--objective", "ict", "--docs", "corpus.txt", "--train_data", "corpus.txt"],
          "--train_data does not apply to --objective ict"),
         (["train", "--objective", "ict", "--docs", "corpus.txt", "--rounds", "2"], "--rounds does not apply"),
+        (["train", "--objective", "ict", "--docs", "corpus.txt", "--temperature", "0.1"],
+         "--temperature does not apply to --objective ict"),
         (["train", "--objective", "ict"], "--objective ict needs --docs"),
         (["train", "--objective", "simcse", "--train_data", "corpus.txt", "--docs", "corpus.txt"],
          "--docs (idc, ict) does not apply to --objective simcse"),
@@ -381,3 +383,22 @@ def test_ict_without_a_document_of_two_sentences_says_so(user_model, tmp_path, c
             "--output_dir", str(tmp_path / "run"), "--max_steps", "2", *FAST]  # fmt: skip
     assert main(argv) == 2
     assert "no document has two sentences, so ICT has no pair to train on" in _one_line_error(capsys)
+
+
+def test_the_adapt_ict_recipe_needs_your_documents_and_queries_and_keeps_your_model(user_model, data, tmp_path,
+                                                                                   capsys):
+    docs = _docs(tmp_path)
+    assert main(["train", "--recipe", "adapt-ict", "--model", str(user_model), "--docs", str(docs)]) == 2
+    assert "recipe adapt-ict needs --eval_retrieval" in _one_line_error(capsys)
+    out = tmp_path / "run"
+    argv = ["train", "--recipe", "adapt-ict", "--model", str(user_model), "--docs", str(docs), "--eval_retrieval",
+            str(data["beir"]), "--stsb_dev", "none", "--output_dir", str(out), "--max_steps", "2", "--eval_steps", "2",
+            "--save_steps", "2", *FAST]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"training data +.*docs.jsonl \(documents\)", printed)
+    assert "--objective ict: 12 documents -> 60" in printed
+    assert re.search(r"checkpoint metric +eval_retrieval_dot_ndcg@10", printed)  # the user's queries decide
+    assert re.search(r"retrieval nDCG@10 +\d+\.\d\d -> \d+\.\d\d", _summary(printed))
+    assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]
+    assert json.loads((out / "run_summary.json").read_text())["objective"] == "ict"

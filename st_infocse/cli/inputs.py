@@ -105,7 +105,10 @@ def check_idc_flags(argv: Sequence[str]) -> None:
 
 # IDC's own flags, and the text-corpus flags that ICT (pairs built from --docs) does not read.
 IDC_ONLY_FLAGS = ("rounds", "idc_loss", "idc_k", "idc_similarity", "initial_annotation")
-ICT_REFUSED_FLAGS = ("train_data", "text_column", "max_train_samples", "split_sentences", *IDC_ONLY_FLAGS)
+# ICT trains sentence-transformers' MultipleNegativesRankingLoss with its own scale: no loss flag of this package.
+ICT_REFUSED_FLAGS = ("train_data", "text_column", "max_train_samples", "split_sentences", *IDC_ONLY_FLAGS,
+                     "temperature", "gather_across_devices", "aux_gradient", "aux_learning_rate", "informin_weight",
+                     "decoder_warmup_steps", "decoder_warmup_learning_rate")
 
 
 def check_document_flags(objective: str, argv: Sequence[str]) -> None:
@@ -115,7 +118,8 @@ def check_document_flags(objective: str, argv: Sequence[str]) -> None:
         refused = [f"--{name}" for name in ICT_REFUSED_FLAGS if name in given]
         if refused:
             raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
-                           "ict: it trains on each sentence of --docs and the rest of its document")
+                           "ict: it trains MultipleNegativesRankingLoss on each sentence of --docs and the rest of its "
+                           "document")
     elif objective != "idc":
         refused = [f"--{name} ({'idc, ict' if name == 'docs' else 'idc'})" for name in ("docs", *IDC_ONLY_FLAGS)
                    if name in given]

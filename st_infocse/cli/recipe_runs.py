@@ -94,6 +94,16 @@ def choose_recipe_precision(wanted: str | None, device: str, native_bf16: bool |
     return ["--fp16", "false", "--bf16", "false"], chosen
 
 
+def check_requires(recipe: Recipe, user_argv: Sequence[str]) -> None:
+    """A recipe that needs the user's own data (documents, queries) is refused without it, before anything loads."""
+    if asks_for_help(user_argv):
+        return
+    given = flag_names(user_argv)
+    missing = [flag for flag in recipe.requires if flag[2:] not in given]
+    if missing:
+        raise CLIError(f"recipe {recipe.name} needs {' and '.join(missing)} (st-infocse recipes {recipe.name} says why)")
+
+
 def start_recipe(recipe: Recipe, argv: list[str], user_argv: Sequence[str], flags: Any) -> list[str]:
     """Settle the recipe's precision for this machine and print what the run takes from the recipe and from you.
 
@@ -125,9 +135,12 @@ def start_recipe(recipe: Recipe, argv: list[str], user_argv: Sequence[str], flag
     overridden = [flag for flag in recipe.flags if flag[2:].rstrip("_") in given]
     recipe_names_given = {flag[2:].rstrip("_") for flag in recipe.flags}
     added = sorted(f"--{name}" for name in given - recipe_names_given - {"fp16", "bf16"})
-    train_data = flags.data.train_data
-    if "train_data" not in given:
-        train_data += " (wiki1m from the hub, the authors' data; --train_data for a local copy)"
+    if flags.loss.objective in ("idc", "ict"):
+        train_data = f"{flags.loss.docs} (documents)"
+    else:
+        train_data = flags.data.train_data
+        if "train_data" not in given:
+            train_data += " (wiki1m from the hub, the authors' data; --train_data for a local copy)"
     summary(
         f"Recipe {recipe.name}",
         {

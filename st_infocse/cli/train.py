@@ -41,7 +41,7 @@ from st_infocse.cli.objectives import (
     warm_up_decoder,
 )
 from st_infocse.cli.output import lengths, start_summary, summary
-from st_infocse.cli.recipe_runs import recipe_by_name, start_recipe, take_recipe, with_recipe
+from st_infocse.cli.recipe_runs import check_requires, recipe_by_name, start_recipe, take_recipe, with_recipe
 from st_infocse.mining.documents import load_documents
 from st_infocse.recipes import format_recipe_list
 from st_infocse.training.builder import save_model
@@ -78,6 +78,8 @@ def cmd_train(argv: Sequence[str]) -> int:
         print(format_recipe_list())
         return 0
     recipe = recipe_by_name(recipe_name) if recipe_name is not None else None
+    if recipe is not None:
+        check_requires(recipe, user_argv)
     argv = with_recipe(recipe, user_argv) if recipe is not None else user_argv
     flags = precheck_training(argv, "train")
     if recipe is not None and flags is not None:
