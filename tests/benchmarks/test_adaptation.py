@@ -226,3 +226,24 @@ def test_report_tests_several_seeds_against_the_shipped_value_and_marks_rows_not
     assert "| 0,1,2 | 62.00 ± 1.00 | -2.00 (p = 0.074) |" in line
     assert "| DenoisingAutoEncoderLoss (TSDAE, tied decoder) | not run yet |" in markdown
     assert report.follow_up("scifact", collected["domains"]["scifact"]) is None  # one trained row: nothing to rank
+
+
+def test_the_recipe_benchmark_writes_the_users_documents_and_a_valid_own_query_folder(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    recipe = importlib.import_module("adaptation_recipe")
+    import gzip
+
+    rows = [{"id": str(i), "lewissplit": "TRAIN" if i < 30 else "TEST", "title": f"Headline {i}",
+             "text": f"Body {i} says one thing. It says another."} for i in range(40)]
+    source = tmp_path / "reuters.jsonl.gz"
+    with gzip.open(source, "wt") as out:
+        out.writelines(json.dumps(r) + "\n" for r in rows)
+    info = recipe.user_files(source, tmp_path / "user", documents=20, queries=5, corpus=12)
+    assert info == {"documents": 20, "own_queries": 5, "own_corpus": 12}
+    docs = [json.loads(line) for line in (tmp_path / "user" / "docs.jsonl").read_text().splitlines()]
+    assert [d["id"] for d in docs] == [str(i) for i in range(20)]  # the first TRAIN articles, never TEST
+    from st_infocse.evaluation import check_retrieval_folder
+
+    check_retrieval_folder(tmp_path / "user" / "own-queries")  # the layout --eval_retrieval reads
+    qrels = (tmp_path / "user" / "own-queries" / "qrels" / "dev.tsv").read_text().splitlines()[1:]
+    assert [line.split("\t")[1] for line in qrels] == ["20", "21", "22", "23", "24"]  # held out from training
