@@ -242,6 +242,11 @@ def test_bad_retrieval_folders_fail_in_one_line(user_model, data, tmp_path, caps
         (["train", "--objective", "ict", "--docs", "corpus.txt", "--train_data", "corpus.txt"],
          "--train_data does not apply to --objective ict"),
         (["train", "--objective", "ict", "--docs", "corpus.txt", "--rounds", "2"], "--rounds does not apply"),
+        (["train", "--objective", "idc", "--docs", "corpus.txt", "--idc_annotator", "./missing"],
+         "--idc_annotator: model not found: ./missing"),
+        (["train", "--objective", "idc", "--docs", "corpus.txt", "--idc_max_docs", "0"], "--idc_max_docs must be"),
+        (["train", "--objective", "ict", "--docs", "corpus.txt", "--idc_annotator", "x"],
+         "--idc_annotator does not apply to --objective ict"),
         (["train", "--objective", "ict", "--docs", "corpus.txt", "--temperature", "0.1"],
          "--temperature does not apply to --objective ict"),
         (["train", "--objective", "ict"], "--objective ict needs --docs"),
@@ -402,3 +407,16 @@ def test_the_adapt_ict_recipe_needs_your_documents_and_queries_and_keeps_your_mo
     assert re.search(r"retrieval nDCG@10 +\d+\.\d\d -> \d+\.\d\d", _summary(printed))
     assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]
     assert json.loads((out / "run_summary.json").read_text())["objective"] == "ict"
+
+
+def test_idc_with_an_annotator_on_a_sample_of_the_documents(user_model, tiny_bert_dir, tmp_path, capsys):
+    annotator = str(tiny_bert_dir)  # another model: a plain encoder, loaded by the same rule
+    out = tmp_path / "run"
+    assert main(_idc(user_model, _docs(tmp_path), out, "--idc_annotator", annotator, "--idc_max_docs", "5",
+                     "--max_steps", "1", "--per_device_train_batch_size", "4")) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"documents +5 of 12 \(a --seed 42 sample, --idc_max_docs\)", printed)
+    assert f"round 1 mined by        {annotator}" in printed
+    rounds = json.loads((out / "run_summary.json").read_text())["rounds"]["rounds"]
+    assert rounds[0]["annotation"] == "idc (annotator)" and rounds[0]["documents_used"] == 5
+    assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]  # the user's model is trained

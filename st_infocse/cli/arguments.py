@@ -234,6 +234,18 @@ class LossArguments:
     initial_annotation: str = field(
         default="model", metadata={"help": "idc: first-round pairs from the 'model' or 'adjacent' sentences."}
     )
+    idc_annotator: str | None = field(
+        default=None,
+        metadata={
+            "help": "idc: another Sentence Transformer (folder or hub id) whose mining gives the first round's pairs, "
+            "e.g. sentence-transformers/all-mpnet-base-v2 (paper 002 Table 3 (5)); later rounds mine with the "
+            "model being trained."
+        },
+    )
+    idc_max_docs: int | None = field(
+        default=None,
+        metadata={"help": "idc: mine and train on a --seed sample of this many of the documents (in their order)."},
+    )
 
 
 @dataclass

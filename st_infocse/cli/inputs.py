@@ -54,9 +54,9 @@ def text_source(source: str) -> str:
     return source
 
 
-def check_model_source(source: str) -> None:
+def check_model_source(source: str, flag: str | None = None) -> None:
     if looks_local(source) and not Path(source).expanduser().exists():
-        raise CLIError(f"model not found: {source}")
+        raise CLIError(f"{flag + ': ' if flag else ''}model not found: {source}")
 
 
 def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None:
@@ -104,7 +104,8 @@ def check_idc_flags(argv: Sequence[str]) -> None:
 
 
 # IDC's own flags, and the text-corpus flags that ICT (pairs built from --docs) does not read.
-IDC_ONLY_FLAGS = ("rounds", "idc_loss", "idc_k", "idc_similarity", "initial_annotation")
+IDC_ONLY_FLAGS = ("rounds", "idc_loss", "idc_k", "idc_similarity", "initial_annotation", "idc_annotator",
+                  "idc_max_docs")
 # ICT trains sentence-transformers' MultipleNegativesRankingLoss with its own scale: no loss flag of this package.
 ICT_REFUSED_FLAGS = ("train_data", "text_column", "max_train_samples", "split_sentences", *IDC_ONLY_FLAGS,
                      "temperature", "gather_across_devices", "aux_gradient", "aux_learning_rate", "informin_weight",
@@ -126,6 +127,17 @@ def check_document_flags(objective: str, argv: Sequence[str]) -> None:
         if refused:
             raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
                            f"{objective}: it trains on --train_data")
+
+
+def check_idc_annotator(loss: LossArguments) -> None:
+    """An annotator needs round 1 to mine; a document sample needs a positive size."""
+    if loss.idc_annotator is not None:
+        if loss.initial_annotation != "model":
+            raise CLIError(f"--idc_annotator mines the first round, which --initial_annotation "
+                           f"{loss.initial_annotation} does not mine")
+        check_model_source(loss.idc_annotator, "--idc_annotator")
+    if loss.idc_max_docs is not None and loss.idc_max_docs < 1:
+        raise CLIError(f"--idc_max_docs must be at least 1, got {loss.idc_max_docs}")
 
 
 @dataclass
@@ -181,6 +193,7 @@ def precheck_training(argv: Sequence[str], command: str) -> Flags | None:
     if train and flags.loss.objective in ("idc", "ict"):
         if flags.loss.objective == "idc":
             check_idc_flags(argv)
+            check_idc_annotator(flags.loss)
         if not flags.loss.docs:
             what = "to mine pairs from" if flags.loss.objective == "idc" else "whose sentences and rests are the pairs"
             raise CLIError(f"--objective {flags.loss.objective} needs --docs (documents {what})")

@@ -122,7 +122,7 @@ def cmd_train(argv: Sequence[str]) -> int:
     measured.for_model(model, training_args, own_length)
     start = time.time()
     if dataset is None:
-        return _train_idc(loaded, documents, loss_args, run_args, training_args, measured, argv, start)
+        return _train_idc(loaded, documents, loss_args, model_args, training_args, measured, argv, start)
     # ICT's long side is the rest of the document: that is what the training length cuts.
     texts = dataset["positive"] if ict else dataset["text"]
     lengths_report = count_long_texts(model.tokenizer, texts, model.max_seq_length, seed=training_args.seed)
@@ -206,7 +206,19 @@ def idc_round_arguments(argv: Sequence[str], training_args) -> dict:
     return {**DEFAULT_TRAINING_ARGS, "seed": training_args.seed, **{name: getattr(training_args, name) for name in sorted(given)}}
 
 
-def _train_idc(loaded, documents, loss_args: LossArguments, run_args, training_args, measured, argv, start: float) -> int:
+def idc_documents(documents, size: int | None, seed: int):
+    """A ``seed`` sample of ``size`` documents, in their order (``--idc_max_docs``), and how it was drawn (None: all)."""
+    import random
+
+    if size is None or len(documents) <= size:
+        return documents, None
+    kept = sorted(random.Random(seed).sample(range(len(documents)), size))
+    chosen = documents.select(kept) if hasattr(documents, "select") else [documents[i] for i in kept]
+    return chosen, f"{size:,} of {len(documents):,} (a --seed {seed} sample, --idc_max_docs)"
+
+
+def _train_idc(loaded, documents, loss_args: LossArguments, model_args, training_args, measured, argv,
+               start: float) -> int:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     from st_infocse.mining import train_idc_rounds
@@ -227,10 +239,20 @@ def _train_idc(loaded, documents, loss_args: LossArguments, run_args, training_a
             mapping = learning_rate_mapping(factory(model), loss_args)
             if mapping:
                 round_args["learning_rate_mapping"] = mapping
+    documents, sampled = idc_documents(documents, loss_args.idc_max_docs, training_args.seed)
+    annotator = None
+    if loss_args.idc_annotator is not None:  # mines at its own length, with its own modules
+        from st_infocse.training.builder import load_model
+
+        try:
+            annotator = load_model(loss_args.idc_annotator, trust_remote_code=model_args.trust_remote_code).model
+        except OSError as exc:
+            raise CLIError(f"--idc_annotator: cannot load {loss_args.idc_annotator}: {exc}") from None
     summary(
         "IDC training",
         {
-            "documents": len(documents),
+            "documents": len(documents) if not sampled else sampled,
+            **({"round 1 mined by": loss_args.idc_annotator} if annotator is not None else {}),
             "rounds": f"up to {loss_args.rounds} (mine -> train)",
             "model": loaded.how,
             **measured.notes,
@@ -250,6 +272,7 @@ def _train_idc(loaded, documents, loss_args: LossArguments, run_args, training_a
         mining_kwargs={"k": loss_args.idc_k, "similarity": loss_args.idc_similarity},
         output_dir=Path(training_args.output_dir) / "rounds",
         seed=training_args.seed,
+        annotator=annotator,
     )
     out = Path(training_args.output_dir)
     training_length = model.max_seq_length

@@ -131,6 +131,7 @@ def train_idc_rounds(
     document_aware_batches: bool = True,
     output_dir: str | Path | None = None,
     seed: int = 0,
+    annotator: SentenceTransformer | None = None,
 ) -> RoundsResult:
     """Mine -> train -> re-mine for ``rounds`` rounds (paper 002 Alg. 1), stopping at a plateau.
 
@@ -160,6 +161,8 @@ def train_idc_rounds(
         output_dir: Where each round's pairs and trainer output go (``round-N/``); a temporary
             folder when omitted.
         seed: Training seed (and mining seed unless ``mining_kwargs`` sets one).
+        annotator: Another model whose mining gives round 1's pairs (paper 002 Table 3 (5): all-mpnet-base-v2's
+            annotations); later rounds mine with the model being trained. Only with ``initial_annotation="model"``.
 
     Returns:
         :class:`RoundsResult` with per-round pair counts, scores and timings.
@@ -177,6 +180,8 @@ def train_idc_rounds(
         raise ValueError(f"initial_annotation must be 'model' or 'adjacent', got {initial_annotation!r}")
     if patience < 1:
         raise ValueError(f"patience must be >= 1, got {patience}")
+    if annotator is not None and initial_annotation != "model":
+        raise ValueError(f"annotator mines round 1, which initial_annotation={initial_annotation!r} does not mine")
     fresh_documents = _reiterable(documents, rounds)
     mining_kwargs = {"seed": seed, **(mining_kwargs or {})}
     # Checked now: with an adjacent first round, a bad value would otherwise surface after training.
@@ -203,8 +208,9 @@ def train_idc_rounds(
                 pairs, report = adjacent_pairs(fresh_documents(), output_dir=pairs_dir, **prepare)
                 annotation = "adjacent"
             else:
-                pairs, report = mine_pairs(fresh_documents(), model, **{**mining_kwargs, "output_dir": pairs_dir})
-                annotation = "idc"
+                miner = annotator if number == 1 and annotator is not None else model
+                pairs, report = mine_pairs(fresh_documents(), miner, **{**mining_kwargs, "output_dir": pairs_dir})
+                annotation = "idc (annotator)" if miner is not model else "idc"
             mining_seconds = time.perf_counter() - t0
             if report.pairs == 0:
                 raise ValueError(f"round {number}: no pairs to train on ({report.summary()})")

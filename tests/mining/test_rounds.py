@@ -69,6 +69,38 @@ def test_adjacent_first_round_and_a_real_evaluator(make_model, topic_docs, small
     assert result.to_dict()["rounds"][0]["pairs"] == first.pairs
 
 
+def test_an_annotator_mines_the_first_round_and_the_trained_model_the_next(make_model, topic_docs,
+                                                                           small_training_args, tmp_path):
+    import torch
+    from datasets import load_from_disk
+
+    def pair_set(pairs):
+        return set(zip(pairs["anchor"], pairs["positive"], strict=True))
+
+    class Annotator:  # a stand-in for another model: a fixed random vector per sentence
+        def encode(self, texts, **kwargs):
+            import zlib
+
+            import numpy as np
+
+            vectors = [np.random.default_rng(zlib.crc32(t.encode())).normal(size=8) for t in texts]
+            return np.stack([v / np.linalg.norm(v) for v in vectors])
+
+    torch.manual_seed(1)
+    annotator, model = Annotator(), make_model()
+    by_annotator = pair_set(mine_pairs(topic_docs, annotator, show_progress_bar=False)[0])
+    by_model = pair_set(mine_pairs(topic_docs, model, show_progress_bar=False)[0])
+    assert by_annotator != by_model  # so the round-1 pairs tell which model mined them
+    result = train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, rounds=2, annotator=annotator,
+                              training_args=small_training_args, output_dir=tmp_path)
+    first, second = result.rounds
+    assert first.annotation == "idc (annotator)" and second.annotation == "idc"
+    assert pair_set(load_from_disk(str(tmp_path / "round-1" / "pairs" / "shard-00000"))) == by_annotator
+    with pytest.raises(ValueError, match="annotator mines round 1"):
+        train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, initial_annotation="adjacent",
+                         annotator=annotator)
+
+
 def test_rounds_refuse_a_one_shot_iterator(make_model):
     with pytest.raises(ValueError, match="one-shot iterator"):
         train_idc_rounds(make_model(), iter([["a b", "c d"]]), MultipleNegativesRankingLoss, rounds=2)
