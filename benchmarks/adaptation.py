@@ -56,7 +56,7 @@ from sentence_transformers.sentence_transformer.training_args import SentenceTra
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adaptation_domains import Domain, Sizes, load_reuters, load_scifact  # noqa: E402
-from harness import REPO, SHARED, CurveCallback, JobQueue, log, machine, minilm_path  # noqa: E402
+from harness import MPNET, REPO, SHARED, CurveCallback, JobQueue, log, machine, minilm_path  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import evaluate_sts_suite, stsb_dev_evaluator  # noqa: E402
@@ -70,7 +70,6 @@ from st_infocse.training import (  # noqa: E402
 )
 
 DOMAINS = ("scifact", "reuters")
-MPNET = Path("/work/mpnet/all-mpnet-base-v2")
 MINING_SEED = 0
 
 

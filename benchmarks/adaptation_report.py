@@ -230,6 +230,7 @@ def report(cfg: Config, defaults: argparse.Namespace, ns: argparse.Namespace) ->
     (RESULTS / f"{STEM}.json").write_text(json.dumps(payload, indent=1, default=str))
     (RESULTS / f"{STEM}.md").write_text("# Adapting the model you already have\n\n" + markdown)
     plot(collected["domains"], RESULTS / f"{STEM}_curves.png")
+    plot_deltas(collected["domains"], RESULTS / f"{STEM}_delta.png")
     update_block(markdown, STEM, (README,))
     return markdown
 
@@ -291,6 +292,43 @@ def plot(domains: dict[str, Any], path: Path) -> None:
         plt.close(figure)
 
 
+def plot_deltas(domains: dict[str, Any], path: Path) -> None:
+    """The headline: each row's change on the whole test against the shipped model, one dot per seed, the bar at
+    their mean, per domain; the rows in the order of ``ROWS``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measured = [r for r in ROWS if any(data["rows"].get(r) for data in domains.values())]
+    if not measured or not all(data.get("shipped") for data in domains.values()):
+        print(f"nothing to compare with the shipped model: {path} not written")
+        return
+    with plt.rc_context(FIGURE_STYLE):
+        figure, axes = plt.subplots(1, len(domains), figsize=(FIGURE_WIDTH, 1.6 + 0.55 * len(measured)),
+                                    squeeze=False, sharey=True)
+        for axis, (name, data) in zip(axes[0], domains.items(), strict=True):
+            reference = data["shipped"]["test"][HEADLINE[name]]
+            for y, row in enumerate(measured):
+                values = [d["test"][HEADLINE[name]] - reference for d in data["rows"].get(row, [])]
+                if not values:
+                    axis.text(0, y, "not run", va="center", ha="center", fontsize=10, color="0.4")
+                    continue
+                mean = statistics.mean(values)
+                axis.barh(y, mean, color="#2b7bba" if mean > 0 else "#c0392b", alpha=0.45, height=0.6)
+                axis.plot(values, [y] * len(values), "o", color="k", ms=4)
+            axis.axvline(0, color="k", lw=1)
+            label = "nDCG@10" if name == "scifact" else "article → headline nDCG@10"
+            axis.set(title=f"{TITLES[name]}: {label}\nchange from the shipped model ({reference:.2f})",
+                     xlabel="points (dots: seeds; bar: mean)")
+            axis.grid(axis="x", alpha=0.3)
+        axes[0][0].set_yticks(range(len(measured)), measured)
+        axes[0][0].invert_yaxis()
+        figure.savefig(path, dpi=FIGURE_DPI)
+        plt.close(figure)
+
+
 def plot_from_results() -> None:
     payload = json.loads((RESULTS / f"{STEM}.json").read_text())
     plot(payload["domains"], RESULTS / f"{STEM}_curves.png")
+    plot_deltas(payload["domains"], RESULTS / f"{STEM}_delta.png")

