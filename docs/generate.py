@@ -100,7 +100,7 @@ def recipes_table() -> str:
     """The recipes as a Markdown table: source, every flag and the published numbers."""
     registry = recipes()
     lines = [
-        "| recipe | source | settings | published (Spearman x100) |",
+        "| recipe | source | settings | published (x100; Spearman for STS) |",
         "|---|---|---|---|",
     ]
     for recipe in registry.values():
@@ -129,7 +129,8 @@ def recipe_flags_tables() -> str:
             "",
             f"Objective `{recipe.objective}`; source: {recipe.source}. Published: "
             + "; ".join(str(number) for number in recipe.published)
-            + ".",
+            + "."
+            + (f" Requires {' and '.join(f'`{flag}`' for flag in recipe.requires)}." if recipe.requires else ""),
             "",
             "| flag | value | where the value comes from |",
             "|---|---|---|",

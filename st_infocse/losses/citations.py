@@ -70,6 +70,7 @@ ICT_CITATION = """
     title={Latent Retrieval for Weakly Supervised Open Domain Question Answering},
     author={Lee, Kenton and Chang, Ming-Wei and Toutanova, Kristina},
     booktitle={Proceedings of the 57th Annual Meeting of the Association for Computational Linguistics},
+    pages={6086--6096},
     year={2019},
     eprint={1906.00300},
     archivePrefix={arXiv},
