@@ -71,7 +71,7 @@ def versus(values: list[float], reference: float) -> str:
     """The mean change against the shipped model and, with several seeds, the one-sample t-test's p."""
     diff = statistics.mean(values) - reference
     tested = against_fixed(values, reference)
-    return f"{diff:+.2f}" + (f" (p = {tested[1]:.3f})" if tested else "")
+    return f"{diff:+.2f}" + ((" (p < 0.001)" if tested[1] < 0.001 else f" (p = {tested[1]:.3f})") if tested else "")
 
 
 def _minutes(group: list[dict[str, Any]]) -> str:
