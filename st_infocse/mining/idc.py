@@ -431,30 +431,16 @@ def adjacent_pairs(
         >>> list(zip(pairs["anchor"], pairs["positive"])), report.skipped["too_few_sentences"]
         ([('A.', 'B.'), ('B.', 'C.')], 1)
     """
-    return _mine(
-        documents,
-        None,
-        method="adjacent",
-        k=1,
-        threshold=None,
-        tie_tolerance=0.0,
-        similarity=None,
-        min_sentences=min_sentences,
-        max_sentences=max_sentences,
-        deduplicate=deduplicate,
-        max_pairs_per_cluster=None,
-        seed=0,
-        batch_size=1,
-        shard_sentences=shard_sentences,
-        pool=None,
-        encode_kwargs=None,
-        output_dir=output_dir,
-        show_progress_bar=show_progress_bar,
-        language=language,
-        sentences_key=sentences_key,
-        text_key=text_key,
-        id_key=id_key,
-    )
+    return _model_free_pairs("adjacent", documents, min_sentences=min_sentences, max_sentences=max_sentences,
+                             deduplicate=deduplicate, shard_sentences=shard_sentences, output_dir=output_dir,
+                             show_progress_bar=show_progress_bar, language=language, sentences_key=sentences_key,
+                             text_key=text_key, id_key=id_key)
+
+
+def _model_free_pairs(method: str, documents: Iterable[Any], **reading: Any) -> MinedPairs:
+    """Pairs from document structure alone (``adjacent`` or ``context``): mining's reading, no model, no clusters."""
+    return _mine(documents, None, method=method, k=1, threshold=None, tie_tolerance=0.0, similarity=None,
+                 max_pairs_per_cluster=None, seed=0, batch_size=1, pool=None, encode_kwargs=None, **reading)
 
 
 def context_pairs(
@@ -500,8 +486,7 @@ def context_pairs(
         >>> list(zip(pairs["anchor"], pairs["positive"])), report.skipped["too_few_sentences"]
         ([('A.', 'B. C.'), ('B.', 'A. C.'), ('C.', 'A. B.')], 1)
     """
-    return _mine(documents, None, method="context", k=1, threshold=None, tie_tolerance=0.0, similarity=None,
-                 min_sentences=min_sentences, max_sentences=max_sentences, deduplicate=deduplicate,
-                 max_pairs_per_cluster=None, seed=0, batch_size=1, shard_sentences=shard_sentences, pool=None,
-                 encode_kwargs=None, output_dir=output_dir, show_progress_bar=show_progress_bar, language=language,
-                 sentences_key=sentences_key, text_key=text_key, id_key=id_key)
+    return _model_free_pairs("context", documents, min_sentences=min_sentences, max_sentences=max_sentences,
+                             deduplicate=deduplicate, shard_sentences=shard_sentences, output_dir=output_dir,
+                             show_progress_bar=show_progress_bar, language=language, sentences_key=sentences_key,
+                             text_key=text_key, id_key=id_key)
