@@ -142,6 +142,8 @@ class Config:
     smoke: bool
     sts_suite: bool
     sts_only: bool
+    test_set: bool
+    test_only: bool
     threads: int
     scifact: Path
     reuters: Path
@@ -167,10 +169,12 @@ class Config:
 
     def jobs(self) -> list[str]:
         """The queue, in order: the slow prerequisites first (mpnet's mining), rows needing round 1 last; with
-        ``sts_only``, the STS suite of each finished row (the rows themselves run first where not done)."""
-        if self.sts_only:
-            return [f"{d}__{r}__s{s}__sts" for s in self.seeds for r in self.rows for d in self.domains
-                    if r != "shipped"]
+        ``sts_only`` / ``test_only``, the STS suite / the whole test of each finished row (the rows themselves run
+        first where not done)."""
+        later = [part for part, wanted in (("sts", self.sts_only), ("test", self.test_only)) if wanted]
+        if later:
+            return [f"{d}__{r}__s{s}__{part}" for part in later for s in self.seeds for r in self.rows
+                    for d in self.domains if r != "shipped"]
         rows = [ROWS[r] for r in self.rows]
         jobs = [f"{d}__mine-mpnet" for d in self.domains if any(r.annotator == "mpnet" for r in rows)]
         for d in self.domains:
@@ -267,8 +271,8 @@ class Worker:
             self.probe(domain)
         elif what.startswith("mine-"):
             self.mine(domain, what.removeprefix("mine-"))
-        elif seed[1:] == ["sts"]:
-            self.sts(domain, what, int(seed[0].removeprefix("s")))
+        elif seed[1:] in (["sts"], ["test"]):
+            self.later(domain, what, int(seed[0].removeprefix("s")), seed[1])
         else:
             self.row(domain, what, int(seed[0].removeprefix("s")))
 
@@ -303,8 +307,7 @@ class Worker:
         training_length = model.max_seq_length
         model.max_seq_length = own_length
         model.eval()
-        out: dict[str, Any] = {"test": _x100(domain.test.evaluate(model)),
-                               "pseudo_dev": _x100(domain.pseudo_dev.evaluate(model))}
+        out: dict[str, Any] = self.test_scores(model, domain) if self.cfg.test_set else {}
         out["stsb_dev"] = round(100 * self.dev()(model)[self.dev().primary_metric], 2)
         if self.cfg.sts_suite and not self.cfg.smoke:  # minutes per model: a screen may leave it to the finalists
             suite = evaluate_sts_suite(model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
@@ -313,6 +316,12 @@ class Worker:
         model.max_seq_length = training_length
         out["eval_seconds"] = round(time.perf_counter() - start, 1)
         return out
+
+    @staticmethod
+    def test_scores(model: Any, domain: Domain) -> dict[str, Any]:
+        """The whole test and the pseudo-dev: most of a finished model's scoring time, which a screen leaves to the
+        rows it keeps (``--no-test-set``, then ``--test-only``)."""
+        return {"test": _x100(domain.test.evaluate(model)), "pseudo_dev": _x100(domain.pseudo_dev.evaluate(model))}
 
     # ------------------------------------------------------------------------------------------- jobs
 
@@ -435,18 +444,24 @@ class Worker:
         trained.model.load_state_dict(toward_start(start.model.state_dict(), trained.model.state_dict(), spec.merge))
         return trained
 
-    def sts(self, name: str, row: str, seed: int) -> None:
-        """The STS suite of a finished row's model, scored after a screen left it out (``--sts-only``)."""
+    def later(self, name: str, row: str, seed: int, part: str) -> None:
+        """The STS suite (``--sts-only``) or the whole test and pseudo-dev (``--test-only``) of a finished row's
+        model, scored after a screen left them out; the report merges them into the row."""
         started = machine()
         self.queue.wait_for(f"{name}__{row}__s{seed}", self.run_job)
         loaded = self.finished_model(name, row, seed)
-        loaded.model.eval()
+        model = loaded.model
+        model.max_seq_length = loaded.own_length
+        model.eval()
         begin = time.perf_counter()
-        suite = evaluate_sts_suite(loaded.model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
-        self.store(f"{name}__{row}__s{seed}__sts", {"sts_of": f"{name}__{row}__s{seed}",
-                                                   "sts": {k: round(v, 2) for k, v in suite.scores.items()},
-                                                   "sts_avg": round(suite.average, 2),
-                                                   "eval_seconds": round(time.perf_counter() - begin, 1)}, started)
+        if part == "sts":
+            suite = evaluate_sts_suite(model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
+            scores = {"sts": {k: round(v, 2) for k, v in suite.scores.items()}, "sts_avg": round(suite.average, 2)}
+        else:
+            scores = self.test_scores(model, self.domain(name))
+        self.store(f"{name}__{row}__s{seed}__{part}", {f"{part}_of": f"{name}__{row}__s{seed}", **scores,
+                                                      "eval_seconds": round(time.perf_counter() - begin, 1)},
+                   started)
 
     def merged(self, name: str, row: str, seed: int) -> None:
         """A trained row's model moved back toward the start: start + merge * (trained - start), weight by weight."""
@@ -458,10 +473,13 @@ class Worker:
         begin = time.perf_counter()
         trained = self.finished_model(name, row, seed)
         seconds = time.perf_counter() - begin
+        trained.model.max_seq_length = trained.own_length
+        evaluator = CurveEvaluator(self.domain(name).curve, self.headline(name))
+        curve = [{"step": base["steps_total"]} | {f"eval_{k}": v for k, v in evaluator(trained.model).items()}]
         self.store(job, {"domain": name, "row": row, "seed": seed, "description": spec.description,
                          "steps_total": base["steps_total"], "learning_rate": base.get("learning_rate"),
                          "train_seconds": round(base["train_seconds"] + seconds, 1), "merge": spec.merge,
-                         "merge_of": base_job, "curve": [], "log_history": [],
+                         "merge_of": base_job, "curve": curve, "log_history": [],
                          **self.scores(trained.model, trained.own_length, self.domain(name))}, started)
 
     def row(self, name: str, row: str, seed: int) -> None:
@@ -537,6 +555,11 @@ def parser() -> argparse.ArgumentParser:
                    help="score the SentEval STS suite (STS avg) for each finished model; STS-B dev is always scored")
     p.add_argument("--sts-only", action="store_true",
                    help="score the STS suite of finished rows (a screen run with --no-sts-suite); report merges it")
+    p.add_argument("--test-set", action=argparse.BooleanOptionalAction, default=True,
+                   help="score the whole test and the pseudo-dev for each finished model; --no-test-set screens on "
+                   "the curve corpus at the last step (minutes less per row)")
+    p.add_argument("--test-only", action="store_true",
+                   help="score the whole test and the pseudo-dev of finished rows (a screen run with --no-test-set)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     p.add_argument("--scifact", type=Path, default=SHARED / "beir" / "scifact")
     p.add_argument("--reuters", type=Path, default=SHARED / "docs" / "reuters21578" / "reuters21578_docs.jsonl.gz")
