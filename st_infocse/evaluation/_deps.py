@@ -6,12 +6,15 @@ import importlib
 import importlib.util
 from types import ModuleType
 
+from .random_state import global_random_state_kept
+
 # import name -> distribution name, for the error message
 _DISTRIBUTIONS = {"sklearn": "scikit-learn", "pytrec_eval": "pytrec-eval-terrier"}
 
 
 def require(module: str, feature: str) -> ModuleType:
-    """Import ``module`` or raise an ImportError that says how to install it.
+    """Import ``module`` or raise an ImportError that says how to install it; the caller's global random states are
+    kept (mteb seeds Python's, NumPy's and torch's on import).
 
     Args:
         module: Dotted import path, e.g. ``"beir.retrieval.evaluation"``.
@@ -25,7 +28,8 @@ def require(module: str, feature: str) -> ModuleType:
         'json'
     """
     try:
-        return importlib.import_module(module)
+        with global_random_state_kept():
+            return importlib.import_module(module)
     except ImportError as exc:
         top = module.split(".")[0]
         if importlib.util.find_spec(top) is not None:

@@ -3,19 +3,15 @@ retrieval task through mteb's public API and scored by ``mteb.evaluate``, with t
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
-import torch
 
 from ._deps import require
 from .beir_tasks import beir_task_info
 from .loaders import RetrievalData
+from .random_state import global_random_state_kept
 
-__all__ = ["evaluate_with_mteb", "global_random_state_kept", "mteb_local_task"]
+__all__ = ["evaluate_with_mteb", "mteb_local_task"]
 
 
 def mteb_local_task(data: RetrievalData, ignore_identical_ids: bool, k_values: Sequence[int]) -> Any:
@@ -76,24 +72,6 @@ def mteb_local_task(data: RetrievalData, ignore_identical_ids: bool, k_values: S
     task.data_loaded = True
     task.filter_eval_splits([data.split])
     return task
-
-
-@contextmanager
-def global_random_state_kept() -> Iterator[None]:
-    """Python's, NumPy's and torch's global random states put back as they were on leaving the block.
-
-    mteb seeds all three (``random.seed``, ``np.random.seed``, ``torch.manual_seed``) each time it builds a task or
-    an evaluator; an evaluation through it must not change the caller's random streams (a training run evaluating
-    between steps, for one).
-    """
-    python_state, numpy_state = random.getstate(), np.random.get_state()
-    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
-    try:
-        with torch.random.fork_rng(devices=devices):
-            yield
-    finally:
-        random.setstate(python_state)
-        np.random.set_state(numpy_state)
 
 
 def evaluate_with_mteb(

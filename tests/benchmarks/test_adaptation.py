@@ -248,3 +248,48 @@ def test_the_recipe_benchmark_writes_the_users_documents_and_a_valid_own_query_f
     check_retrieval_folder(tmp_path / "user" / "own-queries")  # the layout --eval_retrieval reads
     qrels = (tmp_path / "user" / "own-queries" / "qrels" / "dev.tsv").read_text().splitlines()[1:]
     assert [line.split("\t")[1] for line in qrels] == ["20", "21", "22", "23", "24"]  # held out from training
+
+
+def test_a_screen_scores_the_curve_corpus_and_the_whole_test_comes_later(bench, tmp_path, tiny_bert_dir, monkeypatch):
+    adaptation, domains, report = bench
+    common = dict(domains=["scifact"], steps=2, batch_size=4, eval_steps=2, max_length=32, smoke=True,
+                  model=str(tiny_bert_dir))
+    cfg = _config(adaptation, tmp_path, rows=["shipped", "simcse", "tsdae"], test_set=False, **common)
+    worker = adaptation.Worker(cfg)
+    worker._domains = {"scifact": _domain(domains, "scifact")}
+    monkeypatch.setattr(worker, "dev", lambda: Dev())
+    assert worker.run() == []
+    done = worker.queue.done()
+    screened = done["scifact__simcse__s0"]
+    assert "test" not in screened and "pseudo_dev" not in screened and screened["stsb_dev"] == 50.0
+    assert "test" not in done["scifact__shipped"]  # --no-test-set applies to the shipped model too
+    assert report.screen_value(screened, "ndcg@10") == screened["curve"][-1]["eval_curve_ndcg@10"]
+
+    later = _config(adaptation, tmp_path, rows=["simcse"], test_only=True, **common)
+    assert later.jobs() == ["scifact__simcse__s0__test"]
+    later_worker = adaptation.Worker(later)
+    later_worker._domains = worker._domains
+    assert later_worker.run() == []
+    scored = later_worker.queue.load("scifact__simcse__s0__test")
+    assert scored["test_of"] == "scifact__simcse__s0" and set(scored) >= {"test", "pseudo_dev"}
+    # The saved model scored later gives the whole test what it would have given at the end of training.
+    again = worker.domain("scifact").test.evaluate(adaptation.load_model(
+        str(cfg.work_dir / "models" / "scifact__simcse__s0")).model)
+    assert scored["test"]["ndcg@10"] == pytest.approx(100 * again["ndcg@10"], abs=1e-3)
+
+    # The shipped model with its whole test, so the main table has a reference; the screen ranks every row.
+    shipped = dict(done["scifact__shipped"]) | {"test": {"ndcg@10": 50.0, "recall@100": 90.0},
+                                                "pseudo_dev": {"ndcg@10": 40.0}}
+    (cfg.work_dir / "done" / "scifact__shipped.json").write_text(json.dumps(shipped))
+    collected = report.collect(adaptation.JobQueue(cfg.work_dir).done(), cfg)
+    data = collected["domains"]["scifact"]
+    assert data["rows"]["simcse"][0]["test"] == scored["test"]  # merged into its row
+    assert "test" not in data["rows"]["tsdae"][0]
+    markdown = report.render(collected, cfg, "cmd")
+    assert "| DenoisingAutoEncoderLoss (TSDAE, tied decoder) | screened only |" in markdown
+    start = report.screen_value(shipped, "ndcg@10")
+    for row in ("simcse", "tsdae"):
+        delta = report.screen_value(data["rows"][row][0], "ndcg@10") - start
+        assert f"| {row} | {delta:+.2f} |" in markdown
+    assert set(report.follow_up("scifact", data)[0]) == {"simcse", "tsdae"}
+

@@ -301,6 +301,33 @@ def test_load_mteb_sts_offline_error_is_clear(monkeypatch):
         load_mteb_sts(task)
 
 
+def test_loading_from_mteb_leaves_the_global_random_states_as_found(monkeypatch):
+    """mteb seeds Python's, NumPy's and torch's generators when it builds or loads a task; a training run that
+    loads an evaluator from it must keep its own random streams."""
+    mteb = pytest.importorskip("mteb")
+    import random
+
+    import numpy as np
+    import torch
+    from datasets import Dataset
+
+    from st_infocse.evaluation.loaders.common import mteb_task
+
+    def reseeding_load(self):
+        random.seed(42), np.random.seed(42), torch.manual_seed(42)  # what mteb does
+        self.dataset = {"test": Dataset.from_dict({"sentence1": ["a"], "sentence2": ["b"], "score": [2.0]})}
+        self.data_loaded = True
+
+    monkeypatch.setattr(type(mteb.get_task("SICK-R")), "load_data", reseeding_load)
+    random.seed(7), np.random.seed(7), torch.manual_seed(7)
+    states = random.getstate(), np.random.get_state()[1].copy(), torch.get_rng_state()
+    assert mteb_task("SICK-R", "STS").metadata.name == "SICK-R"
+    assert load_mteb_sts("SICK-R").scores == [2.0]
+    assert random.getstate() == states[0]
+    assert np.array_equal(np.random.get_state()[1], states[1])
+    assert torch.equal(torch.get_rng_state(), states[2])
+
+
 # ---------------------------------------------------------------------------------------------------- BEIR
 
 

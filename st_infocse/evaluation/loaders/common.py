@@ -18,6 +18,7 @@ from typing import Any
 from st_infocse.files import FileFormatError, InvalidJSONLineError, NotDecodableError, read_json_records, read_lines
 
 from .._deps import require
+from ..random_state import global_random_state_kept
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +246,8 @@ def pick_split(split: str, available: Sequence[str]) -> str | None:
 def mteb_task(task: Any, kind: str) -> Any:
     mteb = require("mteb", f"Loading {kind} data from mteb")
     if isinstance(task, str):
-        return mteb.get_task(task)
+        with global_random_state_kept():  # mteb seeds random, NumPy and torch when it builds a task
+            return mteb.get_task(task)
     return task
 
 
@@ -253,7 +255,8 @@ def load_mteb_data(task: Any) -> None:
     if getattr(task, "data_loaded", False):
         return
     try:
-        task.load_data()
+        with global_random_state_kept():
+            task.load_data()
     except Exception as exc:  # hub errors come in many types; the message is what matters
         raise RuntimeError(
             f"could not load mteb task {task.metadata.name} from the Hugging Face hub ({type(exc).__name__}: {exc}). "
