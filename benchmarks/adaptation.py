@@ -32,13 +32,12 @@ Jobs finished are JSON files under ``--work-dir``; a repeated command skips them
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import random
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +55,15 @@ from sentence_transformers.sentence_transformer.training_args import SentenceTra
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from adaptation_domains import Domain, Sizes, load_reuters, load_scifact  # noqa: E402
+from adaptation_rows import (  # noqa: E402
+    MINING_SEED,
+    ROWS,
+    Row,
+    delete_words,
+    ict_pairs,
+    mining_subset,
+    toward_start,
+)
 from harness import MPNET, REPO, SHARED, CurveCallback, JobQueue, log, machine, minilm_path  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
@@ -70,54 +78,6 @@ from st_infocse.training import (  # noqa: E402
 )
 
 DOMAINS = ("scifact", "reuters")
-MINING_SEED = 0
-
-
-@dataclass(frozen=True)
-class Row:
-    description: str
-    loss: str | None  # None: not trained
-    data: str = "sentences"  # sentences | same-pairs | tsdae | ict | idc
-    lambda_: float | None = None
-    decoder_first: bool = False
-    annotator: str | None = None  # idc: minilm (the shipped model) | mpnet
-    round: int = 0
-    learning_rate: float | None = None  # None: the budget's; a variant's own (an already trained model's lever)
-    merge_of: str | None = None  # a weight anchor: this row's trained model, moved back toward the start model
-    merge: float = 1.0  # the share of the trained change kept: start + merge * (trained - start)
-
-
-ROWS: dict[str, Row] = {
-    "shipped": Row("all-MiniLM-L6-v2 as shipped (no training)", None, "none"),
-    "simcse": Row("SimCSELoss (defaults)", "simcse"),
-    "mnrl-ss": Row("MultipleNegativesRankingLoss on (s, s)", "mnrl", "same-pairs"),
-    "tsdae": Row("DenoisingAutoEncoderLoss (TSDAE, tied decoder)", "tsdae", "tsdae"),
-    "ict": Row("MultipleNegativesRankingLoss on (sentence, rest of its document): ICT", "mnrl", "ict"),
-    "infocse": Row("InfoCSELoss (as released: lambda 1e-5)", "infocse"),
-    "infocse-df-0.1": Row("InfoCSELoss, decoder trained first on the domain, full gradient, lambda 0.1", "infocse",
-                          lambda_=0.1, decoder_first=True),
-    "infocse-df-1": Row("InfoCSELoss, decoder trained first on the domain, full gradient, lambda 1", "infocse",
-                        lambda_=1.0, decoder_first=True),
-    "cmlm-cse": Row("CMLMCSELoss (defaults)", "cmlm-cse"),
-    "informin": Row("InforMinReconstructionLoss (defaults)", "informin"),
-}
-for _annotator, _label in (("minilm", "the shipped model"), ("mpnet", "all-mpnet-base-v2")):
-    for _loss, _loss_label in (("mnrl", "MultipleNegativesRankingLoss"), ("infocse", "InfoCSELoss (as released)")):
-        for _round in (1, 2):
-            ROWS[f"idc-{_annotator}-{_loss}-r{_round}"] = Row(
-                f"IDC pairs mined by {_label}" + (", round 2 (re-mined by round 1's model)" if _round == 2 else "")
-                + f" + {_loss_label}", _loss, "idc", annotator=_annotator, round=_round)
-
-# The learning rate for an already trained model (issue 29's first lever): the same rows at smaller steps.
-for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "mnrl-ss", "tsdae", "infocse-df-1"):
-    for _lr in ("1e-5", "5e-6"):
-        ROWS[f"{_base}-lr{_lr}"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, lr {_lr}",
-                                           learning_rate=float(_lr))
-
-# A weight anchor after training (WiSE-FT, Wortsman et al. 2022): half of the change, no extra training, no choice.
-for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "tsdae", "ict-lr1e-5"):
-    ROWS[f"{_base}-merge0.5"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, halfway back to the "
-                                        "start weights", merge_of=_base, merge=0.5)
 
 
 @dataclass
@@ -191,43 +151,6 @@ class Config:
     def rank(row: Row) -> int:
         """Queue order: rows needing another row's model after it (round 2 after round 1, a merge after its row)."""
         return ROWS[row.merge_of].round + 1 if row.merge_of else row.round
-
-
-def toward_start(start: dict[str, torch.Tensor], trained: dict[str, torch.Tensor], share: float,
-                 ) -> dict[str, torch.Tensor]:
-    """``start + share * (trained - start)`` for every floating-point tensor (integer buffers kept as trained)."""
-    if set(start) != set(trained):
-        raise ValueError(f"the two models differ in their weights: {sorted(set(start) ^ set(trained))[:5]}")
-    return {k: start[k] + share * (v - start[k]) if v.is_floating_point() else v for k, v in trained.items()}
-
-
-def delete_words(text: str, rng: random.Random, ratio: float = 0.6) -> str:
-    """TSDAE's deletion noise (ratio 0.6) on whitespace words; nltk's tokenizer is not a dependency here."""
-    words = text.split()
-    kept = [w for w in words if rng.random() > ratio]
-    return " ".join(kept or [rng.choice(words)])
-
-
-def ict_pairs(documents: list[dict[str, Any]]) -> Dataset:
-    """(a sentence, the rest of its document) for every sentence of every document with two or more."""
-    columns: dict[str, list[str]] = {"anchor": [], "positive": [], "doc_id": []}
-    for doc in documents:
-        sentences = doc["sentences"]
-        for i, sentence in enumerate(sentences if len(sentences) > 1 else []):
-            columns["anchor"].append(sentence)
-            columns["positive"].append(" ".join(sentences[:i] + sentences[i + 1:]))
-            columns["doc_id"].append(doc["id"])
-    return Dataset.from_dict(columns)
-
-
-def mining_subset(documents: list[dict[str, Any]], size: int | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A seeded subset of the documents (in their order) for mining, and a record of which it is."""
-    chosen = documents
-    if size is not None and len(documents) > size:
-        keep = set(random.Random(MINING_SEED).sample(range(len(documents)), size))
-        chosen = [doc for i, doc in enumerate(documents) if i in keep]
-    digest = hashlib.sha1("\n".join(doc["id"] for doc in chosen).encode()).hexdigest()
-    return chosen, {"selected": len(chosen), "of": len(documents), "seed": MINING_SEED, "ids_sha1": digest}
 
 
 def _x100(scores: dict[str, float]) -> dict[str, float]:
