@@ -245,10 +245,13 @@ def render(collected: dict[str, Any], cfg: Config, command: str, flags: str = ""
             lines.append("")
         if (chosen := follow_up(name, data)) is not None:
             rows, nearest = chosen
+            command = f"python benchmarks/adaptation.py run --work-dir W{flags} --domains {name} --rows"
+            screened = [r for r in rows if not any("test" in d for d in data["rows"][r] if d["seed"] == 0)]
+            first = (f"`{command} {' '.join(screened)} --test-only --sts-only` (seed 0's whole test and STS suite, "
+                     "from its saved model), then " if screened else "")
             lines += [f"Next, three seeds for: {', '.join(rows)} (the best three on {HEADLINE[name]} and the shipped "
                       f"model's nearest competitor, {nearest}; chosen on seed 0's screen, so seed 0 flatters them: "
-                      f"judge them on the other seeds): `python benchmarks/adaptation.py run --work-dir W{flags} --domains "
-                      f"{name} --rows {' '.join(rows)} --seeds 1 2`.", ""]
+                      f"judge them on the other seeds): {first}`{command} {' '.join(rows)} --seeds 1 2`.", ""]
     if collected["ignored"]:
         lines += [f"Jobs under another budget, not reported: {len(collected['ignored'])}.", ""]
     return "\n".join(lines).rstrip() + "\n"
