@@ -123,6 +123,8 @@ def domain_table(name: str, data: dict[str, Any], rows: list[str]) -> list[str]:
                          + f" | {pseudo_start:.2f} | {_optional([shipped], 'sts_avg')} | {shipped['stsb_dev']:.2f} | 0 | 0 |")
             continue
         group = data["rows"].get(row, [])
+        if not group and (ROWS[row].learning_rate or ROWS[row].merge_of):
+            continue  # a lever's variant is listed once it has run; the rows of the screen always are
         if not group:
             lines.append(f"| {ROWS[row].description} | not run yet |" + " |" * (len(head) - 2))
             continue

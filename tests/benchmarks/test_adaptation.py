@@ -226,6 +226,8 @@ def test_report_tests_several_seeds_against_the_shipped_value_and_marks_rows_not
     # mean 62, sd 1, n 3 against 64: t = -2 / (1 / sqrt 3) = -3.46, two-sided p = 0.074
     assert "| 0,1,2 | 62.00 ± 1.00 | -2.00 (p = 0.074) |" in line
     assert "| DenoisingAutoEncoderLoss (TSDAE, tied decoder) | not run yet |" in markdown
+    cfg = _config(adaptation, tmp_path, domains=["scifact"], rows=["shipped", "simcse", "simcse-lr1e-5"])
+    assert "lr 1e-5" not in report.render(collected, cfg, "cmd")  # a lever's variant not run is not listed
     assert report.follow_up("scifact", collected["domains"]["scifact"]) is None  # one trained row: nothing to rank
 
 
