@@ -366,7 +366,8 @@ def plot_deltas(domains: dict[str, Any], path: Path) -> None:
             for y, row in enumerate(measured):
                 values = [d["test"][HEADLINE[name]] - reference for d in data["rows"].get(row, []) if "test" in d]
                 if not values:
-                    axis.text(0, y, "not run", va="center", ha="center", fontsize=10, color="0.4")
+                    label = "screened only" if data["rows"].get(row) else "not run"
+                    axis.text(0, y, label, va="center", ha="center", fontsize=10, color="0.4")
                     continue
                 mean = statistics.mean(values)
                 axis.barh(y, mean, color="#2b7bba" if mean > 0 else "#c0392b", alpha=0.45, height=0.6)

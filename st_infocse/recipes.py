@@ -426,7 +426,7 @@ _RECIPES = (
         notes=(
             "Measured with one budget for every row (benchmarks/results/adaptation.md): on Reuters-21578 news it "
             "raised article -> headline retrieval well above the model as shipped; on SciFact it left nDCG@10 where "
-            "it was, while other settings lowered it and a pseudo-dev set built from the same abstracts rose. "
+            "it was, while most other settings lowered it and a pseudo-dev set built from the same abstracts rose. "
             "Whether it helps depends on the domain, and only your own held-out queries can tell.",
             "So the recipe requires --eval_retrieval: a folder of your own queries and documents in BEIR's layout "
             "(docs/your-own-model.md), not built from the training documents. The round is scored on it before and "
