@@ -372,9 +372,7 @@ class Worker:
         model, scored after a screen left them out; the report merges them into the row."""
         started = machine()
         self.queue.wait_for(f"{name}__{row}__s{seed}", self.run_job)
-        loaded = self.finished_model(name, row, seed)
-        model = loaded.model
-        model.max_seq_length = loaded.own_length
+        model = self.finished_model(name, row, seed).model  # loaded at its own length
         model.eval()
         begin = time.perf_counter()
         if part == "sts":
@@ -396,7 +394,6 @@ class Worker:
         begin = time.perf_counter()
         trained = self.finished_model(name, row, seed)
         seconds = time.perf_counter() - begin
-        trained.model.max_seq_length = trained.own_length
         evaluator = CurveEvaluator(self.domain(name).curve, self.headline(name))
         curve = [{"step": base["steps_total"]} | {f"eval_{k}": v for k, v in evaluator(trained.model).items()}]
         self.store(job, {"domain": name, "row": row, "seed": seed, "description": spec.description,

@@ -295,4 +295,3 @@ def test_a_screen_scores_the_curve_corpus_and_the_whole_test_comes_later(bench, 
         assert f"| {row} | {delta:+.2f} |" in markdown
     assert set(report.follow_up("scifact", data)[0]) == {"simcse", "tsdae"}
     assert "--rows tsdae --test-only --sts-only`" in markdown  # seed 0's whole test first, for a screened row only
-
