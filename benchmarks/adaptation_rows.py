@@ -50,13 +50,15 @@ for _annotator, _label in (("minilm", "the shipped model"), ("mpnet", "all-mpnet
                 + f" + {_loss_label}", _loss, "idc", annotator=_annotator, round=_round)
 
 # The learning rate for an already trained model (issue 29's first lever): the same rows at smaller steps.
-for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "mnrl-ss", "tsdae", "infocse-df-1"):
+for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "mnrl-ss", "tsdae", "infocse-df-1",
+              "informin"):
     for _lr in ("1e-5", "5e-6"):
         ROWS[f"{_base}-lr{_lr}"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, lr {_lr}",
                                            learning_rate=float(_lr))
 
 # A weight anchor after training (WiSE-FT, Wortsman et al. 2022): half of the change, no extra training, no choice.
-for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "tsdae", "ict-lr1e-5"):
+for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "mnrl-ss", "tsdae", "informin",
+              "ict-lr1e-5"):
     ROWS[f"{_base}-merge0.5"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, halfway back to the "
                                         "start weights", merge_of=_base, merge=0.5)
 
