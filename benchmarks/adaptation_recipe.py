@@ -1,22 +1,25 @@
-"""What a user's run of the ``adapt-idc-mpnet`` recipe costs and gives, end to end on the command line (issue 29,
-item 5).
+"""What a user's run of an adaptation recipe (``adapt-idc-mpnet``, ``adapt-informin``) costs and gives, end to end
+on the command line (issue 29, item 5).
 
-    HF_HUB_OFFLINE=1 python benchmarks/adaptation_recipe.py --work-dir /tmp/adapt-recipe
+    HF_HUB_OFFLINE=1 python benchmarks/adaptation_recipe.py --recipe adapt-informin --work-dir /tmp/adapt-recipe
 
 The user's side, as a user would have it: 5,000 documents of their domain (the first 5,000 Reuters-21578 ``TRAIN``
 articles with a body) and their own queries, held out from training: the headlines of the next 300 ``TRAIN``
-articles, each retrieving its own article among 1,000 (those 300 and 700 training articles). The command::
+articles, each retrieving its own article among 1,000 (those 300 and 700 training articles). The commands::
 
     st-infocse train --recipe adapt-idc-mpnet --model all-MiniLM-L6-v2 --docs docs.jsonl \\
         --eval_retrieval own-queries --idc_annotator all-mpnet-base-v2 --stsb_dev none --output_dir out
+    st-infocse train --recipe adapt-informin --model all-MiniLM-L6-v2 --train_data docs.jsonl \\
+        --eval_retrieval own-queries --stsb_dev none --output_dir out
 
-(all-mpnet-base-v2 as a local folder: this machine has no hub) is timed whole (wall clock, from the command's
-start to its exit: loading both models, mining 500 documents with all-mpnet-base-v2, the start and end evaluations,
-training, saving) with its peak memory, and its ``run_summary.json`` read back. Then, outside the
-user's run, the saved model is scored on the ``TEST`` split (each article retrieving its own headline and the
-reverse, as ``adaptation.py`` scores it, whose committed shipped-model row it is compared with), which neither
-training nor the run's choice saw.
-Results: ``benchmarks/results/adaptation_recipe.json`` and a block in ``benchmarks/README.md``.
+(all-mpnet-base-v2 as a local folder: this machine has no hub) are timed whole (wall clock, from the command's
+start to its exit: loading the models, mining 500 documents with all-mpnet-base-v2 where the recipe mines, the
+start and end evaluations, training, saving) with their peak memory, and the ``run_summary.json`` read back. Then,
+outside the user's run, the saved model is scored on the ``TEST`` split (each article retrieving its own headline
+and the reverse, as ``adaptation.py`` scores it, whose committed shipped-model row it is compared with), which
+neither training nor the run's choice saw.
+Results: ``benchmarks/results/adaptation_recipe.json`` (one entry per recipe) and a block in
+``benchmarks/README.md``.
 """
 
 from __future__ import annotations
@@ -66,11 +69,16 @@ def user_files(reuters: Path, folder: Path, documents: int, queries: int, corpus
     return {"documents": len(docs), "own_queries": len(asked), "own_corpus": len(asked) + len(distractors)}
 
 
-def run_recipe(model: str, annotator: Path, folder: Path, threads: int, extra: list[str]) -> dict[str, Any]:
+RECIPES = ("adapt-idc-mpnet", "adapt-informin")
+
+
+def run_recipe(recipe: str, model: str, annotator: Path, folder: Path, threads: int, extra: list[str],
+               ) -> dict[str, Any]:
     out = folder / "out"
-    command = ["st-infocse", "train", "--recipe", "adapt-idc-mpnet", "--model", model, "--docs",
-               str(folder / "docs.jsonl"), "--eval_retrieval", str(folder / "own-queries"), "--idc_annotator",
-               str(annotator), "--stsb_dev", "none", "--output_dir", str(out), *extra]
+    data = (["--docs", str(folder / "docs.jsonl"), "--idc_annotator", str(annotator)] if recipe == "adapt-idc-mpnet"
+            else ["--train_data", str(folder / "docs.jsonl")])
+    command = ["st-infocse", "train", "--recipe", recipe, "--model", model, *data, "--eval_retrieval",
+               str(folder / "own-queries"), "--stsb_dev", "none", "--output_dir", str(out), *extra]
     env = os.environ | {"OMP_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false"}
     start = time.perf_counter()
     finished = subprocess.run([sys.executable, "-m", "st_infocse", *command[1:]], env=env, capture_output=True,
@@ -80,9 +88,26 @@ def run_recipe(model: str, annotator: Path, folder: Path, threads: int, extra: l
         raise SystemExit(f"the recipe failed:\n{finished.stderr[-3000:]}")
     peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     summary = json.loads((out / "run_summary.json").read_text())
-    tail = finished.stdout[finished.stdout.index("IDC training done"):] if "training done" in finished.stdout else ""
+    printed = finished.stdout
+    tail = printed[printed.rindex("\n", 0, printed.index("training done")) + 1:] if "training done" in printed else ""
     return {"command": " ".join(command), "wall_seconds": round(wall, 1), "peak_memory_gb": round(peak_kb / 2**20, 2),
             "run_summary": summary, "printed_summary": tail, "threads": threads}
+
+
+def own_queries(summary: dict[str, Any]) -> dict[str, Any]:
+    """The user's own queries in a run summary: nDCG@10 at the start, after training, of the saved model, and
+    whether the start was saved (IDC records rounds; the other objectives their start and end)."""
+    if "rounds" in summary:
+        rounds = summary["rounds"]
+        start, saved = rounds["initial_metrics"], rounds["final_metrics"]
+        key = next(k for k in start if k.endswith("ndcg@10"))
+        return {"start": 100 * start[key], "trained": 100 * rounds["rounds"][-1]["score"],
+                "saved": 100 * saved[key], "kept_start": rounds["best_round"] == 0}
+    run = summary["start_end"]
+    key = next(k for k in run["start"] if k.endswith("ndcg@10"))
+    kept_start = run["kept"] == "start"
+    return {"start": 100 * run["start"][key], "trained": 100 * run["end"][key],
+            "saved": 100 * (run["start"] if kept_start else run["end"])[key], "kept_start": kept_start}
 
 
 def score_test(model_path: str, reuters: Path) -> dict[str, float]:
@@ -95,31 +120,37 @@ def score_test(model_path: str, reuters: Path) -> dict[str, float]:
     return {k: round(100 * scores[k], 2) for k in ("a2h_ndcg@10", "a2h_recall@10", "h2a_ndcg@10", "h2a_recall@10")}
 
 
-def render(result: dict[str, Any]) -> str:
-    run, rounds = result["run"], result["run"]["run_summary"]["rounds"]
-    start, end = rounds["initial_metrics"], rounds["final_metrics"]
-    key = next(k for k in start if k.endswith("ndcg@10"))
-    saved = "the model as given (the round did not beat it)" if rounds["best_round"] == 0 else "the trained round"
-    shipped, trained = result["test"]["shipped"], result["test"]["saved"]
+def render(results: dict[str, dict[str, Any]]) -> str:
+    """One table, a column per recipe run."""
+    names = [name for name in RECIPES if name in results]
+    first = results[names[0]]
+    columns = []
+    for name in names:
+        result = results[name]
+        run, own = result["run"], own_queries(result["run"]["run_summary"])
+        shipped, trained = result["test"]["shipped"], result["test"]["saved"]
+        columns.append([
+            f"{run['wall_seconds'] / 60:.1f} min", f"{run['peak_memory_gb']:.1f} GB",
+            f"{own['start']:.2f} -> {own['trained']:.2f}",
+            "the model as given (training did not beat it)" if own["kept_start"] else "the trained model",
+            f"{shipped['a2h_ndcg@10']:.2f} -> {trained['a2h_ndcg@10']:.2f}",
+            f"{shipped['h2a_ndcg@10']:.2f} -> {trained['h2a_ndcg@10']:.2f}",
+            f"{result['machine']['load_1min']}, commit {result['machine']['commit'][:7]}",
+        ])
+    labels = ["wall time, whole command", "peak memory", "own queries nDCG@10: the model as given -> trained",
+              "saved", "Reuters TEST article -> headline nDCG@10, shipped -> saved",
+              "Reuters TEST headline -> article nDCG@10, shipped -> saved", "1-minute load at the start, code"]
     lines = [
-        f"Command: `python benchmarks/adaptation_recipe.py --work-dir DIR` ({result['machine']['cores']} cores, "
-        f"{run['threads']} threads, 1-minute load {result['machine']['load_1min']} at the start).",
+        f"Command: `python benchmarks/adaptation_recipe.py --recipe NAME --work-dir DIR` ({first['machine']['cores']} "
+        f"cores, {first['run']['threads']} threads), {first['data']['documents']:,} documents, "
+        f"{first['data']['own_queries']} own queries over {first['data']['own_corpus']:,} documents. The user's "
+        "commands:",
         "",
-        f"The user's run: `{run['command'].replace(str(result['folder']) + '/', '')}` on {result['data']['documents']:,} "
-        f"documents, with {result['data']['own_queries']} own queries over {result['data']['own_corpus']:,} documents.",
+        *(f"- `{results[name]['run']['command'].replace(str(results[name]['folder']) + '/', '')}`" for name in names),
         "",
-        "| | |",
-        "|---|---|",
-        f"| wall time, whole command | {run['wall_seconds'] / 60:.1f} min |",
-        f"| peak memory | {run['peak_memory_gb']:.1f} GB |",
-        f"| own queries nDCG@10: the model as given, after the round | {100 * start[key]:.2f}, "
-        f"{100 * rounds['rounds'][-1]['score']:.2f} |",
-        f"| own queries nDCG@10 of the saved model | {100 * end[key]:.2f} |",
-        f"| saved | {saved} |",
-        f"| Reuters TEST article -> headline nDCG@10, shipped -> saved | {shipped['a2h_ndcg@10']:.2f} -> "
-        f"{trained['a2h_ndcg@10']:.2f} |",
-        f"| Reuters TEST headline -> article nDCG@10, shipped -> saved | {shipped['h2a_ndcg@10']:.2f} -> "
-        f"{trained['h2a_ndcg@10']:.2f} |",
+        "| | " + " | ".join(f"`{name}`" for name in names) + " |",
+        "|---|" + "---|" * len(names),
+        *(f"| {label} | " + " | ".join(column[i] for column in columns) + " |" for i, label in enumerate(labels)),
     ]
     return "\n".join(lines)
 
@@ -127,6 +158,7 @@ def render(result: dict[str, Any]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--reuters", type=Path, default=SHARED / "docs" / "reuters21578" / "reuters21578_docs.jsonl.gz")
+    p.add_argument("--recipe", choices=RECIPES, required=True)
     p.add_argument("--work-dir", type=Path, required=True)
     p.add_argument("--documents", type=int, default=5000)
     p.add_argument("--queries", type=int, default=300)
@@ -144,20 +176,24 @@ def main() -> None:
     folder = ns.work_dir.resolve()
     result: dict[str, Any] = {"machine": machine(), "folder": str(folder)}
     result["data"] = user_files(ns.reuters, folder, ns.documents, ns.queries, ns.corpus)
-    extra = ["--max_steps", "2", "--idc_max_docs", "10"] if ns.smoke else []
-    result["run"] = run_recipe(model, ns.mpnet, folder, ns.threads, extra)
+    extra = ["--max_steps", "2", "--eval_steps", "2", "--save_steps", "2"] if ns.smoke else []
+    extra += ["--idc_max_docs", "10"] if ns.smoke and ns.recipe == "adapt-idc-mpnet" else []
+    result["run"] = run_recipe(ns.recipe, model, ns.mpnet, folder, ns.threads, extra)
     print(result["run"]["printed_summary"])
     if ns.smoke:
         print(f"smoke run: {result['run']['wall_seconds']:.0f} s, {result['run']['peak_memory_gb']:.1f} GB")
         return
     # The model as shipped was scored on the same TEST split by adaptation.py (the same code): not scored again.
     shipped = json.loads((RESULTS / "adaptation.json").read_text())["domains"]["reuters"]["shipped"]["test"]
-    kept_start = result["run"]["run_summary"]["rounds"]["best_round"] == 0
+    kept_start = own_queries(result["run"]["run_summary"])["kept_start"]
     result["test"] = {"shipped": {k: round(v, 2) for k, v in shipped.items()},
                       "saved": shipped if kept_start else score_test(str(folder / "out"), ns.reuters)}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "adaptation_recipe.json").write_text(json.dumps(result, indent=1))
-    markdown = render(result)
+    path = RESULTS / "adaptation_recipe.json"
+    results = json.loads(path.read_text()) if path.exists() else {}
+    results[ns.recipe] = result
+    path.write_text(json.dumps(results, indent=1))
+    markdown = render(results)
     update_block(markdown, "adaptation-recipe")
     print(markdown)
 

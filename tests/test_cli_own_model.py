@@ -408,6 +408,24 @@ def test_the_adapt_recipe_needs_your_documents_and_queries_and_keeps_your_model(
     assert json.loads((out / "run_summary.json").read_text())["objective"] == "idc"
 
 
+def test_the_adapt_informin_recipe_trains_your_sentences_and_keeps_your_model(user_model, data, tmp_path, capsys):
+    texts = str(data["texts"])
+    assert main(["train", "--recipe", "adapt-informin", "--model", str(user_model), "--train_data", texts]) == 2
+    assert "recipe adapt-informin needs --eval_retrieval" in _one_line_error(capsys)
+    out = tmp_path / "run"
+    argv = ["train", "--recipe", "adapt-informin", "--model", str(user_model), "--train_data", texts,
+            "--eval_retrieval", str(data["beir"]), "--stsb_dev", "none", "--output_dir", str(out), "--max_steps", "2",
+            "--eval_steps", "2", "--save_steps", "2", "--per_device_train_batch_size", "4", "--use_cpu", "true"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"--split_sentences: 41 texts -> 4\d sentences", printed)  # the long text, split
+    assert re.search(r"retrieval nDCG@10 +\d+\.\d\d -> \d+\.\d\d", printed)  # the user's queries, start -> end
+    assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]
+    assert _pooling_mode(out) == "mean"
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["objective"] == "informin"
+
+
 def test_idc_with_an_annotator_on_a_sample_of_the_documents(user_model, tiny_bert_dir, tmp_path, capsys):
     annotator = str(tiny_bert_dir)  # another model: a plain encoder, loaded by the same rule
     out = tmp_path / "run"

@@ -131,6 +131,21 @@ EXPECTED = {
         max_seq_length=128,
         pooling=None,  # the model's own
     ),
+    "adapt-informin": dict(
+        objective="informin",
+        model="sentence-transformers/all-MiniLM-L6-v2",
+        lambda_=None,  # the loss's own: InforMin-CL's released weight
+        projection="mlp",  # the loss's default, which the benchmark trained with
+        split_sentences=True,
+        learning_rate=2e-5,
+        num_train_epochs=1,
+        max_steps=100,
+        per_device_train_batch_size=32,
+        max_seq_length=128,
+        eval_steps=100,
+        save_steps=100,
+        pooling=None,  # the model's own
+    ),
 }
 PUBLISHED = {
     "simcse-bert-base": {"STS avg": 76.25, "STS-B dev": 82.45},
@@ -140,6 +155,7 @@ PUBLISHED = {
     "cmlm-cse-bert-base": {"STS avg": 76.80, "STS-B dev": 83.76},
     "infocse-minilm-decoder-first": {"STS avg": 77.94, "STS-B dev": 84.98},
     "adapt-idc-mpnet": {"Reuters article -> headline nDCG@10": 66.21, "SciFact nDCG@10": 64.80},
+    "adapt-informin": {"Reuters article -> headline nDCG@10": 63.19, "SciFact nDCG@10": 64.76},
 }
 
 
@@ -220,6 +236,9 @@ def _required_data(name: str) -> list[str]:
     if "--docs" in RECIPES[name].requires:
         Path("docs.jsonl").write_text(json.dumps({"id": "d", "sentences": ["A cat sat.", "It purred."]}) + "\n")
         flags += ["--docs", "docs.jsonl"]
+    if "--train_data" in RECIPES[name].requires:
+        Path("texts.txt").write_text("A cat sat on the mat. It purred.\n")
+        flags += ["--train_data", "texts.txt"]
     if "--eval_retrieval" in RECIPES[name].requires:
         Path("mine", "qrels").mkdir(parents=True, exist_ok=True)
         flags += ["--eval_retrieval", "mine"]
@@ -392,7 +411,18 @@ def tiny12(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("recipes")
     sentences = root / "sentences.txt"
     sentences.write_text("\n".join(random_sentences(40)) + "\n")
-    return {"model": _build(root / "tiny12", layers=12, with_mlm_head=True), "sentences": sentences, "root": root}
+    # A retrieval folder of the user's own (BEIR layout) for the recipes that require one.
+    beir = root / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    corpus = random_sentences(12, seed=5, min_words=8, max_words=14)
+    (beir / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"c{i}", "title": "", "text": text}) + "\n"
+                                               for i, text in enumerate(corpus)))
+    (beir / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": " ".join(text.split()[:5])})
+                                                + "\n" for i, text in enumerate(corpus[:4])))
+    (beir / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\tc{i}\t1\n"
+                                                                                     for i in range(4)))
+    model = _build(root / "tiny12", layers=12, with_mlm_head=True)
+    return {"model": model, "sentences": sentences, "beir": beir, "root": root}
 
 
 def _tiny_run(tiny12: dict[str, Path], name: str, *flags: str) -> list[str]:
@@ -410,6 +440,7 @@ def _tiny_run(tiny12: dict[str, Path], name: str, *flags: str) -> list[str]:
         "4",
         "--output_dir",
         str(tiny12["root"] / name),
+        *(["--eval_retrieval", str(tiny12["beir"])] if "--eval_retrieval" in RECIPES[name].requires else []),
         *flags,
     ]
 

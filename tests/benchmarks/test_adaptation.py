@@ -252,6 +252,31 @@ def test_the_recipe_benchmark_writes_the_users_documents_and_a_valid_own_query_f
     assert [line.split("\t")[1] for line in qrels] == ["20", "21", "22", "23", "24"]  # held out from training
 
 
+def test_the_recipe_benchmark_reads_both_kinds_of_run_summary_and_renders_one_column_per_recipe():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    recipe = importlib.import_module("adaptation_recipe")
+    idc = {"rounds": {"initial_metrics": {"eval_own_ndcg@10": 0.70}, "final_metrics": {"eval_own_ndcg@10": 0.70},
+                      "rounds": [{"score": 0.68}], "best_round": 0}}
+    informin = {"start_end": {"start": {"eval_own_ndcg@10": 0.70}, "end": {"eval_own_ndcg@10": 0.72}, "kept": "end"}}
+    assert recipe.own_queries(idc) == {"start": 70.0, "trained": 68.0, "saved": 70.0, "kept_start": True}
+    assert recipe.own_queries(informin) == pytest.approx({"start": 70.0, "trained": 72.0, "saved": 72.0,
+                                                          "kept_start": False})
+    test = {"shipped": {"a2h_ndcg@10": 58.09, "h2a_ndcg@10": 63.69},
+            "saved": {"a2h_ndcg@10": 60.0, "h2a_ndcg@10": 64.0}}
+
+    def result(summary: dict) -> dict:
+        return {"machine": {"cores": 2, "load_1min": 0.1, "commit": "abcdef123"}, "folder": "/w",
+                "data": {"documents": 5000, "own_queries": 300, "own_corpus": 1000}, "test": test,
+                "run": {"command": "st-infocse train --docs /w/docs.jsonl", "wall_seconds": 300.0,
+                        "peak_memory_gb": 3.0, "threads": 2, "run_summary": summary}}
+
+    table = recipe.render({"adapt-informin": result(informin), "adapt-idc-mpnet": result(idc)})
+    assert "| | `adapt-idc-mpnet` | `adapt-informin` |" in table  # the script's order, not the file's
+    assert "| saved | the model as given (training did not beat it) | the trained model |" in table
+    assert "| own queries nDCG@10: the model as given -> trained | 70.00 -> 68.00 | 70.00 -> 72.00 |" in table
+    assert "`st-infocse train --docs docs.jsonl`" in table
+
+
 def test_a_screen_scores_the_curve_corpus_and_the_whole_test_comes_later(bench, tmp_path, tiny_bert_dir, monkeypatch):
     adaptation, domains, report = bench
     common = dict(domains=["scifact"], steps=2, batch_size=4, eval_steps=2, max_length=32, smoke=True,
