@@ -89,7 +89,8 @@ def run_recipe(recipe: str, model: str, annotator: Path, folder: Path, threads: 
     peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     summary = json.loads((out / "run_summary.json").read_text())
     printed = finished.stdout
-    tail = printed[printed.rindex("\n", 0, printed.index("training done")) + 1:] if "training done" in printed else ""
+    at = printed.lower().find("training done")  # "IDC training done" / "Training done"
+    tail = printed[printed.rfind("\n", 0, at) + 1:] if at >= 0 else ""
     return {"command": " ".join(command), "wall_seconds": round(wall, 1), "peak_memory_gb": round(peak_kb / 2**20, 2),
             "run_summary": summary, "printed_summary": tail, "threads": threads}
 
