@@ -136,14 +136,15 @@ def render(results: dict[str, dict[str, Any]]) -> str:
             "the model as given (training did not beat it)" if own["kept_start"] else "the trained model",
             f"{shipped['a2h_ndcg@10']:.2f} -> {trained['a2h_ndcg@10']:.2f}",
             f"{shipped['h2a_ndcg@10']:.2f} -> {trained['h2a_ndcg@10']:.2f}",
-            f"{result['machine']['load_1min']}, commit {result['machine']['commit'][:7]}",
+            f"{run['threads']}, {result['machine']['load_1min']}, {result['machine']['commit'][:7]}",
         ])
     labels = ["wall time, whole command", "peak memory", "own queries nDCG@10: the model as given -> trained",
               "saved", "Reuters TEST article -> headline nDCG@10, shipped -> saved",
-              "Reuters TEST headline -> article nDCG@10, shipped -> saved", "1-minute load at the start, code"]
+              "Reuters TEST headline -> article nDCG@10, shipped -> saved",
+              "torch threads, 1-minute load at the start, code"]
     lines = [
-        f"Command: `python benchmarks/adaptation_recipe.py --recipe NAME --work-dir DIR` ({first['machine']['cores']} "
-        f"cores, {first['run']['threads']} threads), {first['data']['documents']:,} documents, "
+        f"Command: `python benchmarks/adaptation_recipe.py --recipe NAME --work-dir DIR [--threads N]` "
+        f"({first['machine']['cores']} cores), {first['data']['documents']:,} documents, "
         f"{first['data']['own_queries']} own queries over {first['data']['own_corpus']:,} documents. The user's "
         "commands:",
         "",

@@ -275,6 +275,7 @@ def test_the_recipe_benchmark_reads_both_kinds_of_run_summary_and_renders_one_co
     assert "| saved | the model as given (training did not beat it) | the trained model |" in table
     assert "| own queries nDCG@10: the model as given -> trained | 70.00 -> 68.00 | 70.00 -> 72.00 |" in table
     assert "`st-infocse train --docs docs.jsonl`" in table
+    assert "| torch threads, 1-minute load at the start, code | 2, 0.1, abcdef1 | 2, 0.1, abcdef1 |" in table
 
 
 def test_a_screen_scores_the_curve_corpus_and_the_whole_test_comes_later(bench, tmp_path, tiny_bert_dir, monkeypatch):
