@@ -521,14 +521,14 @@ def test_zero_steps_in_pretrain_aux_too(workspace, capsys):
     assert "makes no optimizer step" in _one_line_error(capsys)
 
 
-def test_cpu_runs_do_not_pin_memory(make_model):
+def test_cpu_runs_do_not_pin_memory(make_model, tmp_path):
     from datasets import Dataset
 
     from st_infocse.losses import SimCSELoss
     from st_infocse.training import PaperTrainingArguments, build_trainer
 
     args = PaperTrainingArguments(
-        output_dir="unused", use_cpu=True, report_to="none", eval_strategy="no", load_best_model_at_end=False
+        output_dir=str(tmp_path), use_cpu=True, report_to="none", eval_strategy="no", load_best_model_at_end=False
     )
     model = make_model()
     build_trainer(model, SimCSELoss(model), Dataset.from_dict({"text": ["a cat", "a dog"]}), args)

@@ -207,12 +207,12 @@ def test_sequential_evaluator_and_a_real_evaluator_use_the_trainers_metric_names
     assert result.lines()[0] == "eval_sequential_score 30.00 -> 45.00"
 
 
-def test_the_last_step_is_evaluated_by_the_trainer_whatever_its_eval_steps():
+def test_the_last_step_is_evaluated_by_the_trainer_whatever_its_eval_steps(tmp_path):
     from transformers import TrainerControl, TrainerState, TrainingArguments
 
     callback = StartEndCallback(evaluator=None)
     for strategy, step, expected in [("steps", 3, True), ("steps", 2, False), ("epoch", 3, False), ("no", 3, False)]:
-        args = TrainingArguments(output_dir="unused", eval_strategy=strategy, eval_steps=10, use_cpu=True)
+        args = TrainingArguments(output_dir=str(tmp_path), eval_strategy=strategy, eval_steps=10, use_cpu=True)
         control = TrainerControl()
         callback.on_step_end(args, TrainerState(global_step=step, max_steps=3), control)
         assert control.should_evaluate is expected, (strategy, step)
