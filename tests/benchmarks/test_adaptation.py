@@ -321,3 +321,30 @@ def test_a_screen_scores_the_curve_corpus_and_the_whole_test_comes_later(bench, 
         assert f"| {row} | {delta:+.2f} |" in markdown
     assert set(report.follow_up("scifact", data)[0]) == {"simcse", "tsdae"}
     assert "--rows tsdae --test-only --sts-only`" in markdown  # seed 0's whole test first, for a screened row only
+
+
+def test_a_declared_confirmation_is_kept_out_of_the_protocols_rows_and_tested_on_its_own_seeds(bench, tmp_path,
+                                                                                                 monkeypatch):
+    adaptation, _, report = bench
+    cfg = _config(adaptation, tmp_path, domains=["scifact"], rows=["shipped", "simcse"])
+    monkeypatch.setattr(report, "CONFIRMATIONS", [{"domain": "scifact", "row": "simcse", "seeds": (3, 4, 5)}])
+    base = {"budget": cfg.budget(), "domain": "scifact", "row": "simcse", "stsb_dev": 86.0, "steps_total": 100,
+            "pseudo_dev": {"ndcg@10": 90.0}, "train_seconds": 60.0,
+            "machine": {"cores": 2, "processor": "x", "load_1min": 2.0}}
+    shipped = base | {"row": "shipped", "seed": None, "test_key": cfg.test_key(), "sts_avg": 78.0,
+                      "test": {"ndcg@10": 64.0, "recall@100": 90.0}}
+    runs = {f"scifact__simcse__s{s}": base | {"seed": s, "sts_avg": 77.8, "test": {"ndcg@10": v, "recall@100": 90.0}}
+            for s, v in ((0, 62.0), (1, 63.0), (2, 61.0), (3, 65.0), (4, 66.0))}
+    collected = report.collect({"scifact__shipped": shipped} | runs, cfg)
+    data = collected["domains"]["scifact"]
+    assert [d["seed"] for d in data["rows"]["simcse"]] == [0, 1, 2]
+    assert [d["seed"] for d in data["confirmation"]["simcse"]] == [3, 4]
+    markdown = report.render(collected, cfg, "cmd")
+    assert "| 0,1,2 | 62.00 ± 1.00 | -2.00 (p = 0.074) |" in markdown  # the fresh seeds left out of the row
+    assert "2 of 3 seeds scored; no test before all have run" in markdown
+    runs["scifact__simcse__s5"] = base | {"seed": 5, "sts_avg": 77.8, "test": {"ndcg@10": 67.0, "recall@100": 90.0}}
+    markdown = report.render(report.collect({"scifact__shipped": shipped} | runs, cfg), cfg, "cmd")
+    # seeds 3-5 alone: mean 66, sd 1, n 3 against 64: t = 3.46, p = 0.074; STS avg 77.8 against 78.0
+    assert ("Confirmation of simcse (seeds 3,4,5, declared before they ran, tested alone): ndcg@10 66.00 ± 1.00, "
+            "Δ +2.00 (p = 0.074); recall@100 90.00 ± 0.00, Δ +0.00") in markdown
+    assert "STS avg 77.80 ± 0.00 (-0.20)." in markdown
