@@ -62,7 +62,6 @@ from adaptation_rows import (  # noqa: E402
     delete_words,
     ict_pairs,
     mining_subset,
-    toward_start,
 )
 from harness import MPNET, REPO, SHARED, CurveCallback, JobQueue, log, machine, minilm_path  # noqa: E402
 
@@ -74,6 +73,7 @@ from st_infocse.training import (  # noqa: E402
     build_trainer,
     load_model,
     save_model,
+    toward_start,
     train_probe_decoder,
 )
 

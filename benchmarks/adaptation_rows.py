@@ -1,5 +1,5 @@
 """The rows of ``adaptation.py`` (what each trains, on which data, at which learning rate) and the model-free
-helpers that build their data: TSDAE's noise, ICT's pairs, IDC's mining subset, the weight anchor."""
+helpers that build their data: TSDAE's noise, ICT's pairs, IDC's mining subset."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import random
 from dataclasses import dataclass, replace
 from typing import Any
 
-import torch
 from datasets import Dataset
 
 MINING_SEED = 0
@@ -56,19 +55,12 @@ for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "mnrl-
         ROWS[f"{_base}-lr{_lr}"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, lr {_lr}",
                                            learning_rate=float(_lr))
 
-# A weight anchor after training (WiSE-FT, Wortsman et al. 2022): half of the change, no extra training, no choice.
+# A weight anchor after training (WiSE-FT, Wortsman et al. 2022; st_infocse.training.toward_start, the command
+# line's --weight_anchor): half of the change, no extra training, no choice.
 for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "mnrl-ss", "tsdae", "informin",
               "ict-lr1e-5"):
     ROWS[f"{_base}-merge0.5"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, halfway back to the "
                                         "start weights", merge_of=_base, merge=0.5)
-
-
-def toward_start(start: dict[str, torch.Tensor], trained: dict[str, torch.Tensor], share: float,
-                 ) -> dict[str, torch.Tensor]:
-    """``start + share * (trained - start)`` for every floating-point tensor (integer buffers kept as trained)."""
-    if set(start) != set(trained):
-        raise ValueError(f"the two models differ in their weights: {sorted(set(start) ^ set(trained))[:5]}")
-    return {k: start[k] + share * (v - start[k]) if v.is_floating_point() else v for k, v in trained.items()}
 
 
 def delete_words(text: str, rng: random.Random, ratio: float = 0.6) -> str:

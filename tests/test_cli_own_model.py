@@ -189,6 +189,46 @@ def test_without_an_evaluator_the_summary_says_nothing_was_measured(user_model, 
     assert "not measured (no evaluator" in capsys.readouterr().out
 
 
+def test_a_weight_anchor_saves_the_given_share_of_the_trained_change(user_model, data, tmp_path, capsys):
+    from st_infocse.training import toward_start
+
+    flags = ("--stsb_dev", "none", "--learning_rate", "1e-2")
+    assert main(_train(user_model, data, tmp_path / "free", *flags)) == 0
+    assert main(_train(user_model, data, tmp_path / "anchored", *flags, "--weight_anchor", "0.5")) == 0
+    printed = capsys.readouterr().out
+    assert "weight anchor" in printed and "0.5 of the trained change kept after step 2" in printed
+    given = SentenceTransformer(str(user_model), device="cpu").state_dict()
+    trained = SentenceTransformer(str(tmp_path / "free"), device="cpu").state_dict()
+    anchored = SentenceTransformer(str(tmp_path / "anchored"), device="cpu").state_dict()
+    assert any(not torch.equal(given[key], trained[key]) for key in given)
+    for key, value in toward_start(given, trained, 0.5).items():
+        torch.testing.assert_close(anchored[key], value)
+    assert _module_types(tmp_path / "anchored") == ["Transformer", "Pooling", "Dense", "Normalize"]
+    assert json.loads((tmp_path / "anchored" / "run_summary.json").read_text())["weight_anchor"] == 0.5
+
+
+def test_a_weight_anchor_compares_the_anchored_last_step_with_the_start(user_model, data, tmp_path, capsys):
+    # Evaluations at every step: the best checkpoint (the default) would be unanchored, so the last step is kept.
+    flags = ("--eval_retrieval", str(data["beir"]), "--eval_steps", "1", "--save_steps", "1",
+             "--keep_start_if_better", "false", "--weight_anchor", "0.5")
+    out = tmp_path / "run"
+    assert main(_train(user_model, data, out, *flags)) == 0
+    assert re.search(r"saved +the model at the last step, 2", capsys.readouterr().out)
+    record = json.loads((out / "run_summary.json").read_text())
+    assert record["start_end"]["kept"] == "end" and record["weight_anchor"] == 0.5
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--weight_anchor", "0"], "--weight_anchor must lie in (0, 1]"),
+    (["--weight_anchor", "1.5"], "--weight_anchor must lie in (0, 1]"),
+    (["--weight_anchor", "0.5", "--eval_steps", "1", "--load_best_model_at_end", "true"],
+     "--weight_anchor moves the last step's model only, and --load_best_model_at_end could hand back"),
+])
+def test_a_weight_anchor_that_cannot_apply_is_refused(user_model, data, tmp_path, capsys, flags, message):
+    assert main(_train(user_model, data, tmp_path / "run", *flags)) == 2
+    assert message in _one_line_error(capsys)
+
+
 # ------------------------------------------------------------------------------ bad input, one line each
 
 
@@ -352,7 +392,8 @@ def test_idc_rounds_keep_paper_002_defaults_unless_told(user_model, tmp_path, ca
 
 
 @pytest.mark.parametrize("flag", [["--load_best_model_at_end", "true"], ["--train_data", "x.txt"],
-                                  ["--keep_start_if_better", "false"], ["--metric_for_best_model", "x"]])
+                                  ["--keep_start_if_better", "false"], ["--metric_for_best_model", "x"],
+                                  ["--weight_anchor", "0.5"]])
 def test_flags_a_round_cannot_use_are_refused(user_model, tmp_path, capsys, flag):
     assert main(_idc(user_model, _docs(tmp_path), tmp_path / "run", *flag)) == 2
     assert f"{flag[0]} does not apply to --objective idc" in _one_line_error(capsys)

@@ -126,6 +126,16 @@ class RunEvaluationArguments:
             "the checkpoint metric."
         },
     )
+    weight_anchor: float = field(
+        default=1.0,
+        metadata={
+            "help": "Keep this share of the trained change: after the last step the model becomes start + share x "
+            "(trained - start) (WiSE-FT), and that is what is scored against the start and saved. 1: the trained "
+            "model; 0.5: halfway back (docs/adapting-your-model.md). Below 1 the last step is the model kept, so "
+            "load_best_model_at_end is off unless given.",
+            "metavar": "SHARE",
+        },
+    )
 
 
 @dataclass

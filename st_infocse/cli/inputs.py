@@ -88,7 +88,8 @@ IDC_REFUSED_TRAINER_FLAGS = (
     "resume_from_checkpoint",
 )
 # Flags of other sections that IDC does not read: it trains on pairs mined from --docs.
-IDC_REFUSED_FLAGS = ("train_data", "text_column", "max_train_samples", "split_sentences", "keep_start_if_better")
+IDC_REFUSED_FLAGS = ("train_data", "text_column", "max_train_samples", "split_sentences", "keep_start_if_better",
+                     "weight_anchor")
 
 
 def check_idc_flags(argv: Sequence[str]) -> None:
@@ -253,6 +254,29 @@ def finish_training_args(training_args, evaluator) -> None:
         training_args.eval_strategy = "no"
         training_args.load_best_model_at_end = False
         training_args.metric_for_best_model = None
+
+
+def apply_weight_anchor(share: float, training_args, steps: int, given: set[str]) -> str | None:
+    """Check ``--weight_anchor`` and make the run keep its anchored last step; returns the start summary's note
+    (None when the anchor is off). The anchor moves only the last step's model, so a best checkpoint from an earlier
+    evaluation would hand back an unanchored model: load_best_model_at_end is turned off when the user left it at
+    its default, and refused by name when they asked for it."""
+    if share == 1:
+        return None
+    if not 0 < share < 1:
+        raise CLIError(f"--weight_anchor must lie in (0, 1] (the share of the trained change kept); got {share:g}")
+    every = training_args.eval_steps or training_args.logging_steps
+    every = math.ceil(steps * every) if every < 1 else int(every)
+    earlier = (training_args.eval_strategy == "steps" and every < steps) or (
+        training_args.eval_strategy == "epoch" and training_args.num_train_epochs > 1)
+    if training_args.load_best_model_at_end and earlier:
+        if "load_best_model_at_end" in given:
+            raise CLIError(
+                "--weight_anchor moves the last step's model only, and --load_best_model_at_end could hand back an "
+                f"earlier checkpoint, not anchored: evaluate only at the end (--eval_steps {steps}) or drop one of them"
+            )
+        training_args.load_best_model_at_end = False
+    return f"{share:g} of the trained change kept after step {steps} (start + {share:g} x (trained - start))"
 
 
 def planned_steps(texts: int, training_args) -> int:

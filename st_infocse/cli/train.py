@@ -25,6 +25,7 @@ from st_infocse.cli.arguments import (
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import kept_line, run_evaluation, start_end_rows, worse_at_end, write_run_summary
 from st_infocse.cli.inputs import (
+    apply_weight_anchor,
     check_planned_steps,
     check_step_counts,
     finish_training_args,
@@ -115,8 +116,10 @@ def cmd_train(argv: Sequence[str]) -> int:
             dataset = sentences_of(dataset)
     measured = run_evaluation(data_args, run_args, training_args, argv)
     finish_training_args(training_args, measured.evaluator)
+    anchor = None
     if dataset is not None:
-        check_planned_steps(len(dataset), training_args)
+        steps = check_planned_steps(len(dataset), training_args)
+        anchor = apply_weight_anchor(run_args.weight_anchor, training_args, steps, flag_names(argv))
     loaded = model_from_args(model_args, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
     measured.for_model(model, training_args, own_length)
@@ -135,13 +138,18 @@ def cmd_train(argv: Sequence[str]) -> int:
     if not training_args.learning_rate_mapping:
         training_args.learning_rate_mapping = learning_rate_mapping(loss, loss_args)
     start_summary(f"Training {loss_args.objective}", len(dataset), training_args, model.max_seq_length, own_length,
-                  {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {})})
-    callbacks = []
+                  {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
+                   **({"weight anchor": anchor} if anchor else {})})
+    callbacks, ends = [], None
     if measured.evaluator is not None:
         from st_infocse.training.start_end import StartEndCallback
 
+        ends = StartEndCallback(measured.evaluator, keep_start_if_better=run_args.keep_start_if_better, log=False)
+        callbacks.append(ends)
+    if anchor:
+        from st_infocse.training.anchor import WeightAnchorCallback
 
-        callbacks.append(StartEndCallback(measured.evaluator, keep_start_if_better=run_args.keep_start_if_better, log=False))
+        callbacks.append(WeightAnchorCallback(run_args.weight_anchor))
     trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
     out = Path(training_args.output_dir)
     training_length = model.max_seq_length
@@ -149,9 +157,12 @@ def cmd_train(argv: Sequence[str]) -> int:
     rows = {"objective": loss_args.objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}"}
     rows.update(texts=len(dataset), steps=trainer.state.global_step, time=f"{time.time() - start:.0f} s")
     record: dict = {"objective": loss_args.objective, "model": loaded.how, "steps": trainer.state.global_step}
+    if anchor:
+        rows["weight anchor"] = anchor
+        record["weight_anchor"] = run_args.weight_anchor
     warnings: list[str] = []
-    if callbacks:
-        result = callbacks[0].result
+    if ends is not None:
+        result = ends.result
         rows.update(start_end_rows(measured.labels, result.start, result.end))
         rows["saved"] = kept_line(result)
         warnings = worse_at_end(measured.labels, result.start, result.end)

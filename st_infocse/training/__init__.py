@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from st_infocse.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from st_infocse.training.anchor import WeightAnchorCallback, toward_start
     from st_infocse.training.arguments import STSB_DEV_METRIC, PaperTrainingArguments
     from st_infocse.training.at_length import AtLengthEvaluator
     from st_infocse.training.builder import build_trainer, load_model, own_max_length, save_model
@@ -37,6 +38,7 @@ _WHERE = {
     "StartEndCallback": "start_end",
     "StartEndResult": "start_end",
     "TextReport": "texts",
+    "WeightAnchorCallback": "anchor",
     "auxiliary_state_dict": "callbacks",
     "build_trainer": "builder",
     "check_text_source": "texts",
@@ -47,6 +49,7 @@ _WHERE = {
     "load_model": "builder",
     "load_texts": "texts",
     "seeded_global_generators": "probe_decoder",
+    "toward_start": "anchor",
     "train_probe_decoder": "probe_decoder",
     "own_max_length": "builder",
     "save_auxiliary_state": "callbacks",
@@ -62,6 +65,7 @@ __all__ = [
     "StartEndCallback",
     "StartEndResult",
     "TextReport",
+    "WeightAnchorCallback",
     "auxiliary_state_dict",
     "build_trainer",
     "check_text_source",
@@ -75,6 +79,7 @@ __all__ = [
     "save_auxiliary_state",
     "save_model",
     "seeded_global_generators",
+    "toward_start",
     "train_probe_decoder",
 ]
 

@@ -201,16 +201,6 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
     assert "sts_avg" not in rows_out["ict"][0]
 
 
-def test_a_merge_keeps_the_given_share_of_the_change(bench):
-    adaptation, _, _ = bench
-    start = {"w": torch.zeros(3), "ids": torch.arange(3)}
-    trained = {"w": torch.tensor([2.0, -4.0, 1.0]), "ids": torch.arange(3) + 1}
-    merged = adaptation.toward_start(start, trained, 0.5)
-    assert torch.equal(merged["w"], torch.tensor([1.0, -2.0, 0.5])) and torch.equal(merged["ids"], trained["ids"])
-    with pytest.raises(ValueError, match="differ"):
-        adaptation.toward_start(start, {"w": trained["w"]}, 0.5)
-
-
 def test_report_tests_several_seeds_against_the_shipped_value_and_marks_rows_not_run(bench, tmp_path):
     adaptation, _, report = bench
     cfg = _config(adaptation, tmp_path, domains=["scifact"], rows=["shipped", "simcse", "tsdae", "informin"])

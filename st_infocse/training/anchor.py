@@ -1,0 +1,92 @@
+"""A weight anchor to the model a run started from: keep a share of the trained change, no extra training.
+
+An already trained model moved by an unsupervised objective gains on the new domain and loses some of what it
+knew; moving its weights part of the way back to the start (WiSE-FT, Wortsman et al. 2022) keeps more of both.
+``benchmarks/adaptation.py`` measured half the change on all-MiniLM-L6-v2 (rows ``*-merge0.5``).
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+
+__all__ = ["WeightAnchorCallback", "toward_start"]
+
+
+def _check_share(share: float) -> float:
+    if not 0 < share <= 1:
+        raise ValueError(f"the share of the trained change to keep must lie in (0, 1], got {share}")
+    return float(share)
+
+
+def toward_start(start: dict[str, torch.Tensor], trained: dict[str, torch.Tensor], share: float,
+                 ) -> dict[str, torch.Tensor]:
+    """``start + share * (trained - start)`` for every floating-point tensor; integer buffers (position ids) are
+    kept as trained.
+
+    Args:
+        start: the state dict of the model before training.
+        trained: the state dict after training, with the same keys.
+        share: the share of the change to keep: 1 is the trained model, 0.5 halfway back to the start.
+
+    Example:
+        >>> import torch
+        >>> toward_start({"w": torch.zeros(2)}, {"w": torch.tensor([2.0, -4.0])}, 0.5)["w"]
+        tensor([ 1., -2.])
+    """
+    share = _check_share(share)
+    if set(start) != set(trained):
+        raise ValueError(f"the two models differ in their weights: {sorted(set(start) ^ set(trained))[:5]}")
+    return {k: start[k].to(v.device, v.dtype) + share * (v - start[k].to(v.device, v.dtype))
+            if v.is_floating_point() else v for k, v in trained.items()}
+
+
+class WeightAnchorCallback(TrainerCallback):
+    """Move the model's weights back toward the start after the last optimizer step: ``start + share * (trained -
+    start)``, before the trainer's last evaluation and save, so that what is scored, compared with the start
+    (:class:`StartEndCallback`) and saved is the anchored model.
+
+    ``on_train_begin`` keeps a CPU copy of the model's floating-point weights (one model's size in memory); the
+    copy is dropped when training ends. Only the model's weights move, not a loss's own heads or decoders.
+    A checkpoint the trainer could load at the end (``load_best_model_at_end``) from an evaluation before the last
+    step would not be anchored, so that combination is refused when training starts.
+
+    Args:
+        share: the share of the trained change to keep, in (0, 1]; 1 leaves the trained model as it is.
+
+    Example:
+        >>> from st_infocse.training import WeightAnchorCallback
+        >>> trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=ds, loss=loss,
+        ...                                      callbacks=[WeightAnchorCallback(0.5)])  # doctest: +SKIP
+        >>> trainer.train()  # the model now lies halfway between its start and its trained weights  # doctest: +SKIP
+    """
+
+    def __init__(self, share: float = 0.5) -> None:
+        self.share = _check_share(share)
+        self.start: dict[str, torch.Tensor] | None = None
+        self.applied_at: int | None = None
+
+    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
+        earlier = (args.eval_strategy == "steps" and state.eval_steps < state.max_steps) or (
+            args.eval_strategy == "epoch" and state.num_train_epochs > 1)
+        if args.load_best_model_at_end and earlier and self.share < 1:
+            raise ValueError("the weight anchor moves the last step's model only; load_best_model_at_end could "
+                             "load an earlier checkpoint, not anchored: evaluate only at the end (eval_steps = "
+                             "max_steps) or set load_best_model_at_end=False")
+        self.applied_at = None
+        self.start = {k: v.detach().to("cpu", copy=True) for k, v in kwargs["model"].state_dict().items()
+                      if v.is_floating_point()}
+
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
+        # Called before the trainer evaluates and saves this step (Trainer._maybe_log_save_evaluate).
+        if self.start is None or not (state.global_step >= state.max_steps or control.should_training_stop):
+            return
+        if self.share < 1:
+            weights = kwargs["model"].state_dict()  # tensors sharing the parameters' storage
+            with torch.no_grad():
+                for key, start in self.start.items():
+                    weights[key].lerp_(start.to(weights[key].device, weights[key].dtype), 1 - self.share)
+        self.applied_at, self.start = state.global_step, None
+
+    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
+        self.start = None

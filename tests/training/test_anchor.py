@@ -1,0 +1,110 @@
+"""The weight anchor: a share of the trained change kept, applied after the last step and before the last
+evaluation, so that the scored, compared and saved model is the anchored one."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from datasets import Dataset
+
+from st_infocse.training import StartEndCallback, WeightAnchorCallback, toward_start
+
+from ..conftest import random_sentences
+
+
+def _weights(model) -> dict[str, torch.Tensor]:
+    return {key: value.detach().clone() for key, value in model.state_dict().items()}
+
+
+def _pairs() -> Dataset:
+    texts = random_sentences(32, seed=1)
+    return Dataset.from_dict({"anchor": texts[:16], "positive": texts[16:]})
+
+
+def _recording(score: float = 0.9):
+    """An evaluator that keeps the weights it saw at each step; the start scores 0.5, every later step ``score``."""
+    from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+
+    class Recording(SentenceEvaluator):
+        def __init__(self) -> None:
+            super().__init__()
+            self.primary_metric = "recorded_score"
+            self.seen: dict[int, dict[str, torch.Tensor]] = {}
+
+        def __call__(self, model, output_path=None, epoch=-1, steps=-1):
+            self.seen[steps] = _weights(model)
+            return {"recorded_score": score if steps else 0.5}
+
+    return Recording()
+
+
+def test_toward_start_keeps_the_share_of_the_change_and_integer_buffers_as_trained():
+    start = {"w": torch.zeros(3), "ids": torch.arange(3)}
+    trained = {"w": torch.tensor([2.0, -4.0, 1.0]), "ids": torch.arange(3) + 1}
+    merged = toward_start(start, trained, 0.5)
+    assert torch.equal(merged["w"], torch.tensor([1.0, -2.0, 0.5])) and torch.equal(merged["ids"], trained["ids"])
+    assert torch.equal(toward_start(start, trained, 1.0)["w"], trained["w"])
+    with pytest.raises(ValueError, match="differ"):
+        toward_start(start, {"w": trained["w"]}, 0.5)
+    for share in (0.0, 1.5, -0.5):
+        with pytest.raises(ValueError, match=r"\(0, 1\]"):
+            toward_start(start, trained, share)
+        with pytest.raises(ValueError, match=r"\(0, 1\]"):
+            WeightAnchorCallback(share)
+
+
+def test_the_anchored_model_is_the_one_evaluated_at_the_end_and_left_in_memory(make_model, run_trainer):
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    free = make_model()
+    start = _weights(free)
+    run_trainer(free, MultipleNegativesRankingLoss(free), _pairs(), learning_rate=1e-2)
+    trained = _weights(free)
+    assert not all(torch.equal(start[k], trained[k]) for k in start)  # the run moved the weights
+
+    model = make_model()
+    evaluator, anchor = _recording(), WeightAnchorCallback(0.5)
+    ends = StartEndCallback(evaluator)
+    run_trainer(model, MultipleNegativesRankingLoss(model), _pairs(), learning_rate=1e-2, callbacks=[anchor, ends])
+    expected = toward_start(start, trained, 0.5)
+    held = _weights(model)
+    for key, value in expected.items():
+        torch.testing.assert_close(held[key], value)
+    torch.testing.assert_close(evaluator.seen[3], held)  # the end was scored on the anchored weights
+    assert anchor.applied_at == 3 and anchor.start is None  # the copy of the start is dropped
+    assert ends.result.kept == "end"
+
+
+def test_an_anchor_of_one_leaves_the_trained_model(make_model, run_trainer):
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    free = make_model()
+    run_trainer(free, MultipleNegativesRankingLoss(free), _pairs(), learning_rate=1e-2)
+    model = make_model()
+    run_trainer(model, MultipleNegativesRankingLoss(model), _pairs(), learning_rate=1e-2,
+                callbacks=[WeightAnchorCallback(1.0)])
+    for key, value in _weights(free).items():
+        assert torch.equal(_weights(model)[key], value)
+
+
+@pytest.mark.parametrize("eval_steps", [1, 3])
+def test_a_best_checkpoint_from_before_the_last_step_is_refused(make_model, tmp_path, eval_steps):
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    model = make_model()
+    evaluator, anchor = _recording(), WeightAnchorCallback(0.5)
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(tmp_path / "run"), max_steps=3, per_device_train_batch_size=8, learning_rate=1e-2,
+        report_to="none", eval_strategy="steps", eval_steps=eval_steps, save_strategy="steps",
+        save_steps=eval_steps, load_best_model_at_end=True, metric_for_best_model="recorded_score", use_cpu=True,
+        disable_tqdm=True)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=_pairs(), evaluator=evaluator,
+                                         loss=MultipleNegativesRankingLoss(model), callbacks=[anchor])
+    if eval_steps < 3:
+        with pytest.raises(ValueError, match="load_best_model_at_end could load an earlier checkpoint"):
+            trainer.train()
+        return
+    trainer.train()  # one evaluation, at the last step: the best checkpoint is the anchored model
+    assert anchor.applied_at == 3
+    torch.testing.assert_close(evaluator.seen[3], _weights(model))
