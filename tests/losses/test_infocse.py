@@ -46,7 +46,7 @@ def test_headline_call_trains_with_the_trainer(make_model, run_trainer, tmp_path
     assert torch.allclose(torch.tensor(embeddings), torch.tensor(model.encode(["a cat sat on the mat", "the dog ran"])), atol=1e-5)
 
 
-def test_headline_call_trains_with_fit(make_model):
+def test_headline_call_trains_with_fit(make_model, tmp_path):
     model = make_model()
     loss = losses.InfoCSELoss(model, lambda_=1e-5)
     fusion = _snapshot(loss.decoder.fusion)
@@ -54,7 +54,9 @@ def test_headline_call_trains_with_fit(make_model):
     from sentence_transformers.sentence_transformer.readers import InputExample
 
     examples = [InputExample(texts=[s]) for s in random_sentences(24)]
-    model.fit(train_objectives=[(DataLoader(examples, batch_size=8, shuffle=True), loss)], epochs=1, show_progress_bar=False)
+    # checkpoint_path: fit's trainer otherwise writes into ./checkpoints/model
+    model.fit(train_objectives=[(DataLoader(examples, batch_size=8, shuffle=True), loss)], epochs=1,
+              show_progress_bar=False, checkpoint_path=str(tmp_path / "fit"))
     assert _changed(fusion, loss.decoder.fusion)
     assert not _changed(lower, loss.decoder.lower)
 
