@@ -449,12 +449,14 @@ def test_the_adapt_recipe_needs_your_documents_and_queries_and_keeps_your_model(
     assert json.loads((out / "run_summary.json").read_text())["objective"] == "idc"
 
 
-def test_the_adapt_informin_recipe_trains_your_sentences_and_keeps_your_model(user_model, data, tmp_path, capsys):
+@pytest.mark.parametrize("recipe", ["adapt-informin", "adapt-informin-anchor"])
+def test_the_adapt_informin_recipes_train_your_sentences_and_keep_your_model(user_model, data, tmp_path, capsys,
+                                                                              recipe):
     texts = str(data["texts"])
-    assert main(["train", "--recipe", "adapt-informin", "--model", str(user_model), "--train_data", texts]) == 2
-    assert "recipe adapt-informin needs --eval_retrieval" in _one_line_error(capsys)
+    assert main(["train", "--recipe", recipe, "--model", str(user_model), "--train_data", texts]) == 2
+    assert f"recipe {recipe} needs --eval_retrieval" in _one_line_error(capsys)
     out = tmp_path / "run"
-    argv = ["train", "--recipe", "adapt-informin", "--model", str(user_model), "--train_data", texts,
+    argv = ["train", "--recipe", recipe, "--model", str(user_model), "--train_data", texts,
             "--eval_retrieval", str(data["beir"]), "--stsb_dev", "none", "--output_dir", str(out), "--max_steps", "2",
             "--eval_steps", "2", "--save_steps", "2", "--per_device_train_batch_size", "4", "--use_cpu", "true"]
     assert main(argv) == 0
@@ -465,6 +467,9 @@ def test_the_adapt_informin_recipe_trains_your_sentences_and_keeps_your_model(us
     assert _pooling_mode(out) == "mean"
     summary = json.loads((out / "run_summary.json").read_text())
     assert summary["objective"] == "informin"
+    anchored = recipe == "adapt-informin-anchor"
+    assert summary.get("weight_anchor") == (0.5 if anchored else None)
+    assert ("0.5 of the trained change kept after step 2" in printed) == anchored
 
 
 def test_idc_with_an_annotator_on_a_sample_of_the_documents(user_model, tiny_bert_dir, tmp_path, capsys):
