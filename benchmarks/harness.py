@@ -171,7 +171,8 @@ class JobQueue:
     def wait_for(self, job: str, run_job: Callable[[str], None] | None = None, poll: float = 30) -> None:
         """Block until ``job`` is done; with ``run_job``, a job nobody has claimed is run here instead."""
         while not self.is_done(job):
-            if run_job is not None and not (self.claims / job).exists() and self.claim(job):
+            # claim() also takes over a claim whose process is gone: a killed worker must not stall the queue.
+            if run_job is not None and self.claim(job):
                 self.execute(job, run_job)
                 continue
             log(f"waiting for {job} ...")

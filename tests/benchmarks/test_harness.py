@@ -54,6 +54,9 @@ def test_the_queue_runs_what_is_left_and_releases_a_failed_claim(harness, tmp_pa
         queue.run(["bad"], run_job)
     queue.wait_for("later", run_job)  # unclaimed: run here instead of waiting
     assert queue.is_done("later")
+    (queue.claims / "orphan").write_text(str(_dead_pid()))  # a killed worker's claim on a prerequisite
+    queue.wait_for("orphan", run_job, poll=0.01)  # taken over and run here, not waited for forever
+    assert queue.is_done("orphan") and ran[-1] == "orphan"
 
 
 def test_statistics(harness):
