@@ -33,7 +33,7 @@ COLUMNS = {
 }
 HEADLINE = {"scifact": "ndcg@10", "reuters": "a2h_ndcg@10"}
 # The protocol's seeds: seed 0 screens, 0-2 for the rows it keeps. Seeds after them belong to a confirmation,
-# declared (in this file, committed) before any of them ran and tested on those seeds alone, so that no row's p
+# declared (in this file, committed) before any of their results and tested on those seeds alone, so that no row's p
 # grows by adding seeds after its p was seen.
 PROTOCOL_SEEDS = (0, 1, 2)
 CONFIRMATIONS = [
@@ -188,7 +188,7 @@ def confirmation_lines(name: str, data: dict[str, Any]) -> list[str]:
     for plan in (c for c in CONFIRMATIONS if c["domain"] == name and shipped):
         runs = [d for d in data["confirmation"].get(plan["row"], []) if d["seed"] in plan["seeds"] and "test" in d]
         seeds = ",".join(str(s) for s in plan["seeds"])
-        head = f"Confirmation of {plan['row']} (seeds {seeds}, declared before they ran, tested alone)"
+        head = f"Confirmation of {plan['row']} (seeds {seeds}, declared before any of their results, tested alone)"
         if len(runs) < len(plan["seeds"]):
             lines += [f"{head}: {len(runs)} of {len(plan['seeds'])} seeds scored; no test before all have run.", ""]
             continue

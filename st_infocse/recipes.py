@@ -504,7 +504,7 @@ _RECIPES = (
             "adapt-informin, then its trained weights moved halfway back to your model's: start + 0.5 x (trained - "
             "start). The one setting of the adaptation benchmark that beat all-MiniLM-L6-v2 as shipped on both "
             "domains: Reuters-21578 article -> headline nDCG@10 58.09 -> 61.40 (3 seeds, p = 0.004), SciFact "
-            "64.51 -> 65.45 (5 fresh seeds of a confirmation declared before they ran, p = 0.018), STS avg 78.87 "
+            "64.51 -> 65.45 (5 fresh seeds of a confirmation declared before any of their results, p = 0.018), STS avg 78.87 "
             "-> 79.3. adapt-informin gains more on news (63.19) and less on SciFact (64.76, p = 0.46).",
             *_OWN_TEXT_NOTES,
         ),

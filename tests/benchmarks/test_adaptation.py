@@ -335,6 +335,6 @@ def test_a_declared_confirmation_is_kept_out_of_the_protocols_rows_and_tested_on
     runs["scifact__simcse__s5"] = base | {"seed": 5, "sts_avg": 77.8, "test": {"ndcg@10": 67.0, "recall@100": 90.0}}
     markdown = report.render(report.collect({"scifact__shipped": shipped} | runs, cfg), cfg, "cmd")
     # seeds 3-5 alone: mean 66, sd 1, n 3 against 64: t = 3.46, p = 0.074; STS avg 77.8 against 78.0
-    assert ("Confirmation of simcse (seeds 3,4,5, declared before they ran, tested alone): ndcg@10 66.00 ± 1.00, "
+    assert ("Confirmation of simcse (seeds 3,4,5, declared before any of their results, tested alone): ndcg@10 66.00 ± 1.00, "
             "Δ +2.00 (p = 0.074); recall@100 90.00 ± 0.00, Δ +0.00") in markdown
     assert "STS avg 77.80 ± 0.00 (-0.20)." in markdown
