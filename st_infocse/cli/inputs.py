@@ -265,11 +265,9 @@ def apply_weight_anchor(share: float, training_args, steps: int, given: set[str]
         return None
     if not 0 < share < 1:
         raise CLIError(f"--weight_anchor must lie in (0, 1] (the share of the trained change kept); got {share:g}")
-    every = training_args.eval_steps or training_args.logging_steps
-    every = math.ceil(steps * every) if every < 1 else int(every)
-    earlier = (training_args.eval_strategy == "steps" and every < steps) or (
-        training_args.eval_strategy == "epoch" and training_args.num_train_epochs > 1)
-    if training_args.load_best_model_at_end and earlier:
+    from st_infocse.training.anchor import evaluates_before_last_step
+
+    if training_args.load_best_model_at_end and evaluates_before_last_step(training_args, steps):
         if "load_best_model_at_end" in given:
             raise CLIError(
                 "--weight_anchor moves the last step's model only, and --load_best_model_at_end could hand back an "

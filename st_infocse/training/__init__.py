@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from st_infocse.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from st_infocse.training.anchor import WeightAnchorCallback, toward_start
+    from st_infocse.training.anchor import WeightAnchorCallback, evaluates_before_last_step, toward_start
     from st_infocse.training.arguments import STSB_DEV_METRIC, PaperTrainingArguments
     from st_infocse.training.at_length import AtLengthEvaluator
     from st_infocse.training.builder import build_trainer, load_model, own_max_length, save_model
@@ -49,6 +49,7 @@ _WHERE = {
     "load_model": "builder",
     "load_texts": "texts",
     "seeded_global_generators": "probe_decoder",
+    "evaluates_before_last_step": "anchor",
     "toward_start": "anchor",
     "train_probe_decoder": "probe_decoder",
     "own_max_length": "builder",
@@ -72,6 +73,7 @@ __all__ = [
     "check_training_dataset",
     "clean_texts",
     "clip_gradients_jointly",
+    "evaluates_before_last_step",
     "load_auxiliary_state",
     "load_model",
     "load_texts",

@@ -7,10 +7,12 @@ knew; moving its weights part of the way back to the start (WiSE-FT, Wortsman et
 
 from __future__ import annotations
 
+import math
+
 import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-__all__ = ["WeightAnchorCallback", "toward_start"]
+__all__ = ["WeightAnchorCallback", "evaluates_before_last_step", "toward_start"]
 
 
 def _check_share(share: float) -> float:
@@ -41,13 +43,25 @@ def toward_start(start: dict[str, torch.Tensor], trained: dict[str, torch.Tensor
             if v.is_floating_point() else v for k, v in trained.items()}
 
 
+def evaluates_before_last_step(args: TrainingArguments, max_steps: int) -> bool:
+    """Whether the trainer would evaluate (and so could keep a best checkpoint) before step ``max_steps``:
+    ``eval_steps`` as the trainer reads it (a fraction of the run, or ``logging_steps`` when unset), or epoch-wise
+    evaluation over more than one epoch."""
+    if args.eval_strategy == "epoch":
+        return args.num_train_epochs > 1
+    if args.eval_strategy != "steps":
+        return False
+    every = args.eval_steps or args.logging_steps
+    return (math.ceil(max_steps * every) if every < 1 else int(every)) < max_steps
+
+
 class WeightAnchorCallback(TrainerCallback):
     """Move the model's weights back toward the start after the last optimizer step: ``start + share * (trained -
     start)``, before the trainer's last evaluation and save, so that what is scored, compared with the start
     (:class:`StartEndCallback`) and saved is the anchored model.
 
-    ``on_train_begin`` keeps a CPU copy of the model's floating-point weights (one model's size in memory); the
-    copy is dropped when training ends. Only the model's weights move, not a loss's own heads or decoders.
+    ``on_train_begin`` keeps a CPU copy of the model's weights (one model's size in memory); the copy is dropped
+    when training ends. Only the model's weights move, not a loss's own heads or decoders.
     A checkpoint the trainer could load at the end (``load_best_model_at_end``) from an evaluation before the last
     step would not be anchored, so that combination is refused when training starts.
 
@@ -67,25 +81,20 @@ class WeightAnchorCallback(TrainerCallback):
         self.applied_at: int | None = None
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
-        earlier = (args.eval_strategy == "steps" and state.eval_steps < state.max_steps) or (
-            args.eval_strategy == "epoch" and state.num_train_epochs > 1)
-        if args.load_best_model_at_end and earlier and self.share < 1:
+        if args.load_best_model_at_end and self.share < 1 and evaluates_before_last_step(args, state.max_steps):
             raise ValueError("the weight anchor moves the last step's model only; load_best_model_at_end could "
                              "load an earlier checkpoint, not anchored: evaluate only at the end (eval_steps = "
                              "max_steps) or set load_best_model_at_end=False")
         self.applied_at = None
-        self.start = {k: v.detach().to("cpu", copy=True) for k, v in kwargs["model"].state_dict().items()
-                      if v.is_floating_point()}
+        self.start = {k: v.detach().to("cpu", copy=True) for k, v in kwargs["model"].state_dict().items()}
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         # Called before the trainer evaluates and saves this step (Trainer._maybe_log_save_evaluate).
         if self.start is None or not (state.global_step >= state.max_steps or control.should_training_stop):
             return
         if self.share < 1:
-            weights = kwargs["model"].state_dict()  # tensors sharing the parameters' storage
-            with torch.no_grad():
-                for key, start in self.start.items():
-                    weights[key].lerp_(start.to(weights[key].device, weights[key].dtype), 1 - self.share)
+            model = kwargs["model"]
+            model.load_state_dict(toward_start(self.start, model.state_dict(), self.share))
         self.applied_at, self.start = state.global_step, None
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):

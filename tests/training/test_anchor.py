@@ -108,3 +108,20 @@ def test_a_best_checkpoint_from_before_the_last_step_is_refused(make_model, tmp_
     trainer.train()  # one evaluation, at the last step: the best checkpoint is the anchored model
     assert anchor.applied_at == 3
     torch.testing.assert_close(evaluator.seen[3], _weights(model))
+
+
+def test_evaluations_before_the_last_step_are_counted_as_the_trainer_schedules_them(tmp_path):
+    from transformers import TrainingArguments
+
+    from st_infocse.training import evaluates_before_last_step
+
+    def args(**kwargs):
+        return TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none", **kwargs)
+
+    assert not evaluates_before_last_step(args(eval_strategy="no"), 100)
+    assert not evaluates_before_last_step(args(eval_strategy="steps", eval_steps=100), 100)
+    assert evaluates_before_last_step(args(eval_strategy="steps", eval_steps=50), 100)
+    assert evaluates_before_last_step(args(eval_strategy="steps", eval_steps=0.5), 100)  # a fraction of the run
+    assert evaluates_before_last_step(args(eval_strategy="steps", logging_steps=10), 100)  # eval_steps unset
+    assert evaluates_before_last_step(args(eval_strategy="epoch", num_train_epochs=2), 100)
+    assert not evaluates_before_last_step(args(eval_strategy="epoch", num_train_epochs=1), 100)
