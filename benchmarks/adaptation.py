@@ -104,6 +104,7 @@ class Config:
     sts_only: bool
     test_set: bool
     test_only: bool
+    queries_only: bool
     threads: int
     scifact: Path
     reuters: Path
@@ -131,6 +132,10 @@ class Config:
         """The queue, in order: the slow prerequisites first (mpnet's mining), rows needing round 1 last; with
         ``sts_only`` / ``test_only``, the STS suite / the whole test of each finished row (the rows themselves run
         first where not done)."""
+        if self.queries_only:  # the shipped model first: every row's interval is against it
+            shipped = [f"{d}__shipped__queries" for d in self.domains if "shipped" in self.rows]
+            return shipped + [f"{d}__{r}__s{s}__queries" for s in self.seeds for r in self.rows for d in self.domains
+                              if r != "shipped"]
         later = [part for part, wanted in (("sts", self.sts_only), ("test", self.test_only)) if wanted]
         if later:
             return [f"{d}__{r}__s{s}__{part}" for part in later for s in self.seeds for r in self.rows
@@ -188,7 +193,9 @@ class Worker:
 
     def run_job(self, job: str) -> None:
         domain, what, *seed = job.split("__")
-        if what == "shipped":
+        if seed[-1:] == ["queries"]:
+            self.queries(domain, what, int(seed[0].removeprefix("s")) if what != "shipped" else None)
+        elif what == "shipped":
             self.shipped(domain)
         elif what == "probe":
             self.probe(domain)
@@ -242,9 +249,16 @@ class Worker:
 
     @staticmethod
     def test_scores(model: Any, domain: Domain) -> dict[str, Any]:
-        """The whole test and the pseudo-dev: most of a finished model's scoring time, which a screen leaves to the
-        rows it keeps (``--no-test-set``, then ``--test-only``)."""
-        return {"test": _x100(domain.test.evaluate(model)), "pseudo_dev": _x100(domain.pseudo_dev.evaluate(model))}
+        """The whole test (with each query's score) and the pseudo-dev: most of a finished model's scoring time,
+        which a screen leaves to the rows it keeps (``--no-test-set``, then ``--test-only``)."""
+        return Worker.query_scores(model, domain) | {"pseudo_dev": _x100(domain.pseudo_dev.evaluate(model))}
+
+    @staticmethod
+    def query_scores(model: Any, domain: Domain) -> dict[str, Any]:
+        """The whole test, and each test query's score (x100) for the report's paired bootstrap over queries."""
+        metrics, per_query = domain.test.evaluate_queries(model)
+        return {"test": _x100(metrics),
+                "test_per_query": {k: {q: round(100 * v, 4) for q, v in scores.items()} for k, scores in per_query.items()}}
 
     # ------------------------------------------------------------------------------------------- jobs
 
@@ -403,11 +417,17 @@ class Worker:
                          **self.scores(trained.model, trained.own_length, self.domain(name))}, started)
 
     def row(self, name: str, row: str, seed: int) -> None:
-        spec = ROWS[row]
-        if spec.merge_of:
+        if ROWS[row].merge_of:
             self.merged(name, row, seed)
             return
         started = machine()
+        model, own, payload = self.train_row(name, row, seed)
+        self.store(f"{name}__{row}__s{seed}", payload | self.scores(model, own, self.domain(name)), started)
+
+    def train_row(self, name: str, row: str, seed: int) -> tuple[Any, int, dict[str, Any]]:
+        """Train a row's model and save it (``models/<job>``) as the user would get it; what the row's job records
+        about its training."""
+        spec = ROWS[row]
         job = f"{name}__{row}__s{seed}"
         domain = self.domain(name)
         source, offset = self.cfg.model, 0
@@ -434,12 +454,36 @@ class Worker:
         # Saved as the user would get it (own length): round 2 and the merges start from it.
         save_model(model, self.path("models", job), own)
         probe = self.queue.load(f"{name}__probe") if spec.decoder_first else None
-        self.store(job, {"domain": name, "row": row, "seed": seed, "description": spec.description,
-                         "steps_total": offset + self.cfg.steps,
-                         "learning_rate": spec.learning_rate or self.cfg.learning_rate, "train_seconds": round(train_seconds, 1),
-                         "curve_seconds": round(evaluator.seconds, 1),
-                         "probe_seconds": probe["train_seconds"] if probe else None, "curve": curve,
-                         "log_history": history, **extra, **self.scores(model, own, domain)}, started)
+        return model, own, {"domain": name, "row": row, "seed": seed, "description": spec.description,
+                            "steps_total": offset + self.cfg.steps,
+                            "learning_rate": spec.learning_rate or self.cfg.learning_rate,
+                            "train_seconds": round(train_seconds, 1), "curve_seconds": round(evaluator.seconds, 1),
+                            "probe_seconds": probe["train_seconds"] if probe else None, "curve": curve,
+                            "log_history": history, **extra}
+
+    def queries(self, name: str, row: str, seed: int | None) -> None:
+        """A finished row's (or the shipped model's) whole test, query by query (``--queries-only``), for rows
+        scored before per-query scores were kept. A model that was not kept is trained again from its row's seed
+        (the report checks that its test metrics are the row's); a merge row waits for its base row's model."""
+        started = machine()
+        job = f"{name}__shipped" if row == "shipped" else f"{name}__{row}__s{seed}"
+        begin = time.perf_counter()
+        retrained = None
+        if row == "shipped":
+            model = load_model(self.cfg.model).model
+        else:
+            spec = ROWS[row]
+            if spec.merge_of:
+                self.queue.wait_for(f"{name}__{spec.merge_of}__s{seed}__queries", self.run_job)
+            elif not self.path("models", job).exists():
+                retrained = self.train_row(name, row, seed)[2]["train_seconds"]
+            model = self.finished_model(name, row, seed).model  # loaded at its own length
+        model.eval()
+        scoring = time.perf_counter()
+        self.store(f"{job}__queries", {"queries_of": job, "retrain_seconds": retrained,
+                                       **self.query_scores(model, self.domain(name)),
+                                       "eval_seconds": round(time.perf_counter() - scoring, 1),
+                                       "seconds": round(time.perf_counter() - begin, 1)}, started)
 
 
 def config_from(ns: argparse.Namespace) -> Config:
@@ -480,6 +524,9 @@ def parser() -> argparse.ArgumentParser:
                    "the curve corpus at the last step (minutes less per row)")
     p.add_argument("--test-only", action="store_true",
                    help="score the whole test and the pseudo-dev of finished rows (a screen run with --no-test-set)")
+    p.add_argument("--queries-only", action="store_true",
+                   help="score the whole test query by query for finished rows and the shipped model (models not "
+                   "kept are trained again from their seed); report merges it into the row")
     p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     p.add_argument("--scifact", type=Path, default=SHARED / "beir" / "scifact")
     p.add_argument("--reuters", type=Path, default=SHARED / "docs" / "reuters21578" / "reuters21578_docs.jsonl.gz")

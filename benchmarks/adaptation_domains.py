@@ -26,13 +26,21 @@ from typing import Any
 import torch
 from harness import read_jsonl
 
-from st_infocse.evaluation import RetrievalData, evaluate_retrieval, load_beir_folder, retrieval_metrics
+from st_infocse.evaluation import (
+    RetrievalData,
+    evaluate_retrieval,
+    load_beir_folder,
+    per_query_metrics,
+    retrieval_metrics,
+)
 from st_infocse.mining.sentences import split_sentences
 
 # Training sentences need this many words: shorter pieces of abstracts and news ("(1)", "Methods:", "Shr 12 cts")
 # are headings and table cells, not sentences.
 MIN_WORDS = 5
 K_VALUES = (1, 5, 10, 20, 100)
+# Kept query by query for the paired bootstrap over queries (the report's intervals and selection/confirmation halves)
+PER_QUERY = {"retrieval": ("ndcg@10", "recall@100"), "headline": ("ndcg@10",)}
 SEED = 0  # every sample of the data (curve corpus, pseudo-dev, smoke test sets) is drawn with this seed
 
 
@@ -55,9 +63,14 @@ class RetrievalTask:
         self.ignore_identical_ids = ignore_identical_ids
 
     def evaluate(self, model: Any) -> dict[str, float]:
+        return self.evaluate_queries(model, per_query=False)[0]
+
+    def evaluate_queries(self, model: Any, per_query: bool = True) -> tuple[dict[str, float], dict[str, dict]]:
+        """The metrics, and each query's score for ``PER_QUERY`` (empty without ``per_query``)."""
         result = evaluate_retrieval(model, self.data, k_values=K_VALUES, ignore_identical_ids=self.ignore_identical_ids,
-                                    batch_size=64, show_progress_bar=False)
-        return {k: v for k, v in result.metrics.items() if k.split("@")[0] in ("ndcg", "recall")}
+                                    batch_size=64, show_progress_bar=False,
+                                    per_query=PER_QUERY["retrieval"] if per_query else ())
+        return {k: v for k, v in result.metrics.items() if k.split("@")[0] in ("ndcg", "recall")}, result.per_query
 
     def describe(self) -> dict[str, int]:
         return {"queries": len(self.data.queries), "documents": len(self.data.corpus)}
@@ -71,6 +84,10 @@ class HeadlineTask:
         self.ids, self.articles, self.headlines, self.qrels = ids, articles, headlines, qrels
 
     def evaluate(self, model: Any) -> dict[str, float]:
+        return self.evaluate_queries(model, per_query=False)[0]
+
+    def evaluate_queries(self, model: Any, per_query: bool = True) -> tuple[dict[str, float], dict[str, dict]]:
+        """The metrics, and each article's (a2h) and headline's (h2a) score for ``PER_QUERY``."""
         unique = list(dict.fromkeys(s for article in self.articles for s in article))
         index = {s: i for i, s in enumerate(unique)}
         encoded = torch.as_tensor(model.encode(unique, batch_size=64, convert_to_tensor=True)).float().cpu()
@@ -80,14 +97,18 @@ class HeadlineTask:
         headlines = torch.as_tensor(model.encode(self.headlines, batch_size=64, convert_to_tensor=True)).float().cpu()
         headlines = torch.nn.functional.normalize(headlines, dim=-1)
         scores = articles @ headlines.T
-        out = {}
+        out: dict[str, float] = {}
+        kept: dict[str, dict] = {}
         for prefix, matrix in (("a2h", scores), ("h2a", scores.T)):
             top = torch.topk(matrix, min(max(K_VALUES), len(self.ids)), dim=1)
             results = {self.ids[q]: {self.ids[d]: float(s) for d, s in zip(ids.tolist(), values.tolist(), strict=True)}
                        for q, (values, ids) in enumerate(zip(top.values, top.indices, strict=True))}
             metrics = retrieval_metrics(self.qrels, results, K_VALUES)  # the relation is symmetric: one qrels
             out |= {f"{prefix}_{k}": v for k, v in metrics.items() if k.split("@")[0] in ("ndcg", "recall")}
-        return out
+            if per_query:
+                queries = per_query_metrics(self.qrels, results, PER_QUERY["headline"])
+                kept |= {f"{prefix}_{k}": v for k, v in queries.items()}
+        return out, kept
 
     def describe(self) -> dict[str, int]:
         return {"queries": len(self.ids), "documents": len(self.ids)}

@@ -36,6 +36,7 @@ from .own_retrieval import (
     retrieval_evaluator,
     retrieval_metric_keys,
 )
+from .paired import PairedChange, paired_change, paired_spearman_change, queries_needed
 from .report import (
     markdown_report,
     plot_beir,
@@ -52,6 +53,7 @@ from .retrieval import (
     download_beir,
     evaluate_beir,
     evaluate_retrieval,
+    per_query_metrics,
     retrieval_metrics,
     search,
 )
@@ -117,6 +119,11 @@ __all__ = [
     "retrieval_evaluator",
     "retrieval_metric_keys",
     "retrieval_metrics",
+    "per_query_metrics",
+    "PairedChange",
+    "paired_change",
+    "paired_spearman_change",
+    "queries_needed",
     "save_report",
     "search",
     "spearman_x100",

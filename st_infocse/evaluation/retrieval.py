@@ -74,6 +74,8 @@ class RetrievalResult:
         backend: ``"native"`` or ``"mteb"``.
         seconds: Wall time.
         parts: For datasets made of several (CQADupStack): each part's result; ``metrics`` is their mean.
+        per_query: Metric -> {query id -> that query's score}, for the metrics asked for (``per_query=`` of
+            :func:`evaluate_retrieval`); their mean over queries is ``metrics[metric]``.
     """
 
     name: str
@@ -85,6 +87,7 @@ class RetrievalResult:
     backend: str
     seconds: float = 0.0
     parts: dict[str, RetrievalResult] = field(default_factory=dict)
+    per_query: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def ndcg_at_10(self) -> float:
@@ -103,6 +106,8 @@ class RetrievalResult:
         }
         if self.parts:
             out["parts"] = {name: part.to_dict() for name, part in self.parts.items()}
+        if self.per_query:
+            out["per_query"] = self.per_query
         return out
 
 
@@ -244,6 +249,44 @@ def retrieval_metrics(
     return out
 
 
+# pytrec_eval's measure for each of beir's metric names (beir asks pytrec_eval for the same ones)
+_TREC_MEASURES = {"ndcg": "ndcg_cut", "map": "map_cut", "recall": "recall", "precision": "P"}
+
+
+def per_query_metrics(
+    qrels: dict[str, dict[str, int]],
+    results: dict[str, dict[str, float]],
+    metrics: Sequence[str] = ("ndcg@10",),
+    ignore_identical_ids: bool = False,
+) -> dict[str, dict[str, float]]:
+    """Each query's score for ``metrics``, the values whose mean :func:`retrieval_metrics` reports (pytrec_eval).
+
+    Args:
+        qrels: Query id -> {document id -> relevance}.
+        results: Query id -> {document id -> score}.
+        metrics: beir's names: ``"ndcg@10"``, ``"recall@100"``, ``"map@10"``, ``"precision@1"``.
+        ignore_identical_ids: Drop retrieved documents whose id equals the query id.
+
+    Returns:
+        Metric -> {query id -> score in [0, 1]}, for every query that has both judgements and results.
+
+    Example:
+        >>> per_query_metrics({"q": {"d1": 1}}, {"q": {"d2": 0.9, "d1": 0.1}}, ["ndcg@1", "recall@2"])
+        {'ndcg@1': {'q': 0.0}, 'recall@2': {'q': 1.0}}
+    """
+    pytrec_eval = require("pytrec_eval", "Per-query retrieval metrics")
+    measures = {}
+    for metric in metrics:
+        name, _, k = metric.partition("@")
+        if name not in _TREC_MEASURES or not k.isdigit():
+            raise ValueError(f"{metric!r}: expected one of {sorted(_TREC_MEASURES)} with '@k', e.g. 'ndcg@10'")
+        measures[metric] = (f"{_TREC_MEASURES[name]}.{k}", f"{_TREC_MEASURES[name]}_{k}")
+    results = {q: {d: s for d, s in docs.items() if not (ignore_identical_ids and d == q)} for q, docs in results.items()}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {m for m, _ in measures.values()})
+    scores = evaluator.evaluate(results)
+    return {metric: {q: float(s[key]) for q, s in scores.items()} for metric, (_, key) in measures.items()}
+
+
 def evaluate_retrieval(
     model: Any,
     data: RetrievalData,
@@ -252,6 +295,7 @@ def evaluate_retrieval(
     ignore_identical_ids: bool | None = None,
     batch_size: int = 64,
     show_progress_bar: bool | None = None,
+    per_query: Sequence[str] = (),
 ) -> RetrievalResult:
     """Zero-shot retrieval metrics of ``model`` on one dataset.
 
@@ -263,6 +307,8 @@ def evaluate_retrieval(
         ignore_identical_ids: ``None``: mteb's setting for this dataset (see :func:`beir_task_info`).
         batch_size: Encoding batch size.
         show_progress_bar: ``None``: shown for 1,000+ texts.
+        per_query: Metrics also kept query by query (``RetrievalResult.per_query``), for a paired comparison of two
+            models on the same queries (:func:`~st_infocse.evaluation.paired_change`); native backend only.
 
     Returns:
         The metrics.
@@ -274,12 +320,16 @@ def evaluate_retrieval(
     """
     if backend not in ("native", "mteb"):
         raise ValueError(f"backend must be 'native' or 'mteb', got {backend!r}")
+    if per_query and backend != "native":
+        raise ValueError("per_query scores come from the native backend; mteb's returns averages only")
     if ignore_identical_ids is None:
         ignore_identical_ids = beir_task_info(data.name).ignore_identical_ids
     start = time.perf_counter()
+    kept: dict[str, dict[str, float]] = {}
     if backend == "native":
         results = search(model, data, top_k=max(k_values), batch_size=batch_size, show_progress_bar=show_progress_bar)
         metrics = retrieval_metrics(data.qrels, results, k_values, ignore_identical_ids)
+        kept = per_query_metrics(data.qrels, results, per_query, ignore_identical_ids) if per_query else {}
     else:
         progress = bool(show_progress_bar) if show_progress_bar is not None else len(data.corpus) >= 1000
         metrics = evaluate_with_mteb(model, data, k_values, ignore_identical_ids, batch_size, progress)
@@ -292,6 +342,7 @@ def evaluate_retrieval(
         split=data.split,
         backend=backend,
         seconds=time.perf_counter() - start,
+        per_query=kept,
     )
 
 
