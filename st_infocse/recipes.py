@@ -193,6 +193,9 @@ _ADAPT_BUDGET = (
     ("--max_seq_length", "128", "the training length; the model is scored and saved at its own"),
 )
 
+# The adaptation recipes hand back the trained model only when its gain on the user's queries is reliable.
+_KEEP_RELIABLE = ("--keep_trained_if", "reliable", "the trained model only when its gain on your queries is reliable "
+                  "(95% interval over them above zero), else your model as given (docs/your-own-model.md)")
 # InforMin-CL on the sentences of the user's text with that budget: adapt-informin and adapt-informin-anchor.
 _ADAPT_INFORMIN = (
     ("--objective", "informin", "paper 001: SimCSE's contrastive loss plus the reconstruction term, defaults"),
@@ -202,6 +205,7 @@ _ADAPT_INFORMIN = (
     *_ADAPT_BUDGET,
     ("--eval_steps", "100", "one evaluation, at the end: the benchmark scored the last step"),
     ("--save_steps", "100", "a checkpoint at that evaluation"),
+    _KEEP_RELIABLE,
 )
 _OWN_TEXT_NOTES = (
     "So the recipe requires --eval_retrieval: a folder of your own queries and documents in BEIR's layout "
@@ -448,6 +452,7 @@ _RECIPES = (
             ("--rounds", "1", "one round: the benchmark's row (round 2 not measured)"),
             ("--idc_loss", "mnrl", "MultipleNegativesRankingLoss on the mined pairs, document-aware batches"),
             *_ADAPT_BUDGET,
+            _KEEP_RELIABLE,
         ),
         notes=(
             "Measured with one budget for every row (benchmarks/results/adaptation.md): on Reuters-21578 news it "

@@ -861,3 +861,38 @@ def test_the_same_seed_builds_the_same_loss(workspace, monkeypatch):
     floats = [k for k, v in first.items() if v.is_floating_point() and "running" not in k]
     assert floats and all(torch.equal(first[k], again[k]) for k in floats)
     assert any(not torch.equal(first[k], other[k]) for k in floats)
+
+
+def test_evaluate_compare_gives_each_change_an_interval(workspace, tmp_path, capsys):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    other = SentenceTransformer(str(workspace["model"]), device="cpu")
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for parameter in other.parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))
+    other.save(str(tmp_path / "other"))
+    out = tmp_path / "eval"
+    argv = ["evaluate", "--model", str(workspace["model"]), "--compare", str(tmp_path / "other"), "--sts",
+            str(workspace["senteval"]), "--beir", "scifact", "--beir_source", str(workspace["beir"]), "--output_dir",
+            str(out), "--plots", "false"]
+    assert main(argv) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    comparison = json.loads((out / "comparison.json").read_text())["comparison"]
+    rows = {(row["kind"], row["name"]): row for row in comparison["rows"]}
+    assert ("BEIR nDCG@10", "scifact") in rows and ("STS", "STS-B") in rows
+    for row in rows.values():
+        change = row["change"]
+        assert change["delta"] == pytest.approx(row["after"] - row["before"], abs=1e-6)
+        assert change["low"] <= change["delta"] <= change["high"] and change["verdict"]
+    assert rows[("BEIR nDCG@10", "scifact")]["change"]["unit"] == "queries"
+    assert rows[("STS", "STS-B")]["change"]["unit"] == "pairs"
+    assert "95% CI" in printed and "against other" in printed
+    assert (out / "comparison.md").is_file() and (out / "evaluation.json").is_file()
+
+
+def test_evaluate_compare_with_a_missing_model_fails_in_one_line(workspace, capsys):
+    argv = ["evaluate", "--model", str(workspace["model"]), "--compare", "./no-such-model", "--sts", "x"]
+    assert main(argv) == 2
+    assert "--compare: model not found: ./no-such-model" in capsys.readouterr().err

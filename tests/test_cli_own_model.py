@@ -150,6 +150,19 @@ def test_the_summary_and_json_hold_start_and_end_for_every_evaluator(user_model,
     # the printed numbers are the recorded ones
     ndcg = start_end["start"]["eval_retrieval_dot_ndcg@10"], start_end["end"]["eval_retrieval_dot_ndcg@10"]
     assert f"retrieval nDCG@10     {100 * ndcg[0]:.2f} -> {100 * ndcg[1]:.2f}" in done
+    # each start -> end with its interval over the queries (STS-B dev: over the pairs) and a verdict
+    change = start_end["changes"]["eval_retrieval_dot_ndcg@10"]
+    assert change["n"] == 10 and change["unit"] == "queries"
+    assert change["delta"] == pytest.approx(100 * (ndcg[1] - ndcg[0]), abs=1e-6)
+    assert change["low"] <= change["delta"] <= change["high"]
+    assert change["verdict"] in ("a gain", "within noise", "a loss")
+    line = next(x for x in done.splitlines() if "retrieval nDCG@10" in x)
+    assert f", {change['delta']:+.2f} (95% CI {change['low']:+.2f} to {change['high']:+.2f}, " in line
+    assert line.endswith(f"10 queries): {change['verdict']}")
+    sts = start_end["changes"]["eval_sts-dev_spearman_cosine"]
+    assert sts["unit"] == "pairs" and sts["n"] > 10
+    assert re.search(r"STS-B dev +\d+\.\d\d -> \d+\.\d\d, [+-]\d+\.\d\d \(95% CI .* pairs\): ", done)
+    assert "eval_retrieval_dot_recall@100" not in start_end["changes"]  # a mean of no per-query scores kept
 
 
 def _destroying(user_model, data, out, *flags):
@@ -182,6 +195,37 @@ def test_keep_start_if_better_false_hands_back_the_trained_model(user_model, dat
     given = SentenceTransformer(str(user_model), device="cpu").state_dict()
     saved = SentenceTransformer(str(out), device="cpu").state_dict()
     assert any(not torch.equal(given[key], saved[key]) for key in given)
+
+
+def test_keep_trained_if_reliable_hands_back_the_start_when_the_gain_is_not_reliable(user_model, data, tmp_path,
+                                                                                      capsys):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "run"
+    # a learning rate so small that the queries' scores cannot move beyond noise
+    flags = ("--eval_retrieval", str(data["beir"]), "--learning_rate", "1e-9", "--keep_trained_if", "reliable",
+             "--eval_strategy", "no", "--save_strategy", "no", "--load_best_model_at_end", "false")
+    assert main(_train(user_model, data, out, *flags)) == 0
+    done = _summary(capsys.readouterr().out)
+    record = json.loads((out / "run_summary.json").read_text())
+    assert record["start_end"]["kept"] == "start" and record["start_end"]["keep_trained_if"] == "reliable"
+    assert record["start_end"]["changes"]["eval_retrieval_dot_ndcg@10"]["verdict"] == "within noise"
+    assert re.search(r"saved +the starting model: eval_retrieval_dot_ndcg@10 changed .*within noise, not a reliable "
+                     r"gain .*\(--keep_trained_if reliable\)", done)
+    saved, given = load_file(out / "model.safetensors"), load_file(user_model / "model.safetensors")
+    assert saved.keys() == given.keys() and all(torch.equal(saved[k], given[k]) for k in given)
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (("--stsb_dev", "none"), "--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval"),
+    (("--keep_start_if_better", "false"), "which --keep_start_if_better false turns off"),
+    (("--metric_for_best_model", "eval_retrieval_dot_recall@100"), "only retrieval nDCG@10 and"),
+])
+def test_keep_trained_if_reliable_that_cannot_apply_is_refused(user_model, data, tmp_path, capsys, flags, message):
+    extra = () if "--stsb_dev" in flags else ("--eval_retrieval", str(data["beir"]))
+    argv = _train(user_model, data, tmp_path / "run", "--keep_trained_if", "reliable", *extra, *flags)
+    assert main(argv) == 2
+    assert message in _one_line_error(capsys)
 
 
 def test_without_an_evaluator_the_summary_says_nothing_was_measured(user_model, data, tmp_path, capsys):
@@ -444,9 +488,13 @@ def test_the_adapt_recipe_needs_your_documents_and_queries_and_keeps_your_model(
     printed = capsys.readouterr().out
     assert re.search(r"training data +.*docs.jsonl \(documents\)", printed)
     assert f"round 1 mined by        {tiny_bert_dir}" in printed
-    assert re.search(r"retrieval nDCG@10 +\d+\.\d\d -> \d+\.\d\d", printed)  # the user's queries, start -> end
+    assert re.search(r"retrieval nDCG@10 +\d+\.\d\d -> \d+\.\d\d, .*95% CI", printed)  # start -> end, interval
     assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]
-    assert json.loads((out / "run_summary.json").read_text())["objective"] == "idc"
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["objective"] == "idc" and summary["rounds"]["keep_trained_if"] == "reliable"
+    change = summary["rounds"]["changes"].get("retrieval_dot_ndcg@10")
+    # the round is kept only with a reliable gain; with 10 queries and 2 steps the start comes back
+    assert (summary["rounds"]["best_round"] == 1) == (change is not None and change["verdict"] == "a gain")
 
 
 @pytest.mark.parametrize("recipe", ["adapt-informin", "adapt-informin-anchor"])
@@ -469,6 +517,10 @@ def test_the_adapt_informin_recipes_train_your_sentences_and_keep_your_model(use
     assert summary["objective"] == "informin"
     anchored = recipe == "adapt-informin-anchor"
     assert summary.get("weight_anchor") == (0.5 if anchored else None)
+    assert summary["start_end"]["keep_trained_if"] == "reliable"  # the adapt recipes' rule
+    verdict = summary["start_end"]["changes"]["eval_retrieval_dot_ndcg@10"]["verdict"]
+    assert (summary["start_end"]["kept"] == "start") == (verdict != "a gain")
+    assert "(--keep_trained_if reliable)" in printed
     assert ("0.5 of the trained change kept after step 2" in printed) == anchored
 
 

@@ -126,6 +126,16 @@ class RunEvaluationArguments:
             "the checkpoint metric."
         },
     )
+    keep_trained_if: str = field(
+        default="better",
+        metadata={
+            "help": "Which model the run hands back, with an evaluator: 'better' keeps the trained model when its "
+            "checkpoint metric is not below the start's; 'reliable' only when its gain is reliable over your "
+            "queries (STS pairs): the 95 percent interval of a paired bootstrap over them lies above zero. The "
+            "adapt-* recipes set 'reliable'.",
+            "choices": ["better", "reliable"],
+        },
+    )
     weight_anchor: float = field(
         default=1.0,
         metadata={
@@ -312,6 +322,15 @@ class EvaluateArguments:
     batch_size: int = field(default=64, metadata={"help": "Encoding batch size."})
     plots: bool = field(default=True, metadata={"help": "Draw bar charts (needs matplotlib)."})
     verbose: bool = field(default=False, metadata={"help": "Also show beir's INFO log (every metric at every k)."})
+    compare: str | None = field(
+        default=None,
+        metadata={
+            "help": "A second model scored on the same sets: each STS task's and BEIR dataset's change from --compare "
+            "to --model, with its 95 percent interval from a paired bootstrap over the pairs / queries and a "
+            "verdict (comparison.json, comparison.md). Loaded as --model is.",
+            "metavar": "MODEL",
+        },
+    )
 
 
 def training_arguments_class():

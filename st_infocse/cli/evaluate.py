@@ -1,6 +1,8 @@
-"""``st-infocse evaluate``: the STS suite, BEIR and the transfer tasks; JSON, markdown and plots.
+"""``st-infocse evaluate``: the STS suite, BEIR and the transfer tasks; JSON, markdown and plots. With
+``--compare MODEL``, the second model on the same sets and each change with its interval over queries / pairs.
 
     st-infocse evaluate --model out --sts ../shared/data/senteval --beir scifact --beir_source ../shared/data/beir
+    st-infocse evaluate --model out --compare all-MiniLM-L6-v2 --beir scifact --beir_source ../shared/data/beir
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ __all__ = ["cmd_evaluate"]
 def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments) -> None:
     """Paths that do not exist, told before torch and the model are loaded."""
     check_model_source(model_args.model)
+    if eval_args.compare:
+        check_model_source(eval_args.compare, "--compare")
     check_output_dir(eval_args.output_dir)
     if not (eval_args.sts or eval_args.beir or eval_args.transfer):
         raise CLIError("nothing to evaluate: give --sts, --beir and/or --transfer")
@@ -53,6 +57,27 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
     if eval_args.verbose:
         # an explicit level on beir's logger is what the evaluators leave alone
         logging.getLogger("beir").setLevel(logging.INFO)
+    results = _evaluate(model_args, eval_args)
+    settings = results.pop("_")
+    written = evaluation.save_report(results, eval_args.output_dir, plots=eval_args.plots, settings=settings)
+    if eval_args.compare:
+        from dataclasses import replace
+
+        other = _evaluate(replace(model_args, model=eval_args.compare), eval_args)
+        other.pop("_")
+        comparison = evaluation.compare_results(other, results)
+        print(comparison)
+        out = Path(eval_args.output_dir)
+        written["comparison"] = evaluation.write_json({"comparison": comparison.to_dict()}, out / "comparison.json")
+        (out / "comparison.md").write_text(comparison.to_markdown() + "\n", encoding="utf-8")
+    summary("Evaluation done", {kind: path for kind, path in written.items()})
+    return 0
+
+
+def _evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments) -> dict[str, Any]:
+    """One model on every set asked for; ``"_"`` holds the settings."""
+    from st_infocse import evaluation
+
     model_loaded = model_from_args(model_args)
     model = model_loaded.model
     label = Path(model_args.model).name or model_args.model
@@ -65,6 +90,7 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
     }
     summary("Evaluating", settings)
     results: dict[str, Any] = {}
+    per_query = ["ndcg@10"] if eval_args.compare else []
     try:
         if eval_args.sts:
             results["STS"] = evaluation.evaluate_sts_suite(
@@ -73,7 +99,8 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
             print(results["STS"])
         if eval_args.beir:
             results["BEIR"] = evaluation.evaluate_beir(
-                model, eval_args.beir, source=eval_args.beir_source, batch_size=eval_args.batch_size, model_label=label
+                model, eval_args.beir, source=eval_args.beir_source, batch_size=eval_args.batch_size, model_label=label,
+                per_query=per_query,
             )
             print(results["BEIR"])
         if eval_args.transfer:
@@ -83,6 +110,4 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
             print(results["Transfer"])
     except evaluation.DataFormatError as exc:
         raise CLIError(str(exc)) from exc
-    written = evaluation.save_report(results, eval_args.output_dir, plots=eval_args.plots, settings=settings)
-    summary("Evaluation done", {kind: path for kind, path in written.items()})
-    return 0
+    return results | {"_": settings}

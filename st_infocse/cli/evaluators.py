@@ -103,14 +103,17 @@ def _x100(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.2f}"  # NaN prints as nan
 
 
-def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float]) -> dict[str, str]:
-    """``{"STS-B dev": "86.72 -> 87.10", ...}`` for every labelled metric (x100, as the papers report)."""
+def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
+                   changes: dict[str, Any] | None = None) -> dict[str, str]:
+    """``{"STS-B dev": "86.72 -> 87.10, +0.38 (95% CI -0.12 to +0.90, p = 0.140, 1500 pairs): within noise"}``
+    for every labelled metric (x100, as the papers report); the interval where ``changes`` has the metric's."""
     rows = {}
     for key, label in labels.items():
         before, after = start.get(key), end.get(key)
         if before is None and after is None:
             continue
-        rows[label] = f"{_x100(before)} -> {_x100(after)}"
+        change = (changes or {}).get(key)
+        rows[label] = f"{_x100(before)} -> {_x100(after)}" + (f", {change.describe()}" if change else "")
     return rows
 
 
@@ -125,7 +128,11 @@ def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str,
 
 
 def kept_line(result: Any) -> str:
-    """What was saved, from a :class:`~st_infocse.training.StartEndResult`."""
+    """What was saved, from a :class:`~st_infocse.training.StartEndResult`, and why under ``--keep_trained_if``."""
+    if result.keep_trained_if == "reliable":
+        which = {"start": "the starting model", "end": f"the model at the last step, {result.end_step}",
+                 "best checkpoint": f"the best checkpoint, step {result.best_step}"}[result.kept]
+        return f"{which}: {result.reason} (--keep_trained_if reliable)"
     if result.kept == "start":
         return (
             f"the starting model: no checkpoint beat the model you started with ({result.metric} "

@@ -115,6 +115,7 @@ def cmd_train(argv: Sequence[str]) -> int:
         if data_args.split_sentences:
             dataset = sentences_of(dataset)
     measured = run_evaluation(data_args, run_args, training_args, argv)
+    check_keep_rule(run_args, measured, training_args)
     finish_training_args(training_args, measured.evaluator)
     anchor = None
     if dataset is not None:
@@ -125,7 +126,8 @@ def cmd_train(argv: Sequence[str]) -> int:
     measured.for_model(model, training_args, own_length)
     start = time.time()
     if dataset is None:
-        return _train_idc(loaded, documents, loss_args, model_args, training_args, measured, argv, start)
+        return _train_idc(loaded, documents, loss_args, model_args, training_args, measured, argv, start,
+                          run_args.keep_trained_if)
     # ICT's long side is the rest of the document: that is what the training length cuts.
     texts = dataset["positive"] if ict else dataset["text"]
     lengths_report = count_long_texts(model.tokenizer, texts, model.max_seq_length, seed=training_args.seed)
@@ -144,7 +146,8 @@ def cmd_train(argv: Sequence[str]) -> int:
     if measured.evaluator is not None:
         from st_infocse.training.start_end import StartEndCallback
 
-        ends = StartEndCallback(measured.evaluator, keep_start_if_better=run_args.keep_start_if_better, log=False)
+        ends = StartEndCallback(measured.evaluator, keep_start_if_better=run_args.keep_start_if_better, log=False,
+                                keep_trained_if=run_args.keep_trained_if)
         callbacks.append(ends)
     if anchor:
         from st_infocse.training.anchor import WeightAnchorCallback
@@ -163,7 +166,7 @@ def cmd_train(argv: Sequence[str]) -> int:
     warnings: list[str] = []
     if ends is not None:
         result = ends.result
-        rows.update(start_end_rows(measured.labels, result.start, result.end))
+        rows.update(start_end_rows(measured.labels, result.start, result.end, result.changes))
         rows["saved"] = kept_line(result)
         warnings = worse_at_end(measured.labels, result.start, result.end)
         record["start_end"] = result.to_dict()
@@ -228,8 +231,29 @@ def idc_documents(documents, size: int | None, seed: int):
     return chosen, f"{size:,} of {len(documents):,} (a --seed {seed} sample, --idc_max_docs)"
 
 
+def check_keep_rule(run_args, measured, training_args) -> None:
+    """``--keep_trained_if reliable`` judges the gain over the queries (pairs) of the checkpoint metric: refused, before
+    the model loads, when nothing measures the run, when the start is never restored, or when the checkpoint metric
+    is not one whose evaluator keeps per-query scores (retrieval nDCG@10, STS-B dev)."""
+    if run_args.keep_trained_if != "reliable":
+        return
+    if measured.evaluator is None:
+        raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
+                       "--stsb_dev)")
+    if not run_args.keep_start_if_better:
+        raise CLIError("--keep_trained_if reliable chooses between the start and the trained model, which "
+                       "--keep_start_if_better false turns off; drop one of them")
+    from st_infocse.evaluation import STSB_DEV_METRIC
+
+    metric = training_args.metric_for_best_model
+    if metric and not (metric.removeprefix("eval_") == STSB_DEV_METRIC.removeprefix("eval_")
+                       or metric.endswith("ndcg@10")):
+        raise CLIError(f"--keep_trained_if reliable needs per-query scores for --metric_for_best_model {metric}: "
+                       f"only retrieval nDCG@10 and {STSB_DEV_METRIC} keep them")
+
+
 def _train_idc(loaded, documents, loss_args: LossArguments, model_args, training_args, measured, argv,
-               start: float) -> int:
+               start: float, keep_trained_if: str) -> int:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     from st_infocse.mining import train_idc_rounds
@@ -284,6 +308,7 @@ def _train_idc(loaded, documents, loss_args: LossArguments, model_args, training
         output_dir=Path(training_args.output_dir) / "rounds",
         seed=training_args.seed,
         annotator=annotator,
+        keep_trained_if=keep_trained_if,
     )
     out = Path(training_args.output_dir)
     training_length = model.max_seq_length
@@ -294,11 +319,16 @@ def _train_idc(loaded, documents, loss_args: LossArguments, model_args, training
     warnings: list[str] = []
     if result.initial_metrics is not None:
         initial = {f"eval_{key}": value for key, value in result.initial_metrics.items()}
-        final = {f"eval_{key}": value for key, value in (result.final_metrics or {}).items()}
-        rows.update(start_end_rows(measured.labels, initial, final))
-        rows["saved"] = (
-            "the starting model: no round beat it" if result.best_round == 0 else f"the weights of round {result.best_round}"
-        )
+        # the trained candidate (best round, else the last) against the start; "saved" says which was kept
+        final = {f"eval_{key}": value for key, value in (result.trained_metrics or {}).items()}
+        changes = {f"eval_{key}": change for key, change in result.changes.items()}
+        rows.update(start_end_rows(measured.labels, initial, final, changes))
+        if result.keep_trained_if == "reliable" and result.best_round == 0:
+            rows["saved"] = ("the starting model: no round's gain was reliable over your queries "
+                             "(--keep_trained_if reliable)")
+        else:
+            rows["saved"] = ("the starting model: no round beat it" if result.best_round == 0
+                             else f"the weights of round {result.best_round}")
         warnings = worse_at_end(measured.labels, initial, final)
     else:
         rows["start -> end"] = NOT_MEASURED

@@ -8,6 +8,7 @@ mteb, beir, scikit-learn and matplotlib (the ``eval`` extra) are imported only w
 """
 
 from .beir_tasks import BEIR_PAPER_DATASETS, BEIRTaskInfo, beir_task_info
+from .compare import Comparison, compare_results
 from .geometry import GeometryResult, alignment_loss, evaluate_alignment_uniformity, uniformity_loss
 from .h_shuffle import ConditionalMLMEvaluator
 from .in_domain import InDomainRetrievalResult, evaluate_in_domain_retrieval
@@ -56,6 +57,14 @@ from .retrieval import (
     per_query_metrics,
     retrieval_metrics,
     search,
+)
+from .scored_units import (
+    PairScoredSimilarityEvaluator,
+    QueryScoredRetrievalEvaluator,
+    UnitScores,
+    paired_changes,
+    primary_unit_key,
+    unit_scores,
 )
 from .sts import (
     STSB_DEV_METRIC,
@@ -124,6 +133,14 @@ __all__ = [
     "paired_change",
     "paired_spearman_change",
     "queries_needed",
+    "Comparison",
+    "compare_results",
+    "PairScoredSimilarityEvaluator",
+    "QueryScoredRetrievalEvaluator",
+    "UnitScores",
+    "paired_changes",
+    "primary_unit_key",
+    "unit_scores",
     "save_report",
     "search",
     "spearman_x100",

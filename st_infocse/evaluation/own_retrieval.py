@@ -257,7 +257,9 @@ def retrieval_evaluator(
     batch_size: int = 32,
     show_progress_bar: bool = False,
 ) -> tuple[Any, RetrievalFolderInfo]:
-    """sentence-transformers' ``InformationRetrievalEvaluator`` on the user's own BEIR-layout folder.
+    """sentence-transformers' ``InformationRetrievalEvaluator`` on the user's own BEIR-layout folder, keeping each
+    query's nDCG@10 (:class:`~st_infocse.evaluation.QueryScoredRetrievalEvaluator`) so that a change between two
+    evaluations gets an interval over the queries.
 
     Queries are the judged ones (at least one qrels score above 0), relevant documents those scoring above 0, and a
     document is read as mteb and beir read it: ``title + " " + text``, stripped (just the text when there is no
@@ -297,8 +299,6 @@ def retrieval_evaluator(
         >>> trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train,  # doctest: +SKIP
         ...                                      loss=loss, evaluator=evaluator)
     """
-    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
-
     # mteb's _corpus_to_dict and beir's SentenceBERT.encode_corpus (sep=" ") join a document the same way
     from .retrieval import document_text
 
@@ -309,7 +309,9 @@ def retrieval_evaluator(
     keep = _sample_corpus(list(data.corpus), judged, max_corpus, seed)
     corpus = {doc_id: document_text(doc) for doc_id, doc in data.corpus.items() if doc_id in keep}
     queries = {qid: data.queries[qid] for qid in relevant}
-    evaluator = InformationRetrievalEvaluator(
+    from .scored_units import QueryScoredRetrievalEvaluator
+
+    evaluator = QueryScoredRetrievalEvaluator(
         queries=queries,
         corpus=corpus,
         relevant_docs=relevant,

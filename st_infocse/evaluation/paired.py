@@ -17,6 +17,7 @@ upwards on them: choose on one set of queries and judge on another.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -127,7 +128,9 @@ def paired_spearman_change(gold: Sequence[float], before: Sequence[float], after
         raise ValueError("gold, before and after must score the same pairs")
 
     def spearman(g: np.ndarray, s: np.ndarray) -> float:
-        value = spearmanr(g, s).statistic
+        with warnings.catch_warnings():  # constant scores: NaN, read as no correlation below
+            warnings.simplefilter("ignore")
+            value = spearmanr(g, s).statistic
         return 0.0 if np.isnan(value) else float(value)  # a collapsed model (constant scores) correlates with nothing
 
     def statistic(g: np.ndarray, b: np.ndarray, a: np.ndarray) -> float:

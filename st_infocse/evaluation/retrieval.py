@@ -371,6 +371,7 @@ def evaluate_beir(
     batch_size: int = 64,
     show_progress_bar: bool | None = None,
     model_label: str | None = None,
+    per_query: Sequence[str] = (),
 ) -> BEIRResult:
     """BEIR zero-shot retrieval on one or more datasets, online through mteb or from local BEIR folders.
 
@@ -387,6 +388,8 @@ def evaluate_beir(
         batch_size: Encoding batch size.
         show_progress_bar: ``None``: shown for 1,000+ texts.
         model_label: Name in the printed table.
+        per_query: Metrics also kept query by query in each dataset's result (``RetrievalResult.per_query``), for
+            :func:`~st_infocse.evaluation.compare_results`; native backend only.
 
     Returns:
         The per-dataset results and their average nDCG@10.
@@ -406,11 +409,13 @@ def evaluate_beir(
         the_split = split or info.split
         loaded = _load_retrieval(name, source, the_split)
         if len(loaded) == 1 and loaded[0][0] == "":
-            out[name] = evaluate_retrieval(model, loaded[0][1], k_values, backend, None, batch_size, show_progress_bar)
+            out[name] = evaluate_retrieval(model, loaded[0][1], k_values, backend, None, batch_size, show_progress_bar,
+                                           per_query)
             continue
         parts = {}
         for part_name, data in loaded:
-            parts[part_name] = evaluate_retrieval(model, data, k_values, backend, None, batch_size, show_progress_bar)
+            parts[part_name] = evaluate_retrieval(model, data, k_values, backend, None, batch_size, show_progress_bar,
+                                                  per_query)
         out[name] = _average(name, parts, backend, source=str(source))
     return BEIRResult(model_label or model_name(model), out)
 

@@ -46,6 +46,8 @@ class STSTaskResult:
         split: The split.
         note: E.g. which SICK-R split, or "all subsets concatenated".
         subset_spearman: Spearman x100 per SentEval subset (their plain mean is SentEval's "mean" setting).
+        gold, similarities: Each pair's gold score and cosine similarity, in order (not written to JSON): what a
+            paired comparison of two models resamples (:func:`~st_infocse.evaluation.compare_results`).
     """
 
     name: str
@@ -56,6 +58,8 @@ class STSTaskResult:
     split: str
     note: str = ""
     subset_spearman: dict[str, float] = field(default_factory=dict)
+    gold: tuple[float, ...] = field(default=(), repr=False)
+    similarities: tuple[float, ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,6 +183,8 @@ def _score(pairs: STSPairs, e1: Any, e2: Any) -> STSTaskResult:
         split=pairs.split,
         note=pairs.note,
         subset_spearman=subsets,
+        gold=tuple(gold.tolist()),
+        similarities=tuple(cosine.tolist()),
     )
 
 
@@ -284,7 +290,8 @@ def stsb_dev_evaluator(
 ) -> Any:
     """STS-B dev Spearman for ``SentenceTransformerTrainer`` (checkpoint selection as in all four papers).
 
-    Returns sentence-transformers' own ``EmbeddingSimilarityEvaluator`` with cosine as the main similarity, so
+    Returns sentence-transformers' own ``EmbeddingSimilarityEvaluator`` (keeping each pair's similarity,
+    :class:`~st_infocse.evaluation.PairScoredSimilarityEvaluator`) with cosine as the main similarity, so
     the trainer logs ``eval_{name}_spearman_cosine`` (:data:`STSB_DEV_METRIC` for the default name); pass that
     as ``metric_for_best_model`` with ``load_best_model_at_end=True`` and ``eval_strategy="steps"``.
 
@@ -308,7 +315,7 @@ def stsb_dev_evaluator(
         >>> trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train,  # doctest: +SKIP
         ...                                      loss=loss, evaluator=evaluator)
     """
-    from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+    from .scored_units import PairScoredSimilarityEvaluator
 
     if isinstance(source, str) and source == "hub":
         import datasets
@@ -323,7 +330,7 @@ def stsb_dev_evaluator(
         pairs = STSPairs("STS-B", list(ds["sentence1"]), list(ds["sentence2"]), list(ds["score"]), "hub", "dev")
     else:
         pairs = load_sts(source, task="STS-B", split=split)
-    evaluator = EmbeddingSimilarityEvaluator(
+    evaluator = PairScoredSimilarityEvaluator(
         pairs.sentences1,
         pairs.sentences2,
         pairs.scores,

@@ -57,6 +57,11 @@ class RoundsResult:
         initial_metrics: Every metric the evaluator returned for the model as given (a float evaluator: its score
             as ``{"score": ...}``).
         final_metrics: The same for the weights kept.
+        trained_metrics: Every metric of the trained candidate: the best round when one beat the model as given,
+            else the last round (what ``changes`` compares with the model as given, whichever was kept).
+        changes: The trained candidate's change from the model as given (x100), metric -> change with its 95%
+            interval over the evaluator's queries (pairs), for the metrics whose evaluator keeps unit scores.
+        keep_trained_if: The rule that chose between the best round and the model as given.
     """
 
     model: SentenceTransformer = field(repr=False)
@@ -67,10 +72,15 @@ class RoundsResult:
     stopped_early: bool
     initial_metrics: dict[str, float] | None = None
     final_metrics: dict[str, float] | None = None
+    trained_metrics: dict[str, float] | None = None
+    changes: dict[str, Any] = field(default_factory=dict)
+    keep_trained_if: str = "better"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the model)."""
         return {
+            "keep_trained_if": self.keep_trained_if,
+            "changes": {key: change.to_dict() for key, change in self.changes.items()},
             "rounds": [asdict(r) for r in self.rounds],
             "initial_score": self.initial_score,
             "best_round": self.best_round,
@@ -78,6 +88,7 @@ class RoundsResult:
             "stopped_early": self.stopped_early,
             "initial_metrics": self.initial_metrics,
             "final_metrics": self.final_metrics,
+            "trained_metrics": self.trained_metrics,
         }
 
 

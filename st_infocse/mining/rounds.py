@@ -25,6 +25,7 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraini
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from torch import nn
 
+from st_infocse.evaluation import PairedChange, paired_changes, primary_unit_key, unit_scores
 from st_infocse.mining.graph import check_similarity
 from st_infocse.mining.idc import MiningReport, adjacent_pairs, mine_pairs
 from st_infocse.mining.round_results import CycleStats, PlusPlusResult, RoundsResult, RoundStats
@@ -132,6 +133,7 @@ def train_idc_rounds(
     output_dir: str | Path | None = None,
     seed: int = 0,
     annotator: SentenceTransformer | None = None,
+    keep_trained_if: Literal["better", "reliable"] = "better",
 ) -> RoundsResult:
     """Mine -> train -> re-mine for ``rounds`` rounds (paper 002 Alg. 1), stopping at a plateau.
 
@@ -163,6 +165,11 @@ def train_idc_rounds(
         seed: Training seed (and mining seed unless ``mining_kwargs`` sets one).
         annotator: Another model whose mining gives round 1's pairs (paper 002 Table 3 (5): all-mpnet-base-v2's
             annotations); later rounds mine with the model being trained. Only with ``initial_annotation="model"``.
+        keep_trained_if: ``"better"``: the best round's weights are kept when they beat the model as given;
+            ``"reliable"``: only when their gain on the evaluator's primary metric is reliable over its queries
+            (STS pairs), the paired bootstrap's 95% interval above zero, else the model as given is restored. Needs
+            an evaluator that keeps unit scores (:func:`~st_infocse.evaluation.retrieval_evaluator`,
+            :func:`~st_infocse.evaluation.stsb_dev_evaluator`). The change is in ``RoundsResult.change``.
 
     Returns:
         :class:`RoundsResult` with per-round pair counts, scores and timings.
@@ -182,6 +189,10 @@ def train_idc_rounds(
         raise ValueError(f"patience must be >= 1, got {patience}")
     if annotator is not None and initial_annotation != "model":
         raise ValueError(f"annotator mines round 1, which initial_annotation={initial_annotation!r} does not mine")
+    if keep_trained_if not in ("better", "reliable"):
+        raise ValueError(f"keep_trained_if must be 'better' or 'reliable', got {keep_trained_if!r}")
+    if keep_trained_if == "reliable" and evaluator is None:
+        raise ValueError("keep_trained_if='reliable' needs an evaluator that keeps per-query (per-pair) scores")
     fresh_documents = _reiterable(documents, rounds)
     mining_kwargs = {"seed": seed, **(mining_kwargs or {})}
     # Checked now: with an adjacent first round, a bad value would otherwise surface after training.
@@ -191,11 +202,18 @@ def train_idc_rounds(
     root = Path(tmp.name if tmp is not None else output_dir)
     try:
         initial_score, initial_metrics = _score(evaluator, model) if evaluator is not None else (None, None)
+        initial_units = trained_units = unit_scores(evaluator)
+        trained_metrics = initial_metrics
+        primary = primary_unit_key(evaluator)
+        if keep_trained_if == "reliable" and primary is None:
+            raise ValueError(f"keep_trained_if='reliable' needs per-query (per-pair) scores for the evaluator's "
+                             f"primary metric {getattr(evaluator, 'primary_metric', None)!r}, which it does not keep")
         best_metrics = initial_metrics
         if initial_score is not None:
             logger.info("IDC rounds: initial score %.4f", initial_score)
         best_score, best_round = initial_score, 0
         best_state = _snapshot(model) if evaluator is not None else None
+        initial_state = best_state  # the same copy: a later best round replaces best_state, not its contents
         stats: list[RoundStats] = []
         stale, stopped_early = 0, False
         for number in range(1, rounds + 1):
@@ -230,6 +248,8 @@ def train_idc_rounds(
             improved = None
             if score is not None:
                 improved = _better(score, best_score, min_delta, greater)
+                if improved or best_round == 0:  # the trained candidate: the best round, else the latest
+                    trained_metrics, trained_units = metrics, unit_scores(evaluator)
                 if improved:
                     best_score, best_round, best_state, stale = score, number, _snapshot(model), 0
                     best_metrics = metrics
@@ -257,8 +277,16 @@ def train_idc_rounds(
             logger.info("IDC rounds: restored the weights of round %d (score %.4f)", best_round, best_score)
         if best_state is None:
             best_round = len(stats)
+        changes = paired_changes(initial_units, trained_units, seed=seed) if stats else {}
+        change: PairedChange | None = changes.get(primary) if primary else None
+        if keep_trained_if == "reliable" and best_round and not (change is not None and change.reliable_gain):
+            model.load_state_dict(initial_state)
+            logger.info("IDC rounds: round %d's gain is not reliable (%s); restored the model as given", best_round,
+                        change.describe() if change else "no per-query scores")
+            best_round, best_score, best_metrics = 0, initial_score, initial_metrics
         return RoundsResult(
-            model, stats, initial_score, best_round, best_score, stopped_early, initial_metrics, best_metrics
+            model, stats, initial_score, best_round, best_score, stopped_early, initial_metrics, best_metrics,
+            trained_metrics, changes, keep_trained_if,
         )
     finally:
         if tmp is not None:

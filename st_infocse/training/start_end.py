@@ -1,4 +1,10 @@
-"""Score a training run at its start and its end, and never hand back a model worse than the one given."""
+"""Score a training run at its start and its end, and never hand back a model worse than the one given.
+
+Where the evaluator keeps what its score is made of (the package's retrieval and STS-B dev evaluators do,
+:func:`~st_infocse.evaluation.unit_scores`), each start -> end also gets a 95% interval from a paired bootstrap over
+the queries (or STS pairs) and a verdict: "a gain", "within noise" or "a loss". ``keep_trained_if="reliable"`` then
+keeps the trained model only when the deciding metric's gain is reliable (the interval's lower end above zero).
+"""
 
 from __future__ import annotations
 
@@ -12,9 +18,15 @@ from typing import Any, Literal
 import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from st_infocse.evaluation import PairedChange, UnitScores, paired_changes, unit_scores
+
 logger = logging.getLogger(__name__)
 
-__all__ = ["StartEndCallback", "StartEndResult"]
+__all__ = ["KEEP_TRAINED_IF", "StartEndCallback", "StartEndResult"]
+
+#: The rules for handing back the trained model rather than the start: its deciding score is higher ("better"), or
+#: its gain on the deciding metric's queries (pairs) is reliable, the 95% interval's lower end above zero ("reliable").
+KEEP_TRAINED_IF: tuple[str, ...] = ("better", "reliable")
 
 # What the trainer adds to each evaluation (timings; the epoch, written in by Trainer.log): no score of the model.
 _NOT_SCORES = re.compile(r"^epoch$|_(runtime|samples_per_second|steps_per_second|model_preparation_time)$")
@@ -71,6 +83,11 @@ class StartEndResult:
             trainer, ``load_best_model_at_end``) or ``"end"`` (the last step).
         worse_at_end: metrics whose end is worse than their start (greater is better, except ``metric``'s own
             direction and names containing "loss").
+        changes: metric -> the change from the start to the model the trainer left (x100), with its 95% interval
+            over the queries or pairs and its verdict, for the metrics whose evaluator keeps unit scores.
+        keep_trained_if: the rule that chose between the start and the trained model (``KEEP_TRAINED_IF``; None
+            when nothing was restored by rule, ``keep_start_if_better=False``).
+        reason: why ``kept`` was chosen, in words.
     """
 
     metric: str
@@ -85,10 +102,15 @@ class StartEndResult:
     best_score: float | None
     kept: Literal["start", "best checkpoint", "end"]
     worse_at_end: list[str] = field(default_factory=list)
+    changes: dict[str, PairedChange] = field(default_factory=dict)
+    keep_trained_if: str | None = "better"
+    reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """Everything above as plain JSON-ready values."""
-        return asdict(self)
+        """Everything above as plain JSON-ready values (each change with its verdict)."""
+        out = asdict(self)
+        out["changes"] = {key: change.to_dict() for key, change in self.changes.items()}
+        return out
 
     def _greater(self, key: str) -> bool:
         return self.greater_is_better if key == self.metric else "loss" not in key
@@ -100,8 +122,10 @@ class StartEndResult:
         """Printable lines: ``<metric> <start> -> <end>`` for each metric (the deciding one first; scores in
         [-1, 1] times 100), then what was kept when it was the start, then a warning if a metric got worse."""
         keys = [self.metric] * (self.metric in self.start) + [k for k in self.start if k != self.metric]
-        out = ["{} {} -> {}".format(key, *self._pair(key)) for key in keys]
-        if self.kept == "start" and _better(self.best_score, self.start_score, self.greater_is_better):
+        out = ["{} {} -> {}".format(key, *self._pair(key)) + self.interval(key) for key in keys]
+        if self.kept == "start" and self.keep_trained_if == "reliable":
+            out.append(f"{self.reason}; saved: the starting model")
+        elif self.kept == "start" and _better(self.best_score, self.start_score, self.greater_is_better):
             # Without load_best_model_at_end the trainer leaves the last step, whatever an earlier one scored.
             start, end, best = _fmt(self.start_score, self.end_score, self.best_score)
             out.append(
@@ -120,6 +144,11 @@ class StartEndResult:
             more = f"; {len(rest)} more: {', '.join(rest)}" if rest else ""
             out.append("warning: {} ended {} its start ({} -> {}){}".format(first, side, *self._pair(first), more))
         return out
+
+    def interval(self, key: str) -> str:
+        """``, +0.97 (95% CI -0.30 to +2.29, p = 0.140, 300 queries): within noise``, or "" without unit scores."""
+        change = self.changes.get(key)
+        return f", {change.describe()}" if change is not None else ""
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -145,10 +174,21 @@ class StartEndCallback(TrainerCallback):
 
     Give the trainer the same ``evaluator`` (``evaluator=``), so its evaluations carry the same metrics.
 
+    Where the evaluator keeps unit scores (:func:`~st_infocse.evaluation.retrieval_evaluator`,
+    :func:`~st_infocse.evaluation.stsb_dev_evaluator`, or any evaluator with a ``units()`` method), each metric's
+    change gets a 95% interval from a paired bootstrap over its queries (STS pairs), in ``result.changes``. With
+    ``keep_trained_if="reliable"`` the trained model is kept only when the deciding metric's interval lies above
+    zero: a small real gain measured on few queries is then often refused, and handed back as the start; more
+    queries narrow the interval (docs/your-own-model.md, "How many queries").
+
     Args:
         evaluator: any sentence-transformers evaluator, ``SequentialEvaluator`` included.
-        keep_start_if_better: restore the starting weights when no model the trainer could leave beats them. With
-            ``False`` the callback only measures.
+        keep_start_if_better: restore the starting weights when the rule ``keep_trained_if`` does not keep the
+            trained model. With ``False`` the callback only measures.
+        keep_trained_if: ``"better"``: keep the trained model when its deciding score is not below the start's;
+            ``"reliable"``: only when its gain on the deciding metric is reliable over the queries (pairs). The
+            latter needs an evaluator that keeps unit scores for that metric (refused at the start of training
+            otherwise).
         log: log each metric's start -> end, what was kept and what got worse once training ends (the command
             line prints its own summary instead).
 
@@ -162,15 +202,21 @@ class StartEndCallback(TrainerCallback):
         eval_sts-dev_spearman_cosine 86.72 -> 87.10
     """
 
-    def __init__(self, evaluator: Any, keep_start_if_better: bool = True, log: bool = True) -> None:
+    def __init__(self, evaluator: Any, keep_start_if_better: bool = True, log: bool = True,
+                 keep_trained_if: Literal["better", "reliable"] = "better") -> None:
+        if keep_trained_if not in KEEP_TRAINED_IF:
+            raise ValueError(f"keep_trained_if must be one of {', '.join(KEEP_TRAINED_IF)}, got {keep_trained_if!r}")
         self.evaluator = evaluator
         self.keep_start_if_better = keep_start_if_better
+        self.keep_trained_if = keep_trained_if
         self.log = log
         self.result: StartEndResult | None = None
         self.snapshot: dict[str, torch.Tensor] | None = None
         self._start: dict[str, float] = {}
         self._start_step = 0
         self._evaluations: dict[int, dict[str, float]] = {}
+        self._start_units: dict[str, UnitScores] = {}
+        self._units: dict[int, dict[str, UnitScores]] = {}
         self._training = False
 
     def _evaluate(self, model: Any, state: TrainerState) -> dict[str, float]:
@@ -179,6 +225,9 @@ class StartEndCallback(TrainerCallback):
             return _scores(self.evaluator(model, epoch=state.epoch or 0, steps=state.global_step))
         finally:
             model.train(was_training)
+
+    def _last_units(self) -> dict[str, UnitScores]:
+        return {_eval_key(key): units for key, units in unit_scores(self.evaluator).items()}
 
     def _decider(self, args: TrainingArguments) -> tuple[str, bool]:
         if args.metric_for_best_model:
@@ -193,6 +242,13 @@ class StartEndCallback(TrainerCallback):
         self.result, self._evaluations, self._training = None, {}, True
         self._start_step = state.global_step
         self._start = self._evaluate(model, state)
+        self._start_units, self._units = self._last_units(), {}
+        metric = self._decider(args)[0]
+        if self.keep_start_if_better and self.keep_trained_if == "reliable" and metric not in self._start_units:
+            raise ValueError(
+                f"keep_trained_if='reliable' needs per-query (per-pair) scores for {metric}, which this evaluator "
+                "does not keep; use retrieval_evaluator or stsb_dev_evaluator, or keep_trained_if='better'"
+            )
         self.snapshot = None
         if self.keep_start_if_better:
             self.snapshot = {key: value.detach().to("cpu", copy=True) for key, value in model.state_dict().items()}
@@ -207,6 +263,7 @@ class StartEndCallback(TrainerCallback):
     def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         if self._training:  # not trainer.evaluate() calls outside training
             self._evaluations.setdefault(state.global_step, {}).update(_scores(kwargs.get("metrics") or {}))
+            self._units[state.global_step] = self._last_units()
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         model, snapshot = kwargs["model"], self.snapshot
@@ -217,22 +274,28 @@ class StartEndCallback(TrainerCallback):
         best_loaded = bool(args.load_best_model_at_end and state.best_model_checkpoint)
         if metric not in self._evaluations.get(step, {}) and not best_loaded:
             self._evaluations.setdefault(step, {}).update(self._evaluate(model, state))
+            self._units[step] = self._last_units()
         end = self._evaluations.get(step, {})
         scored = [(s, m[metric]) for s, m in sorted(self._evaluations.items()) if metric in m]
         best_step, best_score = None, None
         for s, score in scored:
             if best_step is None or _better(score, best_score, greater):
                 best_step, best_score = s, score
+        held_step = step
         if best_loaded:
             match = re.search(r"checkpoint-(\d+)$", str(state.best_model_checkpoint).rstrip("/\\"))
-            loaded = self._evaluations.get(int(match[1]), {}) if match else {}
+            held_step = int(match[1]) if match else None
+            loaded = self._evaluations.get(held_step, {}) if held_step is not None else {}
             held, kept = loaded.get(metric, state.best_metric), "best checkpoint"
         else:
             held, kept = end.get(metric), "end"
         start_score = self._start.get(metric)
         if start_score is None and state.is_world_process_zero:
             logger.warning("The evaluator gives no %s for the starting model; the start is not compared.", metric)
-        if snapshot is not None and _better(start_score, held, greater):
+        changes = paired_changes(self._start_units, self._units.get(held_step, {}), seed=args.seed)
+        rule = self.keep_trained_if if snapshot is not None else None
+        restore, reason = self._verdict(rule, metric, start_score, held, greater, changes.get(metric))
+        if restore:
             model.load_state_dict(snapshot)
             kept = "start"
         del snapshot
@@ -245,9 +308,30 @@ class StartEndCallback(TrainerCallback):
         self.result = StartEndResult(
             metric=metric, greater_is_better=greater, start=dict(self._start), end=dict(end),
             start_step=self._start_step, end_step=step, start_score=start_score, end_score=end.get(metric),
-            best_step=best_step, best_score=best_score, kept=kept, worse_at_end=worse,
+            best_step=best_step, best_score=best_score, kept=kept, worse_at_end=worse, changes=changes,
+            keep_trained_if=rule, reason=reason,
         )  # fmt: skip
+        self._units, self._start_units = {}, {}
         if self.log and state.is_world_process_zero:
             lines = self.result.lines()  # one per start metric, then what was kept and what got worse
             for index, line in enumerate(lines):
                 (logger.info if index < len(self._start) else logger.warning)(line)
+
+    @staticmethod
+    def _verdict(rule: str | None, metric: str, start: float | None, held: float | None, greater: bool,
+                 change: PairedChange | None) -> tuple[bool, str]:
+        """Whether to restore the start under ``rule``, and why, in words."""
+        if rule is None:
+            return False, "measured only (keep_start_if_better=False)"
+        if rule == "reliable":
+            if change is None:  # no unit scores at the end (an evaluation that failed): the start is the safe choice
+                return True, f"{metric} has no per-query scores at the end to judge the gain by"
+            gain = change.delta if greater else -change.delta
+            reliable = (change.low > 0) if greater else (change.high < 0)
+            if reliable:
+                return False, f"{metric} gained {gain:+.2f}, reliably (the 95% interval excludes zero)"
+            return True, (f"{metric} changed {change.describe()}, not a reliable gain (keep_trained_if='reliable' "
+                          "keeps the trained model only when the interval's lower end is above zero)")
+        if _better(start, held, greater):
+            return True, f"the start scored better on {metric}"
+        return False, f"the trained model scored at least as well as the start on {metric}"

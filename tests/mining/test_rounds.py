@@ -152,3 +152,55 @@ def test_rounds_with_infocse_loss(make_model, topic_docs, small_training_args):
     assert [r.annotation for r in result.rounds] == ["idc", "idc"]
     assert all(r.pairs > 0 and r.train_loss is not None and r.train_loss > 0 for r in result.rounds)
     assert result.best_round == 2 and not result.stopped_early
+
+
+class _QueryScored:
+    """Per-query scores from a script, one list per call; its primary metric is their mean."""
+
+    greater_is_better = True
+    primary_metric = "own_ndcg@10"
+
+    def __init__(self, calls: list[dict[str, float]]) -> None:
+        self.calls, self.seen, self.last = calls, [], {}
+
+    def __call__(self, model) -> dict[str, float]:
+        self.seen.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        self.last = self.calls[len(self.seen) - 1]
+        return {self.primary_metric: sum(self.last.values()) / len(self.last)}
+
+    def units(self):
+        from st_infocse.evaluation import UnitScores
+
+        return {self.primary_metric: UnitScores("queries", scores=dict(self.last))}
+
+
+_START = {f"q{i}": 0.5 for i in range(100)}
+_ONE_QUERY_UP = _START | {"q7": 0.9}  # +0.4 x100 on average: a higher mean, not a reliable gain
+_ALL_UP = {q: 0.6 + 0.01 * (i % 4) for i, q in enumerate(_START)}
+
+
+@pytest.mark.parametrize(("rule", "round_1", "kept_round"), [
+    ("better", _ONE_QUERY_UP, 1), ("reliable", _ONE_QUERY_UP, 0), ("reliable", _ALL_UP, 1),
+])
+def test_rounds_keep_a_round_by_the_rule(make_model, topic_docs, small_training_args, same_weights, rule, round_1,
+                                         kept_round):
+    model = make_model()
+    evaluator = _QueryScored([_START, round_1])
+    result = train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, rounds=1, evaluator=evaluator,
+                              training_args=small_training_args, keep_trained_if=rule)
+    change = result.changes["own_ndcg@10"]
+    assert change.n == 100 and change.delta > 0
+    assert change.verdict == ("a gain" if round_1 is _ALL_UP else "within noise")
+    assert result.best_round == kept_round and result.keep_trained_if == rule
+    assert same_weights(model.state_dict(), evaluator.seen[kept_round])
+    assert result.to_dict()["changes"]["own_ndcg@10"]["verdict"] == change.verdict
+
+
+def test_rounds_refuse_reliable_without_unit_scores(make_model, topic_docs, small_training_args, scripted_evaluator):
+    with pytest.raises(ValueError, match="needs per-query"):
+        train_idc_rounds(make_model(), topic_docs, MultipleNegativesRankingLoss, rounds=1,
+                         evaluator=scripted_evaluator([0.5, 0.6]), training_args=small_training_args,
+                         keep_trained_if="reliable")
+    with pytest.raises(ValueError, match="needs an evaluator"):
+        train_idc_rounds(make_model(), topic_docs, MultipleNegativesRankingLoss, rounds=1,
+                         training_args=small_training_args, keep_trained_if="reliable")

@@ -42,7 +42,7 @@ def _scripted_evaluator(score: dict[int, float], alt: dict[int, float] | None = 
     return Scripted()
 
 
-def _train(model, evaluator, tmp_path, keep: bool = True, **kwargs):
+def _train(model, evaluator, tmp_path, keep: bool = True, keep_trained_if: str = "better", **kwargs):
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
@@ -62,7 +62,7 @@ def _train(model, evaluator, tmp_path, keep: bool = True, **kwargs):
         dataloader_pin_memory=False,
     )
     settings.update(kwargs)
-    callback = StartEndCallback(evaluator, keep_start_if_better=keep)
+    callback = StartEndCallback(evaluator, keep_start_if_better=keep, keep_trained_if=keep_trained_if)
     trainer = SentenceTransformerTrainer(
         model=model,
         args=SentenceTransformerTrainingArguments(**settings),
@@ -239,3 +239,100 @@ def test_at_length_evaluator_scores_at_its_length_and_puts_the_training_length_b
     assert wrapped.primary_metric == "recorded"
     with pytest.raises(ValueError, match="max_seq_length must be positive"):
         AtLengthEvaluator(Recorder(), 0)
+
+
+def _query_scored_evaluator(per_step: dict[int, dict[str, float]]):
+    """An evaluator whose per-query scores are set per step; its primary metric is their mean, as a retrieval
+    evaluator's nDCG@10 is."""
+    from sentence_transformers.base.evaluation import BaseEvaluator
+
+    from st_infocse.evaluation import UnitScores
+
+    class QueryScored(BaseEvaluator):
+        def __init__(self):
+            super().__init__()
+            self.primary_metric = "dev_ndcg@10"
+            self.last: dict[str, float] = {}
+
+        def __call__(self, model, output_path=None, epoch=-1, steps=-1):
+            self.last = per_step[max(steps, 0)]
+            return {"dev_ndcg@10": sum(self.last.values()) / len(self.last)}
+
+        def units(self):
+            return {"dev_ndcg@10": UnitScores("queries", scores=dict(self.last))}
+
+    return QueryScored()
+
+
+QUERIES = [f"q{i}" for i in range(200)]
+START = {q: 0.5 for q in QUERIES}
+SMALL_GAIN = {q: 0.5 + (0.3 if i in (3, 77) else 0.0) for i, q in enumerate(QUERIES)}  # +0.3 x100 on average
+BROAD_GAIN = {q: 0.5 + 0.02 * (1 + i % 3) for i, q in enumerate(QUERIES)}  # +2, +4 or +6 x100 on every query
+
+
+@pytest.mark.parametrize("rule", ["better", "reliable"])
+def test_a_gain_within_noise_is_kept_by_better_and_refused_by_reliable(make_model, tmp_path, rule):
+    model = make_model()
+    start = _weights(model)
+    evaluator = _query_scored_evaluator({0: START, STEPS: SMALL_GAIN})
+    _, result = _train(model, evaluator, tmp_path, keep_trained_if=rule)
+    change = result.changes["eval_dev_ndcg@10"]
+    assert change.delta == pytest.approx(0.3) and change.low <= 0 < change.high and change.verdict == "within noise"
+    assert change.n == 200 and change.unit == "queries"
+    assert result.keep_trained_if == rule
+    if rule == "better":
+        assert result.kept == "end" and not _same(start, _weights(model))
+    else:
+        assert result.kept == "start" and _same(start, _weights(model))
+        assert "not a reliable gain" in result.reason
+        assert any("within noise" in line for line in result.lines())
+        assert "saved: the starting model" in result.lines()[-1]
+    as_json = json.loads(json.dumps(result.to_dict()))
+    assert as_json["changes"]["eval_dev_ndcg@10"]["verdict"] == "within noise"
+
+
+def test_a_reliable_gain_is_kept_by_reliable(make_model, tmp_path):
+    model = make_model()
+    start = _weights(model)
+    _, result = _train(model, _query_scored_evaluator({0: START, STEPS: BROAD_GAIN}), tmp_path,
+                       keep_trained_if="reliable")
+    change = result.changes["eval_dev_ndcg@10"]
+    assert change.verdict == "a gain" and change.low > 0 and change.delta == pytest.approx(3.99)
+    assert result.kept == "end" and not _same(start, _weights(model))
+    assert ", +3.99 (95% CI" in result.lines()[0]
+
+
+def test_reliable_needs_an_evaluator_with_unit_scores(make_model, tmp_path):
+    evaluator = _scripted_evaluator({0: 0.5, STEPS: 0.6})
+    with pytest.raises(ValueError, match="keep_trained_if='reliable' needs per-query"):
+        _train(make_model(), evaluator, tmp_path, keep_trained_if="reliable")
+    with pytest.raises(ValueError, match="keep_trained_if must be one of better, reliable"):
+        StartEndCallback(evaluator, keep_trained_if="maybe")
+
+
+def test_real_retrieval_and_sts_evaluators_give_intervals(make_model, tmp_path):
+    from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
+
+    from st_infocse.evaluation import STSPairs, retrieval_evaluator, stsb_dev_evaluator
+
+    folder = tmp_path / "own"
+    (folder / "qrels").mkdir(parents=True)
+    texts = random_sentences(40, seed=3)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": "", "text": t}) + "\n"
+                                                 for i, t in enumerate(texts[:30])))
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": f"q{i}", "text": t}) + "\n"
+                                                  for i, t in enumerate(texts[30:])))
+    (folder / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\n" +
+                                              "".join(f"q{i}\td{i}\t1\n" for i in range(10)))
+    retrieval, _ = retrieval_evaluator(folder)
+    pairs = STSPairs("STS-B", texts[:20], texts[20:40], [float(i % 5) for i in range(20)], "test", "dev")
+    evaluator = SequentialEvaluator([stsb_dev_evaluator(pairs), retrieval])
+    _, result = _train(make_model(), evaluator, tmp_path)
+    assert set(result.changes) == {"eval_retrieval_cosine_ndcg@10", "eval_sts-dev_spearman_cosine"}
+    ndcg = result.changes["eval_retrieval_cosine_ndcg@10"]
+    expected = 100 * (result.end["eval_retrieval_cosine_ndcg@10"] - result.start["eval_retrieval_cosine_ndcg@10"])
+    assert ndcg.n == 10 and ndcg.delta == pytest.approx(expected, abs=1e-6)
+    sts = result.changes["eval_sts-dev_spearman_cosine"]
+    expected = 100 * (result.end["eval_sts-dev_spearman_cosine"] - result.start["eval_sts-dev_spearman_cosine"])
+    assert sts.n == 20 and sts.unit == "pairs" and sts.delta == pytest.approx(expected, abs=1e-6)
+    assert sts.low <= sts.delta <= sts.high
