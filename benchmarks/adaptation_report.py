@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from harness import (
     mean_std,
     update_block,
 )
+
+from st_infocse.evaluation import paired_change, queries_needed
 
 STEM = "adaptation"
 # Per domain: (column label, metric key, followed by a "Δ (p)" column against the shipped model).
@@ -43,6 +46,101 @@ CONFIRMATIONS = [
     {"domain": "scifact", "row": "informin-merge0.5", "seeds": (3, 4, 5, 6, 7)},
 ]
 TITLES = {"scifact": "SciFact", "reuters": "Reuters-21578"}
+# Rows are chosen on the selection half of each domain's test queries and claims are made on the confirmation half,
+# which no choice has used: the sorted query ids shuffled by random.Random(SPLIT_SEED), the first half selecting.
+SPLIT_SEED = 0
+# The per-query metrics the report tests (the headline first); SciFact's Recall@100 and Reuters' headline -> article
+# nDCG@10 are kept too.
+QUERY_METRICS = {"scifact": ("ndcg@10", "recall@100"), "reuters": ("a2h_ndcg@10", "h2a_ndcg@10")}
+
+
+def split_queries(ids: list[str]) -> tuple[list[str], list[str]]:
+    """(selection, confirmation): two halves of the query ids, fixed by ``SPLIT_SEED``."""
+    order = sorted(ids)
+    random.Random(SPLIT_SEED).shuffle(order)
+    half = len(order) // 2
+    return sorted(order[:half]), sorted(order[half:])
+
+
+def seed_mean(group: list[dict[str, Any]], key: str) -> tuple[dict[str, float], list[int]] | None:
+    """Each query's score averaged over the row's seeds that kept per-query scores, and those seeds."""
+    runs = [d for d in group if key in d.get("test_per_query", {})]
+    if not runs:
+        return None
+    ids = runs[0]["test_per_query"][key]
+    return {q: statistics.mean(d["test_per_query"][key][q] for d in runs) for q in ids}, [d["seed"] for d in runs]
+
+
+def query_statistics(name: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    """Every row with per-query scores against the shipped model: the change with its paired-bootstrap 95% interval
+    and p over the queries (each query's score averaged over the row's seeds), on the whole test and on each half;
+    the row chosen on the selection half and its confirmation."""
+    shipped = data["shipped"]
+    if not shipped or "test_per_query" not in shipped:
+        return None
+    headline = QUERY_METRICS[name][0]
+    ids = sorted(shipped["test_per_query"][headline])
+    selection, confirmation = split_queries(ids)
+    halves = {"whole": ids, "selection": selection, "confirmation": confirmation}
+    rows: dict[str, Any] = {}
+    for row, group in data["rows"].items():
+        out: dict[str, Any] = {}
+        for key in QUERY_METRICS[name]:
+            averaged = seed_mean(group, key)
+            if averaged is None or key not in shipped["test_per_query"]:
+                continue
+            scores, seeds = averaged
+            base = shipped["test_per_query"][key]
+            out[key] = {part: paired_change({q: base[q] for q in chosen}, {q: scores[q] for q in chosen}).to_dict()
+                        for part, chosen in halves.items()}
+            out["seeds"] = seeds
+            out["reproduced"] = [d.get("queries_reproduced") for d in group if "test_per_query" in d]
+        if out:
+            rows[row] = out
+    if not rows:
+        return None
+    chosen = max(rows, key=lambda r: rows[r][headline]["selection"]["delta"])
+    differences = [statistics.pstdev([shipped["test_per_query"][headline][q] - seed_mean(data["rows"][r], headline)[0][q]
+                                      for q in selection]) for r in rows]
+    spread = statistics.median(differences)
+    return {"split_seed": SPLIT_SEED, "selection": selection, "confirmation": confirmation, "rows": rows,
+            "chosen_on_selection": chosen, "per_query_sd": round(spread, 2),
+            "queries_for_1_point": queries_needed(1.0, spread),
+            "half_width_on_confirmation": round(1.96 * spread / len(confirmation) ** 0.5, 2)}
+
+
+def _change_cell(change: dict[str, Any]) -> str:
+    p = "p < 0.001" if change["p"] < 0.001 else f"p = {change['p']:.3f}"
+    return f"{change['delta']:+.2f} ({change['low']:+.2f} to {change['high']:+.2f}, {p})"
+
+
+def query_table(name: str, stats: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """The rows' changes over queries, on the selection half (where rows are chosen) and the confirmation half
+    (where claims are made), beside the seeds' spread on the whole test."""
+    headline, other = QUERY_METRICS[name]
+    n_sel, n_conf = len(stats["selection"]), len(stats["confirmation"])
+    lines = [f"Over queries ({headline}; each query's score averaged over the row's seeds; Δ against the shipped model "
+             "with its paired-bootstrap 95% interval over queries and p; selection and confirmation: two fixed halves "
+             f"of the test queries, split seed {stats['split_seed']}):", "",
+             f"| Row | seeds | whole test Δ over seeds (t-test) | selection Δ ({n_sel} queries) | confirmation Δ "
+             f"({n_conf} queries) | confirmation verdict | {other}, confirmation Δ |", "|---|---|---|---|---|---|---|"]
+    shipped = data["shipped"]["test"][headline]
+    order = sorted(stats["rows"], key=lambda r: stats["rows"][r][headline]["selection"]["delta"], reverse=True)
+    for row in order:
+        entry = stats["rows"][row]
+        group = [d for d in data["rows"][row] if "test" in d]
+        seeds_cell = versus(_values(group, headline), shipped) if group else "-"
+        confirm = entry[headline]["confirmation"]
+        second = _change_cell(entry[other]["confirmation"]) if other in entry else "-"
+        mark = " (chosen)" if row == stats["chosen_on_selection"] else ""
+        lines.append(f"| {row}{mark} | {','.join(map(str, entry['seeds']))} | {seeds_cell} | "
+                     f"{_change_cell(entry[headline]['selection'])} | {_change_cell(confirm)} | {confirm['verdict']} | "
+                     f"{second} |")
+    lines += ["", f"Each query's change has a standard deviation of about {stats['per_query_sd']:.1f} points here "
+              f"(median over the rows, selection half): {n_conf} queries resolve a change of about "
+              f"±{stats['half_width_on_confirmation']:.1f} points, and a true change of +1.0 needs about "
+              f"{stats['queries_for_1_point']:,} queries for its interval to exclude zero half of the time.", ""]
+    return lines
 
 
 def collect(done: dict[str, dict[str, Any]], cfg: Config) -> dict[str, Any]:
@@ -53,10 +151,10 @@ def collect(done: dict[str, dict[str, Any]], cfg: Config) -> dict[str, Any]:
         domain = job.split("__")[0]
         if domain not in out:
             continue
-        if "sts_of" in data or "test_of" in data:
+        if "sts_of" in data or "test_of" in data or "queries_of" in data:
             continue  # merged into its row below
         if data.get("row") == "shipped" and data.get("test_key") == cfg.test_key():
-            out[domain]["shipped"] = data
+            out[domain]["shipped"] = {"job": job} | data
         elif data.get("budget") != cfg.budget():
             ignored.append(job)  # another budget (a smoke run, an older setting): never mixed into these rows
         elif "row" in data:
@@ -74,7 +172,22 @@ def collect(done: dict[str, dict[str, Any]], cfg: Config) -> dict[str, Any]:
                 later = done.get(f"{run['job']}__test")
                 if later and "test" not in run:
                     run |= {"test": later["test"], "pseudo_dev": later["pseudo_dev"]}
+                _merge_queries(run, done.get(f"{run['job']}__queries"))
+        _merge_queries(domain["shipped"], done.get(f"{domain['shipped']['job']}__queries") if domain["shipped"] else None)
     return {"domains": out, "ignored": sorted(ignored)}
+
+
+def _merge_queries(run: dict[str, Any] | None, scored: dict[str, Any] | None) -> None:
+    """Each test query's score, from a ``--queries-only`` job (a model trained again from the row's seed where it was
+    not kept), into its run; ``queries_reproduced`` says whether that model's whole-test metrics are the run's."""
+    if run is None or scored is None or "test_per_query" in run:
+        return
+    if "test" in run:
+        run["queries_reproduced"] = all(abs(run["test"][k] - v) < 0.01 for k, v in scored["test"].items())
+    else:  # screened: the whole test comes with the per-query scores
+        run["test"] = scored["test"]
+    run["test_per_query"] = scored["test_per_query"]
+    run["queries_commit"] = scored["machine"].get("commit")
 
 
 def _values(group: list[dict[str, Any]], key: str) -> list[float]:
@@ -254,6 +367,9 @@ def render(collected: dict[str, Any], cfg: Config, command: str, flags: str = ""
                       f"so {dup['articles_with_several_relevant']} of {dup['articles']:,} queries have more than one "
                       "relevant item (Recall@k is then the share of them retrieved).", ""]
         lines += domain_table(name, data, [r for r in ROWS if r in cfg.rows]) + [""]
+        stats = collected.get("queries", {}).get(name)
+        if stats:
+            lines += query_table(name, stats, data)
         lines += screen_table(name, data)
         notes = []
         if "probe" in data["jobs"]:
@@ -305,6 +421,7 @@ def budget_flags(cfg: Config, defaults: argparse.Namespace) -> str:
 
 def report(cfg: Config, defaults: argparse.Namespace, ns: argparse.Namespace) -> str:
     collected = collect(JobQueue(cfg.work_dir).done(), cfg)
+    collected["queries"] = {name: query_statistics(name, data) for name, data in collected["domains"].items()}
     flags = budget_flags(cfg, defaults)
     command = (f"HF_HUB_OFFLINE=1 python benchmarks/adaptation.py run --work-dir W{flags} (2 workers), then "
                f"report --work-dir W{flags}")

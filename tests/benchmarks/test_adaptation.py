@@ -338,3 +338,58 @@ def test_a_declared_confirmation_is_kept_out_of_the_protocols_rows_and_tested_on
     assert ("Confirmation of simcse (seeds 3,4,5, declared before any of their results, tested alone): ndcg@10 66.00 ± 1.00, "
             "Δ +2.00 (p = 0.074); recall@100 90.00 ± 0.00, Δ +0.00") in markdown
     assert "STS avg 77.80 ± 0.00 (-0.20)." in markdown
+
+
+def test_rows_scored_query_by_query_and_the_report_splits_the_queries(bench, tmp_path, tiny_bert_dir, monkeypatch):
+    import shutil
+
+    adaptation, domains, report = bench
+    common = dict(domains=["scifact", "reuters"], steps=2, batch_size=4, eval_steps=2, max_length=32, smoke=True,
+                  model=str(tiny_bert_dir), sts_suite=False)
+    cfg = _config(adaptation, tmp_path, rows=["shipped", "simcse", "simcse-merge0.5"], **common)
+    worker = adaptation.Worker(cfg)
+    worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
+    monkeypatch.setattr(worker, "dev", lambda: Dev())
+    assert worker.run() == []
+    done = worker.queue.done()
+    row = done["scifact__simcse__s0"]
+    per_query = row["test_per_query"]["ndcg@10"]  # every row keeps each test query's score
+    assert sorted(per_query) == [f"q{i}" for i in range(6)]
+    assert sum(per_query.values()) / 6 == pytest.approx(row["test"]["ndcg@10"], abs=1e-3)
+    assert set(done["reuters__simcse__s0"]["test_per_query"]) == {"a2h_ndcg@10", "h2a_ndcg@10"}
+
+    # Rows scored before per-query scores were kept: their models are gone, so --queries-only trains them again
+    # from the row's seed (the same model: the same whole-test metrics), and a merge row waits for its base.
+    shutil.rmtree(cfg.work_dir / "models")
+    for job, data in done.items():
+        stripped = {k: v for k, v in data.items() if k != "test_per_query"}
+        (cfg.work_dir / "done" / f"{job}.json").write_text(json.dumps(stripped))
+    again = _config(adaptation, tmp_path, rows=["shipped", "simcse", "simcse-merge0.5"], queries_only=True, **common)
+    assert again.jobs() == ["scifact__shipped__queries", "reuters__shipped__queries", "scifact__simcse__s0__queries",
+                            "reuters__simcse__s0__queries", "scifact__simcse-merge0.5__s0__queries",
+                            "reuters__simcse-merge0.5__s0__queries"]
+    queries_worker = adaptation.Worker(again)
+    queries_worker._domains = worker._domains
+    assert queries_worker.run() == []
+    scored = queries_worker.queue.load("scifact__simcse__s0__queries")
+    assert scored["queries_of"] == "scifact__simcse__s0" and scored["retrain_seconds"] > 0
+    assert scored["test_per_query"]["ndcg@10"] == per_query  # trained again, the same model
+    assert queries_worker.queue.load("scifact__simcse-merge0.5__s0__queries")["retrain_seconds"] is None
+
+    collected = report.collect(adaptation.JobQueue(cfg.work_dir).done(), cfg)
+    data = collected["domains"]["scifact"]
+    assert data["rows"]["simcse"][0]["queries_reproduced"] is True
+    stats = report.query_statistics("scifact", data)
+    selection, confirmation = stats["selection"], stats["confirmation"]
+    assert len(selection) == len(confirmation) == 3 and sorted(selection + confirmation) == sorted(per_query)
+    assert (selection, confirmation) == report.split_queries(list(per_query))  # fixed by the split seed
+    shipped = data["shipped"]["test_per_query"]["ndcg@10"]
+    change = stats["rows"]["simcse"]["ndcg@10"]["confirmation"]
+    expected = sum(per_query[q] - shipped[q] for q in confirmation) / 3
+    assert change["delta"] == pytest.approx(expected) and change["low"] <= change["delta"] <= change["high"]
+    assert stats["chosen_on_selection"] in ("simcse", "simcse-merge0.5")
+    collected["queries"] = {name: report.query_statistics(name, d) for name, d in collected["domains"].items()}
+    markdown = report.render(collected, cfg, "cmd")
+    scifact, reuters = markdown.split("**Reuters-21578**")
+    assert "| simcse" in scifact and "confirmation Δ (3 queries)" in scifact  # SciFact: 6 queries
+    assert "Over queries (a2h_ndcg@10" in reuters and "confirmation Δ (6 queries)" in reuters  # Reuters: 12 articles
