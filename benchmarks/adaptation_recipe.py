@@ -96,19 +96,32 @@ def run_recipe(recipe: str, model: str, annotator: Path, folder: Path, threads: 
 
 
 def own_queries(summary: dict[str, Any]) -> dict[str, Any]:
-    """The user's own queries in a run summary: nDCG@10 at the start, after training, of the saved model, and
-    whether the start was saved (IDC records rounds; the other objectives their start and end)."""
+    """The user's own queries in a run summary: nDCG@10 at the start, after training, of the saved model, whether the
+    start was saved, the change's interval over the queries and the rule that chose (IDC records rounds; the other
+    objectives their start and end)."""
     if "rounds" in summary:
         rounds = summary["rounds"]
         start, saved = rounds["initial_metrics"], rounds["final_metrics"]
+        trained = rounds.get("trained_metrics") or {}
         key = next(k for k in start if k.endswith("ndcg@10"))
-        return {"start": 100 * start[key], "trained": 100 * rounds["rounds"][-1]["score"],
-                "saved": 100 * saved[key], "kept_start": rounds["best_round"] == 0}
+        change = rounds.get("changes", {}).get(key)
+        return {"start": 100 * start[key], "trained": 100 * trained.get(key, rounds["rounds"][-1]["score"]),
+                "saved": 100 * saved[key], "kept_start": rounds["best_round"] == 0, "change": change,
+                "rule": rounds.get("keep_trained_if", "better")}
     run = summary["start_end"]
     key = next(k for k in run["start"] if k.endswith("ndcg@10"))
     kept_start = run["kept"] == "start"
     return {"start": 100 * run["start"][key], "trained": 100 * run["end"][key],
-            "saved": 100 * (run["start"] if kept_start else run["end"])[key], "kept_start": kept_start}
+            "saved": 100 * (run["start"] if kept_start else run["end"])[key], "kept_start": kept_start,
+            "change": run.get("changes", {}).get(key), "rule": run.get("keep_trained_if", "better")}
+
+
+def _interval(change: dict[str, Any] | None) -> str:
+    if not change:
+        return "-"
+    p = "p < 0.001" if change["p"] < 0.001 else f"p = {change['p']:.3f}"
+    return (f"{change['delta']:+.2f} (95% CI {change['low']:+.2f} to {change['high']:+.2f}, {p}): "
+            f"{change['verdict']}")
 
 
 def score_test(model_path: str, reuters: Path) -> dict[str, float]:
@@ -132,14 +145,14 @@ def render(results: dict[str, dict[str, Any]]) -> str:
         shipped, trained = result["test"]["shipped"], result["test"]["saved"]
         columns.append([
             f"{run['wall_seconds'] / 60:.1f} min", f"{run['peak_memory_gb']:.1f} GB",
-            f"{own['start']:.2f} -> {own['trained']:.2f}",
-            "the model as given (training did not beat it)" if own["kept_start"] else "the trained model",
+            f"{own['start']:.2f} -> {own['trained']:.2f}", _interval(own["change"]),
+            ("the model as given" if own["kept_start"] else "the trained model") + f" (--keep_trained_if {own['rule']})",
             f"{shipped['a2h_ndcg@10']:.2f} -> {trained['a2h_ndcg@10']:.2f}",
             f"{shipped['h2a_ndcg@10']:.2f} -> {trained['h2a_ndcg@10']:.2f}",
             f"{run['threads']}, {result['machine']['load_1min']}, {result['machine']['commit'][:7]}",
         ])
     labels = ["wall time, whole command", "peak memory", "own queries nDCG@10: the model as given -> trained",
-              "saved", "Reuters TEST article -> headline nDCG@10, shipped -> saved",
+              "its change over the own queries", "saved", "Reuters TEST article -> headline nDCG@10, shipped -> saved",
               "Reuters TEST headline -> article nDCG@10, shipped -> saved",
               "torch threads, 1-minute load at the start, code"]
     lines = [

@@ -245,12 +245,15 @@ def test_the_recipe_benchmark_writes_the_users_documents_and_a_valid_own_query_f
 def test_the_recipe_benchmark_reads_both_kinds_of_run_summary_and_renders_one_column_per_recipe():
     sys.path.insert(0, str(REPO / "benchmarks"))
     recipe = importlib.import_module("adaptation_recipe")
+    change = {"delta": 2.0, "low": 0.5, "high": 3.5, "p": 0.01, "verdict": "a gain"}
     idc = {"rounds": {"initial_metrics": {"eval_own_ndcg@10": 0.70}, "final_metrics": {"eval_own_ndcg@10": 0.70},
-                      "rounds": [{"score": 0.68}], "best_round": 0}}
-    informin = {"start_end": {"start": {"eval_own_ndcg@10": 0.70}, "end": {"eval_own_ndcg@10": 0.72}, "kept": "end"}}
-    assert recipe.own_queries(idc) == {"start": 70.0, "trained": 68.0, "saved": 70.0, "kept_start": True}
+                      "rounds": [{"score": 0.68}], "best_round": 0, "keep_trained_if": "reliable"}}
+    informin = {"start_end": {"start": {"eval_own_ndcg@10": 0.70}, "end": {"eval_own_ndcg@10": 0.72}, "kept": "end",
+                              "keep_trained_if": "reliable", "changes": {"eval_own_ndcg@10": change}}}
+    assert recipe.own_queries(idc) == {"start": 70.0, "trained": 68.0, "saved": 70.0, "kept_start": True,
+                                       "change": None, "rule": "reliable"}
     assert recipe.own_queries(informin) == pytest.approx({"start": 70.0, "trained": 72.0, "saved": 72.0,
-                                                          "kept_start": False})
+                                                          "kept_start": False, "change": change, "rule": "reliable"})
     test = {"shipped": {"a2h_ndcg@10": 58.09, "h2a_ndcg@10": 63.69},
             "saved": {"a2h_ndcg@10": 60.0, "h2a_ndcg@10": 64.0}}
 
@@ -262,7 +265,9 @@ def test_the_recipe_benchmark_reads_both_kinds_of_run_summary_and_renders_one_co
 
     table = recipe.render({"adapt-informin": result(informin), "adapt-idc-mpnet": result(idc)})
     assert "| | `adapt-idc-mpnet` | `adapt-informin` |" in table  # the script's order, not the file's
-    assert "| saved | the model as given (training did not beat it) | the trained model |" in table
+    assert ("| saved | the model as given (--keep_trained_if reliable) | the trained model (--keep_trained_if reliable) |"
+            in table)
+    assert "| its change over the own queries | - | +2.00 (95% CI +0.50 to +3.50, p = 0.010): a gain |" in table
     assert "| own queries nDCG@10: the model as given -> trained | 70.00 -> 68.00 | 70.00 -> 72.00 |" in table
     assert "`st-infocse train --docs docs.jsonl`" in table
     assert "| torch threads, 1-minute load at the start, code | 2, 0.1, abcdef1 | 2, 0.1, abcdef1 |" in table
