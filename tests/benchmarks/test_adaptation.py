@@ -252,8 +252,9 @@ def test_the_recipe_benchmark_reads_both_kinds_of_run_summary_and_renders_one_co
                               "keep_trained_if": "reliable", "changes": {"eval_own_ndcg@10": change}}}
     assert recipe.own_queries(idc) == {"start": 70.0, "trained": 68.0, "saved": 70.0, "kept_start": True,
                                        "change": None, "rule": "reliable"}
-    assert recipe.own_queries(informin) == pytest.approx({"start": 70.0, "trained": 72.0, "saved": 72.0,
-                                                          "kept_start": False, "change": change, "rule": "reliable"})
+    read = recipe.own_queries(informin)
+    assert read.pop("change") == change and read.pop("rule") == "reliable"
+    assert read == pytest.approx({"start": 70.0, "trained": 72.0, "saved": 72.0, "kept_start": False})
     test = {"shipped": {"a2h_ndcg@10": 58.09, "h2a_ndcg@10": 63.69},
             "saved": {"a2h_ndcg@10": 60.0, "h2a_ndcg@10": 64.0}}
 
