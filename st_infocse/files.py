@@ -20,6 +20,7 @@ __all__ = [
     "InputError",
     "InvalidJSONLineError",
     "NotDecodableError",
+    "beir_split",
     "file_kind",
     "looks_local",
     "read_json_records",
@@ -199,3 +200,20 @@ def read_json_records(path: str | Path) -> Iterator[tuple[str, Any]]:
             yield f"line {number}", _loads(line)
         except ValueError as exc:
             raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
+
+
+def beir_split(folder: str | Path, default: str = "test") -> str:
+    """The qrels split of a local BEIR-layout folder when none is named: ``default`` if its ``qrels/<default>.tsv``
+    exists (in the folder or, for a dataset of several parts, in its first part), else ``dev`` if that exists, else
+    ``default``. Reads the folder listing only.
+
+    Example:
+        >>> beir_split("no-such-folder")
+        'test'
+    """
+    folder = Path(folder)
+    parts = [folder] if (folder / "corpus.jsonl").is_file() else sorted(p for p in folder.glob("*") if p.is_dir())
+    for candidate in (default, "dev"):
+        if parts and (parts[0] / "qrels" / f"{candidate}.tsv").is_file():
+            return candidate
+    return default

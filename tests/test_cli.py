@@ -896,3 +896,23 @@ def test_evaluate_compare_with_a_missing_model_fails_in_one_line(workspace, caps
     argv = ["evaluate", "--model", str(workspace["model"]), "--compare", "./no-such-model", "--sts", "x"]
     assert main(argv) == 2
     assert "--compare: model not found: ./no-such-model" in capsys.readouterr().err
+
+
+def test_evaluate_reads_a_beir_folder_of_any_name_by_its_layout_and_its_dev_split(workspace, tmp_path, capsys,
+                                                                                   monkeypatch):
+    import shutil
+
+    own = tmp_path / "myset"  # not a BEIR dataset's name; only qrels/dev.tsv, as the guide has users write
+    shutil.copytree(workspace["beir"] / "scifact", own)
+    (own / "qrels" / "test.tsv").rename(own / "qrels" / "dev.tsv")
+    out = tmp_path / "eval"
+    assert main(["evaluate", "--model", str(workspace["model"]), "--beir", str(own), "--output_dir", str(out),
+                 "--plots", "false"]) == 0, capsys.readouterr().err
+    result = json.loads((out / "evaluation.json").read_text())["BEIR"]["datasets"]["myset"]
+    assert result["split"] == "dev" and result["n_queries"] == 5
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(workspace["model"]), "--beir", str(own), "--split", "test"]) == 2
+    assert "qrels/test.tsv not found (qrels/ holds dev.tsv; --split names the split)" in capsys.readouterr().err
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["evaluate", "--model", str(workspace["model"]), "--beir", "myset"]) == 2
+    assert "--beir myset: no such folder, and the hub is offline" in capsys.readouterr().err

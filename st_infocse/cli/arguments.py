@@ -309,9 +309,18 @@ class EvaluateArguments:
     sts: str | None = field(
         default=None, metadata={"help": "STS suite source: 'mteb' (online) or a SentEval data/downstream folder."}
     )
-    beir: list[str] | None = field(default=None, metadata={"help": "BEIR datasets, e.g. scifact nfcorpus."})
+    beir: list[str] | None = field(
+        default=None,
+        metadata={"help": "BEIR datasets, e.g. scifact nfcorpus, or paths of BEIR-layout folders (corpus.jsonl, "
+                  "queries.jsonl, qrels/<split>.tsv), read by their layout whatever their name."},
+    )
     beir_source: str = field(
         default="mteb", metadata={"help": "'mteb' (online) or a folder with one BEIR folder per dataset."}
+    )
+    split: str | None = field(
+        default=None,
+        metadata={"help": "The qrels split --beir reads (qrels/<split>.tsv). Default: test; in a local folder "
+                  "without qrels/test.tsv, dev (the file the guide has you write for your own queries)."},
     )
     transfer: str | None = field(
         default=None, metadata={"help": "SentEval data/downstream folder for the transfer tasks."}

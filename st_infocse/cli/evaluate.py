@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from st_infocse.cli.arguments import EvaluateArguments, SavedModelArguments, par
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import check_model_source, check_output_dir, model_from_args
 from st_infocse.cli.output import summary
+from st_infocse.files import beir_split
 
 __all__ = ["cmd_evaluate"]
 
@@ -35,17 +37,32 @@ def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArgume
     ):
         if value and value not in ("mteb", "hub") and not Path(value).expanduser().exists():
             raise CLIError(f"{flag}: not found: {value}")
-    if not eval_args.beir or eval_args.beir_source in ("mteb", "hub"):
-        return
-    root = Path(eval_args.beir_source).expanduser()
-    for name in eval_args.beir:
-        folder = root / name if (root / name).is_dir() else root
-        if not (root / name).is_dir() and not (root / "corpus.jsonl").is_file():
-            raise CLIError(f"--beir {name}: no BEIR dataset folder {root / name}")
-        if (folder / "corpus.jsonl").is_file() and not (folder / "qrels").is_dir():
-            raise CLIError(
-                f"--beir {name}: {folder / 'qrels'} not found (a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/)"
-            )
+    online = eval_args.beir_source in ("mteb", "hub")
+    for name in eval_args.beir or []:
+        given = Path(name).expanduser()
+        if given.is_dir():  # a folder given by its path: read by its layout, whatever its name
+            folder = given
+        elif online:
+            if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+                raise CLIError(f"--beir {name}: no such folder, and the hub is offline (HF_HUB_OFFLINE); give the "
+                               "folder's path or --beir_source DIR")
+            continue
+        else:
+            root = Path(eval_args.beir_source).expanduser()
+            folder = root / name if (root / name).is_dir() else root
+            if not (root / name).is_dir() and not (root / "corpus.jsonl").is_file():
+                raise CLIError(f"--beir {name}: no BEIR dataset folder {root / name}")
+        parts = [folder] if (folder / "corpus.jsonl").is_file() else sorted(
+            p for p in folder.iterdir() if (p / "corpus.jsonl").is_file())
+        if not parts:
+            raise CLIError(f"--beir {name}: {folder} holds no corpus.jsonl (a BEIR folder needs corpus.jsonl, "
+                           "queries.jsonl, qrels/<split>.tsv)")
+        split = eval_args.split or beir_split(folder)
+        qrels = parts[0] / "qrels" / f"{split}.tsv"
+        if not qrels.is_file():
+            listed = sorted(p.name for p in (parts[0] / "qrels").glob("*.tsv")) if (parts[0] / "qrels").is_dir() else []
+            raise CLIError(f"--beir {name}: {qrels} not found (qrels/ holds {', '.join(listed) or 'no .tsv file'}; "
+                           "--split names the split)")
 
 
 def cmd_evaluate(argv: Sequence[str]) -> int:
@@ -100,7 +117,7 @@ def _evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments) -> 
         if eval_args.beir:
             results["BEIR"] = evaluation.evaluate_beir(
                 model, eval_args.beir, source=eval_args.beir_source, batch_size=eval_args.batch_size, model_label=label,
-                per_query=per_query,
+                per_query=per_query, split=eval_args.split,
             )
             print(results["BEIR"])
         if eval_args.transfer:

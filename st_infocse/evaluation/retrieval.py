@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from st_infocse.files import beir_split
+
 from ._deps import require
 from ._encoding import encode_texts, model_name
 from ._format import SCALE_UNIT, markdown_table, text_table, x100
@@ -379,12 +381,13 @@ def evaluate_beir(
 
     Args:
         model: A ``SentenceTransformer``.
-        datasets: BEIR names (``"scifact"``, ``"nfcorpus"``... see :data:`BEIR_PAPER_DATASETS`) or mteb names.
+        datasets: BEIR names (``"scifact"``, ``"nfcorpus"``... see :data:`BEIR_PAPER_DATASETS`), mteb names, or paths
+            of BEIR-layout folders (read from disk whatever ``source`` says, named by the folder).
         source: ``"mteb"`` (Hugging Face hub) or a folder holding one subfolder per dataset (``<source>/scifact``),
             or a single BEIR dataset folder.
         k_values: Cut-offs.
         backend: ``"native"`` or ``"mteb"`` (see :func:`evaluate_retrieval`).
-        split: Qrels split (default: ``test``; ``dev`` for MS MARCO).
+        split: Qrels split (default: ``test``, ``dev`` for MS MARCO; in a local folder without that file, ``dev``).
         batch_size: Encoding batch size.
         show_progress_bar: ``None``: shown for 1,000+ texts.
         model_label: Name in the printed table.
@@ -404,10 +407,15 @@ def evaluate_beir(
     """
     names = [datasets] if isinstance(datasets, str) else list(datasets)
     out: dict[str, RetrievalResult] = {}
-    for name in names:
+    for given in names:
+        local = Path(given).expanduser()
+        # a BEIR folder given by its path is read by its layout, whatever its name
+        name, where = (local.name, local) if local.is_dir() else (given, source)
         info = beir_task_info(name)
         the_split = split or info.split
-        loaded = _load_retrieval(name, source, the_split)
+        if split is None and not (isinstance(where, str) and where == "mteb"):
+            the_split = beir_split(_folder_of(name, where), info.split)
+        loaded = _load_retrieval(name, where, the_split)
         if len(loaded) == 1 and loaded[0][0] == "":
             out[name] = evaluate_retrieval(model, loaded[0][1], k_values, backend, None, batch_size, show_progress_bar,
                                            per_query)
@@ -418,6 +426,12 @@ def evaluate_beir(
                                                   per_query)
         out[name] = _average(name, parts, backend, source=str(source))
     return BEIRResult(model_label or model_name(model), out)
+
+
+def _folder_of(name: str, source: PathLike) -> Path:
+    """The folder a local dataset is read from: ``source/name``, or ``source`` itself when it is that dataset."""
+    root = Path(source)
+    return root / name if (root / name).is_dir() else root
 
 
 def _load_retrieval(name: str, source: PathLike, split: str) -> list[tuple[str, RetrievalData]]:
