@@ -201,7 +201,9 @@ def test_the_evaluator_is_sentence_transformers_own(folder):
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
     evaluator, _ = retrieval_evaluator(folder, name="mine", batch_size=7)
-    assert type(evaluator) is InformationRetrievalEvaluator
+    # sentence-transformers' own, keeping each query's nDCG@10 (QueryScoredRetrievalEvaluator) and nothing else
+    assert isinstance(evaluator, InformationRetrievalEvaluator)
+    assert type(evaluator).__mro__[1] is InformationRetrievalEvaluator
     assert (evaluator.name, evaluator.batch_size, evaluator.write_csv) == ("mine", 7, False)
     assert evaluator.ndcg_at_k == [10] and evaluator.precision_recall_at_k == [10, 100]
     assert evaluator.mrr_at_k == [10] and evaluator.map_at_k == [100] and evaluator.accuracy_at_k == [1, 10]
@@ -300,3 +302,17 @@ def test_ndcg_mrr_and_recall_match_a_hand_computed_case(tmp_path, ev):
     assert metrics[keys["recall@100"]] == pytest.approx(1.0)
     assert metrics[keys["accuracy@1"]] == pytest.approx(0.0)
     assert metrics[keys["precision@10"]] == pytest.approx((2 / 10 + 1 / 10) / 2)
+
+
+def test_the_queries_scores_average_to_the_logged_ndcg(folder, make_model):
+    import numpy as np
+
+    from st_infocse.evaluation import unit_scores
+
+    evaluator, _ = retrieval_evaluator(folder, name="mine")
+    metrics = evaluator(make_model())
+    per_query = evaluator.per_query
+    assert sorted(per_query) == ["q1", "q2"] and all(0 <= v <= 1 for v in per_query.values())
+    assert np.mean(list(per_query.values())) == pytest.approx(metrics[evaluator.primary_metric], abs=1e-9)
+    units = unit_scores(evaluator)[evaluator.primary_metric]
+    assert units.kind == "queries" and units.scores == per_query

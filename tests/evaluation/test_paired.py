@@ -1,0 +1,80 @@
+"""The paired bootstrap over queries (pairs): intervals, p-values and verdicts on changes whose answer is known."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from st_infocse.evaluation import PairedChange, paired_change, paired_spearman_change, queries_needed
+
+
+def _scores(n: int, seed: int = 0) -> dict[str, float]:
+    rng = random.Random(seed)
+    return {f"q{i}": rng.random() for i in range(n)}
+
+
+def test_a_change_on_every_query_is_a_gain_and_its_mirror_a_loss():
+    before = _scores(300)
+    rng = random.Random(1)
+    after = {q: v + 0.05 + rng.gauss(0, 0.02) for q, v in before.items()}
+    gain = paired_change(before, after)
+    assert gain.verdict == "a gain" and gain.reliable_gain and 0 < gain.low < gain.delta < gain.high
+    assert gain.delta == pytest.approx(np.mean([after[q] - before[q] for q in before]))
+    assert gain.p < 0.001 and gain.n == 300
+    loss = paired_change(after, before)
+    assert loss.verdict == "a loss" and loss.delta == pytest.approx(-gain.delta) and loss.high < 0
+
+
+def test_one_query_moving_is_within_noise_however_large_the_mean_change():
+    before = {f"q{i}": 0.5 for i in range(200)}
+    after = before | {"q3": 1.0}  # +0.25 x100 on average, all of it from one query
+    change = paired_change({q: 100 * v for q, v in before.items()}, {q: 100 * v for q, v in after.items()})
+    assert change.delta == pytest.approx(0.25) and change.verdict == "within noise"
+    assert change.low == 0 and change.high > 0 and change.p > 0.05
+
+
+def test_no_change_and_refusals():
+    same = _scores(50)
+    nothing = paired_change(same, dict(same))
+    assert (nothing.delta, nothing.low, nothing.high, nothing.p, nothing.verdict) == (0, 0, 0, 1.0, "within noise")
+    with pytest.raises(ValueError, match="different queries"):
+        paired_change(same, {"other": 1.0})
+    with pytest.raises(ValueError, match="no queries"):
+        paired_change({}, {})
+
+
+def test_the_bootstrap_is_repeatable_and_its_interval_narrows_with_more_queries():
+    rng = random.Random(2)
+    before = {f"q{i}": rng.random() for i in range(1600)}
+    after = {q: v + rng.gauss(0.01, 0.1) for q, v in before.items()}
+    first, second = paired_change(before, after), paired_change(before, after)
+    assert first == second  # seeded
+    few = paired_change({q: before[q] for q in list(before)[:100]}, {q: after[q] for q in list(before)[:100]})
+    assert (few.high - few.low) > 3 * (first.high - first.low)  # 16 times the queries: about a quarter as wide
+
+
+def test_spearman_change_over_pairs_matches_scipy_and_flags_a_collapse():
+    rng = np.random.default_rng(0)
+    gold = rng.random(400)
+    worse, better = gold + rng.normal(0, 0.5, 400), gold + rng.normal(0, 0.1, 400)
+    change = paired_spearman_change(gold, worse, better, resamples=500)
+    expected = 100 * (spearmanr(gold, better).statistic - spearmanr(gold, worse).statistic)
+    assert change.delta == pytest.approx(expected) and change.verdict == "a gain" and change.unit == "pairs"
+    collapsed = paired_spearman_change(gold, better, np.zeros(400), resamples=200)  # constant: no correlation
+    assert collapsed.delta == pytest.approx(-100 * spearmanr(gold, better).statistic)
+    assert collapsed.verdict == "a loss"
+
+
+def test_describe_and_to_dict():
+    change = PairedChange(0.97, -0.30, 2.29, 0.14, 300)
+    assert change.describe() == "+0.97 (95% CI -0.30 to +2.29, p = 0.140, 300 queries): within noise"
+    assert change.to_dict()["verdict"] == "within noise"
+    assert PairedChange(1.0, 0.2, 1.8, 0.0001, 40).describe().endswith("p < 0.001, 40 queries): a gain")
+
+
+def test_queries_needed_follows_the_normal_approximation():
+    assert queries_needed(1.0, 11.0) == 465  # (1.96 * 11 / 1)^2
+    assert queries_needed(2.0, 11.0) == 117  # a gain twice as large needs a quarter of the queries
