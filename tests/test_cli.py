@@ -365,6 +365,8 @@ def _train_argv(workspace, data: Path, *flags: str) -> list[str]:
         "none",
         "--output_dir",
         str(workspace["root"] / "run"),
+        "--overwrite_output_dir",  # these tests train into one folder, run after run
+        "true",
         *FAST,
         *flags,
     ]
@@ -854,7 +856,7 @@ def test_the_same_seed_builds_the_same_loss(workspace, monkeypatch):
     monkeypatch.setattr(cli_train, "build_loss", spy)
     for seed in ("7", "7", "8"):
         argv = ["train", "--objective", "infocse", "--train_data", "sentences.txt", "--model", str(workspace["model"]),
-                "--seed", seed, *_TRAIN_ONE_STEP]
+                "--seed", seed, *_TRAIN_ONE_STEP, "--overwrite_output_dir", "true"]  # one folder, three runs
         torch.manual_seed(int(seed) * 1000 + len(starts))  # whatever the global state was before the command
         assert main(argv) == 0
     first, again, other = starts

@@ -535,3 +535,80 @@ def test_idc_with_an_annotator_on_a_sample_of_the_documents(user_model, tiny_ber
     rounds = json.loads((out / "run_summary.json").read_text())["rounds"]["rounds"]
     assert rounds[0]["annotation"] == "idc (annotator)" and rounds[0]["documents_used"] == 5
     assert _module_types(out) == ["Transformer", "Pooling", "Dense", "Normalize"]  # the user's model is trained
+
+
+# ------------------------------------------------------------------------------ Ctrl-C
+
+
+def _interrupting(monkeypatch, at_step: int, times: int):
+    """Make the run's interrupt callback receive ``times`` Ctrl-C (SIGINT) at the end of step ``at_step``."""
+    import os
+    import signal
+
+    from st_infocse.cli import interrupt
+
+    real = interrupt.interrupt_callback
+
+    def factory():
+        callback = real()
+        on_step_end = callback.on_step_end
+
+        def pressed(args, state, control, **kwargs):
+            if state.global_step == at_step:
+                for _ in range(times):
+                    try:
+                        os.kill(os.getpid(), signal.SIGINT)
+                    except interrupt.Interrupted:
+                        raise
+            return on_step_end(args, state, control, **kwargs)
+
+        callback.on_step_end = pressed
+        return callback
+
+    monkeypatch.setattr(interrupt, "interrupt_callback", factory)
+
+
+def test_ctrl_c_saves_a_resumable_checkpoint_and_exits_130(user_model, data, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run"
+    _interrupting(monkeypatch, at_step=2, times=1)
+    argv = _train(user_model, data, out, "--max_steps", "4", "--save_strategy", "no", "--eval_strategy", "no",
+                  "--load_best_model_at_end", "false")
+    assert main(argv) == 130
+    printed = capsys.readouterr().out
+    line = f"interrupted at step 2 of 4; checkpoint-2 saved; resume with --resume_from_checkpoint {out / 'checkpoint-2'}"
+    assert line in printed
+    assert (out / "checkpoint-2" / "trainer_state.json").is_file() and (out / "checkpoint-2" / "optimizer.pt").is_file()
+    assert not (out / "model.safetensors").exists() and not (out / "run_summary.json").exists()  # no half-run model
+    monkeypatch.undo()
+    assert main([*argv, "--resume_from_checkpoint", str(out / "checkpoint-2")]) == 0  # the run goes on from step 2
+    assert json.loads((out / "run_summary.json").read_text())["steps"] == 4
+
+
+def test_a_second_ctrl_c_stops_at_once_without_a_checkpoint(user_model, data, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run"
+    _interrupting(monkeypatch, at_step=1, times=2)
+    argv = _train(user_model, data, out, "--max_steps", "4", "--save_strategy", "no", "--eval_strategy", "no",
+                  "--load_best_model_at_end", "false")
+    assert main(argv) == 130
+    assert "interrupted at step 1 of 4; no checkpoint saved (second Ctrl-C)" in capsys.readouterr().out
+    assert not list(out.glob("checkpoint-*")) and not (out / "model.safetensors").exists()
+
+
+def test_a_folder_holding_an_earlier_run_is_refused_unless_resumed_or_overwritten(user_model, data, tmp_path,
+                                                                                  capsys):
+    out = tmp_path / "run"
+    argv = _train(user_model, data, out, "--max_steps", "2", "--save_steps", "2", "--eval_steps", "2")
+    assert main(argv) == 0
+    assert (out / "checkpoint-2").is_dir() and (out / "run_summary.json").is_file()
+    (out / "notes.txt").write_text("the user's own file")
+    capsys.readouterr()
+    again = _train(user_model, data, out, "--max_steps", "1", "--save_steps", "1", "--eval_steps", "1")
+    assert main(again) == 2
+    error = _one_line_error(capsys)
+    assert f"--output_dir {out} holds an earlier run (" in error and "--overwrite_output_dir true" in error
+    assert (out / "checkpoint-2").is_dir()  # refused: nothing touched
+    assert main([*again, "--overwrite_output_dir", "true"]) == 0
+    assert "the earlier run in it removed (" in capsys.readouterr().out
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1"]  # never a mix of two runs
+    assert json.loads((out / "run_summary.json").read_text())["steps"] == 1
+    assert (out / "notes.txt").read_text() == "the user's own file"  # only what a run writes goes

@@ -149,6 +149,19 @@ class RunEvaluationArguments:
 
 
 @dataclass
+class OutputArguments:
+    _argument_group_name = "the output folder"
+
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "Replace an earlier run in --output_dir (its checkpoints, saved model and run summary are removed "
+            "first). Without it, a folder holding a run is refused unless --resume_from_checkpoint resumes it."
+        },
+    )
+
+
+@dataclass
 class LossArguments:
     _argument_group_name = "objective and loss"
 

@@ -8,6 +8,7 @@ through the package's one line reader and JSON-lines reader.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -299,3 +300,31 @@ def check_planned_steps(texts: int, training_args) -> int:
             + (" with --dataloader_drop_last" if training_args.dataloader_drop_last else "")
         )
     return steps
+
+
+# What a run writes into its output folder: checkpoints, IDC rounds, stage 1's model and decoder, the summary, and a
+# saved Sentence Transformer's files and numbered module folders.
+_RUN_FILES = re.compile(r"^(checkpoint-\d+|rounds|model|decoder|decoder-warmup|run_summary\.json|modules\.json|"
+                        r"config(_sentence_transformers)?\.json|sentence_bert_config\.json|model\.safetensors|"
+                        r"tokenizer(_config)?\.json|special_tokens_map\.json|vocab\.txt|README\.md|\d+_\w+)$")
+
+
+def check_earlier_run(output_dir: str, resume: object, overwrite: bool) -> str | None:
+    """A folder that holds an earlier run is refused in one line (a second run would mix its files with the first's:
+    a new model beside old checkpoints), unless the run resumes it or ``--overwrite_output_dir`` replaces it; then the
+    earlier run's files are removed first. Returns a note for the start-up summary when something was removed."""
+    folder = Path(output_dir).expanduser()
+    if not folder.is_dir():
+        return None
+    earlier = sorted(p for p in folder.iterdir() if _RUN_FILES.match(p.name))
+    if not earlier or (resume is not None and str(resume).lower() not in ("false", "none", "")):
+        return None
+    names = ", ".join(p.name for p in earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")
+    if not overwrite:
+        raise CLIError(f"--output_dir {output_dir} holds an earlier run ({names}); resume it with "
+                       "--resume_from_checkpoint, write to another folder, or replace it with --overwrite_output_dir true")
+    import shutil
+
+    for path in earlier:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return f"the earlier run in it removed ({names})"

@@ -13,11 +13,13 @@ from st_infocse.cli.arguments import (
     DataArguments,
     LossArguments,
     ModelArguments,
+    OutputArguments,
     expand_config,
     parse,
     training_arguments_class,
 )
 from st_infocse.cli.inputs import (
+    check_earlier_run,
     check_planned_steps,
     check_step_counts,
     finish_training_args,
@@ -25,6 +27,7 @@ from st_infocse.cli.inputs import (
     precheck_training,
     text_source,
 )
+from st_infocse.cli.interrupt import Interrupted
 from st_infocse.cli.objectives import LOSS_FLAGS, check_flags_apply, learning_rate_mapping, loss_options
 from st_infocse.cli.output import lengths, start_summary, summary
 from st_infocse.cli.train import run_trainer
@@ -38,8 +41,8 @@ __all__ = ["cmd_pretrain_aux"]
 def cmd_pretrain_aux(argv: Sequence[str]) -> int:
     argv = expand_config(argv)
     precheck_training(argv, "pretrain-aux")
-    model_args, data_args, loss_args, training_args = parse(
-        [ModelArguments, DataArguments, LossArguments, training_arguments_class()],
+    model_args, data_args, output_args, loss_args, training_args = parse(
+        [ModelArguments, DataArguments, OutputArguments, LossArguments, training_arguments_class()],
         argv,
         "st-infocse pretrain-aux",
         evaluates=False,
@@ -49,13 +52,21 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
     finish_training_args(training_args, None)
     dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)
     check_planned_steps(len(dataset), training_args)
+    replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
+                                 output_args.overwrite_output_dir)
+    if replaced:
+        print(f"--overwrite_output_dir: {replaced}")
     loaded = model_from_args(model_args, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
     loss = STAGE1.loss_class()(model, **loss_options(LOSS_FLAGS["pretrain-aux"], loss_args))
     training_args.learning_rate_mapping = training_args.learning_rate_mapping or learning_rate_mapping(loss, loss_args)
     start_summary("Stage-1 auxiliary pre-training", len(dataset), training_args, model.max_seq_length, own_length)
     start = time.time()
-    trainer = run_trainer(model, loss, dataset, training_args, None)
+    try:
+        trainer = run_trainer(model, loss, dataset, training_args, None)
+    except Interrupted as stop:
+        print(stop.line(training_args.output_dir))
+        return 130
     out = Path(training_args.output_dir)
     save_model(model, out / "model", own_length)
     loss.save_decoder(out / "decoder")

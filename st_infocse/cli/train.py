@@ -15,6 +15,7 @@ from st_infocse.cli.arguments import (
     DataArguments,
     LossArguments,
     ModelArguments,
+    OutputArguments,
     RecipeArguments,
     RunEvaluationArguments,
     expand_config,
@@ -26,6 +27,7 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import kept_line, run_evaluation, start_end_rows, worse_at_end, write_run_summary
 from st_infocse.cli.inputs import (
     apply_weight_anchor,
+    check_earlier_run,
     check_planned_steps,
     check_step_counts,
     finish_training_args,
@@ -33,6 +35,7 @@ from st_infocse.cli.inputs import (
     precheck_training,
     text_source,
 )
+from st_infocse.cli.interrupt import Interrupted
 from st_infocse.cli.objectives import (
     LOSS_FLAGS,
     build_loss,
@@ -56,11 +59,14 @@ NOT_MEASURED = "not measured (no evaluator: --stsb_dev none and no --eval_retrie
 def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
     """Train ``loss`` on ``dataset`` through the package's trainer builder, resuming where ``--resume_from_checkpoint``
     says; returns the trainer."""
+    from st_infocse.cli.interrupt import interrupt_callback, interruptible
     from st_infocse.training.builder import build_trainer
 
     trainer = build_trainer(model, loss, dataset, training_args, evaluator)
     for callback in callbacks:
         trainer.add_callback(callback)
+    interrupt = interrupt_callback()
+    trainer.add_callback(interrupt)
     resume = training_args.resume_from_checkpoint
     if isinstance(resume, str) and resume.lower() in ("true", "last"):
         resume = True  # the newest checkpoint-N in output_dir
@@ -68,7 +74,8 @@ def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
         resume = None
     elif resume is not None and not Path(resume).is_dir():
         raise CLIError(f"--resume_from_checkpoint: no checkpoint folder at {resume}")
-    trainer.train(resume_from_checkpoint=resume)
+    with interruptible(interrupt):
+        trainer.train(resume_from_checkpoint=resume)
     return trainer
 
 
@@ -85,8 +92,8 @@ def cmd_train(argv: Sequence[str]) -> int:
     flags = precheck_training(argv, "train")
     if recipe is not None and flags is not None:
         argv = start_recipe(recipe, argv, user_argv, flags)
-    _, model_args, data_args, run_args, loss_args, training_args = parse(
-        [RecipeArguments, ModelArguments, DataArguments, RunEvaluationArguments, LossArguments,
+    _, model_args, data_args, run_args, output_args, loss_args, training_args = parse(
+        [RecipeArguments, ModelArguments, DataArguments, RunEvaluationArguments, OutputArguments, LossArguments,
          training_arguments_class()],
         argv,
         "st-infocse train",
@@ -121,6 +128,8 @@ def cmd_train(argv: Sequence[str]) -> int:
     if dataset is not None:
         steps = check_planned_steps(len(dataset), training_args)
         anchor = apply_weight_anchor(run_args.weight_anchor, training_args, steps, flag_names(argv))
+    replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
+                                 output_args.overwrite_output_dir)
     loaded = model_from_args(model_args, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
     measured.for_model(model, training_args, own_length)
@@ -141,6 +150,7 @@ def cmd_train(argv: Sequence[str]) -> int:
         training_args.learning_rate_mapping = learning_rate_mapping(loss, loss_args)
     start_summary(f"Training {loss_args.objective}", len(dataset), training_args, model.max_seq_length, own_length,
                   {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
+                   **({"output folder": replaced} if replaced else {}),
                    **({"weight anchor": anchor} if anchor else {})})
     callbacks, ends = [], None
     if measured.evaluator is not None:
@@ -153,7 +163,11 @@ def cmd_train(argv: Sequence[str]) -> int:
         from st_infocse.training.anchor import WeightAnchorCallback
 
         callbacks.append(WeightAnchorCallback(run_args.weight_anchor))
-    trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
+    try:
+        trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
+    except Interrupted as stop:
+        print(stop.line(training_args.output_dir))
+        return 130
     out = Path(training_args.output_dir)
     training_length = model.max_seq_length
     save_model(model, out, own_length)
