@@ -918,3 +918,40 @@ def test_evaluate_reads_a_beir_folder_of_any_name_by_its_layout_and_its_dev_spli
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert main(["evaluate", "--model", str(workspace["model"]), "--beir", "myset"]) == 2
     assert "--beir myset: no such folder, and the hub is offline" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--learning_rate", "-1"], "--learning_rate must be positive, got -1"),
+        (["train", "--recipe", "simcse-bert-base", "--learning_rate", "0"], "--learning_rate must be positive, got 0"),
+        (["train", "--aux_learning_rate", "-0.1"], "--aux_learning_rate must be positive, got -0.1"),
+        (["pretrain-aux", "--learning_rate", "-1"], "--learning_rate must be positive, got -1"),
+        (["train", "--output_dir", "/proc/no-such-place/out"], "--output_dir: cannot write into /proc/no-such-place/out"),
+    ],
+)
+def test_input_errors_come_before_the_model_loads(workspace, argv, message, capsys, monkeypatch):
+    monkeypatch.chdir(workspace["root"])
+    # a model that cannot load offline: our one-line error shows the check ran before any loading was tried
+    full = [*argv, "--train_data", "sentences.txt", "--model", "no-such-org/no-such-model", *_TRAIN_ONE_STEP]
+    if "--output_dir" in argv:
+        full = [*argv[:1], "--train_data", "sentences.txt", "--model", "no-such-org/no-such-model", "--stsb_dev",
+                "none", "--max_steps", "1", *argv[1:]]
+    assert main(full) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_an_unknown_idc_loss_is_refused_by_the_parser_with_its_choices(workspace, capsys, monkeypatch):
+    monkeypatch.chdir(workspace["root"])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--objective", "idc", "--docs", "docs.jsonl", "--idc_loss", "mnlr", *_TRAIN_ONE_STEP])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'mnlr' (choose from 'mnrl', 'infocse')" in capsys.readouterr().err
+
+
+def test_evaluate_refuses_the_hub_offline_in_one_line(workspace, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for flag in ("--sts", "--transfer"):
+        assert main(["evaluate", "--model", str(workspace["model"]), flag, "hub"]) == 2
+        assert f"{flag} hub reads the Hugging Face hub, which is offline" in capsys.readouterr().err

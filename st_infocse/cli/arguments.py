@@ -255,7 +255,10 @@ class LossArguments:
         metadata={"help": "idc, ict: documents, in any form that `st-infocse mine --docs` reads."},
     )
     rounds: int = field(default=3, metadata={"help": "idc: maximum mine -> train rounds."})
-    idc_loss: str = field(default="mnrl", metadata={"help": "idc: loss trained on the mined pairs, mnrl or infocse."})
+    idc_loss: str = field(
+        default="mnrl",
+        metadata={"help": "idc: loss trained on the mined pairs, mnrl or infocse.", "choices": ["mnrl", "infocse"]},
+    )
     idc_k: int = field(default=1, metadata={"help": "idc: top-K neighbours per sentence."})
     idc_similarity: str = field(
         default="cosine",

@@ -30,6 +30,11 @@ def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArgume
     check_output_dir(eval_args.output_dir)
     if not (eval_args.sts or eval_args.beir or eval_args.transfer):
         raise CLIError("nothing to evaluate: give --sts, --beir and/or --transfer")
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    for flag, value in (("--sts", eval_args.sts), ("--transfer", eval_args.transfer)):
+        if offline and value in ("mteb", "hub"):
+            raise CLIError(f"{flag} {value} reads the Hugging Face hub, which is offline (HF_HUB_OFFLINE); give a "
+                           "SentEval data/downstream folder")
     for flag, value in (
         ("--sts", eval_args.sts),
         ("--beir_source", eval_args.beir_source if eval_args.beir else None),
@@ -43,7 +48,7 @@ def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArgume
         if given.is_dir():  # a folder given by its path: read by its layout, whatever its name
             folder = given
         elif online:
-            if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+            if offline:
                 raise CLIError(f"--beir {name}: no such folder, and the hub is offline (HF_HUB_OFFLINE); give the "
                                "folder's path or --beir_source DIR")
             continue

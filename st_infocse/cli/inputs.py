@@ -61,9 +61,21 @@ def check_model_source(source: str, flag: str | None = None) -> None:
 
 
 def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None:
-    """A folder to write into: an existing file there would fail only after the model loaded (or the evaluation ran)."""
-    if output_dir and Path(output_dir).expanduser().is_file():
+    """A folder to write into, created now: a file in its place or a folder that cannot be written would fail only
+    after the model loaded (or the evaluation ran)."""
+    if not output_dir:
+        return
+    folder = Path(output_dir).expanduser()
+    if folder.is_file():
         raise CLIError(f"{flag}: {output_dir} is a file, not a folder")
+    import tempfile
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise CLIError(f"{flag}: cannot write into {output_dir} ({exc.strerror or exc})") from None
 
 
 def check_step_counts(max_steps: float, epochs: float) -> None:
@@ -328,3 +340,13 @@ def check_earlier_run(output_dir: str, resume: object, overwrite: bool) -> str |
     for path in earlier:
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     return f"the earlier run in it removed ({names})"
+
+
+def check_learning_rates(training_args, loss_args=None) -> None:
+    """A learning rate must be positive (the trainer would otherwise train backwards, or not at all, without a word)."""
+    rates = {"--learning_rate": training_args.learning_rate}
+    if loss_args is not None:
+        rates["--aux_learning_rate"] = getattr(loss_args, "aux_learning_rate", None)
+    for flag, rate in rates.items():
+        if rate is not None and not rate > 0:
+            raise CLIError(f"{flag} must be positive, got {rate:g}")

@@ -20,6 +20,7 @@ from st_infocse.cli.arguments import (
 )
 from st_infocse.cli.inputs import (
     check_earlier_run,
+    check_learning_rates,
     check_planned_steps,
     check_step_counts,
     finish_training_args,
@@ -48,6 +49,7 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
         evaluates=False,
     )
     check_step_counts(training_args.max_steps, training_args.num_train_epochs)
+    check_learning_rates(training_args, loss_args)
     check_flags_apply(LOSS_FLAGS["pretrain-aux"], loss_args, "pretrain-aux")
     finish_training_args(training_args, None)
     dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)

@@ -28,6 +28,7 @@ from st_infocse.cli.evaluators import kept_line, run_evaluation, start_end_rows,
 from st_infocse.cli.inputs import (
     apply_weight_anchor,
     check_earlier_run,
+    check_learning_rates,
     check_planned_steps,
     check_step_counts,
     finish_training_args,
@@ -100,6 +101,7 @@ def cmd_train(argv: Sequence[str]) -> int:
         evaluates=flags is None or flags.evaluates,
     )
     check_step_counts(training_args.max_steps, training_args.num_train_epochs)
+    check_learning_rates(training_args, loss_args)
     idc = loss_args.objective == "idc"
     if idc:  # the pair loss takes the loss flags: InfoCSE's, or none for MultipleNegativesRankingLoss
         options = LOSS_FLAGS["infocse"] if loss_args.idc_loss == "infocse" else ()
@@ -273,8 +275,6 @@ def _train_idc(loaded, documents, loss_args: LossArguments, model_args, training
     from st_infocse.mining import train_idc_rounds
 
     model, own_length = loaded.model, loaded.own_length
-    if loss_args.idc_loss not in ("mnrl", "infocse"):
-        raise CLIError(f"--idc_loss must be mnrl or infocse, got {loss_args.idc_loss!r}")
     round_args = idc_round_arguments(argv, training_args)
     if loss_args.idc_loss == "mnrl":
         if loss_args.temperature <= 0:  # the scale is its inverse; InfoCSE's loss checks its own
