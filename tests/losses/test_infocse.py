@@ -94,6 +94,21 @@ def test_components_are_weighted(make_model, sentences):
     assert out["cmlm"].item() == pytest.approx(0.5 * loss.cmlm.metrics.pop()["cmlm_loss"], rel=1e-5)
 
 
+def test_the_reconstruction_term_is_scaled_by_informin_weight_in_training(make_model, sentences):
+    # In training the two dropout views differ, so the term is non-zero and its weight shows.
+    model = make_model()
+    model.train()
+    terms = {}
+    for weight in (1.0, 3.0):
+        torch.manual_seed(1)  # the same fresh modules for both weights
+        loss = losses.InfoCSELoss(model, informin_weight=weight)
+        loss.train()
+        torch.manual_seed(0)
+        terms[weight] = loss([model.preprocess(sentences[:8])])["reconstruction"].item()
+    assert terms[1.0] > 1e-6
+    assert terms[3.0] == pytest.approx(3.0 * terms[1.0], rel=1e-4)
+
+
 def test_stage_one_decoder_is_loaded(make_model, tmp_path):
     model = make_model()
     source = losses.InfoCSELoss(model)

@@ -57,14 +57,27 @@ def test_projection_head_is_owned_by_the_loss(make_model, sentences, kind, tmp_p
 def test_bn_projection_normalises_a_batch_of_one_over_its_two_views(make_model):
     model = make_model()
     loss = losses.SimCSELoss(model, projection="bn-mlp")
+    last_norm = [m for m in loss.projection.modules() if isinstance(m, torch.nn.BatchNorm1d)][-1]
+    seen = []
+    last_norm.register_forward_hook(lambda module, inputs, output: seen.append((inputs[0].shape, output)))
     # One sentence still gives BatchNorm two rows (its two views), as in the authors' stacked batch.
     assert torch.isfinite(loss([_features(model, ["only one sentence"])]))
+    (shape, output), = seen
+    assert shape[0] == 2  # both views, stacked
+    torch.testing.assert_close(output.mean(0), torch.zeros(output.shape[1]), atol=1e-5, rtol=0)  # normalised over them
 
 
 def test_empty_string_in_batch_is_handled(make_model, sentences):
+    # An empty text is a sentence like any other (its [CLS] [SEP] embedding): one more row, a finite loss, a gradient.
     model = make_model()
-    value = losses.SimCSELoss(model)([_features(model, ["", *sentences[:7]])])
-    assert torch.isfinite(value)
+    model.eval()  # identical views, so the two losses below differ only by the empty row
+    loss = losses.SimCSELoss(model)
+    with_empty = loss([_features(model, ["", *sentences[:7]])])
+    without = loss([_features(model, sentences[:7])])
+    assert torch.isfinite(with_empty) and with_empty.item() != pytest.approx(without.item())
+    with_empty.backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads) and any(g.abs().sum() > 0 for g in grads)
 
 
 def test_bad_arguments(make_model):

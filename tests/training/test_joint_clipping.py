@@ -149,14 +149,28 @@ def test_a_run_that_died_mid_step_gets_its_max_grad_norm_back(make_model, tmp_pa
     assert model.model_card_data.all_hyperparameters["max_grad_norm"] == 0.5
 
 
-def test_no_clipping_when_max_grad_norm_is_zero(make_model, run_trainer):
+def test_no_clipping_when_max_grad_norm_is_zero(make_model, run_trainer, monkeypatch):
     model = make_model()
     loss = losses.SimCSELoss(model, projection="mlp")
     callback = AuxiliaryStateCallback(loss)
+    clipped = []  # the max_norm of every clipping call; the trainer's norm for its log passes inf (no clipping)
+    real = torch.nn.utils.clip_grad_norm_
+
+    def spy(parameters, max_norm, *args, **kwargs):
+        if max_norm != float("inf"):
+            clipped.append(max_norm)
+        return real(parameters, max_norm, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", spy)
     trainer = run_trainer(
-        model, loss, Dataset.from_dict({"text": random_sentences(8)}), steps=1, callbacks=[callback], max_grad_norm=0
+        model, loss, Dataset.from_dict({"text": random_sentences(8)}), steps=2, callbacks=[callback], max_grad_norm=0
     )
     assert callback.max_grad_norm is None and trainer.args.max_grad_norm == 0
+    assert trainer.state.global_step == 2 and clipped == []  # two optimizer steps, no clipping anywhere
+    # the same spy sees the joint clipping when it is on
+    run_trainer(make_model(), losses.SimCSELoss(make_model(), projection="mlp"),
+                Dataset.from_dict({"text": random_sentences(8)}), steps=1, max_grad_norm=1.0)
+    assert clipped and set(clipped) == {1.0}
 
 
 @pytest.mark.parametrize("setting", [{"fsdp": "full_shard"}, {"deepspeed": {"zero_optimization": {}}}])
