@@ -154,17 +154,19 @@ def cmd_train(argv: Sequence[str]) -> int:
                   {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
                    **({"output folder": replaced} if replaced else {}),
                    **({"weight anchor": anchor} if anchor else {})})
-    callbacks, ends = [], None
+    from st_infocse.training.snapshot import StartingWeights
+
+    callbacks, ends, start_weights = [], None, StartingWeights()  # one copy of the start for both callbacks
     if measured.evaluator is not None:
         from st_infocse.training.start_end import StartEndCallback
 
         ends = StartEndCallback(measured.evaluator, keep_start_if_better=run_args.keep_start_if_better, log=False,
-                                keep_trained_if=run_args.keep_trained_if)
+                                keep_trained_if=run_args.keep_trained_if, start_weights=start_weights)
         callbacks.append(ends)
     if anchor:
         from st_infocse.training.anchor import WeightAnchorCallback
 
-        callbacks.append(WeightAnchorCallback(run_args.weight_anchor))
+        callbacks.append(WeightAnchorCallback(run_args.weight_anchor, start_weights=start_weights))
     try:
         trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
     except Interrupted as stop:

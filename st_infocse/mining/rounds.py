@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-import torch
 from datasets import Dataset
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainingArguments
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
@@ -31,6 +30,7 @@ from st_infocse.mining.idc import MiningReport, adjacent_pairs, mine_pairs
 from st_infocse.mining.round_results import CycleStats, PlusPlusResult, RoundsResult, RoundStats
 from st_infocse.mining.sampler import DocumentAwareBatchSampler
 from st_infocse.training.builder import build_trainer
+from st_infocse.training.snapshot import weights_snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -86,10 +86,6 @@ def _score(evaluator: Any, model: SentenceTransformer) -> tuple[float, dict[str,
 
 def _better(score: float, best: float, min_delta: float, greater_is_better: bool) -> bool:
     return score > best + min_delta if greater_is_better else score < best - min_delta
-
-
-def _snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
-    return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
 
 
 def _train(
@@ -212,7 +208,7 @@ def train_idc_rounds(
         if initial_score is not None:
             logger.info("IDC rounds: initial score %.4f", initial_score)
         best_score, best_round = initial_score, 0
-        best_state = _snapshot(model) if evaluator is not None else None
+        best_state = weights_snapshot(model) if evaluator is not None else None
         initial_state = best_state  # the same copy: a later best round replaces best_state, not its contents
         stats: list[RoundStats] = []
         stale, stopped_early = 0, False
@@ -251,7 +247,7 @@ def train_idc_rounds(
                 if improved or best_round == 0:  # the trained candidate: the best round, else the latest
                     trained_metrics, trained_units = metrics, unit_scores(evaluator)
                 if improved:
-                    best_score, best_round, best_state, stale = score, number, _snapshot(model), 0
+                    best_score, best_round, best_state, stale = score, number, weights_snapshot(model), 0
                     best_metrics = metrics
                 else:
                     stale += 1
@@ -396,7 +392,7 @@ def train_infocse_plus_plus(
     root = Path(tmp.name if tmp is not None else output_dir)
     try:
         initial_score, _ = _score(evaluator, model)
-        best_score, best_cycle, best_state = initial_score, 0, _snapshot(model)
+        best_score, best_cycle, best_state = initial_score, 0, weights_snapshot(model)
         stats: list[CycleStats] = []
         stale, stopped_early = 0, False
         for number in range(1, cycles + 1):
@@ -426,7 +422,7 @@ def train_infocse_plus_plus(
             score, _ = _score(evaluator, model)
             improved = _better(score, best_score, min_delta, greater)
             if improved:
-                best_score, best_cycle, best_state, stale = score, number, _snapshot(model), 0
+                best_score, best_cycle, best_state, stale = score, number, weights_snapshot(model), 0
             else:
                 stale += 1
             stats.append(CycleStats(number, idc, loss, score, improved))

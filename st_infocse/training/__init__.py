@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     )
     from st_infocse.training.guards import check_training_dataset
     from st_infocse.training.probe_decoder import seeded_global_generators, train_probe_decoder
+    from st_infocse.training.snapshot import StartingWeights, weights_snapshot
     from st_infocse.training.start_end import StartEndCallback, StartEndResult
     from st_infocse.training.texts import TextReport, check_text_source, clean_texts, load_texts
 
@@ -37,6 +38,7 @@ _WHERE = {
     "AuxiliaryStateCallback": "callbacks",
     "StartEndCallback": "start_end",
     "StartEndResult": "start_end",
+    "StartingWeights": "snapshot",
     "TextReport": "texts",
     "WeightAnchorCallback": "anchor",
     "auxiliary_state_dict": "callbacks",
@@ -55,6 +57,7 @@ _WHERE = {
     "own_max_length": "builder",
     "save_auxiliary_state": "callbacks",
     "save_model": "builder",
+    "weights_snapshot": "snapshot",
 }
 
 __all__ = [
@@ -65,6 +68,7 @@ __all__ = [
     "AuxiliaryStateCallback",
     "StartEndCallback",
     "StartEndResult",
+    "StartingWeights",
     "TextReport",
     "WeightAnchorCallback",
     "auxiliary_state_dict",
@@ -83,6 +87,7 @@ __all__ = [
     "seeded_global_generators",
     "toward_start",
     "train_probe_decoder",
+    "weights_snapshot",
 ]
 
 

@@ -12,6 +12,8 @@ import math
 import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from st_infocse.training.snapshot import StartingWeights
+
 __all__ = ["WeightAnchorCallback", "evaluates_before_last_step", "toward_start"]
 
 
@@ -60,13 +62,15 @@ class WeightAnchorCallback(TrainerCallback):
     start)``, before the trainer's last evaluation and save, so that what is scored, compared with the start
     (:class:`StartEndCallback`) and saved is the anchored model.
 
-    ``on_train_begin`` keeps a CPU copy of the model's weights (one model's size in memory); the copy is dropped
-    when training ends. Only the model's weights move, not a loss's own heads or decoders.
+    ``on_train_begin`` keeps a CPU copy of the model's weights (one model's size in memory, shared through
+    ``start_weights`` with a :class:`StartEndCallback`); the copy is dropped once it is applied. Only the model's weights move, not a loss's own heads or decoders.
     A checkpoint the trainer could load at the end (``load_best_model_at_end``) from an evaluation before the last
     step would not be anchored, so that combination is refused when training starts.
 
     Args:
         share: the share of the trained change to keep, in (0, 1]; 1 leaves the trained model as it is.
+        start_weights: the copy of the starting weights to use, shared with a :class:`StartEndCallback` given the
+            same one, so that a run keeps one copy (default: a copy of its own).
 
     Example:
         >>> from st_infocse.training import WeightAnchorCallback
@@ -75,10 +79,16 @@ class WeightAnchorCallback(TrainerCallback):
         >>> trainer.train()  # the model now lies halfway between its start and its trained weights  # doctest: +SKIP
     """
 
-    def __init__(self, share: float = 0.5) -> None:
+    def __init__(self, share: float = 0.5, start_weights: StartingWeights | None = None) -> None:
         self.share = _check_share(share)
-        self.start: dict[str, torch.Tensor] | None = None
+        self.start_weights = start_weights if start_weights is not None else StartingWeights()
+        self._holding = False
         self.applied_at: int | None = None
+
+    def _release(self) -> None:
+        if self._holding:
+            self.start_weights.release()
+            self._holding = False
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         if args.load_best_model_at_end and self.share < 1 and evaluates_before_last_step(args, state.max_steps):
@@ -86,16 +96,19 @@ class WeightAnchorCallback(TrainerCallback):
                              "load an earlier checkpoint, not anchored: evaluate only at the end (eval_steps = "
                              "max_steps) or set load_best_model_at_end=False")
         self.applied_at = None
-        self.start = {k: v.detach().to("cpu", copy=True) for k, v in kwargs["model"].state_dict().items()}
+        self._release()
+        self.start_weights.acquire(kwargs["model"])
+        self._holding = True
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         # Called before the trainer evaluates and saves this step (Trainer._maybe_log_save_evaluate).
-        if self.start is None or not (state.global_step >= state.max_steps or control.should_training_stop):
+        if not self._holding or not (state.global_step >= state.max_steps or control.should_training_stop):
             return
         if self.share < 1:
             model = kwargs["model"]
-            model.load_state_dict(toward_start(self.start, model.state_dict(), self.share))
-        self.applied_at, self.start = state.global_step, None
+            model.load_state_dict(toward_start(self.start_weights.weights, model.state_dict(), self.share))
+        self.applied_at = state.global_step
+        self._release()
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
-        self.start = None
+        self._release()

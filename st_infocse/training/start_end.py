@@ -19,6 +19,7 @@ import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from st_infocse.evaluation import PairedChange, UnitScores, paired_changes, unit_scores
+from st_infocse.training.snapshot import StartingWeights
 
 logger = logging.getLogger(__name__)
 
@@ -185,6 +186,8 @@ class StartEndCallback(TrainerCallback):
         evaluator: any sentence-transformers evaluator, ``SequentialEvaluator`` included.
         keep_start_if_better: restore the starting weights when the rule ``keep_trained_if`` does not keep the
             trained model. With ``False`` the callback only measures.
+        start_weights: the copy of the starting weights to restore from, shared with a
+            :class:`WeightAnchorCallback` given the same one, so that a run keeps one copy (default: its own).
         keep_trained_if: ``"better"``: keep the trained model when its deciding score is not below the start's;
             ``"reliable"``: only when its gain on the deciding metric is reliable over the queries (pairs). The
             latter needs an evaluator that keeps unit scores for that metric (refused at the start of training
@@ -203,7 +206,8 @@ class StartEndCallback(TrainerCallback):
     """
 
     def __init__(self, evaluator: Any, keep_start_if_better: bool = True, log: bool = True,
-                 keep_trained_if: Literal["better", "reliable"] = "better") -> None:
+                 keep_trained_if: Literal["better", "reliable"] = "better",
+                 start_weights: StartingWeights | None = None) -> None:
         if keep_trained_if not in KEEP_TRAINED_IF:
             raise ValueError(f"keep_trained_if must be one of {', '.join(KEEP_TRAINED_IF)}, got {keep_trained_if!r}")
         self.evaluator = evaluator
@@ -211,7 +215,8 @@ class StartEndCallback(TrainerCallback):
         self.keep_trained_if = keep_trained_if
         self.log = log
         self.result: StartEndResult | None = None
-        self.snapshot: dict[str, torch.Tensor] | None = None
+        self.start_weights = start_weights if start_weights is not None else StartingWeights()
+        self._holding = False
         self._start: dict[str, float] = {}
         self._start_step = 0
         self._evaluations: dict[int, dict[str, float]] = {}
@@ -249,9 +254,10 @@ class StartEndCallback(TrainerCallback):
                 f"keep_trained_if='reliable' needs per-query (per-pair) scores for {metric}, which this evaluator "
                 "does not keep; use retrieval_evaluator or stsb_dev_evaluator, or keep_trained_if='better'"
             )
-        self.snapshot = None
+        self._release()
         if self.keep_start_if_better:
-            self.snapshot = {key: value.detach().to("cpu", copy=True) for key, value in model.state_dict().items()}
+            self.start_weights.acquire(model)
+            self._holding = True
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         # The trainer evaluates where control says so, right after this event: the last step then enters its logs
@@ -265,9 +271,20 @@ class StartEndCallback(TrainerCallback):
             self._evaluations.setdefault(state.global_step, {}).update(_scores(kwargs.get("metrics") or {}))
             self._units[state.global_step] = self._last_units()
 
+    @property
+    def snapshot(self) -> dict[str, torch.Tensor] | None:
+        """The starting weights while this callback holds them (during training), else None."""
+        return self.start_weights.weights if self._holding else None
+
+    def _release(self) -> None:
+        if self._holding:
+            self.start_weights.release()
+            self._holding = False
+
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         model, snapshot = kwargs["model"], self.snapshot
-        self._training, self.snapshot = False, None  # dropped whatever happens below
+        self._training = False
+        self._release()  # dropped (by its last user) whatever happens below; this function holds it until it returns
         metric, greater = self._decider(args)
         step = state.global_step
         # The trainer loads the best checkpoint before this event whenever it has one (Trainer._finalize_training).

@@ -71,7 +71,7 @@ def test_the_anchored_model_is_the_one_evaluated_at_the_end_and_left_in_memory(m
     for key, value in expected.items():
         torch.testing.assert_close(held[key], value)
     torch.testing.assert_close(evaluator.seen[3], held)  # the end was scored on the anchored weights
-    assert anchor.applied_at == 3 and anchor.start is None  # the copy of the start is dropped
+    assert anchor.applied_at == 3 and anchor.start_weights.weights is None  # the copy of the start is dropped
     assert ends.result.kept == "end"
 
 
@@ -125,3 +125,43 @@ def test_evaluations_before_the_last_step_are_counted_as_the_trainer_schedules_t
     assert evaluates_before_last_step(args(eval_strategy="steps", logging_steps=10), 100)  # eval_steps unset
     assert evaluates_before_last_step(args(eval_strategy="epoch", num_train_epochs=2), 100)
     assert not evaluates_before_last_step(args(eval_strategy="epoch", num_train_epochs=1), 100)
+
+
+
+def test_the_anchor_and_the_start_end_callback_share_one_copy_of_the_start(make_model, tmp_path):
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from st_infocse.training import StartEndCallback, StartingWeights
+
+    model = make_model()
+    start = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    shared = StartingWeights()
+    taken = []
+    real_acquire = shared.acquire
+    shared.acquire = lambda m: (taken.append(shared.weights is None), real_acquire(m))[1]
+
+    class Score:
+        primary_metric = "score"
+        greater_is_better = True
+
+        def __call__(self, model, *args, **kwargs):
+            return {"score": 0.0}  # never better than the start: the start is not restored (equal scores)
+
+    texts = [f"sentence number {i} about things" for i in range(32)]
+    from datasets import Dataset
+
+    args = SentenceTransformerTrainingArguments(str(tmp_path / "run"), max_steps=3, per_device_train_batch_size=8,
+                                               learning_rate=1e-2, save_strategy="no", report_to="none",
+                                               use_cpu=True, disable_tqdm=True, eval_strategy="no")
+    ends = StartEndCallback(Score(), start_weights=shared)
+    anchor = WeightAnchorCallback(0.25, start_weights=shared)
+    trainer = SentenceTransformerTrainer(model=model, args=args, loss=MultipleNegativesRankingLoss(model),
+                                         train_dataset=Dataset.from_dict({"a": texts[:16], "b": texts[16:]}),
+                                         callbacks=[ends, anchor])
+    trainer.train()
+    assert taken == [True, False]  # one copy taken, by the first of the two
+    assert shared.weights is None and shared.users == 0  # and dropped when both are done
+    assert ends.result.kept == "end" and anchor.applied_at == 3
+    key = next(k for k in start if k.endswith("query.weight"))
+    assert not torch.equal(trainer.model.state_dict()[key], start[key])  # trained, then anchored: not the start
