@@ -132,7 +132,7 @@ def kept_line(result: Any) -> str:
     if result.keep_trained_if == "reliable":
         which = {"start": "the starting model", "end": f"the model at the last step, {result.end_step}",
                  "best checkpoint": f"the best checkpoint, step {result.best_step}"}[result.kept]
-        return f"{which}: {result.reason} (--keep_trained_if reliable)"
+        return f"{which}: {result.reason} (--keep_trained_if reliable: the trained model only when the interval lies above zero)"
     if result.kept == "start":
         return (
             f"the starting model: no checkpoint beat the model you started with ({result.metric} "

@@ -347,8 +347,7 @@ class StartEndCallback(TrainerCallback):
             reliable = (change.low > 0) if greater else (change.high < 0)
             if reliable:
                 return False, f"{metric} gained {gain:+.2f}, reliably (the 95% interval excludes zero)"
-            return True, (f"{metric} changed {change.describe()}, not a reliable gain (keep_trained_if='reliable' "
-                          "keeps the trained model only when the interval's lower end is above zero)")
+            return True, f"{metric} changed {change.describe()}, not a reliable gain"
         if _better(start, held, greater):
             return True, f"the start scored better on {metric}"
         return False, f"the trained model scored at least as well as the start on {metric}"
