@@ -522,8 +522,9 @@ def plot_deltas(domains: dict[str, Any], path: Path) -> None:
                 axis.barh(y, mean, color="#2b7bba" if mean > 0 else "#c0392b", alpha=0.45, height=0.6)
                 axis.plot(values, [y] * len(values), "o", color="k", ms=4)
             axis.axvline(0, color="k", lw=1)
-            label = "nDCG@10" if name == "scifact" else "article → headline nDCG@10"
-            axis.set(title=f"{TITLES[name]}: {label}\nchange from the shipped model ({reference:.2f})",
+            label = "nDCG@10" if name == "scifact" else "article → headline\nnDCG@10"
+            # short, two-line titles: a long one runs past its panel and is cut at the figure's edge
+            axis.set(title=f"{TITLES[name]} {label}\nΔ from shipped ({reference:.2f})",
                      xlabel="points (dots: seeds; bar: mean)")
             axis.grid(axis="x", alpha=0.3)
         axes[0][0].set_yticks(range(len(measured)), measured)

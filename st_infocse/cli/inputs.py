@@ -61,8 +61,8 @@ def check_model_source(source: str, flag: str | None = None) -> None:
 
 
 def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None:
-    """A folder to write into, created now: a file in its place or a folder that cannot be written would fail only
-    after the model loaded (or the evaluation ran)."""
+    """A folder to write into: a file in its place or a folder that cannot be written would fail only after the
+    model loaded (or the evaluation ran). Tried by creating it and a file in it; what the try created is removed."""
     if not output_dir:
         return
     folder = Path(output_dir).expanduser()
@@ -70,12 +70,17 @@ def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None
         raise CLIError(f"{flag}: {output_dir} is a file, not a folder")
     import tempfile
 
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
         raise CLIError(f"{flag}: cannot write into {output_dir} ({exc.strerror or exc})") from None
+    finally:
+        for path in missing:  # deepest first: the run creates them again when it writes
+            if path.is_dir():
+                path.rmdir()
 
 
 def check_step_counts(max_steps: float, epochs: float) -> None:

@@ -114,19 +114,20 @@ def warm_up_decoder(model, texts: Sequence[str], args: LossArguments, objective:
     from st_infocse.modeling import find_encoder_parts
     from st_infocse.training import train_probe_decoder
 
-    preset = get_objective(objective).preset
-    depth = find_encoder_parts(model).depth
+    settings = get_objective(objective).preset.decoder_settings(
+        find_encoder_parts(model).depth, args.k, args.n, args.mask_rate, args.fusion_init
+    )
     decoder, curve = train_probe_decoder(
         model,
         texts,
-        k=args.k if args.k is not None else preset.k(depth),
-        n=args.n if args.n is not None else preset.n,
-        mask_rate=args.mask_rate if args.mask_rate is not None else preset.mask_rate(depth),
+        k=settings.k,
+        n=settings.n,
+        mask_rate=settings.mask_rate,
         steps=args.decoder_warmup_steps,
         batch_size=batch_size,
         learning_rate=args.decoder_warmup_learning_rate,
         seed=seed,
-        fusion_init=args.fusion_init if args.fusion_init is not None else preset.fusion_init,
+        fusion_init=settings.fusion_init,
         description="Decoder warm-up",
     )
     folder = Path(output_dir) / "decoder_warmup"

@@ -6,6 +6,7 @@ from sentence_transformers import SentenceTransformer
 
 from st_infocse.losses.citations import CMLM_CSE_CITATION
 from st_infocse.losses.infocse import InfoCSELoss
+from st_infocse.losses.registry import PRESETS
 from st_infocse.modeling.heads import ProjectionKind
 
 
@@ -17,7 +18,7 @@ class CMLMCSELoss(InfoCSELoss):
         model: SentenceTransformer,
         lambda_: float | None = None,
         temperature: float = 0.05,
-        projection: ProjectionKind | None = "mlp",
+        projection: ProjectionKind | None = PRESETS["cmlm-cse"].projection,  # SimCSE's mlp
         **kwargs: Any,
     ) -> None:
         """

@@ -197,10 +197,10 @@ class ConditionalMLMLoss(TrainingLoss):
         super().__init__()
         self.model = model
         self.preset = preset
-        settings = resolve_preset(preset)
         parts = find_encoder_parts(model)
+        settings = resolve_preset(preset).decoder_settings(parts.depth, k, n, mask_rate, fusion_init, detach)
         warn_unless_cls_pooling(model, type(self).__name__)
-        self.mask_rate = mask_rate if mask_rate is not None else settings.mask_rate(parts.depth)
+        self.mask_rate = settings.mask_rate
         self.masker = TokenMasker(parts.tokenizer, self.mask_rate)
         self.empty_texts = EmptyTextDetector(parts.tokenizer)
         check_mlm_gather(mlm_gather)
@@ -220,12 +220,9 @@ class ConditionalMLMLoss(TrainingLoss):
             decoder.use_attention_of(parts.config)
             self.decoder = decoder.to(parts.hf_model.device)
         else:
-            k = k if k is not None else settings.k(parts.depth)
-            n = n if n is not None else settings.n
-            fusion_init = fusion_init if fusion_init is not None else settings.fusion_init
-            detach = settings.detach if detach is None else detach
             self.decoder = AuxiliaryDecoder.from_encoder(
-                model, k=k, n=n, fusion_init=fusion_init, detach=detach, mlm_head_source=mlm_head_source
+                model, k=settings.k, n=settings.n, fusion_init=settings.fusion_init, detach=settings.detach,
+                mlm_head_source=mlm_head_source,
             )
         self.metrics = MLMMetrics()
 

@@ -12,7 +12,7 @@ from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.informin import REDUCTIONS, Reduction, reconstruction_term
-from st_infocse.losses.registry import Preset, resolve_preset
+from st_infocse.losses.registry import PRESETS, Preset, resolve_preset
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather
 from st_infocse.modeling.gradient import scale_gradient
@@ -40,7 +40,7 @@ class InfoCSELoss(TrainingLoss):
         model: SentenceTransformer,
         lambda_: float | None = None,
         temperature: float = 0.05,
-        projection: ProjectionKind | None = "bn-mlp",
+        projection: ProjectionKind | None = PRESETS["infocse"].projection,  # bn-mlp, the released --batchnorm
         k: int | None = None,
         n: int | None = None,
         mask_rate: float | None = None,

@@ -84,6 +84,18 @@ def _cmlm_cse_k(depth: int) -> int:
 
 
 @dataclass(frozen=True)
+class DecoderSettings:
+    """An auxiliary decoder's settings as applied: frozen lower layers ``k``, fusion layers ``n``, the MLM's mask
+    rate, how the fusion layers start and whether the lower copy is frozen."""
+
+    k: int
+    n: int
+    mask_rate: float
+    fusion_init: FusionInit
+    detach: bool
+
+
+@dataclass(frozen=True)
 class ConditionalMLMPreset:
     """The defaults of one paper's released or reported configuration of the conditional MLM.
 
@@ -104,6 +116,23 @@ class ConditionalMLMPreset:
 
     def k(self, depth: int) -> int:
         return self.k_for_depth(depth)
+
+    def decoder_settings(self, depth: int, k: int | None = None, n: int | None = None, mask_rate: float | None = None,
+                         fusion_init: FusionInit | None = None, detach: bool | None = None) -> DecoderSettings:
+        """The decoder's settings for an encoder of ``depth`` layers: each given value, else this preset's. The one
+        place the preset's defaults are filled in, for the losses, the command line's decoder warm-up and the probe.
+
+        Example:
+            >>> PRESETS["infocse"].decoder_settings(12, n=3)
+            DecoderSettings(k=6, n=3, mask_rate=0.4, fusion_init='fresh', detach=True)
+        """
+        return DecoderSettings(
+            k=self.k(depth) if k is None else k,
+            n=self.n if n is None else n,
+            mask_rate=self.mask_rate(depth) if mask_rate is None else mask_rate,
+            fusion_init=self.fusion_init if fusion_init is None else fusion_init,
+            detach=self.detach if detach is None else detach,
+        )
 
     def mask_rate(self, depth: int) -> float:
         return [rate for start, rate in self.mask_rates if depth >= start][-1]

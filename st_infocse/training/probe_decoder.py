@@ -41,13 +41,13 @@ def train_probe_decoder(
     model: Any,
     sentences: Sequence[str],
     k: int | None = None,
-    n: int = PRESETS["infocse"].n,
+    n: int | None = None,
     mask_rate: float | None = None,
     steps: int = 200,
     batch_size: int = 64,
     learning_rate: float = 5e-4,
     seed: int = 0,
-    fusion_init: FusionInit = PRESETS["infocse"].fusion_init,
+    fusion_init: FusionInit | None = None,
     show_progress_bar: bool = True,
     description: str = "Probe decoder",
 ) -> tuple[AuxiliaryDecoder, list[dict[str, float]]]:
@@ -67,14 +67,14 @@ def train_probe_decoder(
         sentences: training sentences (distinct from the evaluator's held-out ones).
         k: frozen lower layers; None (default): the ``"infocse"`` preset's for the model's depth (6 from 12 layers,
             half the depth below).
-        n: fusion layers; default 2, the ``"infocse"`` preset's (``st_infocse/losses/registry.py``).
+        n: fusion layers; None (default): the ``"infocse"`` preset's, 2 (``st_infocse/losses/registry.py``).
         mask_rate: share of real tokens masked; None (default): the ``"infocse"`` preset's for the model's depth
             (0.40; 0.30 from 24 layers).
         steps: optimisation steps.
         batch_size: sentences per step.
         learning_rate: AdamW learning rate of the fusion layers and head.
         seed: seeds the fusion layers' initialisation and dropout, the masks and the batch order.
-        fusion_init: ``"fresh"`` (default, the ``"infocse"`` preset's) or ``"copy"`` (see
+        fusion_init: ``"fresh"`` (None, the default, takes the ``"infocse"`` preset's, fresh) or ``"copy"`` (see
             :meth:`AuxiliaryDecoder.from_encoder`).
         show_progress_bar: show a progress bar over the steps.
         description: the progress bar's label.
@@ -95,8 +95,8 @@ def train_probe_decoder(
     if steps < 1 or batch_size < 1:
         raise ValueError("steps and batch_size must be at least 1")
     parts = find_encoder_parts(model)
-    k = k if k is not None else PRESETS["infocse"].k(parts.depth)
-    mask_rate = mask_rate if mask_rate is not None else PRESETS["infocse"].mask_rate(parts.depth)
+    settings = PRESETS["infocse"].decoder_settings(parts.depth, k, n, mask_rate, fusion_init)
+    k, n, mask_rate, fusion_init = settings.k, settings.n, settings.mask_rate, settings.fusion_init
     device = next(model.parameters()).device
     with seeded_global_generators(seed, device):
         decoder = AuxiliaryDecoder.from_encoder(model, k=k, n=n, fusion_init=fusion_init, detach=True)

@@ -49,7 +49,7 @@ EXPECTED = {
         "fusion_init": INFOCSE.fusion_init,
     },
     AuxiliaryDecoder.from_encoder.__func__: {"fusion_init": INFOCSE.fusion_init, "detach": INFOCSE.detach},
-    train_probe_decoder: {"k": RESOLVED, "n": INFOCSE.n, "mask_rate": RESOLVED, "fusion_init": INFOCSE.fusion_init},
+    train_probe_decoder: {"k": RESOLVED, "n": RESOLVED, "mask_rate": RESOLVED, "fusion_init": RESOLVED},
     ConditionalMLMEvaluator.__init__: {"mask_rate": RESOLVED},
 }
 
