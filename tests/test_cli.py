@@ -662,13 +662,14 @@ def test_train_on_the_bundled_demo_data(tiny_bert_dir, tmp_path, capsys):
 def test_aux_gradient_flag_reaches_the_loss_and_is_refused_elsewhere(make_model):
     from st_infocse.cli import CLIError
     from st_infocse.cli.arguments import LossArguments
-    from st_infocse.cli.objectives import build_loss
+    from st_infocse.cli.objectives import LOSS_FLAGS, build_loss, check_flags_apply
 
     loss = build_loss(make_model(), LossArguments(objective="infocse", aux_gradient="full"))
     assert loss.aux_gradient == "full"
     assert build_loss(make_model(), LossArguments(objective="infocse")).aux_gradient == "weighted"
-    with pytest.raises(CLIError, match="--aux_gradient applies to infocse and cmlm-cse"):
-        build_loss(make_model(), LossArguments(objective="simcse", aux_gradient="full"))
+    with pytest.raises(CLIError, match="--aux_gradient does not apply to --objective simcse"):
+        check_flags_apply(LOSS_FLAGS["simcse"], LossArguments(objective="simcse", aux_gradient="full"),
+                          "--objective simcse")
 
 
 def test_explicit_zero_weight_is_used_as_given(make_model):
@@ -724,7 +725,7 @@ def test_explicit_zeros_are_refused_in_one_line(workspace, argv, message, capsys
         (["train", "--objective", "informin", "--k", "2", "--train_data", "sentences.txt"],
          "--k does not apply to --objective informin"),
         (["train", "--objective", "idc", "--docs", "docs.jsonl", "--lambda_", "0.1"],
-         "--lambda_ does not apply to --objective idc with --idc_loss mnrl (it takes none of the loss flags)"),
+         "--lambda_ does not apply to --objective idc with --idc_loss mnrl (it takes --temperature)"),
         (["pretrain-aux", "--lambda_", "1", "--train_data", "sentences.txt"],
          "--lambda_ does not apply to pretrain-aux"),
     ],
@@ -955,3 +956,38 @@ def test_evaluate_refuses_the_hub_offline_in_one_line(workspace, capsys, monkeyp
     for flag in ("--sts", "--transfer"):
         assert main(["evaluate", "--model", str(workspace["model"]), flag, "hub"]) == 2
         assert f"{flag} hub reads the Hugging Face hub, which is offline" in capsys.readouterr().err
+
+
+# A non-default value for every loss flag (a folder that exists for --decoder, from the test's working directory).
+_LOSS_FLAG_VALUES = {
+    "lambda_": "0.3", "temperature": "0.1", "projection": "mlp", "k": "1", "n": "1", "mask_rate": "0.2",
+    "fusion_init": "copy", "decoder": ".", "detach": "false", "tie_head": "false", "masking": "token",
+    "informin_weight": "0.5", "gather_across_devices": "true", "aux_gradient": "full",
+}
+
+
+def _other_objectives_flags():
+    from st_infocse.cli.objectives import LOSS_FLAGS
+
+    every = set(_LOSS_FLAG_VALUES)
+    for objective, takes in LOSS_FLAGS.items():
+        if objective == "idc":
+            takes = ("temperature",)  # --idc_loss mnrl, the default; with infocse it takes InfoCSE's
+        for flag in sorted(every - set(takes)):
+            yield objective, flag
+
+
+@pytest.mark.parametrize(("objective", "flag"), list(_other_objectives_flags()))
+def test_every_loss_flag_of_another_objective_is_refused_in_one_line(workspace, objective, flag, capsys, monkeypatch):
+    monkeypatch.chdir(workspace["root"])
+    if objective == "pretrain-aux":
+        argv = ["pretrain-aux", "--train_data", "sentences.txt"]
+    elif objective in ("idc", "ict"):
+        argv = ["train", "--objective", objective, "--docs", "docs.jsonl"]
+    else:
+        argv = ["train", "--objective", objective, "--train_data", "sentences.txt"]
+    # a model that cannot load offline: the refusal must come before any loading
+    argv += ["--model", "no-such-org/no-such-model", f"--{flag}", _LOSS_FLAG_VALUES[flag], *_TRAIN_ONE_STEP]
+    assert main(argv) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and f"--{flag}" in errors[0] and "apply" in errors[0], errors

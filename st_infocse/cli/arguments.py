@@ -179,7 +179,11 @@ class LossArguments:
             + " by default).",
         },
     )
-    temperature: float = field(default=0.05, metadata={"help": "Contrastive temperature."})
+    temperature: float | None = field(
+        default=None,
+        metadata={"help": "Contrastive temperature (default: the loss's, 0.05; IDC with --idc_loss mnrl: "
+                  "MultipleNegativesRankingLoss's scale 20, that is 1 / 0.05)."},
+    )
     projection: str | None = field(
         default=None,
         metadata={
@@ -212,25 +216,28 @@ class LossArguments:
                   "the 'w/o detach' ablation). Give a value: --detach false."},
     )
     decoder: str | None = field(default=None, metadata={"help": "Stage-1 decoder folder (from pretrain-aux)."})
-    tie_head: bool = field(
-        default=True,
-        metadata={"help": "pretrain-aux only: tie the MLM head's output projection to the word embeddings (Condenser)."},
+    tie_head: bool | None = field(
+        default=None,
+        metadata={"help": "pretrain-aux only: tie the MLM head's output projection to the word embeddings (Condenser; "
+                  "default true)."},
     )
-    masking: str = field(
-        default="whole_word",
-        metadata={"help": "pretrain-aux only: whole_word (Condenser, default) or token masking."},
+    masking: str | None = field(
+        default=None,
+        metadata={"help": "pretrain-aux only: whole_word (Condenser, default) or token masking.",
+                  "choices": ["whole_word", "token"]},
     )
-    informin_weight: float = field(
-        default=0.0, metadata={"help": "Add InforMin's reconstruction term to InfoCSE with this weight."}
+    informin_weight: float | None = field(
+        default=None, metadata={"help": "infocse, cmlm-cse: add InforMin's reconstruction term with this weight "
+                                "(default 0: off)."}
     )
-    gather_across_devices: bool = field(
-        default=False, metadata={"help": "Contrast against the embeddings of all processes (multi-GPU)."}
+    gather_across_devices: bool | None = field(
+        default=None, metadata={"help": "Contrast against the embeddings of all processes (multi-GPU; default false)."}
     )
     aux_learning_rate: float | None = field(
         default=None, metadata={"help": "Own learning rate for the loss's auxiliary modules."}
     )
-    aux_gradient: str = field(
-        default="weighted",
+    aux_gradient: str | None = field(
+        default=None,
         metadata={
             "help": "infocse, cmlm-cse: what the auxiliary decoder learns from: weighted (default, the released "
             "script: lambda times the MLM gradient, like the encoder) or full (the unweighted MLM gradient; the "

@@ -8,7 +8,6 @@ from typing import Any
 
 from st_infocse.cli.arguments import OBJECTIVES, LossArguments
 from st_infocse.cli.errors import CLIError
-from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
 from st_infocse.losses.registry import get_objective
 
 __all__ = [
@@ -38,7 +37,8 @@ LOSS_FLAGS: dict[str, tuple[str, ...]] = {
 }
 
 # Loss flags whose unset value is None, so that a given one can be told from the default.
-_OPTIONAL_FLAGS = ("lambda_", "projection", "k", "n", "mask_rate", "fusion_init", "decoder", "detach")
+_OPTIONAL_FLAGS = ("lambda_", "temperature", "projection", "k", "n", "mask_rate", "fusion_init", "decoder", "detach",
+                   "tie_head", "masking", "informin_weight", "gather_across_devices", "aux_gradient")
 
 
 def loss_options(names: Sequence[str], args: LossArguments) -> dict[str, Any]:
@@ -69,9 +69,6 @@ def build_loss(model, args: LossArguments, objective: str | None = None):
     if objective not in OBJECTIVES:
         raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
     entry = get_objective(objective)
-    if args.aux_gradient != "weighted" and "aux_gradient" not in LOSS_FLAGS[objective]:
-        takes = [name for name in OBJECTIVE_REGISTRY if "aux_gradient" in LOSS_FLAGS[name]]
-        raise CLIError(f"--aux_gradient applies to {' and '.join(takes)}, not {objective}")
     if objective == "ict":
         from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 

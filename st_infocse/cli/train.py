@@ -104,7 +104,7 @@ def cmd_train(argv: Sequence[str]) -> int:
     check_learning_rates(training_args, loss_args)
     idc = loss_args.objective == "idc"
     if idc:  # the pair loss takes the loss flags: InfoCSE's, or none for MultipleNegativesRankingLoss
-        options = LOSS_FLAGS["infocse"] if loss_args.idc_loss == "infocse" else ()
+        options = LOSS_FLAGS["infocse"] if loss_args.idc_loss == "infocse" else ("temperature",)
         what = f"--objective idc with --idc_loss {loss_args.idc_loss}"
     else:
         options, what = LOSS_FLAGS[loss_args.objective], f"--objective {loss_args.objective}"
@@ -279,9 +279,11 @@ def _train_idc(loaded, documents, loss_args: LossArguments, model_args, training
     model, own_length = loaded.model, loaded.own_length
     round_args = idc_round_arguments(argv, training_args)
     if loss_args.idc_loss == "mnrl":
-        if loss_args.temperature <= 0:  # the scale is its inverse; InfoCSE's loss checks its own
-            raise CLIError(f"--temperature must be positive, got {loss_args.temperature:g}")
-        factory: Callable = lambda m: MultipleNegativesRankingLoss(m, scale=1 / loss_args.temperature)  # noqa: E731
+        temperature = loss_args.temperature
+        if temperature is not None and temperature <= 0:  # the scale is its inverse; InfoCSE's loss checks its own
+            raise CLIError(f"--temperature must be positive, got {temperature:g}")
+        scale = {} if temperature is None else {"scale": 1 / temperature}  # None: the loss's own scale, 20
+        factory: Callable = lambda m: MultipleNegativesRankingLoss(m, **scale)  # noqa: E731
         if loss_args.aux_learning_rate is not None:
             raise CLIError("--aux_learning_rate applies to --idc_loss infocse (MultipleNegativesRankingLoss owns no modules)")
     else:
