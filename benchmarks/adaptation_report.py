@@ -434,6 +434,7 @@ def report(cfg: Config, defaults: argparse.Namespace, ns: argparse.Namespace) ->
     (RESULTS / f"{STEM}.md").write_text("# Adapting the model you already have\n\n" + markdown)
     plot(collected["domains"], RESULTS / f"{STEM}_curves.png")
     plot_deltas(collected["domains"], RESULTS / f"{STEM}_delta.png")
+    plot_confirmation(collected["queries"], RESULTS / f"{STEM}_confirmation.png")
     update_block(markdown, STEM, (README,))
     return markdown
 
@@ -533,7 +534,45 @@ def plot_deltas(domains: dict[str, Any], path: Path) -> None:
         plt.close(figure)
 
 
+def plot_confirmation(queries: dict[str, Any], path: Path) -> None:
+    """Each row's change against the shipped model on the confirmation half of the test queries (no choice used
+    them), with its 95% interval over those queries, per domain."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    domains = {name: stats for name, stats in queries.items() if stats}
+    if not domains:
+        print(f"no per-query scores: {path} not written")
+        return
+    rows = [r for r in ROWS if any(r in stats["rows"] for stats in domains.values())]
+    with plt.rc_context(FIGURE_STYLE):
+        figure, axes = plt.subplots(1, len(domains), figsize=(FIGURE_WIDTH, 1.8 + 0.6 * len(rows)), squeeze=False,
+                                    sharey=True)
+        for axis, (name, stats) in zip(axes[0], domains.items(), strict=True):
+            key = QUERY_METRICS[name][0]
+            for y, row in enumerate(rows):
+                if row not in stats["rows"]:
+                    continue
+                change = stats["rows"][row][key]["confirmation"]
+                colour = "#2b7bba" if change["low"] > 0 else "#c0392b" if change["high"] < 0 else "0.45"
+                axis.errorbar(change["delta"], y, xerr=[[change["delta"] - change["low"]],
+                                                        [change["high"] - change["delta"]]],
+                              fmt="o", color=colour, capsize=4, ms=6)
+            axis.axvline(0, color="k", lw=1)
+            label = "nDCG@10" if name == "scifact" else "article → headline\nnDCG@10"
+            axis.set(title=f"{TITLES[name]} {label}\n{len(stats['confirmation'])} confirmation queries",
+                     xlabel="Δ from shipped, 95% CI over queries")
+            axis.grid(axis="x", alpha=0.3)
+        axes[0][0].set_yticks(range(len(rows)), rows)
+        axes[0][0].invert_yaxis()
+        figure.savefig(path, dpi=FIGURE_DPI)
+        plt.close(figure)
+
+
 def plot_from_results() -> None:
     payload = json.loads((RESULTS / f"{STEM}.json").read_text())
     plot(payload["domains"], RESULTS / f"{STEM}_curves.png")
     plot_deltas(payload["domains"], RESULTS / f"{STEM}_delta.png")
+    plot_confirmation(payload.get("queries", {}), RESULTS / f"{STEM}_confirmation.png")

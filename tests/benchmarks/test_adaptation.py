@@ -192,6 +192,7 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
     assert "Smoke run" in markdown and "--steps 3" in markdown
     assert (tmp_path / "results" / "adaptation_curves.png").stat().st_size > 0
     assert (tmp_path / "results" / "adaptation_delta.png").stat().st_size > 0
+    assert (tmp_path / "results" / "adaptation_confirmation.png").stat().st_size > 0  # the per-query intervals
     assert "old" not in readme.read_text() and readme.read_text().endswith("<!-- adaptation:end -->\nb\n")
     payload = json.loads((tmp_path / "results" / "adaptation.json").read_text())
     assert set(payload["domains"]["reuters"]["rows"]) == set(rows) - {"shipped"}
