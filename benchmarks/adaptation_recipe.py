@@ -1,4 +1,4 @@
-"""What a user's run of an adaptation recipe (``adapt-idc-mpnet``, ``adapt-informin``, ``adapt-informin-anchor``)
+"""What a user's run of an adaptation recipe (``adapt-idc-mpnet``, ``adapt-informin``)
 costs and gives, end to end on the command line (issue 29, item 5).
 
     HF_HUB_OFFLINE=1 python benchmarks/adaptation_recipe.py --recipe adapt-informin --work-dir /tmp/adapt-recipe
@@ -69,7 +69,7 @@ def user_files(reuters: Path, folder: Path, documents: int, queries: int, corpus
     return {"documents": len(docs), "own_queries": len(asked), "own_corpus": len(asked) + len(distractors)}
 
 
-RECIPES = ("adapt-idc-mpnet", "adapt-informin", "adapt-informin-anchor")
+RECIPES = ("adapt-idc-mpnet", "adapt-informin")
 
 
 def run_recipe(recipe: str, model: str, annotator: Path, folder: Path, threads: int, extra: list[str],

@@ -100,8 +100,9 @@ def query_statistics(name: str, data: dict[str, Any]) -> dict[str, Any] | None:
     if not rows:
         return None
     chosen = max(rows, key=lambda r: rows[r][headline]["selection"]["delta"])
-    differences = [statistics.pstdev([shipped["test_per_query"][headline][q] - seed_mean(data["rows"][r], headline)[0][q]
-                                      for q in selection]) for r in rows]
+    base = shipped["test_per_query"][headline]
+    averaged = {r: seed_mean(data["rows"][r], headline)[0] for r in rows}
+    differences = [statistics.pstdev([averaged[r][q] - base[q] for q in selection]) for r in rows]
     spread = statistics.median(differences)
     return {"split_seed": SPLIT_SEED, "selection": selection, "confirmation": confirmation, "rows": rows,
             "chosen_on_selection": chosen, "per_query_sd": round(spread, 2),

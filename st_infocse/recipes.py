@@ -180,9 +180,6 @@ _MEASURED = "benchmarks/results/aux_mechanism.json, 3 seeds, last step, CPU fp32
 _ADAPTATION = "benchmarks/results/adaptation.json, 3 seeds, last step, CPU fp32"
 _ADAPT_REUTERS, _ADAPT_SCIFACT = 66.21, 64.80  # adapt-idc-mpnet (row idc-mpnet-mnrl-r1)
 _INFORMIN_REUTERS, _INFORMIN_SCIFACT = 63.19, 64.76  # adapt-informin (row informin)
-# adapt-informin-anchor (row informin-merge0.5): Reuters over seeds 0-2; SciFact over the declared confirmation's
-# fresh seeds 3-7 (seeds 0-2: 65.23, p = 0.14)
-_ANCHOR_REUTERS, _ANCHOR_SCIFACT = 61.40, 65.45
 # The adaptation benchmark's budget, shared by its recipes: (flag, value, origin).
 _ADAPT_BUDGET = (
     ("--learning_rate", "2e-5", "the benchmark's budget (paper 002 Table 5's learning rate)"),
@@ -196,7 +193,7 @@ _ADAPT_BUDGET = (
 # The adaptation recipes hand back the trained model only when its gain on the user's queries is reliable.
 _KEEP_RELIABLE = ("--keep_trained_if", "reliable", "the trained model only when its gain on your queries is reliable "
                   "(95% interval over them above zero), else your model as given (docs/your-own-model.md)")
-# InforMin-CL on the sentences of the user's text with that budget: adapt-informin and adapt-informin-anchor.
+# InforMin-CL on the sentences of the user's text with that budget: adapt-informin.
 _ADAPT_INFORMIN = (
     ("--objective", "informin", "paper 001: SimCSE's contrastive loss plus the reconstruction term, defaults"),
     ("--model", _MINILM, "the benchmark's start model; give yours: its own pooling, Normalize and length stay"),
@@ -484,33 +481,6 @@ _RECIPES = (
             "Of the trained rows, the one that raised STS avg without lowering either domain on average and needs "
             "neither an annotator nor documents; adapt-idc-mpnet gains more on news "
             "but needs documents and a stronger model, and costs about 1 point of STS avg.",
-            *_OWN_TEXT_NOTES,
-        ),
-        released=False,
-        requires=("--train_data", "--eval_retrieval"),
-    ),
-    # The setting that met the adaptation benchmark's goal: both domains up with p < 0.05, STS avg not lower.
-    _recipe(
-        "adapt-informin-anchor",
-        source="benchmarks/adaptation.py, row informin-merge0.5 (measured by this package on all-MiniLM-L6-v2 as "
-        "shipped)",
-        published=(
-            Published("Reuters article -> headline nDCG@10", _ANCHOR_REUTERS,
-                      f"{_ADAPTATION}; as shipped 58.09, p = 0.004"),
-            Published("SciFact nDCG@10", _ANCHOR_SCIFACT, "benchmarks/results/adaptation.json, the declared "
-                      "confirmation (fresh seeds 3-7), last step, CPU fp32; as shipped 64.51, p = 0.018"),
-        ),
-        settings=(
-            *_ADAPT_INFORMIN,
-            ("--weight_anchor", "0.5", "the benchmark's row informin-merge0.5: half of the trained change kept "
-             "(WiSE-FT), a share fixed before any run, not tuned"),
-        ),
-        notes=(
-            "adapt-informin, then its trained weights moved halfway back to your model's: start + 0.5 x (trained - "
-            "start). The one setting of the adaptation benchmark that beat all-MiniLM-L6-v2 as shipped on both "
-            "domains: Reuters-21578 article -> headline nDCG@10 58.09 -> 61.40 (3 seeds, p = 0.004), SciFact "
-            "64.51 -> 65.45 (5 fresh seeds of a confirmation declared before any of their results, p = 0.018), STS avg 78.87 "
-            "-> 79.3. adapt-informin gains more on news (63.19) and less on SciFact (64.76, p = 0.46).",
             *_OWN_TEXT_NOTES,
         ),
         released=False,

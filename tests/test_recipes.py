@@ -150,25 +150,6 @@ EXPECTED = {
         save_steps=100,
         pooling=None,  # the model's own
     ),
-    "adapt-informin-anchor": dict(
-        objective="informin",
-        model="sentence-transformers/all-MiniLM-L6-v2",
-        lambda_=None,
-        temperature=None,
-        keep_trained_if="reliable",
-        projection="mlp",
-        split_sentences=True,
-        learning_rate=2e-5,
-        num_train_epochs=1,
-        max_steps=100,
-        per_device_train_batch_size=32,
-        max_seq_length=128,
-        eval_steps=100,
-        save_steps=100,
-        weight_anchor=0.5,  # half of the trained change kept
-        keep_start_if_better=True,
-        pooling=None,  # the model's own
-    ),
 }
 PUBLISHED = {
     "simcse-bert-base": {"STS avg": 76.25, "STS-B dev": 82.45},
@@ -179,7 +160,6 @@ PUBLISHED = {
     "infocse-minilm-decoder-first": {"STS avg": 77.94, "STS-B dev": 84.98},
     "adapt-idc-mpnet": {"Reuters article -> headline nDCG@10": 66.21, "SciFact nDCG@10": 64.80},
     "adapt-informin": {"Reuters article -> headline nDCG@10": 63.19, "SciFact nDCG@10": 64.76},
-    "adapt-informin-anchor": {"Reuters article -> headline nDCG@10": 61.40, "SciFact nDCG@10": 65.45},
 }
 
 
