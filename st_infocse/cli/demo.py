@@ -50,7 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         "--steps",
         type=int,
         default=DEFAULT_STEPS,
-        help=f"Training steps of 64 sentences (default {DEFAULT_STEPS}: 3 minutes of InfoCSE on an idle 2-core CPU machine, 4.8 to 6.4 while shared).",
+        help=f"Training steps of 64 sentences (default {DEFAULT_STEPS}: about a minute of InfoCSE on an idle 2-core CPU machine, several while shared).",
     )
     parser.add_argument("--output_dir", default="out/demo", help="Where the trained model is saved (default out/demo).")
     parser.add_argument("--batch_size", type=int, default=64, help="Sentences per step (the papers': 64).")
