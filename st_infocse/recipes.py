@@ -3,7 +3,8 @@
 A recipe is the exact configuration of one released run (the authors' training script where there is one, the
 paper's stated settings where there is none), written as the ``st-infocse train`` flags that reproduce it, each
 with the line or section it was read from, and the published number the run should reach. The command line puts
-a recipe's flags first, so every flag you give yourself wins, wherever it stands::
+a recipe's flags first, so every flag you give yourself wins, wherever it stands. (Over 500 lines: most of it is the
+recipes themselves, data with a source for every value; the code is ``_recipe``, ``Recipe`` and the listing.)::
 
     st-infocse train --recipe infocse-bert-base --train_data wiki1m_for_simcse.txt --output_dir out/infocse
     st-infocse train --recipe infocse-bert-base --learning_rate 3e-5     # the recipe with one change

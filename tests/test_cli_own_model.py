@@ -568,11 +568,15 @@ def _interrupting(monkeypatch, at_step: int, times: int):
     monkeypatch.setattr(interrupt, "interrupt_callback", factory)
 
 
+def _four_steps(user_model, data, out):
+    return _train(user_model, data, out, "--max_steps", "4", "--save_strategy", "no", "--eval_strategy", "no",
+                  "--load_best_model_at_end", "false")
+
+
 def test_ctrl_c_saves_a_resumable_checkpoint_and_exits_130(user_model, data, tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
     _interrupting(monkeypatch, at_step=2, times=1)
-    argv = _train(user_model, data, out, "--max_steps", "4", "--save_strategy", "no", "--eval_strategy", "no",
-                  "--load_best_model_at_end", "false")
+    argv = _four_steps(user_model, data, out)
     assert main(argv) == 130
     printed = capsys.readouterr().out
     line = f"interrupted at step 2 of 4; checkpoint-2 saved; resume with --resume_from_checkpoint {out / 'checkpoint-2'}"
@@ -587,8 +591,7 @@ def test_ctrl_c_saves_a_resumable_checkpoint_and_exits_130(user_model, data, tmp
 def test_a_second_ctrl_c_stops_at_once_without_a_checkpoint(user_model, data, tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
     _interrupting(monkeypatch, at_step=1, times=2)
-    argv = _train(user_model, data, out, "--max_steps", "4", "--save_strategy", "no", "--eval_strategy", "no",
-                  "--load_best_model_at_end", "false")
+    argv = _four_steps(user_model, data, out)
     assert main(argv) == 130
     assert "interrupted at step 1 of 4; no checkpoint saved (second Ctrl-C)" in capsys.readouterr().out
     assert not list(out.glob("checkpoint-*")) and not (out / "model.safetensors").exists()

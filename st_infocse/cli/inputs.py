@@ -73,8 +73,7 @@ def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
+        tempfile.TemporaryFile(dir=folder).close()  # a file created and removed: the folder takes writes
     except OSError as exc:
         raise CLIError(f"{flag}: cannot write into {output_dir} ({exc.strerror or exc})") from None
     finally:

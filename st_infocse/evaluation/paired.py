@@ -74,11 +74,12 @@ def _interval_and_p(samples: tuple[np.ndarray, ...], statistic: Callable[..., An
     result = bootstrap(samples, statistic, paired=True, vectorized=vectorized, n_resamples=resamples,
                        confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
     spread = np.asarray(result.bootstrap_distribution, dtype=float) - observed  # the resamples, shifted to no change
-    p = float(np.mean(np.abs(spread) >= abs(observed))) if observed != 0 else 1.0
+    # no resample as far from zero as the change: p below one in ``resamples``, reported as that bound
+    p = max(float(np.mean(np.abs(spread) >= abs(observed))), 1.0 / resamples) if observed != 0 else 1.0
     low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
     if not np.isfinite(low):  # every resample equal (no query changed): the interval is the point
         low = high = observed
-    return PairedChange(observed, low, high, max(p, 1.0 / resamples) if observed != 0 else 1.0, n, unit)
+    return PairedChange(observed, low, high, p, n, unit)
 
 
 def paired_change(before: Mapping[str, float], after: Mapping[str, float], resamples: int = RESAMPLES,
