@@ -38,8 +38,8 @@ def cli_commands() -> Mapping[str, tuple[Callable, str]]:
     return COMMANDS
 
 
-def cli_help(command: str) -> str:
-    """What ``st-infocse COMMAND --help`` prints, produced by the command line's own entry point."""
+def cli_help(command: str, *flags: str) -> str:
+    """What ``st-infocse COMMAND [FLAGS] --help`` prints, produced by the command line's own entry point."""
     from st_infocse.cli import main
 
     out = io.StringIO()
@@ -47,7 +47,7 @@ def cli_help(command: str) -> str:
     os.environ["COLUMNS"] = HELP_WIDTH
     try:
         with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
-            main([command, "--help"])
+            main([command, *flags, "--help"])
     finally:
         if previous is None:
             del os.environ["COLUMNS"]
@@ -83,7 +83,27 @@ def cli_reference_page() -> str:
     lines += ["", "```text", cli_help_overview(), "```", ""]
     for name in commands:
         lines += [f"(st-infocse-{name})=", f"## `st-infocse {name}`", "", "```text", cli_help(name), "```", ""]
+        if name == "train":
+            lines += objective_flag_sections()
     return "\n".join(lines)
+
+
+def objective_flag_sections() -> list[str]:
+    """Each objective's own flags, as ``st-infocse train --objective NAME --help`` lists them between the run's
+    sections and the trainer's (every objective takes those two alike)."""
+    from st_infocse.cli.objective_flags import OBJECTIVES
+
+    lines = ["Each objective takes its own flags besides those above; `st-infocse train --objective NAME --help` lists "
+             "them, and a flag of another objective is refused by name.", ""]
+    variants = [[name] for name in OBJECTIVES]
+    variants.insert(OBJECTIVES.index("idc") + 1, ["idc", "--idc_loss", "infocse"])
+    for variant in variants:
+        text = cli_help("train", "--objective", *variant)
+        start = text.index("\n\n", text.index("\nthe output folder:")) + 2
+        own = text[start:text.index("\ntraining (every")].rstrip()
+        title = " ".join(["--objective", *variant])
+        lines += [f"### `{title}`", "", "```text", own, "```", ""]
+    return lines
 
 
 def cli_help_overview() -> str:

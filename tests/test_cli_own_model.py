@@ -319,26 +319,25 @@ def test_bad_retrieval_folders_fail_in_one_line(user_model, data, tmp_path, caps
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["train", "--train_data", "corpus.txt", "--max_steps", "-5"], "--max_steps must be a positive number"),
-        (["train", "--train_data", "corpus.txt", "--output_dir", "afile"], "--output_dir: afile is a file"),
         (["evaluate", "--model", "./missing-folder", "--sts", "x"], "model not found: ./missing-folder"),
         (["evaluate", "--model", ".", "--beir", "scifact", "--beir_source", "beir"], "qrels"),
         (["evaluate", "--model", ".", "--sts", "x", "--output_dir", "afile"], "--output_dir: afile is a file"),
         (["mine", "--docs", "corpus.txt", "--output_dir", "afile"], "--output_dir: afile is a file"),
-        (["train", "--objective", "idc", "--docs", "corpus.txt", "--eval_steps", "10"], "--eval_steps does not apply"),
         (["train", "--objective", "ict", "--docs", "corpus.txt", "--train_data", "corpus.txt"],
-         "--train_data does not apply to --objective ict"),
-        (["train", "--objective", "ict", "--docs", "corpus.txt", "--rounds", "2"], "--rounds does not apply"),
+         "--train_data (a flag of simcse, infocse, cmlm-cse, informin, cmlm, pretrain-aux) is not a flag of "
+         "--objective ict"),
+        (["train", "--objective", "ict", "--docs", "corpus.txt", "--rounds", "2"],
+         "--rounds (a flag of idc) is not a flag of --objective ict"),
         (["train", "--objective", "idc", "--docs", "corpus.txt", "--idc_annotator", "./missing"],
          "--idc_annotator: model not found: ./missing"),
         (["train", "--objective", "idc", "--docs", "corpus.txt", "--idc_max_docs", "0"], "--idc_max_docs must be"),
         (["train", "--objective", "ict", "--docs", "corpus.txt", "--idc_annotator", "x"],
-         "--idc_annotator does not apply to --objective ict"),
+         "--idc_annotator (a flag of idc) is not a flag of --objective ict"),
         (["train", "--objective", "ict", "--docs", "corpus.txt", "--temperature", "0.1"],
-         "--temperature does not apply to --objective ict"),
+         "--temperature (a flag of simcse, infocse, cmlm-cse, informin, idc) is not a flag of --objective ict"),
         (["train", "--objective", "ict"], "--objective ict needs --docs"),
         (["train", "--objective", "simcse", "--train_data", "corpus.txt", "--docs", "corpus.txt"],
-         "--docs (idc, ict) does not apply to --objective simcse"),
+         "--docs (a flag of ict, idc) is not a flag of --objective simcse"),
     ],
 )
 def test_rough_edges_are_refused_before_heavy_imports(tmp_path, argv, message):
@@ -350,6 +349,25 @@ def test_rough_edges_are_refused_before_heavy_imports(tmp_path, argv, message):
     assert result.returncode == 2, result.stderr[-2000:]
     assert len(errors) == 1 and message in errors[0], errors
     assert not {name for name in imported if name.split(".")[0] in ("torch", "sentence_transformers", "datasets")}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--train_data", "corpus.txt", "--max_steps", "-5"], "--max_steps must be a positive number"),
+        (["train", "--train_data", "corpus.txt", "--output_dir", "afile"], "--output_dir: afile is a file"),
+        (["train", "--objective", "idc", "--docs", "corpus.txt", "--eval_steps", "10"], "--eval_steps does not apply"),
+        (["train", "--train_data", "corpus.txt", "--learnin_rate", "1e-5"], "--learnin_rate is not a flag of"),
+    ],
+)
+def test_trainer_flag_errors_are_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, argv, message):
+    """The trainer's flags are read after the command's own (their dataclass imports torch), still before any model,
+    text or document loads: a model that cannot load offline shows no loading was tried."""
+    (tmp_path / "corpus.txt").write_text("a cat sat\n\nthe dog ran\n")
+    (tmp_path / "afile").write_text("not a folder")
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--model", "no-such-org/no-such-model", "--stsb_dev", "none"]) == 2
+    assert message in _one_line_error(capsys)
 
 
 def test_long_texts_are_counted_and_split_sentences_fixes_them(user_model, data, tmp_path, capsys):
@@ -443,7 +461,9 @@ def test_idc_rounds_keep_paper_002_defaults_unless_told(user_model, tmp_path, ca
                                   ["--weight_anchor", "0.5"]])
 def test_flags_a_round_cannot_use_are_refused(user_model, tmp_path, capsys, flag):
     assert main(_idc(user_model, _docs(tmp_path), tmp_path / "run", *flag)) == 2
-    assert f"{flag[0]} does not apply to --objective idc" in _one_line_error(capsys)
+    trainer_flag = flag[0] in ("--load_best_model_at_end", "--metric_for_best_model")
+    assert (f"{flag[0]} does not apply to --objective idc" if trainer_flag
+            else f"{flag[0]} (a flag of") in _one_line_error(capsys)
 
 
 def test_ict_trains_each_sentence_against_the_rest_of_its_document(user_model, data, tmp_path, capsys, monkeypatch):

@@ -10,10 +10,10 @@ import pytest
 
 import st_infocse.training.callbacks
 import st_infocse.training.precision
-from st_infocse.cli import arguments as cli_arguments
 from st_infocse.cli import main
 from st_infocse.cli import recipe_runs as cli_recipes
 from st_infocse.cli import train as cli_train
+from st_infocse.cli.objective_flags import OBJECTIVES
 from st_infocse.cli.recipe_runs import choose_recipe_precision
 from st_infocse.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe, recipe_flags, recipe_names
 from st_infocse.training.arguments import STSB_DEV_METRIC
@@ -176,27 +176,28 @@ def cpu_without_bf16(monkeypatch):
 
 @pytest.fixture
 def parsed(monkeypatch, tmp_path):
-    """``parsed(argv)`` runs ``st-infocse train argv`` until its flags are parsed, and returns the parsed dataclasses
-    (merged into one dict) with the argv the parser received; nothing is loaded, nothing is downloaded."""
+    """``parsed(argv)`` runs ``st-infocse train argv`` until its flags are parsed, and returns every section's values
+    merged into one dict; nothing is loaded, nothing is downloaded."""
     monkeypatch.chdir(tmp_path)
-    real_parse = cli_train.parse
+    real = cli_train.read_training_flags
 
-    def run(argv: list[str], parse: bool = True) -> tuple[dict, list[str]]:
+    def run(argv: list[str]) -> dict:
         seen: dict = {}
 
-        def spy(types, flags, prog, evaluates=True):
-            seen["argv"] = list(flags)
-            if parse:
-                seen["args"] = real_parse(types, flags, prog, evaluates)
+        def spy(*args, **kwargs):
+            seen["flags"] = real(*args, **kwargs)
             raise _Stop
 
-        monkeypatch.setattr(cli_train, "parse", spy)
+        monkeypatch.setattr(cli_train, "read_training_flags", spy)
         with pytest.raises(_Stop):
             main(["train", *argv])
-        merged: dict = {}
-        for part in seen.get("args", ()):
-            merged.update(vars(part))
-        return merged, seen["argv"]
+        flags = seen["flags"]
+        merged: dict = {"objective": flags.objective}
+        for part in (flags.model, flags.output, flags.run, flags.keep, flags.data, flags.loss, flags.aux,
+                     flags.warmup, flags.idc, flags.ict, flags.trainer):
+            if part is not None:
+                merged.update(vars(part))
+        return merged
 
     return run
 
@@ -209,7 +210,7 @@ def test_registry_names_every_recipe_each_consistent():
     for name, recipe in RECIPES.items():
         assert isinstance(recipe, Recipe) and recipe.name == name
         assert recipe.objective == recipe.flags["--objective"] == EXPECTED[name]["objective"]
-        assert recipe.objective in cli_arguments.OBJECTIVES
+        assert recipe.objective in OBJECTIVES
         assert set(recipe.origins) == set(recipe.flags) and all(recipe.origins.values())
         assert {p.metric: p.value for p in recipe.published} == PUBLISHED[name]
         if recipe.released:
@@ -251,10 +252,11 @@ def _required_data(name: str) -> list[str]:
 
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_recipe_resolves_to_its_sources_arguments(name, parsed, cpu_without_bf16):
-    args, argv = parsed(["--recipe", name, *_required_data(name)])
+    args = parsed(["--recipe", name, *_required_data(name)])
     expected = {**COMMON, **EXPECTED[name]}
     for key, value in expected.items():
-        actual = getattr(args[key], "value", args[key])  # eval_strategy is an enum
+        # a flag the objective does not take (k for simcse) has no section: None, as a flag not given
+        actual = getattr(args.get(key), "value", args.get(key))  # eval_strategy is an enum
         if isinstance(value, float):
             assert actual == pytest.approx(value), key
         else:
@@ -262,13 +264,13 @@ def test_recipe_resolves_to_its_sources_arguments(name, parsed, cpu_without_bf16
     assert args["output_dir"] == f"output/{name}"
     # The released scripts' fp16, settled for this machine (a CPU without native bf16): fp32.
     if RECIPES[name].released:
-        assert argv[argv.index("--fp16") + 1] == "true"  # the recipe's, as released, then settled below
+        assert RECIPES[name].flags["--fp16"] == "true"  # the recipe's, as released, then settled below
     assert args["fp16"] is False and args["bf16"] is False
     assert args["max_grad_norm"] == 1.0  # the authors' trainers' default, clipped jointly (below)
 
 
 def test_flags_you_give_win_wherever_they_stand(parsed, cpu_without_bf16):
-    args, _ = parsed(
+    args = parsed(
         [
             "--learning_rate",
             "1e-4",
@@ -294,7 +296,7 @@ def test_flags_you_give_win_wherever_they_stand(parsed, cpu_without_bf16):
 def test_a_config_file_can_name_the_recipe_and_override_it(parsed, cpu_without_bf16, tmp_path):
     config = tmp_path / "run.json"
     config.write_text(json.dumps({"recipe": "cmlm-cse-bert-base", "mask_rate": 0.4, "n": 2}))
-    args, _ = parsed(["--config", str(config), "--n", "4"])
+    args = parsed(["--config", str(config), "--n", "4"])
     assert args["objective"] == "cmlm-cse" and args["k"] == 8
     assert args["mask_rate"] == pytest.approx(0.4)  # the config's over the recipe's
     assert args["n"] == 4  # the command line's over the config's
@@ -311,12 +313,12 @@ def test_recipe_given_twice_differently_is_refused(capsys):
 @pytest.mark.parametrize(
     ("wanted", "device", "native", "flags", "chosen"),
     [
-        ("fp16", "cuda", None, [], "fp16 on cuda"),
-        ("fp16", "cpu", True, ["--fp16", "false", "--bf16", "true", "--use_cpu", "true"], "bf16 on cpu"),
-        ("fp16", "cpu", False, ["--fp16", "false", "--bf16", "false"], "fp32 on cpu"),
-        ("fp16", "cpu", None, ["--fp16", "false", "--bf16", "false"], "fp32 on cpu"),
-        ("bf16", "cpu", True, ["--use_cpu", "true"], "bf16 on cpu"),
-        (None, "cpu", False, [], "fp32"),
+        ("fp16", "cuda", None, {}, "fp16 on cuda"),
+        ("fp16", "cpu", True, {"fp16": False, "bf16": True, "use_cpu": True}, "bf16 on cpu"),
+        ("fp16", "cpu", False, {"fp16": False, "bf16": False}, "fp32 on cpu"),
+        ("fp16", "cpu", None, {"fp16": False, "bf16": False}, "fp32 on cpu"),
+        ("bf16", "cpu", True, {"fp16": False, "bf16": True, "use_cpu": True}, "bf16 on cpu"),
+        (None, "cpu", False, {}, "fp32"),
     ],
 )
 def test_choose_recipe_precision(wanted, device, native, flags, chosen):
@@ -325,7 +327,7 @@ def test_choose_recipe_precision(wanted, device, native, flags, chosen):
 
 
 def test_on_a_cpu_without_bf16_the_recipe_trains_in_fp32_and_says_so(parsed, cpu_without_bf16, capsys, caplog):
-    args, _ = parsed(["--recipe", "simcse-bert-base"])
+    args = parsed(["--recipe", "simcse-bert-base"])
     assert args["fp16"] is False and args["bf16"] is False
     out = capsys.readouterr().out
     assert "Recipe simcse-bert-base" in out and "fp32 on cpu" in out
@@ -336,24 +338,23 @@ def test_on_a_cpu_without_bf16_the_recipe_trains_in_fp32_and_says_so(parsed, cpu
 def test_on_a_cpu_with_native_bf16_the_recipe_trains_in_bf16(parsed, monkeypatch, capsys):
     monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cpu")
     monkeypatch.setattr(st_infocse.training.precision, "cpu_has_native_bf16", lambda *a, **k: True)
-    args, _ = parsed(["--recipe", "infocse-bert-base"])
+    args = parsed(["--recipe", "infocse-bert-base"])
     assert args["fp16"] is False and args["bf16"] is True and args["use_cpu"] is True
     assert "bf16 on cpu" in capsys.readouterr().out
 
 
-def test_on_a_gpu_the_recipe_keeps_fp16(parsed, monkeypatch, capsys):
+def test_on_a_gpu_the_recipe_keeps_fp16(monkeypatch):
+    # fp16 cannot be built into training arguments on a CPU, so the choice is checked where it is made
     monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cuda")
-    _, argv = parsed(["--recipe", "infocse-bert-base"], parse=False)  # fp16 cannot be parsed for a CPU everywhere
-    *_, early = cli_arguments.read_flags(argv, [cli_arguments.LossArguments, cli_arguments.EarlyTrainerFlags], "train")
-    assert early.fp16 is True and early.bf16 is False
-    assert "fp16 on cuda (the recipe's)" in capsys.readouterr().out
+    extra, chosen = cli_recipes.recipe_precision(RECIPES["infocse-bert-base"], {"fp16": True}, frozenset())
+    assert extra == {} and chosen == "fp16 on cuda (the recipe's)"
 
 
 def test_your_precision_flags_win(parsed, cpu_without_bf16, capsys):
-    args, _ = parsed(["--recipe", "infocse-bert-base", "--bf16", "true"])
+    args = parsed(["--recipe", "infocse-bert-base", "--bf16", "true"])
     assert args["bf16"] is True and args["fp16"] is False  # --bf16 alone replaces the recipe's fp16
     assert "bf16 (as you set it)" in capsys.readouterr().out
-    args, _ = parsed(["--recipe", "infocse-bert-base", "--use_cpu", "--fp16", "false"])
+    args = parsed(["--recipe", "infocse-bert-base", "--use_cpu", "--fp16", "false"])
     assert args["bf16"] is False and args["fp16"] is False
 
 
@@ -380,8 +381,7 @@ def test_one_recipe_in_full(capsys):
 
 
 def test_train_help_mentions_recipes(capsys):
-    with pytest.raises(SystemExit):
-        main(["train", "--help"])
+    assert main(["train", "--help"]) == 0
     assert "--recipe" in capsys.readouterr().out
 
 
@@ -391,8 +391,7 @@ def test_train_help_mentions_recipes(capsys):
         (["train", "--recipe", "nope"], "unknown recipe 'nope'; known recipes: " + ", ".join(EXPECTED)),
         (["train", "--objective", "infocse", "--recipe"], "--recipe needs a name"),
         (["recipes", "nope"], "unknown recipe 'nope'"),
-        # the input checks see the recipe's flags: its 2 epochs, and the user's own (bad) data
-        (["train", "--recipe", "infocse-bert-base", "--max_steps", "0"], "--max_steps 0 with --num_train_epochs 2"),
+        # the input checks see the recipe's flags: the user's own (bad) data
         (["train", "--train_data", "empty.txt", "--recipe", "simcse-bert-base"], "empty.txt is empty (0 bytes)"),
     ],
 )
@@ -404,6 +403,16 @@ def test_recipe_errors_are_one_line_exit_2_before_heavy_imports(tmp_path, argv, 
     assert not {name for name in imported if name.split(".")[0] in ("torch", "sentence_transformers", "datasets")}
     errors = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]
     assert len(errors) == 1 and "error:" in errors[0] and message in errors[0], errors
+
+
+def test_the_trainer_flag_checks_see_the_recipes_values(tmp_path, capsys, monkeypatch):
+    """The recipe's 2 epochs meet the user's --max_steps 0: refused in one line before the model loads (the recipe's
+    model cannot load offline, so loading was not tried)."""
+    monkeypatch.chdir(tmp_path)
+    Path("texts.txt").write_text("a cat sat\n")
+    assert main(["train", "--recipe", "infocse-bert-base", "--train_data", "texts.txt", "--max_steps", "0"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "--max_steps 0 with --num_train_epochs 2" in errors[0], errors
 
 
 # ------------------------------------------------------------------------------------ runs on tiny models

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import EvaluateArguments, SavedModelArguments, parse
+from st_infocse.cli.arguments import EvaluateArguments, SavedModelArguments
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import check_model_source, check_output_dir, model_from_args
 from st_infocse.cli.output import summary
+from st_infocse.cli.parsing import parse_command
 from st_infocse.files import beir_split
 
 __all__ = ["cmd_evaluate"]
@@ -72,7 +73,10 @@ def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArgume
 
 def cmd_evaluate(argv: Sequence[str]) -> int:
     # Parsing loads neither torch nor the model: bad input is refused before either.
-    model_args, eval_args = parse([SavedModelArguments, EvaluateArguments], argv, "st-infocse evaluate")
+    parsed = parse_command([SavedModelArguments, EvaluateArguments], argv, "st-infocse evaluate")
+    if parsed is None:  # --help
+        return 0
+    model_args, eval_args = parsed
     precheck_evaluate(model_args, eval_args)
     from st_infocse import evaluation
 

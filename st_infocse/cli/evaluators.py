@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import DataArguments, RunEvaluationArguments, flag_names
+from st_infocse.cli.arguments import RunEvaluationArguments
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import dev_evaluator
 from st_infocse.files import InputError
 
-__all__ = ["RunEvaluation", "kept_line", "run_evaluation", "start_end_rows", "worse_at_end", "write_run_summary"]
+__all__ = ["RunEvaluation", "kept_line", "run_evaluation", "worse_at_end", "write_run_summary"]
 
 RUN_SUMMARY_NAME = "run_summary.json"
 
@@ -58,19 +58,17 @@ class RunEvaluation:
             self.notes["checkpoint metric"] = training_args.metric_for_best_model
 
 
-def run_evaluation(
-    data_args: DataArguments, run_args: RunEvaluationArguments, training_args: Any, argv: Sequence[str]
-) -> RunEvaluation:
+def run_evaluation(run_args: RunEvaluationArguments, training_args: Any, given: Collection[str]) -> RunEvaluation:
     """Build the run's evaluators from the flags, before the model loads, and pick the checkpoint metric.
 
     With ``--eval_retrieval`` the user's own retrieval nDCG@10 chooses the checkpoint (and decides whether the
-    starting model is handed back), unless ``--metric_for_best_model`` is given.
+    starting model is handed back), unless ``--metric_for_best_model`` is given (``given``: the flags set).
     """
     from st_infocse.evaluation import STSB_DEV_METRIC
 
     evaluators: list[Any] = []
     run = RunEvaluation()
-    dev = dev_evaluator(data_args.stsb_dev)
+    dev = dev_evaluator(run_args.stsb_dev)
     if dev is not None:
         evaluators.append(dev)
         run.labels[STSB_DEV_METRIC] = "STS-B dev"
@@ -89,7 +87,7 @@ def run_evaluation(
         evaluators.append(retrieval)  # last: with STS-B dev beside it, it is the evaluator's primary metric
         run.retrieval = retrieval
         run.notes["retrieval set"] = info.describe()
-        run.retrieval_chooses = "metric_for_best_model" not in flag_names(argv)
+        run.retrieval_chooses = "metric_for_best_model" not in given
     if len(evaluators) > 1:
         from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 
@@ -99,36 +97,22 @@ def run_evaluation(
     return run
 
 
-def _x100(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.2f}"  # NaN prints as nan
-
-
-def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
-                   changes: dict[str, Any] | None = None) -> dict[str, str]:
-    """``{"STS-B dev": "86.72 -> 87.10, +0.38 (95% CI -0.12 to +0.90, p = 0.140, 1500 pairs): within noise"}``
-    for every labelled metric (x100, as the papers report); the interval where ``changes`` has the metric's."""
-    rows = {}
-    for key, label in labels.items():
-        before, after = start.get(key), end.get(key)
-        if before is None and after is None:
-            continue
-        change = (changes or {}).get(key)
-        rows[label] = f"{_x100(before)} -> {_x100(after)}" + (f", {change.describe()}" if change else "")
-    return rows
-
-
 def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str, float]) -> list[str]:
     """One warning line per labelled metric that ended below its start (all of them are higher-is-better)."""
+    from st_infocse.training.start_end import x100
+
     lines = []
     for key, label in labels.items():
         before, after = start.get(key), end.get(key)
         if before is not None and after is not None and (after < before or (math.isnan(after) and not math.isnan(before))):
-            lines.append(f"warning: {label} ended below its start ({_x100(before)} -> {_x100(after)})")
+            lines.append(f"warning: {label} ended below its start ({x100(before)} -> {x100(after)})")
     return lines
 
 
 def kept_line(result: Any) -> str:
     """What was saved, from a :class:`~st_infocse.training.StartEndResult`, and why under ``--keep_trained_if``."""
+    from st_infocse.training.start_end import x100
+
     if result.keep_trained_if == "reliable":
         which = {"start": "the starting model", "end": f"the model at the last step, {result.end_step}",
                  "best checkpoint": f"the best checkpoint, step {result.best_step}"}[result.kept]
@@ -136,10 +120,10 @@ def kept_line(result: Any) -> str:
     if result.kept == "start":
         return (
             f"the starting model: no checkpoint beat the model you started with ({result.metric} "
-            f"{_x100(result.start_score)} vs best {_x100(result.best_score)} at step {result.best_step})"
+            f"{x100(result.start_score)} vs best {x100(result.best_score)} at step {result.best_step})"
         )
     if result.kept == "best checkpoint":
-        return f"the best checkpoint, step {result.best_step} ({result.metric} {_x100(result.best_score)})"
+        return f"the best checkpoint, step {result.best_step} ({result.metric} {x100(result.best_score)})"
     return f"the model at the last step, {result.end_step}"
 
 

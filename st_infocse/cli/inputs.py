@@ -1,5 +1,6 @@
-"""What the command line checks before the heavy work: the command's own flags, parsed before torch is imported,
-the STS-B dev source, and whether a run makes any optimizer step.
+"""What the command line checks before the heavy work: the model source, the output folder, step counts and
+learning rates, the STS-B dev source, an earlier run in the output folder, and whether a run makes any optimizer
+step.
 
 The files themselves are checked by the library (``st_infocse.training.texts``, ``st_infocse.mining.documents``),
 through the package's one line reader and JSON-lines reader.
@@ -9,30 +10,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from st_infocse.cli.arguments import (
-    BUNDLED,
-    OBJECTIVES,
-    DataArguments,
-    EarlyTrainerFlags,
-    LossArguments,
-    ModelArguments,
-    RunEvaluationArguments,
-    asks_for_help,
-    flag_names,
-    read_flags,
-)
+from st_infocse.cli.arguments import BUNDLED, ModelArguments
 from st_infocse.cli.errors import CLIError
 from st_infocse.files import looks_local
-from st_infocse.mining.documents import check_documents
-from st_infocse.training.texts import check_text_source
 
 __all__ = [
-    "Flags",
-    "check_idc_flags",
+    "apply_weight_anchor",
+    "check_earlier_run",
+    "check_idc_annotator",
+    "check_learning_rates",
     "check_model_source",
     "check_output_dir",
     "check_planned_steps",
@@ -41,7 +29,6 @@ __all__ = [
     "finish_training_args",
     "model_from_args",
     "planned_steps",
-    "precheck_training",
     "text_source",
 ]
 
@@ -94,131 +81,15 @@ def check_step_counts(max_steps: float, epochs: float) -> None:
         )
 
 
-# Trainer flags with no meaning inside a round: the rounds evaluate and keep the best round themselves.
-IDC_REFUSED_TRAINER_FLAGS = (
-    "eval_strategy",
-    "eval_steps",
-    "eval_delay",
-    "load_best_model_at_end",
-    "metric_for_best_model",
-    "greater_is_better",
-    "resume_from_checkpoint",
-)
-# Flags of other sections that IDC does not read: it trains on pairs mined from --docs.
-IDC_REFUSED_FLAGS = ("train_data", "text_column", "max_train_samples", "split_sentences", "keep_start_if_better",
-                     "weight_anchor")
-
-
-def check_idc_flags(argv: Sequence[str]) -> None:
-    """Refuse, before the model loads, a flag that cannot apply to IDC's rounds (it would be dropped unused)."""
-    given = flag_names(argv)
-    refused = [f"--{name}" for name in IDC_REFUSED_TRAINER_FLAGS + IDC_REFUSED_FLAGS if name in given]
-    if refused:
-        raise CLIError(
-            f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective idc: its rounds "
-            "train on pairs mined from --docs, evaluate after each round and keep the best round, the model as "
-            "given included"
-        )
-
-
-# IDC's own flags, and the text-corpus flags that ICT (pairs built from --docs) does not read.
-IDC_ONLY_FLAGS = ("rounds", "idc_loss", "idc_k", "idc_similarity", "initial_annotation", "idc_annotator",
-                  "idc_max_docs")
-# ICT trains sentence-transformers' MultipleNegativesRankingLoss with its own scale: no loss flag of this package.
-ICT_REFUSED_FLAGS = ("train_data", "text_column", "max_train_samples", "split_sentences", *IDC_ONLY_FLAGS,
-                     "temperature", "gather_across_devices", "aux_gradient", "aux_learning_rate", "informin_weight",
-                     "decoder_warmup_steps", "decoder_warmup_learning_rate")
-
-
-def check_document_flags(objective: str, argv: Sequence[str]) -> None:
-    """Refuse a document flag given to an objective that trains on text, and a flag ICT does not read."""
-    given = flag_names(argv)
-    if objective == "ict":
-        refused = [f"--{name}" for name in ICT_REFUSED_FLAGS if name in given]
-        if refused:
-            raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
-                           "ict: it trains MultipleNegativesRankingLoss on each sentence of --docs and the rest of its "
-                           "document")
-    elif objective != "idc":
-        refused = [f"--{name} ({'idc, ict' if name == 'docs' else 'idc'})" for name in ("docs", *IDC_ONLY_FLAGS)
-                   if name in given]
-        if refused:
-            raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
-                           f"{objective}: it trains on --train_data")
-
-
-def check_idc_annotator(loss: LossArguments) -> None:
-    """An annotator needs round 1 to mine; a document sample needs a positive size."""
-    if loss.idc_annotator is not None:
-        if loss.initial_annotation != "model":
+def check_idc_annotator(idc) -> None:
+    """An annotator needs round 1 to mine; a document sample needs a positive size (``idc``: IDC's flags)."""
+    if idc.idc_annotator is not None:
+        if idc.initial_annotation != "model":
             raise CLIError(f"--idc_annotator mines the first round, which --initial_annotation "
-                           f"{loss.initial_annotation} does not mine")
-        check_model_source(loss.idc_annotator, "--idc_annotator")
-    if loss.idc_max_docs is not None and loss.idc_max_docs < 1:
-        raise CLIError(f"--idc_max_docs must be at least 1, got {loss.idc_max_docs}")
-
-
-@dataclass
-class Flags:
-    """The flags of ``train`` or ``pretrain-aux`` as read before torch is imported (see :func:`precheck_training`)."""
-
-    model: ModelArguments
-    data: DataArguments
-    loss: LossArguments
-    trainer: EarlyTrainerFlags
-    run: RunEvaluationArguments | None = None
-
-    @property
-    def evaluates(self) -> bool:
-        """Whether the run has an evaluator: STS-B dev, or the user's own retrieval set."""
-        return self.data.stsb_dev.lower() != "none" or bool(self.run is not None and self.run.eval_retrieval)
-
-
-def precheck_training(argv: Sequence[str], command: str) -> Flags | None:
-    """Read the command's own flags and check what can be told from them before the trainer's arguments (and
-    torch) are loaded; returns them (None for ``--help``, which the full parser answers).
-
-    The same functions check the full parse later, so nothing checked here is checked by other rules there.
-    """
-    if asks_for_help(argv):
-        return None
-    train = command == "train"
-    sections = [ModelArguments, DataArguments, *([RunEvaluationArguments] if train else []), LossArguments,
-                EarlyTrainerFlags]
-    parsed = read_flags(argv, sections, f"st-infocse {command}")
-    flags = Flags(parsed[0], parsed[1], parsed[-2], parsed[-1], parsed[2] if train else None)
-    if train and flags.loss.objective not in OBJECTIVES:
-        raise CLIError(f"unknown objective {flags.loss.objective!r}; choose one of {', '.join(OBJECTIVES)}")
-    early = flags.trainer
-    if early.max_steps is not None or early.num_train_epochs is not None:
-        # -1 and 1: the trainer's "not max_steps" and any positive epoch count, for a flag not given
-        check_step_counts(early.max_steps if early.max_steps is not None else -1,
-                          early.num_train_epochs if early.num_train_epochs is not None else 1)
-    check_model_source(flags.model.model)
-    check_output_dir(early.output_dir)
-    retrieval = flags.run.eval_retrieval if flags.run is not None else None
-    if retrieval and not Path(retrieval).expanduser().is_dir():
-        raise CLIError(f"--eval_retrieval: no folder at {retrieval} (a BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/)")
-    decoder = flags.loss.decoder
-    if decoder and not Path(decoder).expanduser().exists():
-        raise CLIError(f"--decoder: not found: {decoder}")
-    stsb_dev = flags.data.stsb_dev
-    known = ("hub", "none", BUNDLED)
-    if train and stsb_dev.lower() not in known and not Path(stsb_dev).expanduser().exists():
-        raise CLIError(f"STS-B dev data not found: {stsb_dev}")
-    if train:
-        check_document_flags(flags.loss.objective, argv)
-    if train and flags.loss.objective in ("idc", "ict"):
-        if flags.loss.objective == "idc":
-            check_idc_flags(argv)
-            check_idc_annotator(flags.loss)
-        if not flags.loss.docs:
-            what = "to mine pairs from" if flags.loss.objective == "idc" else "whose sentences and rests are the pairs"
-            raise CLIError(f"--objective {flags.loss.objective} needs --docs (documents {what})")
-        check_documents(flags.loss.docs)
-    else:
-        check_text_source(text_source(flags.data.train_data), flags.data.text_column)
-    return flags
+                           f"{idc.initial_annotation} does not mine")
+        check_model_source(idc.idc_annotator, "--idc_annotator")
+    if idc.idc_max_docs is not None and idc.idc_max_docs < 1:
+        raise CLIError(f"--idc_max_docs must be at least 1, got {idc.idc_max_docs}")
 
 
 def model_from_args(args: ModelArguments, seed: int | None = None):
@@ -346,11 +217,9 @@ def check_earlier_run(output_dir: str, resume: object, overwrite: bool) -> str |
     return f"the earlier run in it removed ({names})"
 
 
-def check_learning_rates(training_args, loss_args=None) -> None:
+def check_learning_rates(training_args, aux_learning_rate: float | None = None) -> None:
     """A learning rate must be positive (the trainer would otherwise train backwards, or not at all, without a word)."""
-    rates = {"--learning_rate": training_args.learning_rate}
-    if loss_args is not None:
-        rates["--aux_learning_rate"] = getattr(loss_args, "aux_learning_rate", None)
+    rates = {"--learning_rate": training_args.learning_rate, "--aux_learning_rate": aux_learning_rate}
     for flag, rate in rates.items():
         if rate is not None and not rate > 0:
             raise CLIError(f"{flag} must be positive, got {rate:g}")

@@ -15,11 +15,11 @@ from pathlib import Path
 from st_infocse.cli.arguments import (
     MineArguments,
     SavedModelArguments,
-    parse,
 )
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import check_model_source, check_output_dir, model_from_args
 from st_infocse.cli.output import summary
+from st_infocse.cli.parsing import parse_command
 from st_infocse.mining.documents import DOCUMENT_FORMATS, check_documents, load_documents
 
 __all__ = ["cmd_mine"]
@@ -27,7 +27,10 @@ __all__ = ["cmd_mine"]
 
 def cmd_mine(argv: Sequence[str]) -> int:
     # Parsing loads neither torch nor the model: bad input is refused before either.
-    model_args, mine_args = parse([SavedModelArguments, MineArguments], argv, "st-infocse mine")
+    parsed = parse_command([SavedModelArguments, MineArguments], argv, "st-infocse mine")
+    if parsed is None:  # --help
+        return 0
+    model_args, mine_args = parsed
     if not mine_args.docs:
         raise CLIError(f"--docs is required (documents: {DOCUMENT_FORMATS})")
     check_documents(mine_args.docs)

@@ -9,29 +9,20 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from st_infocse.cli.arguments import (
-    DataArguments,
-    LossArguments,
-    ModelArguments,
-    OutputArguments,
-    expand_config,
-    parse,
-    training_arguments_class,
-)
 from st_infocse.cli.inputs import (
     check_earlier_run,
-    check_learning_rates,
     check_planned_steps,
-    check_step_counts,
     finish_training_args,
     model_from_args,
-    precheck_training,
     text_source,
 )
 from st_infocse.cli.interrupt import Interrupted
-from st_infocse.cli.objectives import LOSS_FLAGS, check_flags_apply, learning_rate_mapping, loss_options
+from st_infocse.cli.objective_flags import loss_options
+from st_infocse.cli.objectives import learning_rate_mapping
 from st_infocse.cli.output import lengths, start_summary, summary
+from st_infocse.cli.parsing import expand_config
 from st_infocse.cli.train import run_trainer
+from st_infocse.cli.training_flags import read_training_flags
 from st_infocse.losses.registry import STAGE1
 from st_infocse.training.builder import save_model
 from st_infocse.training.texts import load_texts
@@ -40,28 +31,22 @@ __all__ = ["cmd_pretrain_aux"]
 
 
 def cmd_pretrain_aux(argv: Sequence[str]) -> int:
-    argv = expand_config(argv)
-    precheck_training(argv, "pretrain-aux")
-    model_args, data_args, output_args, loss_args, training_args = parse(
-        [ModelArguments, DataArguments, OutputArguments, LossArguments, training_arguments_class()],
-        argv,
-        "st-infocse pretrain-aux",
-        evaluates=False,
-    )
-    check_step_counts(training_args.max_steps, training_args.num_train_epochs)
-    check_learning_rates(training_args, loss_args)
-    check_flags_apply(LOSS_FLAGS["pretrain-aux"], loss_args, "pretrain-aux")
+    flags = read_training_flags(expand_config(argv), "pretrain-aux")
+    if flags is None:  # --help
+        return 0
+    training_args = flags.trainer
     finish_training_args(training_args, None)
-    dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)
+    dataset = load_texts(text_source(flags.data.train_data), flags.data.text_column, flags.data.max_train_samples)
     check_planned_steps(len(dataset), training_args)
     replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
-                                 output_args.overwrite_output_dir)
+                                 flags.output.overwrite_output_dir)
     if replaced:
         print(f"--overwrite_output_dir: {replaced}")
-    loaded = model_from_args(model_args, training_args.seed)
+    loaded = model_from_args(flags.model, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
-    loss = STAGE1.loss_class()(model, **loss_options(LOSS_FLAGS["pretrain-aux"], loss_args))
-    training_args.learning_rate_mapping = training_args.learning_rate_mapping or learning_rate_mapping(loss, loss_args)
+    loss = STAGE1.loss_class()(model, **loss_options(flags.loss))
+    training_args.learning_rate_mapping = (training_args.learning_rate_mapping
+                                           or learning_rate_mapping(loss, flags.aux_learning_rate))
     start_summary("Stage-1 auxiliary pre-training", len(dataset), training_args, model.max_seq_length, own_length)
     start = time.time()
     try:

@@ -1,8 +1,8 @@
 """``st-infocse recipes`` and ``train --recipe NAME``: a paper's released run (:mod:`st_infocse.recipes`), as flags
 applied to a run.
 
-``--recipe NAME`` is expanded as ``--config`` is: the recipe's flags first, so that every flag the user gives wins,
-wherever it stands. ``train`` expands it before its input checks, which so see the recipe's values.
+The recipe's flags are read by the same parser as the user's, before them, so that every flag the user gives wins,
+wherever it stands; the input checks see the recipe's values.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from st_infocse.cli.arguments import asks_for_help, flag_names
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.output import summary
+from st_infocse.cli.parsing import asks_for_help
 from st_infocse.recipes import (
     Recipe,
     UnknownRecipeError,
@@ -56,9 +56,9 @@ def recipe_by_name(name: str) -> Recipe:
         raise CLIError(f"{exc} (st-infocse recipes describes them)") from None
 
 
-def with_recipe(recipe: Recipe, user_argv: Sequence[str]) -> list[str]:
-    """The recipe's flags, then the user's: the parser keeps the last value of a flag, so the user's win."""
-    return ["--output_dir", f"output/{recipe.name}", *recipe.to_argv(), *user_argv]
+def recipe_argv(recipe: Recipe) -> list[str]:
+    """The recipe's flags as a command line, with its own output folder unless the user names one."""
+    return ["--output_dir", f"output/{recipe.name}", *recipe.to_argv()]
 
 
 def accelerator_type() -> str:
@@ -74,72 +74,71 @@ def accelerator_type() -> str:
     return "mps" if mps is not None and mps.is_available() else "cpu"
 
 
-def choose_recipe_precision(wanted: str | None, device: str, native_bf16: bool | None) -> tuple[list[str], str]:
-    """Flags to append to a recipe's run, and what was chosen, for the recipe's precision ``wanted`` (fp16, bf16 or
-    None) on ``device``; ``native_bf16`` tells whether the CPU has native bf16 (None: unknown).
+def choose_recipe_precision(wanted: str | None, device: str, native_bf16: bool | None) -> tuple[dict[str, bool], str]:
+    """Trainer flags to set, and what was chosen, for the recipe's precision ``wanted`` (fp16, bf16 or None) on
+    ``device``; ``native_bf16`` tells whether the CPU has native bf16 (None: unknown).
 
     The scripts' fp16 is a GPU setting: on an accelerator it is kept; on a CPU it becomes bf16 where the CPU computes
     bf16 natively, and fp32 otherwise (bf16 without it is 13-16x slower than fp32 per step, measured).
     """
     if wanted is None:
-        return [], "fp32 (the recipe's)"
+        return {}, "fp32 (the recipe's)"
     if device != "cpu":
-        return [], f"{wanted} on {device} (the recipe's)"
+        return {}, f"{wanted} on {device} (the recipe's)"
     if native_bf16:
         # transformers refuses bf16 without a GPU unless told to use the CPU
-        flags = ([] if wanted == "bf16" else ["--fp16", "false", "--bf16", "true"]) + ["--use_cpu", "true"]
-        return flags, f"bf16 on cpu (the recipe's {wanted} is a GPU setting; this CPU has native bf16)"
+        return {"fp16": False, "bf16": True, "use_cpu": True}, (
+            f"bf16 on cpu (the recipe's {wanted} is a GPU setting; this CPU has native bf16)")
     reason = "has no native bf16" if native_bf16 is False else "may lack native bf16 (its flags are unreadable)"
-    chosen = f"fp32 on cpu (the recipe's {wanted} is a GPU setting; this CPU {reason})"
-    return ["--fp16", "false", "--bf16", "false"], chosen
+    return {"fp16": False, "bf16": False}, f"fp32 on cpu (the recipe's {wanted} is a GPU setting; this CPU {reason})"
 
 
-def check_requires(recipe: Recipe, user_argv: Sequence[str]) -> None:
-    """A recipe that needs the user's own data (documents, queries) is refused without it, before anything loads."""
-    if asks_for_help(user_argv):
-        return
-    given = flag_names(user_argv)
-    missing = [flag for flag in recipe.requires if flag[2:] not in given]
+def check_requires(recipe: Recipe, typed: set[str]) -> None:
+    """A recipe that needs the user's own data (documents, queries) is refused without it, before anything loads.
+    ``typed``: the flags the user gave (field names)."""
+    missing = [flag for flag in recipe.requires if flag[2:] not in typed]
     if missing:
         raise CLIError(f"recipe {recipe.name} needs {' and '.join(missing)} (st-infocse recipes {recipe.name} says why)")
 
 
-def start_recipe(recipe: Recipe, argv: list[str], user_argv: Sequence[str], flags: Any) -> list[str]:
-    """Settle the recipe's precision for this machine and print what the run takes from the recipe and from you.
-
-    ``flags``: the run's flags as :func:`st_infocse.cli.inputs.precheck_training` read them (the recipe's, then
-    yours)."""
-    given = flag_names(user_argv)
-    device = "cpu" if flags.trainer.use_cpu else accelerator_type()
-    if {"fp16", "bf16"} & given:
-        fp16, bf16 = bool(flags.trainer.fp16), bool(flags.trainer.bf16)
+def recipe_precision(recipe: Recipe, trainer_values: dict[str, Any], typed: frozenset[str]) -> tuple[dict, str]:
+    """The trainer flags that settle the recipe's precision on this machine, and the line that says what it is.
+    ``trainer_values``: the trainer flags given (the recipe's, then the user's); ``typed``: the user's flags."""
+    device = "cpu" if trainer_values.get("use_cpu") else accelerator_type()
+    if {"fp16", "bf16"} & typed:
+        fp16, bf16 = bool(trainer_values.get("fp16")), bool(trainer_values.get("bf16"))
         # --bf16 true alone replaces the recipe's fp16 rather than clashing with it
-        extra = ["--fp16", "false"] if bf16 and "fp16" not in given else []
+        extra: dict[str, bool] = {"fp16": False} if bf16 and "fp16" not in typed else {}
         fp16 = fp16 and not extra
         if bf16 and device == "cpu":
-            extra += ["--use_cpu", "true"]  # transformers refuses bf16 without a GPU unless told to use the CPU
-        precision = f"{'fp16' if fp16 else 'bf16' if bf16 else 'fp32'} (as you set it)"
-    else:
-        from st_infocse.training.precision import cpu_has_native_bf16
+            extra["use_cpu"] = True  # transformers refuses bf16 without a GPU unless told to use the CPU
+        return extra, f"{'fp16' if fp16 else 'bf16' if bf16 else 'fp32'} (as you set it)"
+    from st_infocse.training.precision import cpu_has_native_bf16
 
-        native = cpu_has_native_bf16() if device == "cpu" else None
-        extra, precision = choose_recipe_precision(recipe.precision, device, native)
-        if device == "cpu" and recipe.precision and not native:
-            logger.warning(
-                "recipe %s: its %s is a GPU setting, and on a CPU without native bf16 (no avx512_bf16 / AMX) bf16 is "
-                "much slower than fp32 (13-16x per training step measured on an AVX2 CPU): training in fp32; pass "
-                "--bf16 true or --fp16 true to insist.",
-                recipe.name,
-                recipe.precision,
-            )
-    overridden = [flag for flag in recipe.flags if flag[2:].rstrip("_") in given]
-    recipe_names_given = {flag[2:].rstrip("_") for flag in recipe.flags}
-    added = sorted(f"--{name}" for name in given - recipe_names_given - {"fp16", "bf16"})
-    if flags.loss.objective in ("idc", "ict"):
-        train_data = f"{flags.loss.docs} (documents)"
+    native = cpu_has_native_bf16() if device == "cpu" else None
+    if device == "cpu" and recipe.precision and not native:
+        logger.warning(
+            "recipe %s: its %s is a GPU setting, and on a CPU without native bf16 (no avx512_bf16 / AMX) bf16 is "
+            "much slower than fp32 (13-16x per training step measured on an AVX2 CPU): training in fp32; pass "
+            "--bf16 true or --fp16 true to insist.",
+            recipe.name,
+            recipe.precision,
+        )
+    return choose_recipe_precision(recipe.precision, device, native)
+
+
+def recipe_summary(recipe: Recipe, flags: Any, precision: str) -> None:
+    """Print what the run takes from the recipe and from the user (``flags``: the run's
+    :class:`~st_infocse.cli.training_flags.TrainingFlags`)."""
+    typed = {name.rstrip("_") for name in flags.typed}
+    recipe_flags = {flag[2:].rstrip("_") for flag in recipe.flags}
+    overridden = [flag for flag in recipe.flags if flag[2:].rstrip("_") in typed]
+    added = sorted(f"--{name}" for name in typed - recipe_flags - {"fp16", "bf16"})
+    if flags.docs is not None:
+        train_data = f"{flags.docs} (documents)"
     else:
         train_data = flags.data.train_data
-        if "train_data" not in given:
+        if "train_data" not in typed:
             train_data += " (wiki1m from the hub, the authors' data; --train_data for a local copy)"
     summary(
         f"Recipe {recipe.name}",
@@ -148,14 +147,13 @@ def start_recipe(recipe: Recipe, argv: list[str], user_argv: Sequence[str], flag
             "published": "; ".join(str(number) for number in recipe.published),
             "your flags": (
                 f"override {', '.join(overridden) or 'none of the recipe'}; add {', '.join(added) or 'nothing'}"
-                if given
+                if typed
                 else "none: the recipe as released"
             ),
             "precision": precision,
             "training data": train_data,
         },
     )
-    return [*argv, *extra]
 
 
 def cmd_recipes(argv: Sequence[str]) -> int:

@@ -11,42 +11,22 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from st_infocse.cli.arguments import (
-    DataArguments,
-    LossArguments,
-    ModelArguments,
-    OutputArguments,
-    RecipeArguments,
-    RunEvaluationArguments,
-    expand_config,
-    flag_names,
-    parse,
-    training_arguments_class,
-)
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.evaluators import kept_line, run_evaluation, start_end_rows, worse_at_end, write_run_summary
+from st_infocse.cli.evaluators import kept_line, run_evaluation, worse_at_end, write_run_summary
 from st_infocse.cli.inputs import (
     apply_weight_anchor,
     check_earlier_run,
-    check_learning_rates,
     check_planned_steps,
-    check_step_counts,
     finish_training_args,
     model_from_args,
-    precheck_training,
     text_source,
 )
 from st_infocse.cli.interrupt import Interrupted
-from st_infocse.cli.objectives import (
-    LOSS_FLAGS,
-    build_loss,
-    check_decoder_warmup,
-    check_flags_apply,
-    learning_rate_mapping,
-    warm_up_decoder,
-)
+from st_infocse.cli.objectives import build_loss, learning_rate_mapping, warm_up_decoder
 from st_infocse.cli.output import lengths, start_summary, summary
-from st_infocse.cli.recipe_runs import check_requires, recipe_by_name, start_recipe, take_recipe, with_recipe
+from st_infocse.cli.parsing import expand_config
+from st_infocse.cli.recipe_runs import recipe_by_name, take_recipe
+from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
 from st_infocse.mining.documents import load_documents
 from st_infocse.recipes import format_recipe_list
 from st_infocse.training.builder import save_model
@@ -81,76 +61,52 @@ def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
 
 
 def cmd_train(argv: Sequence[str]) -> int:
-    argv = expand_config(argv)
-    recipe_name, user_argv = take_recipe(argv)
+    recipe_name, user_argv = take_recipe(expand_config(argv))
     if recipe_name == "list":
         print(format_recipe_list())
         return 0
-    recipe = recipe_by_name(recipe_name) if recipe_name is not None else None
-    if recipe is not None:
-        check_requires(recipe, user_argv)
-    argv = with_recipe(recipe, user_argv) if recipe is not None else user_argv
-    flags = precheck_training(argv, "train")
-    if recipe is not None and flags is not None:
-        argv = start_recipe(recipe, argv, user_argv, flags)
-    _, model_args, data_args, run_args, output_args, loss_args, training_args = parse(
-        [RecipeArguments, ModelArguments, DataArguments, RunEvaluationArguments, OutputArguments, LossArguments,
-         training_arguments_class()],
-        argv,
-        "st-infocse train",
-        evaluates=flags is None or flags.evaluates,
-    )
-    check_step_counts(training_args.max_steps, training_args.num_train_epochs)
-    check_learning_rates(training_args, loss_args)
-    idc = loss_args.objective == "idc"
-    if idc:  # the pair loss takes the loss flags: InfoCSE's, or none for MultipleNegativesRankingLoss
-        options = LOSS_FLAGS["infocse"] if loss_args.idc_loss == "infocse" else ("temperature",)
-        what = f"--objective idc with --idc_loss {loss_args.idc_loss}"
-    else:
-        options, what = LOSS_FLAGS[loss_args.objective], f"--objective {loss_args.objective}"
-    check_flags_apply(options, loss_args, what)
-    # IDC mines its own pairs each round: no text corpus to warm a decoder on.
-    check_decoder_warmup(() if idc else options, loss_args, what)
-    ict = loss_args.objective == "ict"
-    if idc:
-        if not loss_args.docs:
-            raise CLIError("--objective idc needs --docs (documents to mine pairs from)")
-        documents = load_documents(loss_args.docs)
+    flags = read_training_flags(user_argv, "train", recipe_by_name(recipe_name) if recipe_name else None)
+    if flags is None:  # --help
+        return 0
+    training_args, objective = flags.trainer, flags.objective
+    if flags.idc is not None:
+        documents = load_documents(flags.docs)
         dataset = None
-    elif ict:
-        dataset, training_args.batch_sampler = context_dataset(loss_args.docs)
+    elif flags.ict is not None:
+        dataset, training_args.batch_sampler = context_dataset(flags.docs)
     else:
-        dataset = load_texts(text_source(data_args.train_data), data_args.text_column, data_args.max_train_samples)
-        if data_args.split_sentences:
+        dataset = load_texts(text_source(flags.data.train_data), flags.data.text_column,
+                             flags.data.max_train_samples)
+        if flags.data.split_sentences:
             dataset = sentences_of(dataset)
-    measured = run_evaluation(data_args, run_args, training_args, argv)
-    check_keep_rule(run_args, measured, training_args)
+    measured = run_evaluation(flags.run, training_args, flags.given)
+    check_keep_rule(flags, measured)
     finish_training_args(training_args, measured.evaluator)
     anchor = None
     if dataset is not None:
         steps = check_planned_steps(len(dataset), training_args)
-        anchor = apply_weight_anchor(run_args.weight_anchor, training_args, steps, flag_names(argv))
+        anchor = apply_weight_anchor(flags.keep.weight_anchor, training_args, steps, flags.given)
     replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
-                                 output_args.overwrite_output_dir)
-    loaded = model_from_args(model_args, training_args.seed)
+                                 flags.output.overwrite_output_dir)
+    loaded = model_from_args(flags.model, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
     measured.for_model(model, training_args, own_length)
     start = time.time()
     if dataset is None:
-        return _train_idc(loaded, documents, loss_args, model_args, training_args, measured, argv, start,
-                          run_args.keep_trained_if)
+        return _train_idc(loaded, documents, flags, measured, start)
     # ICT's long side is the rest of the document: that is what the training length cuts.
+    ict = flags.ict is not None
     texts = dataset["positive"] if ict else dataset["text"]
     lengths_report = count_long_texts(model.tokenizer, texts, model.max_seq_length, seed=training_args.seed)
-    cut = lengths_report.message(already_split=data_args.split_sentences or ict)
-    if loss_args.decoder_warmup_steps is not None:
-        loss_args.decoder = warm_up_decoder(model, dataset["text"], loss_args, loss_args.objective,
-                                            training_args.per_device_train_batch_size, training_args.seed,
-                                            training_args.output_dir)
-    loss = build_loss(model, loss_args)
+    cut = lengths_report.message(already_split=ict or flags.data.split_sentences)
+    if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None:
+        flags.loss.decoder = warm_up_decoder(model, dataset["text"], flags.loss, flags.warmup, objective,
+                                             training_args.per_device_train_batch_size, training_args.seed,
+                                             training_args.output_dir)
+    loss = build_loss(model, objective, flags.loss)
     if not training_args.learning_rate_mapping:
-        training_args.learning_rate_mapping = learning_rate_mapping(loss, loss_args)
-    start_summary(f"Training {loss_args.objective}", len(dataset), training_args, model.max_seq_length, own_length,
+        training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
+    start_summary(f"Training {objective}", len(dataset), training_args, model.max_seq_length, own_length,
                   {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
                    **({"output folder": replaced} if replaced else {}),
                    **({"weight anchor": anchor} if anchor else {})})
@@ -160,13 +116,13 @@ def cmd_train(argv: Sequence[str]) -> int:
     if measured.evaluator is not None:
         from st_infocse.training.start_end import StartEndCallback
 
-        ends = StartEndCallback(measured.evaluator, keep_start_if_better=run_args.keep_start_if_better, log=False,
-                                keep_trained_if=run_args.keep_trained_if, start_weights=start_weights)
+        ends = StartEndCallback(measured.evaluator, keep_start_if_better=flags.keep.keep_start_if_better, log=False,
+                                keep_trained_if=flags.run.keep_trained_if, start_weights=start_weights)
         callbacks.append(ends)
     if anchor:
         from st_infocse.training.anchor import WeightAnchorCallback
 
-        callbacks.append(WeightAnchorCallback(run_args.weight_anchor, start_weights=start_weights))
+        callbacks.append(WeightAnchorCallback(flags.keep.weight_anchor, start_weights=start_weights))
     try:
         trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
     except Interrupted as stop:
@@ -175,16 +131,16 @@ def cmd_train(argv: Sequence[str]) -> int:
     out = Path(training_args.output_dir)
     training_length = model.max_seq_length
     save_model(model, out, own_length)
-    rows = {"objective": loss_args.objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}"}
+    rows = {"objective": objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}"}
     rows.update(texts=len(dataset), steps=trainer.state.global_step, time=f"{time.time() - start:.0f} s")
-    record: dict = {"objective": loss_args.objective, "model": loaded.how, "steps": trainer.state.global_step}
+    record: dict = {"objective": objective, "model": loaded.how, "steps": trainer.state.global_step}
     if anchor:
         rows["weight anchor"] = anchor
-        record["weight_anchor"] = run_args.weight_anchor
+        record["weight_anchor"] = flags.keep.weight_anchor
     warnings: list[str] = []
     if ends is not None:
         result = ends.result
-        rows.update(start_end_rows(measured.labels, result.start, result.end, result.changes))
+        rows.update(result.rows(measured.labels))
         rows["saved"] = kept_line(result)
         warnings = worse_at_end(measured.labels, result.start, result.end)
         record["start_end"] = result.to_dict()
@@ -226,15 +182,15 @@ def sentences_of(dataset):
     return Dataset.from_dict({"text": sentences})
 
 
-def idc_round_arguments(argv: Sequence[str], training_args) -> dict:
+def idc_round_arguments(given: frozenset[str], training_args) -> dict:
     """The trainer arguments each IDC round receives: paper 002's round defaults (``DEFAULT_TRAINING_ARGS``), then
-    every trainer flag the user gave, as parsed."""
+    every trainer flag given (``given``: the flags set), as parsed."""
     from dataclasses import fields
 
     from st_infocse.mining.rounds import DEFAULT_TRAINING_ARGS
 
     trainer_fields = {item.name for item in fields(training_args) if item.init}
-    given = (flag_names(argv) & trainer_fields) - {"output_dir"}  # each round has its own folder under it
+    given = (given & trainer_fields) - {"output_dir"}  # each round has its own folder under it
     return {**DEFAULT_TRAINING_ARGS, "seed": training_args.seed, **{name: getattr(training_args, name) for name in sorted(given)}}
 
 
@@ -249,16 +205,17 @@ def idc_documents(documents, size: int | None, seed: int):
     return chosen, f"{size:,} of {len(documents):,} (a --seed {seed} sample, --idc_max_docs)"
 
 
-def check_keep_rule(run_args, measured, training_args) -> None:
+def check_keep_rule(flags: TrainingFlags, measured) -> None:
     """``--keep_trained_if reliable`` judges the gain over the queries (pairs) of the checkpoint metric: refused, before
     the model loads, when nothing measures the run, when the start is never restored, or when the checkpoint metric
     is not one whose evaluator keeps per-query scores (retrieval nDCG@10, STS-B dev)."""
+    run_args, training_args = flags.run, flags.trainer
     if run_args.keep_trained_if != "reliable":
         return
     if measured.evaluator is None:
         raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
                        "--stsb_dev)")
-    if not run_args.keep_start_if_better:
+    if flags.keep is not None and not flags.keep.keep_start_if_better:
         raise CLIError("--keep_trained_if reliable chooses between the start and the trained model, which "
                        "--keep_start_if_better false turns off; drop one of them")
     from st_infocse.evaluation import STSB_DEV_METRIC
@@ -270,43 +227,39 @@ def check_keep_rule(run_args, measured, training_args) -> None:
                        f"only retrieval nDCG@10 and {STSB_DEV_METRIC} keep them")
 
 
-def _train_idc(loaded, documents, loss_args: LossArguments, model_args, training_args, measured, argv,
-               start: float, keep_trained_if: str) -> int:
+def _train_idc(loaded, documents, flags: TrainingFlags, measured, start: float) -> int:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     from st_infocse.mining import train_idc_rounds
 
     model, own_length = loaded.model, loaded.own_length
-    round_args = idc_round_arguments(argv, training_args)
-    if loss_args.idc_loss == "mnrl":
-        temperature = loss_args.temperature
-        if temperature is not None and temperature <= 0:  # the scale is its inverse; InfoCSE's loss checks its own
-            raise CLIError(f"--temperature must be positive, got {temperature:g}")
+    idc, training_args = flags.idc, flags.trainer
+    round_args = idc_round_arguments(flags.given, training_args)
+    if idc.idc_loss == "mnrl":
+        temperature = flags.loss.temperature  # MultipleNegativesRankingLoss's scale is its inverse
         scale = {} if temperature is None else {"scale": 1 / temperature}  # None: the loss's own scale, 20
         factory: Callable = lambda m: MultipleNegativesRankingLoss(m, **scale)  # noqa: E731
-        if loss_args.aux_learning_rate is not None:
-            raise CLIError("--aux_learning_rate applies to --idc_loss infocse (MultipleNegativesRankingLoss owns no modules)")
     else:
-        factory = lambda m: build_loss(m, loss_args, objective="infocse")  # noqa: E731
+        factory = lambda m: build_loss(m, "infocse", flags.loss)  # noqa: E731
         if "learning_rate_mapping" not in round_args:  # the auxiliary modules' own rate, named as one loss names them
-            mapping = learning_rate_mapping(factory(model), loss_args)
+            mapping = learning_rate_mapping(factory(model), flags.aux_learning_rate)
             if mapping:
                 round_args["learning_rate_mapping"] = mapping
-    documents, sampled = idc_documents(documents, loss_args.idc_max_docs, training_args.seed)
+    documents, sampled = idc_documents(documents, idc.idc_max_docs, training_args.seed)
     annotator = None
-    if loss_args.idc_annotator is not None:  # mines at its own length, with its own modules
+    if idc.idc_annotator is not None:  # mines at its own length, with its own modules
         from st_infocse.training.builder import load_model
 
         try:
-            annotator = load_model(loss_args.idc_annotator, trust_remote_code=model_args.trust_remote_code).model
+            annotator = load_model(idc.idc_annotator, trust_remote_code=flags.model.trust_remote_code).model
         except OSError as exc:
-            raise CLIError(f"--idc_annotator: cannot load {loss_args.idc_annotator}: {exc}") from None
+            raise CLIError(f"--idc_annotator: cannot load {idc.idc_annotator}: {exc}") from None
     summary(
         "IDC training",
         {
             "documents": len(documents) if not sampled else sampled,
-            **({"round 1 mined by": loss_args.idc_annotator} if annotator is not None else {}),
-            "rounds": f"up to {loss_args.rounds} (mine -> train)",
+            **({"round 1 mined by": idc.idc_annotator} if annotator is not None else {}),
+            "rounds": f"up to {idc.rounds} (mine -> train)",
             "model": loaded.how,
             **measured.notes,
             "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
@@ -318,15 +271,15 @@ def _train_idc(loaded, documents, loss_args: LossArguments, model_args, training
         model,
         documents,
         factory,
-        rounds=loss_args.rounds,
-        initial_annotation=loss_args.initial_annotation,
+        rounds=idc.rounds,
+        initial_annotation=idc.initial_annotation,
         evaluator=measured.evaluator,
         training_args=round_args,
-        mining_kwargs={"k": loss_args.idc_k, "similarity": loss_args.idc_similarity},
+        mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity},
         output_dir=Path(training_args.output_dir) / "rounds",
         seed=training_args.seed,
         annotator=annotator,
-        keep_trained_if=keep_trained_if,
+        keep_trained_if=flags.run.keep_trained_if,
     )
     out = Path(training_args.output_dir)
     training_length = model.max_seq_length
@@ -340,6 +293,8 @@ def _train_idc(loaded, documents, loss_args: LossArguments, model_args, training
         # the trained candidate (best round, else the last) against the start; "saved" says which was kept
         final = {f"eval_{key}": value for key, value in (result.trained_metrics or {}).items()}
         changes = {f"eval_{key}": change for key, change in result.changes.items()}
+        from st_infocse.training.start_end import start_end_rows
+
         rows.update(start_end_rows(measured.labels, initial, final, changes))
         if result.keep_trained_if == "reliable" and result.best_round == 0:
             rows["saved"] = ("the starting model: no round's gain was reliable over your queries "

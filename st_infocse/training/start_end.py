@@ -23,7 +23,7 @@ from st_infocse.training.snapshot import StartingWeights
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KEEP_TRAINED_IF", "StartEndCallback", "StartEndResult"]
+__all__ = ["KEEP_TRAINED_IF", "StartEndCallback", "StartEndResult", "start_end_rows", "x100"]
 
 #: The rules for handing back the trained model rather than the start: its deciding score is higher ("better"), or
 #: its gain on the deciding metric's queries (pairs) is reliable, the 95% interval's lower end above zero ("reliable").
@@ -53,6 +53,25 @@ def _fmt(*values: float | None) -> list[str]:
     """Scores for print: times 100 with 2 decimals when all lie in [-1, 1], else as they are."""
     scaled = all(value is None or -1 <= value <= 1 for value in values)
     return ["n/a" if v is None else f"{v * 100:.2f}" if scaled else f"{v:.4g}" for v in values]
+
+
+def x100(value: float | None) -> str:
+    """A score as the papers report it, times 100 ("-" when missing; NaN prints as nan)."""
+    return "-" if value is None else f"{100 * value:.2f}"
+
+
+def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
+                   changes: dict[str, PairedChange] | None = None) -> dict[str, str]:
+    """``{"STS-B dev": "86.72 -> 87.10, +0.38 (95% CI -0.12 to +0.90, p = 0.140, 1500 pairs): within noise"}``
+    for every metric in ``labels`` (metric key -> the name printed), with its interval where ``changes`` has one."""
+    rows = {}
+    for key, label in labels.items():
+        before, after = start.get(key), end.get(key)
+        if before is None and after is None:
+            continue
+        change = (changes or {}).get(key)
+        rows[label] = f"{x100(before)} -> {x100(after)}" + (f", {change.describe()}" if change else "")
+    return rows
 
 
 def _better(a: float | None, b: float | None, greater: bool) -> bool:
@@ -145,6 +164,11 @@ class StartEndResult:
             more = f"; {len(rest)} more: {', '.join(rest)}" if rest else ""
             out.append("warning: {} ended {} its start ({} -> {}){}".format(first, side, *self._pair(first), more))
         return out
+
+    def rows(self, labels: dict[str, str]) -> dict[str, str]:
+        """The start -> end of each metric in ``labels`` (key -> name printed), with its interval: see
+        :func:`start_end_rows`."""
+        return start_end_rows(labels, self.start, self.end, self.changes)
 
     def interval(self, key: str) -> str:
         """``, +0.97 (95% CI -0.30 to +2.29, p = 0.140, 300 queries): within noise``, or "" without unit scores."""

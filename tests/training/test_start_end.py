@@ -336,3 +336,19 @@ def test_real_retrieval_and_sts_evaluators_give_intervals(make_model, tmp_path):
     expected = 100 * (result.end["eval_sts-dev_spearman_cosine"] - result.start["eval_sts-dev_spearman_cosine"])
     assert sts.n == 20 and sts.unit == "pairs" and sts.delta == pytest.approx(expected, abs=1e-6)
     assert sts.low <= sts.delta <= sts.high
+
+
+def test_start_end_rows_come_from_the_result_with_each_interval():
+    """The command line prints these rows as they are: the scores x100, and the interval where the metric has one."""
+    from st_infocse.evaluation import PairedChange
+
+    result = StartEndResult(
+        metric="eval_ndcg", greater_is_better=True, start={"eval_ndcg": 0.5, "eval_sts": 0.8},
+        end={"eval_ndcg": 0.52, "eval_sts": 0.79}, start_step=0, end_step=10, start_score=0.5, end_score=0.52,
+        best_step=10, best_score=0.52, kept="end", changes={"eval_ndcg": PairedChange(2.0, 0.5, 3.5, 0.01, 300)},
+    )
+    rows = result.rows({"eval_ndcg": "retrieval nDCG@10", "eval_sts": "STS-B dev", "eval_other": "absent"})
+    assert rows == {
+        "retrieval nDCG@10": "50.00 -> 52.00, +2.00 (95% CI +0.50 to +3.50, p = 0.010, 300 queries): a gain",
+        "STS-B dev": "80.00 -> 79.00",
+    }

@@ -1,0 +1,304 @@
+"""Each objective's own flags: one dataclass per group of loss arguments, and :func:`objective_sections`, which
+names the sections an objective (and stage 1) takes. The command line reads only these, so a flag of another
+objective is an unknown flag by construction, refused by name (``st-infocse train --objective NAME --help`` lists
+an objective's flags).
+
+A loss flag defaults to None, "the loss's own": the defaults are written once, in
+:mod:`st_infocse.losses.registry` and the losses, and the help text here is generated from the registry.
+"""
+
+# No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from st_infocse.cli.arguments import DataArguments, KeepArguments
+from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
+from st_infocse.losses.registry import PRESETS, STAGE1, flag_value, objective_names
+
+__all__ = [
+    "OBJECTIVES",
+    "AuxiliaryRateFlags",
+    "ConditionalMLMFlags",
+    "ContrastiveFlags",
+    "DecoderFlags",
+    "DecoderShapeFlags",
+    "DecoderWarmupFlags",
+    "ICTFlags",
+    "IDCFlags",
+    "InforMinFlags",
+    "MNRLFlags",
+    "ObjectiveArguments",
+    "ObjectiveSections",
+    "Stage1Flags",
+    "loss_options",
+    "objective_sections",
+    "takers",
+]
+
+OBJECTIVES = objective_names()
+ObjectiveName = Literal[OBJECTIVES]  # type: ignore[valid-type]  # the registry's names, as --objective's choices
+_LOSS = "the loss (unset: the objective's own default)"
+
+
+@dataclass
+class ObjectiveArguments:
+    _argument_group_name = "objective"
+
+    objective: ObjectiveName = field(  # type: ignore[valid-type]
+        default="infocse",
+        metadata={"help": "What to train; `--objective NAME --help` lists that objective's own flags."},
+    )
+
+
+def _lambda(help_text: str) -> Any:
+    return field(default=None, metadata={"aliases": ["--lambda"], "help": help_text})
+
+
+def _lambda_help(*names: str) -> str:
+    defaults = ", ".join(f"{OBJECTIVE_REGISTRY[name].title} {flag_value(OBJECTIVE_REGISTRY[name].lambda_)}"
+                         for name in names)
+    return f"Weight of the auxiliary term (default: {defaults})."
+
+
+def _mask_rate_help(*names: str) -> str:
+    rates = "; ".join(f"{name} {PRESETS[name].describe_mask_rate()}" for name in names)
+    return f"Masking rate of the auxiliary MLM (default: {rates})."
+
+
+@dataclass
+class ContrastiveFlags:
+    """SimCSE's contrastive term, which every sentence objective but CMLM trains."""
+
+    _argument_group_name = _LOSS
+
+    temperature: float | None = field(default=None, metadata={"help": "Contrastive temperature (default 0.05)."})
+    projection: Literal["mlp", "bn-mlp", "none"] | None = field(
+        default=None,
+        metadata={"help": "Training-only projection head (default: bn-mlp for infocse, mlp for simcse, cmlm-cse and "
+                  "informin)."},
+    )
+    gather_across_devices: bool | None = field(
+        default=None, metadata={"help": "Contrast against the embeddings of all processes (multi-GPU; default false)."}
+    )
+
+
+@dataclass
+class DecoderShapeFlags:
+    """The auxiliary decoder's shape (paper 000 section 3.1): frozen lower layers, then fusion layers."""
+
+    _argument_group_name = _LOSS
+
+    k: int | None = field(default=None, metadata={"help": "Frozen lower layers of the decoder (default: the preset's)."})
+    n: int | None = field(default=None, metadata={"help": "Fusion layers of the decoder (default: the preset's)."})
+    fusion_init: Literal["fresh", "copy"] | None = field(
+        default=None,
+        metadata={"help": "fresh (default, as the authors' code) or copy (the encoder layers above k) fusion layers."},
+    )
+
+
+@dataclass
+class DecoderFlags(DecoderShapeFlags):
+    """The conditional MLM through the auxiliary decoder."""
+
+    mask_rate: float | None = field(default=None, metadata={"help": _mask_rate_help(*PRESETS)})
+    detach: bool | None = field(
+        default=None,
+        metadata={"help": "Freeze the decoder's lower copy (default true, as in paper 000; false is the 'w/o detach' "
+                  "ablation). Give a value: --detach false."},
+    )
+    decoder: str | None = field(default=None, metadata={"help": "Stage-1 decoder folder (from pretrain-aux)."})
+
+
+@dataclass
+class ConditionalMLMFlags(ContrastiveFlags, DecoderFlags):
+    """InfoCSE and CMLM-CSE: contrastive + lambda x the conditional MLM."""
+
+    lambda_: float | None = _lambda(_lambda_help("infocse", "cmlm-cse"))
+    aux_gradient: Literal["weighted", "full"] | None = field(
+        default=None,
+        metadata={"help": "What the decoder learns from: weighted (default, the released script: lambda times the MLM "
+                  "gradient, like the encoder) or full (the unweighted MLM gradient; the encoder still gets lambda "
+                  "times it)."},
+    )
+    informin_weight: float | None = field(
+        default=None, metadata={"help": "Add InforMin-CL's reconstruction term with this weight (default 0: off)."}
+    )
+
+
+@dataclass
+class InforMinFlags(ContrastiveFlags):
+    lambda_: float | None = _lambda(_lambda_help("informin"))
+
+
+@dataclass
+class Stage1Flags(DecoderShapeFlags):
+    """Stage 1: the decoder pre-trained with the encoder (Condenser's masked language modelling)."""
+
+    mask_rate: float | None = field(
+        default=None, metadata={"help": f"Masking rate of the MLM (default {STAGE1.mask_rate:.2f})."}
+    )
+    tie_head: bool | None = field(
+        default=None,
+        metadata={"help": "Tie the MLM head's output projection to the word embeddings (Condenser; default true)."},
+    )
+    masking: Literal["whole_word", "token"] | None = field(
+        default=None, metadata={"help": "whole_word (Condenser, default) or token masking."}
+    )
+
+
+@dataclass
+class MNRLFlags:
+    """IDC's pair loss with ``--idc_loss mnrl``: sentence-transformers' MultipleNegativesRankingLoss."""
+
+    _argument_group_name = "the pair loss (--idc_loss mnrl)"
+
+    temperature: float | None = field(
+        default=None,
+        metadata={"help": "Its scale is 1 / temperature (default: the loss's scale 20, that is 1 / 0.05)."},
+    )
+
+
+@dataclass
+class AuxiliaryRateFlags:
+    _argument_group_name = "the loss's own modules"
+
+    aux_learning_rate: float | None = field(
+        default=None, metadata={"help": "Own learning rate for the loss's modules (projection head, decoder)."}
+    )
+
+
+@dataclass
+class DecoderWarmupFlags:
+    _argument_group_name = "the loss's own modules"
+
+    decoder_warmup_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "First train the auxiliary decoder alone for this many steps on the frozen model's embeddings of "
+            "the training texts (written to OUTPUT/decoder_warmup), then train from it; a decoder that already reads "
+            "the sentence embedding (docs: 'Does the auxiliary objective help my model?')."
+        },
+    )
+    decoder_warmup_learning_rate: float = field(
+        default=5e-4, metadata={"help": "Learning rate of --decoder_warmup_steps (AdamW, the decoder's own)."}
+    )
+
+
+_DOCS_HELP = "Documents, in any form that `st-infocse mine --docs` reads."
+
+
+@dataclass
+class IDCFlags:
+    _argument_group_name = "IDC's documents and rounds"
+
+    docs: str | None = field(default=None, metadata={"help": f"{_DOCS_HELP} Required."})
+    rounds: int = field(default=3, metadata={"help": "Maximum mine -> train rounds."})
+    idc_loss: Literal["mnrl", "infocse"] = field(
+        default="mnrl",
+        metadata={"help": "Loss trained on the mined pairs; --idc_loss infocse takes InfoCSE's loss flags "
+                  "(`--objective idc --idc_loss infocse --help`)."},
+    )
+    idc_k: int = field(default=1, metadata={"help": "Top-K neighbours per sentence."})
+    idc_similarity: Literal["cosine", "dot"] = field(
+        default="cosine", metadata={"help": "Sentence score for mining, cosine or dot (inner product, paper 002 eq. 2)."}
+    )
+    initial_annotation: Literal["model", "adjacent"] = field(
+        default="model", metadata={"help": "First-round pairs from the 'model' or 'adjacent' sentences."}
+    )
+    idc_annotator: str | None = field(
+        default=None,
+        metadata={
+            "help": "Another Sentence Transformer (folder or hub id) whose mining gives the first round's pairs, "
+            "e.g. sentence-transformers/all-mpnet-base-v2 (paper 002 Table 3 (5)); later rounds mine with the "
+            "model being trained."
+        },
+    )
+    idc_max_docs: int | None = field(
+        default=None, metadata={"help": "Mine and train on a --seed sample of this many documents (in their order)."}
+    )
+
+
+@dataclass
+class IDCPairLoss:
+    """Read first, with ``--objective``: which pair loss, and so which loss flags, IDC takes."""
+
+    idc_loss: Literal["mnrl", "infocse"] = "mnrl"
+
+
+@dataclass
+class ICTFlags:
+    _argument_group_name = "ICT's documents"
+
+    docs: str | None = field(
+        default=None,
+        metadata={"help": f"{_DOCS_HELP} Required: each sentence and the rest of its document are a pair."},
+    )
+
+
+@dataclass(frozen=True)
+class ObjectiveSections:
+    """The flags one objective takes besides the model's, the run's and the trainer's.
+
+    Attributes:
+        loss: the dataclass of its loss's keyword arguments (None: a loss of sentence-transformers' own defaults).
+        own: its other sections: the corpus (text or documents), the model handed back, its modules' learning rate,
+            the decoder warm-up, IDC's rounds.
+    """
+
+    loss: type | None
+    own: tuple[type, ...]
+
+    @property
+    def all(self) -> tuple[type, ...]:
+        return (*self.own, *((self.loss,) if self.loss is not None else ()))
+
+
+_TEXT = (DataArguments, KeepArguments)
+_SECTIONS: dict[str, ObjectiveSections] = {
+    "simcse": ObjectiveSections(ContrastiveFlags, (*_TEXT, AuxiliaryRateFlags)),
+    "infocse": ObjectiveSections(ConditionalMLMFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags)),
+    "cmlm-cse": ObjectiveSections(ConditionalMLMFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags)),
+    "informin": ObjectiveSections(InforMinFlags, (*_TEXT, AuxiliaryRateFlags)),
+    "cmlm": ObjectiveSections(DecoderFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags)),
+    "ict": ObjectiveSections(None, (ICTFlags, KeepArguments)),
+    # IDC's rounds keep their best round themselves; its pair loss decides the loss flags (see objective_sections).
+    "idc": ObjectiveSections(MNRLFlags, (IDCFlags,)),
+    STAGE1.name: ObjectiveSections(Stage1Flags, (DataArguments, AuxiliaryRateFlags)),
+}
+
+
+def objective_sections(objective: str, idc_loss: str = "mnrl") -> ObjectiveSections:
+    """The sections ``objective`` (or ``pretrain-aux``) takes; IDC with ``--idc_loss infocse`` takes InfoCSE's loss
+    flags and the auxiliary learning rate (its rounds mine their own pairs: no text corpus to warm a decoder on)."""
+    if objective == "idc" and idc_loss == "infocse":
+        return ObjectiveSections(ConditionalMLMFlags, (IDCFlags, AuxiliaryRateFlags))
+    return _SECTIONS[objective]
+
+
+def takers() -> dict[str, str]:
+    """Flag (field name) -> the objectives that take it, for the line that refuses it elsewhere."""
+    taken: dict[str, list[str]] = {}
+    variants = [(name, objective_sections(name)) for name in _SECTIONS]
+    variants.append(("idc --idc_loss infocse", objective_sections("idc", "infocse")))
+    for name, sections in variants:
+        for section in sections.all:
+            for item in fields(section):
+                for flag in (item.name, *(alias[2:] for alias in item.metadata.get("aliases", []))):
+                    names = taken.setdefault(flag, [])
+                    if name.split()[0] not in names:  # IDC once, whichever pair loss takes it
+                        names.append(name)
+    return {flag: ", ".join(names) for flag, names in taken.items()}
+
+
+def loss_options(flags: Any) -> dict[str, Any]:
+    """The loss flags given (not None) as the loss's keyword arguments of the same names.
+
+    A flag left unset is not passed, so the loss applies its own default; a given value, 0 included, reaches the
+    loss as it is, which uses it or refuses it in one line.
+    """
+    if flags is None:
+        return {}
+    options = {item.name: getattr(flags, item.name) for item in fields(flags) if getattr(flags, item.name) is not None}
+    if options.get("projection") == "none":  # "none" turns the objective's own projection head off
+        options["projection"] = None
+    return options

@@ -1,0 +1,210 @@
+"""The flags of ``train`` and ``pretrain-aux``, read once and checked before any model, dataset or document loads.
+
+Stages, each reading what the one before left (:class:`~st_infocse.cli.parsing.FlagParser`):
+
+1. ``--objective`` (and IDC's ``--idc_loss``) choose the sections the run takes (:func:`objective_sections`);
+2. the command's and the objective's sections, then the checks that need no torch (files, folders, sources);
+3. the trainer's flags (``PaperTrainingArguments``, which imports torch), then the checks on them.
+
+A recipe's flags are read by the same stages before the user's, and the user's win; a string no stage reads is
+refused in one line that names the objective's flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from st_infocse.cli.arguments import (
+    BUNDLED,
+    DataArguments,
+    KeepArguments,
+    ModelArguments,
+    OutputArguments,
+    RecipeArguments,
+    RunEvaluationArguments,
+    training_arguments_class,
+)
+from st_infocse.cli.errors import CLIError
+from st_infocse.cli.inputs import (
+    check_idc_annotator,
+    check_learning_rates,
+    check_model_source,
+    check_output_dir,
+    check_step_counts,
+    text_source,
+)
+from st_infocse.cli.objective_flags import (
+    AuxiliaryRateFlags,
+    DecoderWarmupFlags,
+    ICTFlags,
+    IDCFlags,
+    IDCPairLoss,
+    MNRLFlags,
+    ObjectiveArguments,
+    objective_sections,
+    takers,
+)
+from st_infocse.cli.parsing import FlagParser, asks_for_help, flag_of, refuse_unknown
+from st_infocse.cli.recipe_runs import check_requires, recipe_argv, recipe_precision, recipe_summary
+from st_infocse.losses.registry import STAGE1
+from st_infocse.mining.documents import check_documents
+from st_infocse.training.texts import check_text_source
+
+__all__ = ["IDC_REFUSED_TRAINER_FLAGS", "TrainingFlags", "read_training_flags"]
+
+# Trainer flags with no meaning inside IDC's rounds: the rounds evaluate and keep the best round themselves.
+IDC_REFUSED_TRAINER_FLAGS = ("eval_strategy", "eval_steps", "eval_delay", "load_best_model_at_end",
+                             "metric_for_best_model", "greater_is_better", "resume_from_checkpoint")
+
+
+@dataclass
+class TrainingFlags:
+    """A run's flags, parsed: one attribute per section (None where the objective takes no such section).
+
+    Attributes:
+        objective: the objective trained, or ``pretrain-aux``.
+        loss: the dataclass of its loss's keyword arguments (:mod:`~st_infocse.cli.objective_flags`), or None.
+        trainer: the ``PaperTrainingArguments``.
+        given: every flag set (the recipe's and the user's), by field name; ``typed``: the user's alone.
+    """
+
+    objective: str
+    model: ModelArguments
+    output: OutputArguments
+    trainer: Any
+    run: RunEvaluationArguments | None = None
+    keep: KeepArguments | None = None
+    data: DataArguments | None = None
+    loss: Any = None
+    aux: AuxiliaryRateFlags | None = None
+    warmup: DecoderWarmupFlags | None = None
+    idc: IDCFlags | None = None
+    ict: ICTFlags | None = None
+    given: frozenset[str] = frozenset()
+    typed: frozenset[str] = frozenset()
+
+    @property
+    def evaluates(self) -> bool:
+        """Whether the run has an evaluator: STS-B dev, or the user's own retrieval set."""
+        return self.run is not None and (self.run.stsb_dev.lower() != "none" or bool(self.run.eval_retrieval))
+
+    @property
+    def docs(self) -> str | None:
+        section = self.idc or self.ict
+        return section.docs if section is not None else None
+
+    @property
+    def aux_learning_rate(self) -> float | None:
+        return self.aux.aux_learning_rate if self.aux is not None else None
+
+
+_ATTRIBUTES = {ModelArguments: "model", OutputArguments: "output", RunEvaluationArguments: "run",
+               KeepArguments: "keep", DataArguments: "data", AuxiliaryRateFlags: "aux", DecoderWarmupFlags: "warmup",
+               IDCFlags: "idc", ICTFlags: "ict"}
+
+
+def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -> TrainingFlags | None:
+    """The run's flags from ``argv`` (the user's, ``--config`` expanded and ``--recipe`` taken out), after
+    ``recipe``'s; None when ``--help`` was asked for (the help of the objective's flags is printed)."""
+    prog = f"st-infocse {command}"
+    sources = [recipe_argv(recipe) if recipe is not None else [], list(argv)]
+    if command == "train":
+        chosen, _ = FlagParser([ObjectiveArguments, IDCPairLoss], prog).read([*sources[0], *sources[1]])
+        objective, idc_loss = chosen.get("objective", "infocse"), chosen.get("idc_loss", "mnrl")
+        common = [ModelArguments, ObjectiveArguments, RunEvaluationArguments, OutputArguments]
+    else:
+        objective, idc_loss, common = STAGE1.name, "mnrl", [ModelArguments, OutputArguments]
+    sections = objective_sections(objective, idc_loss)
+    own = FlagParser([*common, *sections.all], prog)
+    if asks_for_help(argv):
+        print(FlagParser([*([RecipeArguments] if command == "train" else []), *own.dataclass_types,
+                          training_arguments_class()], prog).format_help())
+        return None
+    (recipe_own, recipe_rest), (user_own, user_rest) = own.read(sources[0]), own.read(sources[1])
+    what = f"--objective {objective}" + (f" --idc_loss {idc_loss}" if objective == "idc" else "")
+    what = what if command == "train" else command
+    own_flags = ", ".join(f"--{name.rstrip('_')}" for dtype in sections.all if dtype not in (DataArguments, KeepArguments)
+                          for name in FlagParser([dtype], prog).names())
+    takes = (f"{own_flags or 'no loss flag'} besides the model's, {'the run' if command == 'train' else 'the output'}'s "
+             "and the trainer's "
+             f"(`{prog}{' ' + what if command == 'train' else ''} --help` lists them)")
+    # another objective's flag is refused now; a flag that is none of ours may still be the trainer's
+    others = takers()
+    refuse_unknown([item for item in [*recipe_rest, *user_rest] if flag_of(item) in others], what, takes, others)
+    built = dict(zip(own.dataclass_types, own.build({**recipe_own, **user_own}), strict=True))
+    flags = TrainingFlags(
+        objective=objective, model=built[ModelArguments], output=built[OutputArguments], trainer=None,
+        loss=built.get(sections.loss), **{_ATTRIBUTES[dtype]: value for dtype, value in built.items()
+                                          if dtype in _ATTRIBUTES and dtype not in (ModelArguments, OutputArguments)},
+    )
+    if recipe is not None:
+        check_requires(recipe, set(user_own))
+    check_before_loading(flags)
+
+    trainer = FlagParser([training_arguments_class()], prog)
+    (recipe_trainer, recipe_left), (user_trainer, user_left) = trainer.read(recipe_rest), trainer.read(user_rest)
+    refuse_unknown([*recipe_left, *user_left], what, takes, others)
+    flags.given = frozenset({*recipe_own, *user_own, *recipe_trainer, *user_trainer})
+    flags.typed = frozenset({*user_own, *user_trainer})
+    trainer_values = {**recipe_trainer, **user_trainer}
+    if recipe is not None:
+        precision, chosen_precision = recipe_precision(recipe, trainer_values, flags.typed)
+        trainer_values.update(precision)
+        recipe_summary(recipe, flags, chosen_precision)
+    if objective == "idc":
+        refused = [f"--{name}" for name in IDC_REFUSED_TRAINER_FLAGS if name in flags.given]
+        if refused:
+            raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
+                           "idc: its rounds train on pairs mined from --docs, evaluate after each round and keep the "
+                           "best round, the model as given included")
+    if not flags.evaluates:  # no dev score to evaluate or keep the best checkpoint by, unless the user says so
+        trainer_values = {"eval_strategy": "no", "load_best_model_at_end": False, **trainer_values}
+    (flags.trainer,) = trainer.build(trainer_values)  # the trainer's own value checks run here
+    check_step_counts(flags.trainer.max_steps, flags.trainer.num_train_epochs)
+    check_learning_rates(flags.trainer, flags.aux_learning_rate)
+    check_output_dir(flags.trainer.output_dir)
+    return flags
+
+
+def check_before_loading(flags: TrainingFlags) -> None:
+    """What the command's and the objective's flags tell before torch loads: the model, the data, the folders."""
+    check_model_source(flags.model.model)
+    run = flags.run
+    if run is not None:
+        if run.eval_retrieval and not Path(run.eval_retrieval).expanduser().is_dir():
+            raise CLIError(f"--eval_retrieval: no folder at {run.eval_retrieval} (a BEIR-layout folder: corpus.jsonl, "
+                           "queries.jsonl, qrels/)")
+        if run.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(run.stsb_dev).expanduser().exists():
+            raise CLIError(f"STS-B dev data not found: {run.stsb_dev}")
+    decoder = getattr(flags.loss, "decoder", None)
+    if decoder and not Path(decoder).expanduser().exists():
+        raise CLIError(f"--decoder: not found: {decoder}")
+    check_decoder_warmup(flags)
+    if isinstance(flags.loss, MNRLFlags) and flags.loss.temperature is not None and not flags.loss.temperature > 0:
+        # its scale is the inverse; the package's losses check their own temperature
+        raise CLIError(f"--temperature must be positive, got {flags.loss.temperature:g}")
+    if flags.idc is not None:
+        check_idc_annotator(flags.idc)
+    if flags.idc is not None or flags.ict is not None:
+        if not flags.docs:
+            what = "to mine pairs from" if flags.idc is not None else "whose sentences and rests are the pairs"
+            raise CLIError(f"--objective {flags.objective} needs --docs (documents {what})")
+        check_documents(flags.docs)
+    elif flags.data is not None:
+        check_text_source(text_source(flags.data.train_data), flags.data.text_column)
+
+
+def check_decoder_warmup(flags: TrainingFlags) -> None:
+    """``--decoder_warmup_steps`` needs no ``--decoder`` of its own and a positive step count and rate."""
+    warmup = flags.warmup
+    if warmup is None or warmup.decoder_warmup_steps is None:
+        return
+    if getattr(flags.loss, "decoder", None) is not None:
+        raise CLIError("give --decoder (a trained decoder) or --decoder_warmup_steps (train one first), not both")
+    if warmup.decoder_warmup_steps < 1:
+        raise CLIError(f"--decoder_warmup_steps must be at least 1, got {warmup.decoder_warmup_steps}")
+    if not warmup.decoder_warmup_learning_rate > 0:
+        raise CLIError(f"--decoder_warmup_learning_rate must be positive, got {warmup.decoder_warmup_learning_rate:g}")
