@@ -1,5 +1,7 @@
-"""Run by tests/training/test_distributed.py under torchrun (2 processes, gloo, CPU)."""
+"""Run by tests/training/test_distributed.py under torchrun (2 processes): gloo on the CPU, or NCCL with one GPU per
+process when ``DDP_DEVICE=cuda``."""
 
+import os
 import sys
 
 import torch
@@ -13,17 +15,25 @@ from st_infocse.training import AuxiliaryStateCallback
 
 
 def main(model_dir: str, out_path: str, anchors: list[str], positives: list[str]) -> None:
-    dist.init_process_group("gloo")
+    cuda = os.environ.get("DDP_DEVICE", "cpu") == "cuda"
+    dist.init_process_group("nccl" if cuda else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    device = f"cuda:{rank}" if cuda else "cpu"
+    if cuda:
+        torch.cuda.set_device(rank)
     torch.manual_seed(0)
     transformer = Transformer(model_dir, max_seq_length=32)
-    model = SentenceTransformer(modules=[transformer, Pooling(32, "cls")], device="cpu")
+    model = SentenceTransformer(modules=[transformer, Pooling(32, "cls")], device=device)
+
+    def batch(texts: list[str]) -> dict[str, torch.Tensor]:
+        return {key: value.to(device) if isinstance(value, torch.Tensor) else value
+                for key, value in model.preprocess(texts).items()}
     model.eval()  # no dropout: one process and two processes must see the same function
     per_rank = len(anchors) // world
     rows = slice(rank * per_rank, (rank + 1) * per_rank)
 
     loss = losses.SimCSELoss(model, gather_across_devices=True)
-    value = loss([model.preprocess(anchors[rows]), model.preprocess(positives[rows])])
+    value = loss([batch(anchors[rows]), batch(positives[rows])])
     value.backward()
     # What DistributedDataParallel does to the model's gradients.
     for p in model.parameters():
@@ -37,8 +47,8 @@ def main(model_dir: str, out_path: str, anchors: list[str], positives: list[str]
 
     model.zero_grad(set_to_none=True)
     torch.manual_seed(rank)  # different masks on each process
-    info = losses.InfoCSELoss(model, lambda_=1.0)
-    out = info([model.preprocess(anchors[rows]), model.preprocess(positives[rows])])
+    info = losses.InfoCSELoss(model, lambda_=1.0).to(device)
+    out = info([batch(anchors[rows]), batch(positives[rows])])
     sum(out.values()).backward()
     aux = [p for n, p in info.named_parameters() if p.requires_grad and not n.startswith("model.")]
     local = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in aux])
@@ -51,10 +61,10 @@ def main(model_dir: str, out_path: str, anchors: list[str], positives: list[str]
     if rank == 0:
         torch.save(
             {
-                "loss": mean_loss,
-                "grads": grads,
-                "aux_local": gathered_local,
-                "aux_synced": gathered_synced,
+                "loss": mean_loss.cpu(),
+                "grads": {name: grad.cpu() for name, grad in grads.items()},
+                "aux_local": [t.cpu() for t in gathered_local],
+                "aux_synced": [t.cpu() for t in gathered_synced],
             },
             out_path,
         )

@@ -1,0 +1,149 @@
+"""The GPU paths, on a tiny random BERT: bf16 autocast, torch.compile with inductor, no host synchronisation in the
+package's part of a training step. Opt-in (``python -m pytest -m gpu``; ``benchmarks/gpu_check.sh`` runs them with
+``tests/training/test_distributed.py``'s NCCL case) and skipped without CUDA. ``GPU_CHECK_DRY_RUN=1`` runs those
+that can run on a CPU there (bf16 autocast on the CPU, compile with the ``aot_eager`` backend), to try the tests
+themselves on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from datasets import Dataset
+
+from st_infocse import losses
+from st_infocse.training import AuxiliaryStateCallback
+
+from ..conftest import random_sentences
+
+CUDA = torch.cuda.is_available()
+DRY_RUN = os.environ.get("GPU_CHECK_DRY_RUN") == "1"
+DEVICE = "cuda" if CUDA else "cpu"
+# inductor generates the GPU's kernels; the CPU dry run only traces (aot_eager), which is what it checks
+BACKEND = "inductor" if CUDA else "aot_eager"
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not (CUDA or DRY_RUN), reason="needs a CUDA GPU")]
+needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
+
+# lambda 1: the auxiliary terms weigh in the comparisons; stage 1 with token masking, the one whose whole step stays
+# on the device (whole-word masking draws on the CPU by design)
+LOSSES = {
+    "simcse": lambda model: losses.SimCSELoss(model),
+    "infocse": lambda model: losses.InfoCSELoss(model, lambda_=1.0),
+    "cmlm-cse": lambda model: losses.CMLMCSELoss(model, lambda_=1.0),
+    "informin-mlm": lambda model: losses.InforMinReconstructionLoss(model, mlm_weight=0.1),
+    "stage1-token": lambda model: losses.AuxiliaryPretrainingLoss(model, masking="token"),
+}
+
+
+def _on_device(make_model, name: str):
+    model = make_model().to(DEVICE)
+    loss = LOSSES[name](model).to(DEVICE)
+    features = {
+        key: value.to(DEVICE) if isinstance(value, torch.Tensor) else value
+        for key, value in model.preprocess(random_sentences(16, seed=1)).items()
+    }
+    return model, loss, features
+
+
+def _total(out) -> torch.Tensor:
+    return sum(out.values()) if isinstance(out, dict) else out
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_bf16_autocast_step_is_fp32_within_rounding(make_model, name, record_property):
+    model, loss, features = _on_device(make_model, name)
+    loss.eval()  # no dropout: the two runs differ only by precision (the masks come from the same seed)
+    linear = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+    seen = []
+    linear.register_forward_hook(lambda module, args, output: seen.append(output.dtype))
+    values = {}
+    for precision in ("fp32", "bf16"):
+        torch.manual_seed(0)
+        with torch.autocast(DEVICE, dtype=torch.bfloat16, enabled=precision == "bf16"):
+            total = _total(loss([features]))
+        assert seen[-1] == (torch.bfloat16 if precision == "bf16" else torch.float32)  # autocast reached the encoder
+        total.backward()
+        grads = [p.grad for p in loss.parameters() if p.requires_grad and p.grad is not None]
+        assert grads and all(g.dtype == torch.float32 and torch.isfinite(g).all() for g in grads)
+        loss.zero_grad(set_to_none=True)
+        values[precision] = total.item()
+    record_property("loss fp32 / bf16", f"{values['fp32']:.5f} / {values['bf16']:.5f}")
+    assert abs(values["bf16"] - values["fp32"]) <= 0.05 * max(1.0, abs(values["fp32"])), values
+
+
+def test_compiled_loss_matches_eager(make_model):
+    """InfoCSE (contrastive + conditional MLM) compiled: the same loss and encoder gradients as eager, with inductor's
+    random numbers drawn as eager's (``fallback_random``) so that both see the same masks."""
+    import torch._inductor.config as inductor_config
+
+    model, loss, features = _on_device(make_model, "infocse")
+    loss.eval()
+    compiled = torch.compile(loss, backend=BACKEND)
+    results = []
+    torch._dynamo.reset()
+    for fn in (loss, compiled):
+        torch.manual_seed(0)
+        with inductor_config.patch(fallback_random=True):
+            total = _total(fn([features]))
+            total.backward()
+        results.append((total.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+        loss.zero_grad(set_to_none=True)
+    (eager, eager_grads), (traced, traced_grads) = results
+    assert torch.allclose(traced, eager, rtol=1e-4, atol=1e-5), (traced, eager)
+    assert eager_grads.keys() == traced_grads.keys() and eager_grads
+    for name, grad in eager_grads.items():
+        assert torch.allclose(traced_grads[name], grad, rtol=1e-3, atol=1e-5), name
+    torch._dynamo.reset()
+
+
+def test_trainer_trains_compiled_in_bf16(make_model, run_trainer):
+    """The trainer's ``torch_compile=True`` and ``bf16=True`` together on the device, with the callback."""
+    model = make_model().to(DEVICE)
+    loss = LOSSES["infocse"](model).to(DEVICE)
+    dataset = Dataset.from_dict({"text": random_sentences(48)})
+    torch._dynamo.reset()
+    trainer = run_trainer(
+        model, loss, dataset, steps=3, batch_size=16, callbacks=[AuxiliaryStateCallback(loss)], torch_compile=True,
+        torch_compile_backend=BACKEND, bf16=True, use_cpu=not CUDA,
+    )
+    torch._dynamo.reset()
+    assert type(loss.model).__name__ == "OptimizedModule"  # the trainer put its compiled wrapper into the loss
+    assert next(loss.parameters()).device.type == DEVICE
+    logged = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    assert len(logged) == 3 and all(torch.isfinite(torch.tensor(value)) for value in logged), logged
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_no_host_synchronisation_in_the_package(make_model, name, record_property):
+    """A training step (forward, backward, fused AdamW) with the step checks deferred, as under
+    AuxiliaryStateCallback: no host synchronisation is called from the package's code. Those of the libraries
+    (sentence-transformers, transformers) are recorded, not judged."""
+    benchmarks = str(Path(__file__).resolve().parents[2] / "benchmarks")
+    if benchmarks not in sys.path:
+        sys.path.insert(0, benchmarks)
+    from gpu_check import host_syncs, in_package  # the step-time table counts them the same way
+
+    model, loss, features = _on_device(make_model, name)
+    checks = list(losses.training_losses(loss))
+    for module in checks:
+        module.defer_step_checks()
+    optimizer = torch.optim.AdamW([p for p in loss.parameters() if p.requires_grad], lr=1e-4, fused=True)
+
+    def step() -> None:
+        _total(loss([features])).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    step()  # the first step creates the optimizer's state and the libraries' handles: not counted
+    for module in checks:
+        module.raise_step_checks()
+    origins = host_syncs(step)
+    for module in checks:
+        module.raise_step_checks()  # the deferred checks still read and pass
+    record_property("host syncs", "; ".join(origins) or "none")
+    assert [origin for origin in origins if in_package(origin)] == []
