@@ -149,7 +149,7 @@ def test_the_summary_and_json_hold_start_and_end_for_every_evaluator(user_model,
         assert 0 <= start_end["start"][key] <= 1 and 0 <= start_end["end"][key] <= 1
     # the printed numbers are the recorded ones
     ndcg = start_end["start"]["eval_retrieval_dot_ndcg@10"], start_end["end"]["eval_retrieval_dot_ndcg@10"]
-    assert f"retrieval nDCG@10     {100 * ndcg[0]:.2f} -> {100 * ndcg[1]:.2f}" in done
+    assert re.search(rf"retrieval nDCG@10 +{100 * ndcg[0]:.2f} -> {100 * ndcg[1]:.2f}", done), done
     # each start -> end with its interval over the queries (STS-B dev: over the pairs) and a verdict
     change = start_end["changes"]["eval_retrieval_dot_ndcg@10"]
     assert change["n"] == 10 and change["unit"] == "queries"
@@ -635,3 +635,39 @@ def test_a_folder_holding_an_earlier_run_is_refused_unless_resumed_or_overwritte
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1"]  # never a mix of two runs
     assert json.loads((out / "run_summary.json").read_text())["steps"] == 1
     assert (out / "notes.txt").read_text() == "the user's own file"  # only what a run writes goes
+
+
+# ------------------------------------------------------------------------------ BM25 beside the scores
+
+
+def test_bm25_and_the_hybrid_are_printed_beside_start_to_end(user_model, data, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_train(user_model, data, out, "--eval_retrieval", str(data["beir"]), "--stsb_dev", "none")) == 0
+    printed = capsys.readouterr().out
+    assert "BM25 beside the scores  BM25 (bm25s; english stemmer, english stop words)" in printed
+    bm25_row = next(line for line in printed.splitlines() if line.strip().startswith("BM25 on your queries"))
+    # each query is its document's first five words: BM25 finds every one first
+    assert "BM25 on your queries" in bm25_row and " 100.00; the model as given " in bm25_row
+    assert "at the last step " in bm25_row and "10 queries)" in bm25_row
+    assert any(line.strip().startswith("hybrid (BM25 + the model as given)") for line in printed.splitlines())
+    summary = json.loads((out / "run_summary.json").read_text())["lexical_references"]
+    assert summary["BM25"]["ndcg@10"] == 1.0 and summary["BM25"]["start_against_it"]["n"] == 10
+    assert 0 <= summary["hybrid"]["ndcg@10"] <= 1
+
+
+def test_bm25_can_be_turned_off_and_its_flags_need_a_retrieval_set(user_model, data, tmp_path, capsys):
+    assert main(_train(user_model, data, tmp_path / "a", "--eval_retrieval", str(data["beir"]), "--bm25", "false")) == 0
+    assert "BM25 on your queries" not in capsys.readouterr().out
+    assert main(_train(user_model, data, tmp_path / "b", "--hybrid_fusion", "rrf")) == 2
+    assert "--hybrid_fusion: BM25 is scored beside --eval_retrieval" in _one_line_error(capsys)
+
+
+def test_the_retrieval_evaluator_scores_any_run_as_it_scores_its_own(user_model, data):
+    from st_infocse.evaluation import LexicalSettings, retrieval_evaluator
+
+    evaluator, _ = retrieval_evaluator(data["beir"], "dev")
+    evaluator(SentenceTransformer(str(user_model), device="cpu"))
+    assert evaluator.score_run(evaluator.hits) == evaluator.per_query
+    references = evaluator.lexical_references(LexicalSettings(fusion="rrf"))
+    assert set(references) == {"BM25", "hybrid"} and set(references["BM25"]) == set(evaluator.per_query)
+    assert all(value == 1.0 for value in references["BM25"].values())

@@ -189,6 +189,39 @@ class MineArguments:
 
 
 @dataclass
+class LexicalArguments:
+    """BM25 and its hybrid with the model, scored beside the model on the same queries (--beir, --eval_retrieval)."""
+
+    _argument_group_name = "BM25 beside your retrieval scores"
+
+    bm25: bool = field(
+        default=True,
+        metadata={"help": "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same queries, "
+                  "with the model's change against each and its interval over the queries."},
+    )
+    bm25_language: str = field(
+        default="english", metadata={"help": "BM25's stemmer (Snowball) and stop-word language."}
+    )
+    bm25_stem: bool = field(default=True, metadata={"help": "Stem BM25's tokens."})
+    bm25_stopwords: bool = field(default=True, metadata={"help": "Drop the language's stop words from BM25's tokens."})
+    hybrid_fusion: Literal["minmax", "rrf"] = field(
+        default="minmax",
+        metadata={"help": "How the hybrid fuses the two runs per query: minmax (each run's scores min-max normalised, "
+                  "then summed with --hybrid_weight) or rrf (reciprocal rank fusion)."},
+    )
+    hybrid_weight: float = field(default=0.5, metadata={"help": "BM25's weight in the minmax hybrid."})
+
+    def settings(self):
+        """The :class:`~st_infocse.evaluation.LexicalSettings` these flags ask for, or None (``--bm25 false``)."""
+        if not self.bm25:
+            return None
+        from st_infocse.evaluation.lexical import LexicalSettings
+
+        return LexicalSettings(self.bm25_language, self.bm25_stem, self.bm25_stopwords, self.hybrid_fusion,
+                               self.hybrid_weight)
+
+
+@dataclass
 class EvaluateArguments:
     sts: str | None = field(
         default=None, metadata={"help": "STS suite source: 'mteb' (online) or a SentEval data/downstream folder."}

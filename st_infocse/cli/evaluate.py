@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import EvaluateArguments, SavedModelArguments
+from st_infocse.cli.arguments import EvaluateArguments, LexicalArguments, SavedModelArguments
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import check_model_source, check_output_dir, model_from_args
 from st_infocse.cli.output import summary
@@ -73,17 +73,17 @@ def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArgume
 
 def cmd_evaluate(argv: Sequence[str]) -> int:
     # Parsing loads neither torch nor the model: bad input is refused before either.
-    parsed = parse_command([SavedModelArguments, EvaluateArguments], argv, "st-infocse evaluate")
+    parsed = parse_command([SavedModelArguments, EvaluateArguments, LexicalArguments], argv, "st-infocse evaluate")
     if parsed is None:  # --help
         return 0
-    model_args, eval_args = parsed
+    model_args, eval_args, lexical_args = parsed
     precheck_evaluate(model_args, eval_args)
     from st_infocse import evaluation
 
     if eval_args.verbose:
         # an explicit level on beir's logger is what the evaluators leave alone
         logging.getLogger("beir").setLevel(logging.INFO)
-    results = _evaluate(model_args, eval_args)
+    results = _evaluate(model_args, eval_args, lexical_args.settings())
     settings = results.pop("_")
     written = evaluation.save_report(results, eval_args.output_dir, plots=eval_args.plots, settings=settings)
     if eval_args.compare:
@@ -100,8 +100,9 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
     return 0
 
 
-def _evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments) -> dict[str, Any]:
-    """One model on every set asked for; ``"_"`` holds the settings."""
+def _evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments, lexical: Any = None) -> dict[str, Any]:
+    """One model on every set asked for; ``"_"`` holds the settings. ``lexical``: BM25's settings, for the
+    reference lines beside each BEIR dataset (None: none)."""
     from st_infocse import evaluation
 
     model_loaded = model_from_args(model_args)
@@ -126,7 +127,7 @@ def _evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments) -> 
         if eval_args.beir:
             results["BEIR"] = evaluation.evaluate_beir(
                 model, eval_args.beir, source=eval_args.beir_source, batch_size=eval_args.batch_size, model_label=label,
-                per_query=per_query, split=eval_args.split,
+                per_query=per_query, split=eval_args.split, lexical=lexical,
             )
             print(results["BEIR"])
         if eval_args.transfer:

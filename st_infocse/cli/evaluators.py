@@ -15,7 +15,8 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import dev_evaluator
 from st_infocse.files import InputError
 
-__all__ = ["RunEvaluation", "kept_line", "run_evaluation", "worse_at_end", "write_run_summary"]
+__all__ = ["RunEvaluation", "kept_line", "lexical_reference_callback", "lexical_reference_rows", "run_evaluation",
+           "worse_at_end", "write_run_summary"]
 
 RUN_SUMMARY_NAME = "run_summary.json"
 
@@ -99,7 +100,7 @@ def run_evaluation(run_args: RunEvaluationArguments, training_args: Any, given: 
 
 def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str, float]) -> list[str]:
     """One warning line per labelled metric that ended below its start (all of them are higher-is-better)."""
-    from st_infocse.training.start_end import x100
+    from st_infocse.evaluation import x100
 
     lines = []
     for key, label in labels.items():
@@ -111,7 +112,7 @@ def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str,
 
 def kept_line(result: Any) -> str:
     """What was saved, from a :class:`~st_infocse.training.StartEndResult`, and why under ``--keep_trained_if``."""
-    from st_infocse.training.start_end import x100
+    from st_infocse.evaluation import x100
 
     if result.keep_trained_if == "reliable":
         which = {"start": "the starting model", "end": f"the model at the last step, {result.end_step}",
@@ -133,3 +134,46 @@ def write_run_summary(output_dir: str | Path, values: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(values, indent=2, default=str) + "\n")
     return path
+
+
+def lexical_reference_callback(retrieval: Any, settings: Any):
+    """A trainer callback that scores BM25 and the hybrid of BM25 with the model as given on the run's retrieval
+    queries, once the start has been evaluated (add it after the :class:`~st_infocse.training.StartEndCallback`,
+    whose start evaluation leaves the start model's hits in ``retrieval``), and keeps the start's and the last
+    evaluation's per-query scores to set beside them (:func:`lexical_reference_rows`)."""
+    from transformers import TrainerCallback
+
+    class LexicalReferenceCallback(TrainerCallback):
+        references: dict[str, dict[str, float]] | None = None
+        start: dict[str, float] | None = None
+        end: dict[str, float] | None = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.references = retrieval.lexical_references(settings)
+            self.start = self.end = dict(retrieval.per_query)
+
+        def on_evaluate(self, args, state, control, **kwargs):
+            if retrieval.per_query is not None:
+                self.end = dict(retrieval.per_query)
+
+    return LexicalReferenceCallback()
+
+
+def lexical_reference_rows(callback: Any, description: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """Summary rows (BM25's and the hybrid's nDCG@10 on the run's queries, and the model as given's and the trained
+    model's change against each, with its interval over the queries) and their record for ``run_summary.json``."""
+    from st_infocse.evaluation import paired_change, x100
+
+    rows: dict[str, str] = {}
+    record: dict[str, Any] = {"settings": description}
+    scaled = {name: {q: 100 * v for q, v in scores.items()}
+              for name, scores in (("start", callback.start), ("end", callback.end))}
+    for name, scores in (callback.references or {}).items():
+        reference = {q: 100 * v for q, v in scores.items()}
+        start, end = paired_change(reference, scaled["start"]), paired_change(reference, scaled["end"])
+        label = "BM25 on your queries" if name == "BM25" else "hybrid (BM25 + the model as given)"
+        rows[label] = (f"{x100(sum(scores.values()) / len(scores))}; the model as given {start.describe()}; "
+                       f"at the last step {end.describe()}")
+        record[name] = {"ndcg@10": sum(scores.values()) / len(scores), "start_against_it": start.to_dict(),
+                        "end_against_it": end.to_dict()}
+    return rows, record

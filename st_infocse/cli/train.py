@@ -12,7 +12,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.evaluators import kept_line, run_evaluation, worse_at_end, write_run_summary
+from st_infocse.cli.evaluators import (
+    kept_line,
+    lexical_reference_callback,
+    lexical_reference_rows,
+    run_evaluation,
+    worse_at_end,
+    write_run_summary,
+)
 from st_infocse.cli.inputs import (
     apply_weight_anchor,
     check_earlier_run,
@@ -81,6 +88,7 @@ def cmd_train(argv: Sequence[str]) -> int:
             dataset = sentences_of(dataset)
     measured = run_evaluation(flags.run, training_args, flags.given)
     check_keep_rule(flags, measured)
+    lexical = reference_settings(flags, measured)
     finish_training_args(training_args, measured.evaluator)
     anchor = None
     if dataset is not None:
@@ -119,6 +127,9 @@ def cmd_train(argv: Sequence[str]) -> int:
         ends = StartEndCallback(measured.evaluator, keep_start_if_better=flags.keep.keep_start_if_better, log=False,
                                 keep_trained_if=flags.run.keep_trained_if, start_weights=start_weights)
         callbacks.append(ends)
+    if lexical is not None and ends is not None:  # after StartEndCallback: its start evaluation leaves the hits
+        references = lexical_reference_callback(measured.retrieval, lexical)
+        callbacks.append(references)
     if anchor:
         from st_infocse.training.anchor import WeightAnchorCallback
 
@@ -145,6 +156,9 @@ def cmd_train(argv: Sequence[str]) -> int:
         warnings = worse_at_end(measured.labels, result.start, result.end)
         record["start_end"] = result.to_dict()
         record["saved"] = rows["saved"]
+        if lexical is not None:
+            reference_rows, record["lexical_references"] = lexical_reference_rows(references, lexical.describe())
+            rows.update(reference_rows)
     else:
         rows["start -> end"] = NOT_MEASURED
     rows["max length"] = lengths(training_length, own_length)
@@ -155,6 +169,23 @@ def cmd_train(argv: Sequence[str]) -> int:
     for line in warnings:
         print(line)
     return 0
+
+
+def reference_settings(flags: TrainingFlags, measured):
+    """BM25's settings for the reference lines beside ``--eval_retrieval`` (None without it, with ``--bm25 false``,
+    or without ``bm25s``, which a note in the start-up summary then names)."""
+    import importlib.util
+
+    if flags.lexical is None or measured.retrieval is None or not flags.lexical.bm25:
+        return None
+    if importlib.util.find_spec("bm25s") is None or importlib.util.find_spec("Stemmer") is None:
+        if "bm25" in flags.typed:
+            raise CLIError("--bm25 true needs bm25s and PyStemmer: pip install 'st-infocse[eval]'")
+        measured.notes["BM25 beside the scores"] = "not scored: pip install 'st-infocse[eval]' (bm25s, PyStemmer)"
+        return None
+    settings = flags.lexical.settings()
+    measured.notes["BM25 beside the scores"] = settings.describe()
+    return settings
 
 
 def context_dataset(docs: str):

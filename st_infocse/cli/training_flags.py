@@ -21,6 +21,7 @@ from st_infocse.cli.arguments import (
     BUNDLED,
     DataArguments,
     KeepArguments,
+    LexicalArguments,
     ModelArguments,
     OutputArguments,
     RecipeArguments,
@@ -83,6 +84,7 @@ class TrainingFlags:
     warmup: DecoderWarmupFlags | None = None
     idc: IDCFlags | None = None
     ict: ICTFlags | None = None
+    lexical: LexicalArguments | None = None
     given: frozenset[str] = frozenset()
     typed: frozenset[str] = frozenset()
 
@@ -103,7 +105,7 @@ class TrainingFlags:
 
 _ATTRIBUTES = {ModelArguments: "model", OutputArguments: "output", RunEvaluationArguments: "run",
                KeepArguments: "keep", DataArguments: "data", AuxiliaryRateFlags: "aux", DecoderWarmupFlags: "warmup",
-               IDCFlags: "idc", ICTFlags: "ict"}
+               IDCFlags: "idc", ICTFlags: "ict", LexicalArguments: "lexical"}
 
 
 def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -> TrainingFlags | None:
@@ -115,6 +117,8 @@ def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -
         chosen, _ = FlagParser([ObjectiveArguments, IDCPairLoss], prog).read([*sources[0], *sources[1]])
         objective, idc_loss = chosen.get("objective", "infocse"), chosen.get("idc_loss", "mnrl")
         common = [ModelArguments, ObjectiveArguments, RunEvaluationArguments, OutputArguments]
+        if objective != "idc":  # IDC's rounds set no BM25 reference beside their scores (yet)
+            common.insert(3, LexicalArguments)
     else:
         objective, idc_loss, common = STAGE1.name, "mnrl", [ModelArguments, OutputArguments]
     sections = objective_sections(objective, idc_loss)
@@ -179,6 +183,13 @@ def check_before_loading(flags: TrainingFlags) -> None:
                            "queries.jsonl, qrels/)")
         if run.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(run.stsb_dev).expanduser().exists():
             raise CLIError(f"STS-B dev data not found: {run.stsb_dev}")
+    if flags.lexical is not None and not (run is not None and run.eval_retrieval):
+        from dataclasses import fields
+
+        given = [f"--{item.name}" for item in fields(LexicalArguments)
+                 if getattr(flags.lexical, item.name) != item.default]
+        if given:
+            raise CLIError(f"{', '.join(given)}: BM25 is scored beside --eval_retrieval, which this run does not have")
     decoder = getattr(flags.loss, "decoder", None)
     if decoder and not Path(decoder).expanduser().exists():
         raise CLIError(f"--decoder: not found: {decoder}")

@@ -10,14 +10,14 @@ SCALE_X100 = "x100"
 SCALE_UNIT = "0-1"
 
 
-def x100(value: float) -> str:
-    """A [0, 1] score as the papers print it: x100, two decimals.
+def x100(value: float | None) -> str:
+    """A [0, 1] score as the papers print it: x100, two decimals ("-" when missing; NaN prints as nan).
 
     Example:
         >>> x100(0.64508)
         '64.51'
     """
-    return f"{100 * value:.2f}"
+    return "-" if value is None else f"{100 * value:.2f}"
 
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

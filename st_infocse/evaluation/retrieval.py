@@ -35,8 +35,10 @@ from ._deps import require
 from ._encoding import encode_texts, model_name
 from ._format import SCALE_UNIT, markdown_table, text_table, x100
 from .beir_tasks import CQADUPSTACK_FORUMS, beir_task_info
+from .lexical import LexicalSettings, bm25_search, fuse_runs
 from .loaders import PathLike, RetrievalData, load_beir_folder, load_mteb_retrieval
 from .mteb_backend import evaluate_with_mteb
+from .paired import PairedChange, paired_change
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +80,8 @@ class RetrievalResult:
         parts: For datasets made of several (CQADupStack): each part's result; ``metrics`` is their mean.
         per_query: Metric -> {query id -> that query's score}, for the metrics asked for (``per_query=`` of
             :func:`evaluate_retrieval`); their mean over queries is ``metrics[metric]``.
+        references: ``"BM25"`` and ``"hybrid"`` (BM25 fused with this model) on the same queries, each with its
+            nDCG@10 per query (``lexical=`` of :func:`evaluate_retrieval`).
     """
 
     name: str
@@ -90,10 +94,26 @@ class RetrievalResult:
     seconds: float = 0.0
     parts: dict[str, RetrievalResult] = field(default_factory=dict)
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
+    references: dict[str, RetrievalResult] = field(default_factory=dict)
+    lexical: str = ""
 
     @property
     def ndcg_at_10(self) -> float:
         return self.metrics["ndcg@10"]
+
+    def reference_changes(self) -> dict[str, PairedChange]:
+        """This model's nDCG@10 (x100) against each reference's, query by query, with its 95% interval."""
+        own = self.per_query.get("ndcg@10", {})
+        return {name: paired_change({q: 100 * v for q, v in ref.per_query["ndcg@10"].items()},
+                                    {q: 100 * v for q, v in own.items()})
+                for name, ref in self.references.items() if own and "ndcg@10" in ref.per_query}
+
+    def reference_lines(self) -> list[str]:
+        """``BM25 68.63, this model -4.12 (95% CI ...): a loss`` for each reference."""
+        changes = self.reference_changes()
+        return [f"{name} {x100(ref.ndcg_at_10)}" + (f"; this model against it: {changes[name].describe()}"
+                                                    if name in changes else "")
+                for name, ref in self.references.items()]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -110,6 +130,12 @@ class RetrievalResult:
             out["parts"] = {name: part.to_dict() for name, part in self.parts.items()}
         if self.per_query:
             out["per_query"] = self.per_query
+        if self.references:
+            changes = self.reference_changes()
+            out["lexical"] = self.lexical
+            out["references"] = {name: {**ref.to_dict(), **({"model_against_it": changes[name].to_dict()}
+                                                             if name in changes else {})}
+                                 for name, ref in self.references.items()}
         return out
 
 
@@ -138,8 +164,14 @@ class BEIRResult:
         return [*rows, ["average"] + [x100(a) for a in averages]]
 
     def to_markdown(self, metrics: Sequence[str] = ("ndcg@10", "recall@100")) -> str:
-        """A markdown table (x100): one row per dataset, one column per metric, then the average."""
-        return markdown_table(["Dataset", *metrics], self._rows(metrics)) + f"\n\n- {_BEIR_SCALE_NOTE}"
+        """A markdown table (x100): one row per dataset, one column per metric, then the average; then BM25's and
+        the hybrid's nDCG@10 on the same queries where they were scored."""
+        notes = [f"- {name}, on the same queries: {line}" for name, result in self.datasets.items()
+                 for line in result.reference_lines()]
+        lexical = next((result.lexical for result in self.datasets.values() if result.lexical), "")
+        notes += [f"- references: {lexical}"] if lexical else []
+        return "\n".join([markdown_table(["Dataset", *metrics], self._rows(metrics)), "", *notes,
+                          f"- {_BEIR_SCALE_NOTE}"])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -151,7 +183,11 @@ class BEIRResult:
 
     def __str__(self) -> str:
         table = text_table(["Dataset", "nDCG@10"], self._rows(["ndcg@10"]))
-        return f"{self.model}\n{table}\n  {_BEIR_SCALE_NOTE}"
+        references = [f"  {name}: {line}" for name, result in self.datasets.items()
+                      for line in result.reference_lines()]
+        lexical = next((result.lexical for result in self.datasets.values() if result.lexical), "")
+        notes = ([f"  on the same queries ({lexical}):", *references] if references else [])
+        return "\n".join([self.model, table, *notes, f"  {_BEIR_SCALE_NOTE}"])
 
 
 # the change of scale between tables and JSON is easy to miss, so every table says it
@@ -298,6 +334,7 @@ def evaluate_retrieval(
     batch_size: int = 64,
     show_progress_bar: bool | None = None,
     per_query: Sequence[str] = (),
+    lexical: LexicalSettings | None = None,
 ) -> RetrievalResult:
     """Zero-shot retrieval metrics of ``model`` on one dataset.
 
@@ -311,6 +348,9 @@ def evaluate_retrieval(
         show_progress_bar: ``None``: shown for 1,000+ texts.
         per_query: Metrics also kept query by query (``RetrievalResult.per_query``), for a paired comparison of two
             models on the same queries (:func:`~st_infocse.evaluation.paired_change`); native backend only.
+        lexical: Also score BM25 and the hybrid of BM25 with this model on the same queries
+            (``RetrievalResult.references``, with nDCG@10 per query; :mod:`~st_infocse.evaluation.lexical`); native
+            backend only.
 
     Returns:
         The metrics.
@@ -322,8 +362,8 @@ def evaluate_retrieval(
     """
     if backend not in ("native", "mteb"):
         raise ValueError(f"backend must be 'native' or 'mteb', got {backend!r}")
-    if per_query and backend != "native":
-        raise ValueError("per_query scores come from the native backend; mteb's returns averages only")
+    if (per_query or lexical is not None) and backend != "native":
+        raise ValueError("per_query scores and BM25 references come from the native backend; mteb's returns averages")
     if ignore_identical_ids is None:
         ignore_identical_ids = beir_task_info(data.name).ignore_identical_ids
     start = time.perf_counter()
@@ -331,7 +371,19 @@ def evaluate_retrieval(
     if backend == "native":
         results = search(model, data, top_k=max(k_values), batch_size=batch_size, show_progress_bar=show_progress_bar)
         metrics = retrieval_metrics(data.qrels, results, k_values, ignore_identical_ids)
+        if lexical is not None:
+            per_query = sorted({*per_query, "ndcg@10"})
         kept = per_query_metrics(data.qrels, results, per_query, ignore_identical_ids) if per_query else {}
+        references = {}
+        if lexical is not None:
+            texts = {doc_id: document_text(doc) for doc_id, doc in data.corpus.items()}
+            bm25 = bm25_search(texts, data.queries, top_k=max(k_values), settings=lexical)
+            for name, run in (("BM25", bm25), ("hybrid", fuse_runs(results, bm25, lexical))):
+                references[name] = RetrievalResult(
+                    name=f"{data.name} {name}", metrics=retrieval_metrics(data.qrels, run, k_values, ignore_identical_ids),
+                    n_queries=len(data.queries), n_documents=len(data.corpus), source=data.source, split=data.split,
+                    backend="native", per_query=per_query_metrics(data.qrels, run, ["ndcg@10"], ignore_identical_ids),
+                )
     else:
         progress = bool(show_progress_bar) if show_progress_bar is not None else len(data.corpus) >= 1000
         metrics = evaluate_with_mteb(model, data, k_values, ignore_identical_ids, batch_size, progress)
@@ -345,6 +397,8 @@ def evaluate_retrieval(
         backend=backend,
         seconds=time.perf_counter() - start,
         per_query=kept,
+        references=references if backend == "native" else {},
+        lexical=lexical.describe() if lexical is not None else "",
     )
 
 
@@ -374,6 +428,7 @@ def evaluate_beir(
     show_progress_bar: bool | None = None,
     model_label: str | None = None,
     per_query: Sequence[str] = (),
+    lexical: LexicalSettings | None = None,
 ) -> BEIRResult:
     """BEIR zero-shot retrieval on one or more datasets, online through mteb or from local BEIR folders.
 
@@ -393,6 +448,8 @@ def evaluate_beir(
         model_label: Name in the printed table.
         per_query: Metrics also kept query by query in each dataset's result (``RetrievalResult.per_query``), for
             :func:`~st_infocse.evaluation.compare_results`; native backend only.
+        lexical: Also score BM25 and its hybrid with the model on each dataset's queries (printed beside the model,
+            with the model's change against each; see :func:`evaluate_retrieval`). Not for CQADupStack's forums.
 
     Returns:
         The per-dataset results and their average nDCG@10.
@@ -418,7 +475,7 @@ def evaluate_beir(
         loaded = _load_retrieval(name, where, the_split)
         if len(loaded) == 1 and loaded[0][0] == "":
             out[name] = evaluate_retrieval(model, loaded[0][1], k_values, backend, None, batch_size, show_progress_bar,
-                                           per_query)
+                                           per_query, lexical)
             continue
         parts = {}
         for part_name, data in loaded:

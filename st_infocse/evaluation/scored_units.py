@@ -61,19 +61,40 @@ class QueryScoredRetrievalEvaluator(InformationRetrievalEvaluator):
     """
 
     per_query: dict[str, float] | None = None
+    hits: dict[str, dict[str, float]] | None = None
 
     def compute_metrics(self, queries_result_list: list[object]) -> dict[str, Any]:
-        k = max(self.ndcg_at_k)
-        per_query = {}
-        for query_id, hits in zip(self.queries_ids, queries_result_list, strict=True):
-            # the evaluator's own order, ties broken by corpus id, and its binary nDCG
-            top = sorted(hits, key=lambda x: (-x["score"], x["corpus_id"]))[:k]
-            relevant = self.relevant_docs[query_id]
-            found = [1 if hit["corpus_id"] in relevant else 0 for hit in top]
-            ideal = self.compute_dcg_at_k([1] * len(relevant), k)
-            per_query[query_id] = float(self.compute_dcg_at_k(found, k) / ideal)
-        self.per_query = per_query  # one similarity function (the model's): the last call is the primary metric's
+        # one similarity function (the model's): the last call is the primary metric's
+        self.hits = {query_id: {hit["corpus_id"]: float(hit["score"]) for hit in hits}
+                     for query_id, hits in zip(self.queries_ids, queries_result_list, strict=True)}
+        self.per_query = self.score_run(self.hits)
         return super().compute_metrics(queries_result_list)
+
+    def score_run(self, run: dict[str, dict[str, float]]) -> dict[str, float]:
+        """Each query's nDCG@k of a run (query id -> {corpus id -> score}) as this evaluator computes it: its order,
+        ties broken by corpus id, and its binary gain."""
+        k = max(self.ndcg_at_k)
+        scores = {}
+        for query_id in self.queries_ids:
+            hits = run.get(query_id, {})
+            top = sorted(hits, key=lambda doc: (-hits[doc], doc))[:k]
+            relevant = self.relevant_docs[query_id]
+            found = [1 if doc in relevant else 0 for doc in top]
+            scores[query_id] = float(self.compute_dcg_at_k(found, k) / self.compute_dcg_at_k([1] * len(relevant), k))
+        return scores
+
+    def lexical_references(self, settings: Any = None) -> dict[str, dict[str, float]]:
+        """BM25's and the hybrid's nDCG@k per query on this evaluator's queries and corpus, the hybrid fusing BM25
+        with the model of the last call (its hits); ``settings``: a
+        :class:`~st_infocse.evaluation.LexicalSettings`."""
+        from .lexical import bm25_search, fuse_runs
+
+        if self.hits is None:
+            raise ValueError("lexical_references fuses BM25 with the last evaluation's hits: call the evaluator first")
+        top_k = max([*self.ndcg_at_k, *self.map_at_k, *self.mrr_at_k, *self.precision_recall_at_k, *self.accuracy_at_k])
+        bm25 = bm25_search(dict(zip(self.corpus_ids, self.corpus, strict=True)),
+                           dict(zip(self.queries_ids, self.queries, strict=True)), top_k=top_k, settings=settings)
+        return {"BM25": self.score_run(bm25), "hybrid": self.score_run(fuse_runs(self.hits, bm25, settings))}
 
     def units(self) -> dict[str, UnitScores]:
         if self.per_query is None or not self.primary_metric:

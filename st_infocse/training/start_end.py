@@ -18,12 +18,12 @@ from typing import Any, Literal
 import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from st_infocse.evaluation import PairedChange, UnitScores, paired_changes, unit_scores
+from st_infocse.evaluation import PairedChange, UnitScores, paired_changes, unit_scores, x100
 from st_infocse.training.snapshot import StartingWeights
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KEEP_TRAINED_IF", "StartEndCallback", "StartEndResult", "start_end_rows", "x100"]
+__all__ = ["KEEP_TRAINED_IF", "StartEndCallback", "StartEndResult", "start_end_rows"]
 
 #: The rules for handing back the trained model rather than the start: its deciding score is higher ("better"), or
 #: its gain on the deciding metric's queries (pairs) is reliable, the 95% interval's lower end above zero ("reliable").
@@ -53,11 +53,6 @@ def _fmt(*values: float | None) -> list[str]:
     """Scores for print: times 100 with 2 decimals when all lie in [-1, 1], else as they are."""
     scaled = all(value is None or -1 <= value <= 1 for value in values)
     return ["n/a" if v is None else f"{v * 100:.2f}" if scaled else f"{v:.4g}" for v in values]
-
-
-def x100(value: float | None) -> str:
-    """A score as the papers report it, times 100 ("-" when missing; NaN prints as nan)."""
-    return "-" if value is None else f"{100 * value:.2f}"
 
 
 def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
