@@ -1,0 +1,248 @@
+"""Hybrid-teacher distillation on the user's own documents: pseudo-queries drawn from the documents, candidates and
+scores from the hybrid of BM25 and the model as given, for sentence-transformers' distillation losses.
+
+The teacher needs neither labels nor a download: BM25 over the documents (``bm25s``) fused with the user's model
+as it starts (its own similarity), the hybrid printed beside every in-domain score
+(:mod:`st_infocse.evaluation.lexical`). The student is the same model, trained to rank the teacher's candidates as
+the teacher scores them: listwise with ``DistillKLDivLoss`` over the query's document and the teacher's next
+``candidates - 1`` (``"kl"``), or GPL's margin with ``MarginMSELoss`` on the document and the teacher's first other
+document (``"margin_mse"``; Wang et al., NAACL 2022). SPAR (Chen et al., 2022) trains a dense model to imitate
+BM25; here it imitates BM25 fused with itself, so the student keeps what it knows.
+
+Pseudo-queries (``query_kind``):
+
+- ``"held_out"``: one sentence of each document (a ``seed`` draw), the query; the rest of the document, its
+  document (the inverse cloze task's pair); every document enters the corpus without its held-out sentence;
+- ``"title"``: the document's title, the query; its text, the document (documents without a title are skipped);
+- ``"sentence"``: one sentence, the query; the whole document, its document.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from st_infocse.evaluation import LexicalSettings, RetrievalData, bm25_search, fuse_runs, search
+from st_infocse.mining.sentences import PreparedDocument, prepare_documents
+
+__all__ = ["DISTILLATION_LOSSES", "QUERY_KINDS", "DistillationReport", "PseudoQueries", "distillation_loss",
+           "hybrid_teacher_dataset", "pseudo_queries"]
+
+QUERY_KINDS = ("held_out", "title", "sentence")
+DISTILLATION_LOSSES = ("kl", "margin_mse")
+
+
+@dataclass
+class PseudoQueries:
+    """Queries drawn from documents and the corpus they are asked over.
+
+    Attributes:
+        queries: Query id -> text.
+        corpus: Document id -> text (for ``"held_out"``, each document without its held-out sentence).
+        positives: Query id -> the id of the document it was drawn from.
+        skipped: Why documents gave no query -> how many.
+    """
+
+    queries: dict[str, str]
+    corpus: dict[str, str]
+    positives: dict[str, str]
+    skipped: dict[str, int] = field(default_factory=dict)
+
+
+def pseudo_queries(
+    documents: Iterable[Any], query_kind: Literal["held_out", "title", "sentence"] = "held_out", seed: int = 0,
+    title_key: str = "title", max_queries: int | None = None,
+) -> PseudoQueries:
+    """One pseudo-query per document (see the module's description of ``query_kind``).
+
+    Args:
+        documents: As :func:`~st_infocse.mining.mine_pairs` reads them: lists of sentences, or dicts with
+            ``sentences`` or ``text`` (and ``id``, ``title``).
+        query_kind: ``"held_out"``, ``"title"`` or ``"sentence"``.
+        seed: Which sentence is drawn.
+        title_key: The documents' title field, for ``"title"``.
+        max_queries: Keep a ``seed`` sample of this many queries (all by default); the corpus keeps every document.
+
+    Example:
+        >>> drawn = pseudo_queries([["A cat sat.", "It purred."], ["Dogs ran.", "They barked."]], seed=0)
+        >>> len(drawn.queries), sorted(drawn.corpus) == sorted(drawn.positives.values())
+        (2, True)
+    """
+    if query_kind not in QUERY_KINDS:
+        raise ValueError(f"query_kind must be one of {', '.join(QUERY_KINDS)}, got {query_kind!r}")
+    documents = list(documents)
+    # a title read by the document's id, as prepare_documents names it (its "id", else its position)
+    titles = {str(doc.get("id", index)) if isinstance(doc, dict) else str(index):
+              doc.get(title_key) if isinstance(doc, dict) else None for index, doc in enumerate(documents)}
+    prepared: list[PreparedDocument] = []
+    skipped: dict[str, int] = {}
+    for item in prepare_documents(documents):  # two sentences at least, as every miner here reads documents
+        if isinstance(item, PreparedDocument):
+            prepared.append(item)
+        else:
+            skipped[item.reason] = skipped.get(item.reason, 0) + 1
+    rng = random.Random(seed)
+    queries, corpus, positives = {}, {}, {}
+    by_id = titles
+    for doc in prepared:
+        sentences = doc.sentences
+        if query_kind == "title":
+            title = (by_id.get(doc.doc_id) or "").strip()
+            if not title:
+                skipped["no_title"] = skipped.get("no_title", 0) + 1
+                continue
+            query, text = title, " ".join(sentences)
+        else:
+            index = rng.randrange(len(sentences))
+            query = sentences[index]
+            rest = sentences[:index] + sentences[index + 1:]
+            text = " ".join(rest if query_kind == "held_out" else sentences)
+        queries[f"q-{doc.doc_id}"], corpus[doc.doc_id], positives[f"q-{doc.doc_id}"] = query, text, doc.doc_id
+    if max_queries is not None and len(queries) > max_queries:
+        kept = set(random.Random(seed).sample(sorted(queries), max_queries))
+        queries = {q: text for q, text in queries.items() if q in kept}
+        positives = {q: d for q, d in positives.items() if q in kept}
+    return PseudoQueries(queries, corpus, positives, skipped)
+
+
+@dataclass
+class DistillationReport:
+    """What :func:`hybrid_teacher_dataset` built.
+
+    Attributes:
+        queries: Training examples (one per pseudo-query).
+        documents: Documents in the corpus.
+        query_kind, loss, candidates: As asked.
+        teacher: The teacher's description (BM25's tokenisation and the fusion).
+        own_first: Share of queries whose own document the teacher ranks first.
+        skipped: Documents that gave no query, by reason.
+        seconds: Wall time (encoding the corpus, BM25, fusion).
+    """
+
+    queries: int
+    documents: int
+    query_kind: str
+    loss: str
+    candidates: int
+    teacher: str
+    own_first: float
+    skipped: dict[str, int]
+    seconds: float
+
+    def summary(self) -> str:
+        skipped = ", ".join(f"{reason}={n:,}" for reason, n in sorted(self.skipped.items()) if n) or "none"
+        return (f"{self.queries:,} {self.query_kind} queries over {self.documents:,} documents; the teacher ranks "
+                f"the query's own document first for {100 * self.own_first:.1f}%; {self.candidates} candidates each "
+                f"({self.loss}); teacher: {self.teacher}; skipped documents: {skipped}; {self.seconds:.0f} s")
+
+
+def hybrid_teacher_dataset(
+    model: Any,
+    documents: Iterable[Any],
+    query_kind: Literal["held_out", "title", "sentence"] = "held_out",
+    loss: Literal["kl", "margin_mse"] = "kl",
+    candidates: int = 4,
+    settings: LexicalSettings | None = None,
+    seed: int = 0,
+    top_k: int = 100,
+    batch_size: int = 64,
+    max_queries: int | None = None,
+    title_key: str = "title",
+    show_progress_bar: bool | None = None,
+) -> tuple[Any, DistillationReport]:
+    """Training examples scored by the hybrid teacher, for :func:`distillation_loss`.
+
+    The teacher scores each pseudo-query against the corpus: the model's own similarity over its ``top_k``
+    documents and BM25's ``top_k``, fused by ``settings`` (min-max sum, BM25 weight 0.5 by default), so scores lie
+    in [0, 1] (a document outside both lists scores 0). The model is only read (``encode``), never changed.
+
+    Args:
+        model: The ``SentenceTransformer`` to distil into, as it starts.
+        documents: As for :func:`pseudo_queries`.
+        query_kind: See :func:`pseudo_queries`.
+        loss: ``"kl"``: columns ``query, positive, negative_1 .. negative_{candidates-1}`` and ``label`` (the
+            teacher's score of each); ``"margin_mse"``: ``query, positive, negative`` (the teacher's first other
+            document) and ``label`` (teacher(positive) - teacher(negative)).
+        candidates: Documents per query for ``"kl"``, the query's own included (at least 2).
+        settings: BM25's tokenisation and the fusion.
+        seed: The pseudo-queries' draw.
+        top_k: Documents each run keeps per query before fusion.
+        batch_size: Encoding batch size.
+        max_queries: See :func:`pseudo_queries`.
+        title_key: See :func:`pseudo_queries`.
+        show_progress_bar: ``None``: shown for 1,000+ texts.
+
+    Returns:
+        The ``datasets.Dataset`` and a :class:`DistillationReport`.
+
+    Example:
+        >>> dataset, report = hybrid_teacher_dataset(model, documents, candidates=4)  # doctest: +SKIP
+        >>> dataset.column_names  # doctest: +SKIP
+        ['query', 'positive', 'negative_1', 'negative_2', 'negative_3', 'label']
+    """
+    from datasets import Dataset
+
+    if loss not in DISTILLATION_LOSSES:
+        raise ValueError(f"loss must be one of {', '.join(DISTILLATION_LOSSES)}, got {loss!r}")
+    if candidates < 2:
+        raise ValueError(f"candidates must be at least 2 (the query's document and one other), got {candidates}")
+    settings = settings or LexicalSettings()
+    start = time.perf_counter()
+    drawn = pseudo_queries(documents, query_kind, seed, title_key, max_queries)
+    needed = candidates if loss == "kl" else 2
+    if len(drawn.corpus) < needed:
+        raise ValueError(f"{len(drawn.corpus)} documents gave a query; {needed} candidates need at least that many")
+    data = RetrievalData(name="documents", corpus={d: {"title": "", "text": t} for d, t in drawn.corpus.items()},
+                         queries=drawn.queries, qrels={q: {d: 1} for q, d in drawn.positives.items()},
+                         source="documents", split="pseudo")
+    dense = search(model, data, top_k=top_k, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    lexical = bm25_search(drawn.corpus, drawn.queries, top_k=top_k, settings=settings)
+    teacher = fuse_runs(dense, lexical, settings)
+    wanted = candidates - 1 if loss == "kl" else 1
+    rows: list[dict[str, Any]] = []
+    own_first = 0
+    for query_id, query in drawn.queries.items():
+        own = drawn.positives[query_id]
+        scores = teacher.get(query_id, {})
+        ranked = sorted(scores, key=lambda doc: (-scores[doc], doc))
+        own_first += bool(ranked) and ranked[0] == own
+        others = [doc for doc in ranked if doc != own][:wanted]
+        if len(others) < wanted:  # too few hits: the rest from the corpus, scored 0 by the teacher
+            rest = [doc for doc in drawn.corpus if doc != own and doc not in others]
+            others += random.Random(f"{seed}-{query_id}").sample(rest, wanted - len(others))
+        row: dict[str, Any] = {"query": query, "positive": drawn.corpus[own]}
+        labels = [scores.get(own, 0.0)] + [scores.get(doc, 0.0) for doc in others]
+        if loss == "kl":
+            row.update({f"negative_{i}": drawn.corpus[doc] for i, doc in enumerate(others, start=1)})
+            row["label"] = labels
+        else:
+            row.update(negative=drawn.corpus[others[0]], label=labels[0] - labels[1])
+        rows.append(row)
+    report = DistillationReport(
+        queries=len(rows), documents=len(drawn.corpus), query_kind=query_kind, loss=loss,
+        candidates=candidates if loss == "kl" else 2, teacher=settings.describe(),
+        own_first=own_first / max(1, len(rows)), skipped=drawn.skipped, seconds=time.perf_counter() - start,
+    )
+    return Dataset.from_list(rows), report
+
+
+def distillation_loss(model: Any, loss: Literal["kl", "margin_mse"] = "kl", student_temperature: float = 0.05,
+                      teacher_temperature: float = 0.1):
+    """sentence-transformers' loss for a :func:`hybrid_teacher_dataset`, the student scoring with the model's own
+    similarity function: ``DistillKLDivLoss`` with separate student and teacher temperatures (``"kl"``; the
+    teacher's scores lie in [0, 1], so 0.1 spreads them over 10 logits), or ``MarginMSELoss`` (``"margin_mse"``).
+
+    Example:
+        >>> loss = distillation_loss(model, "kl")  # doctest: +SKIP
+    """
+    from sentence_transformers.sentence_transformer.losses import DistillKLDivLoss, MarginMSELoss
+
+    if loss == "kl":
+        return DistillKLDivLoss(model, similarity_fct=model.similarity_pairwise,
+                                student_temperature=student_temperature, teacher_temperature=teacher_temperature)
+    if loss == "margin_mse":
+        return MarginMSELoss(model, similarity_fct=model.similarity_pairwise)
+    raise ValueError(f"loss must be one of {', '.join(DISTILLATION_LOSSES)}, got {loss!r}")
