@@ -965,6 +965,7 @@ EXPECTED_LOSS_FLAGS = {
     "informin": {"lambda_", *_CONTRASTIVE},
     "cmlm": _DECODER,
     "ict": set(),
+    "distill": set(),  # sentence-transformers' DistillKLDivLoss / MarginMSELoss, set by its own flags below
     "idc": {"temperature"},
     "idc infocse": _CONDITIONAL_MLM,
     "pretrain-aux": {"k", "n", "mask_rate", "fusion_init", "tie_head", "masking"},
@@ -978,6 +979,8 @@ EXPECTED_OWN_FLAGS = {
     "informin": {"aux_learning_rate"},
     "cmlm": {"aux_learning_rate", "decoder_warmup_steps", "decoder_warmup_learning_rate"},
     "ict": {"docs"},
+    "distill": {"docs", "distill_queries", "distill_loss", "distill_candidates", "student_temperature",
+                "teacher_temperature", "distill_max_queries"},
     "idc": _IDC,
     "idc infocse": {*_IDC, "aux_learning_rate"},
     "pretrain-aux": {"aux_learning_rate"},
@@ -989,7 +992,8 @@ _FLAG_VALUES = {
     "informin_weight": "0.5", "gather_across_devices": "true", "aux_gradient": "full", "aux_learning_rate": "0.01",
     "decoder_warmup_steps": "2", "decoder_warmup_learning_rate": "0.01", "docs": "docs.jsonl", "rounds": "1",
     "idc_loss": "infocse", "idc_k": "2", "idc_similarity": "dot", "initial_annotation": "adjacent",
-    "idc_annotator": ".", "idc_max_docs": "3",
+    "idc_annotator": ".", "idc_max_docs": "3", "distill_queries": "title", "distill_loss": "margin_mse",
+    "distill_candidates": "3", "student_temperature": "0.1", "teacher_temperature": "0.2", "distill_max_queries": "5",
 }
 # The text-corpus flags, which the document objectives refuse.
 _TEXT_FLAGS = {"train_data": "sentences.txt", "text_column": "text", "max_train_samples": "4", "split_sentences": "true"}
@@ -1001,16 +1005,16 @@ def _objective_argv(objective: str) -> list[str]:
     if objective.startswith("idc"):
         return ["train", "--objective", "idc", "--docs", "docs.jsonl",
                 *(["--idc_loss", "infocse"] if objective == "idc infocse" else [])]
-    if objective == "ict":
-        return ["train", "--objective", "ict", "--docs", "docs.jsonl"]
+    if objective in ("ict", "distill"):
+        return ["train", "--objective", objective, "--docs", "docs.jsonl"]
     return ["train", "--objective", objective, "--train_data", "sentences.txt"]
 
 
 def _refused_cases():
     every = {*_FLAG_VALUES, *_TEXT_FLAGS}
     for objective, loss_flags in EXPECTED_LOSS_FLAGS.items():
-        takes = loss_flags | EXPECTED_OWN_FLAGS[objective] | (set() if objective in ("idc", "idc infocse", "ict")
-                                                                else set(_TEXT_FLAGS))
+        documents = objective in ("idc", "idc infocse", "ict", "distill")
+        takes = loss_flags | EXPECTED_OWN_FLAGS[objective] | (set() if documents else set(_TEXT_FLAGS))
         for flag in sorted(every - takes):
             yield objective, flag
 
@@ -1102,3 +1106,21 @@ def test_no_args_file_is_read(workspace, tmp_path, capsys, monkeypatch):
     (tmp_path / "st-infocse.args").write_text("--no_such_flag 1\n")  # read, it would be refused
     assert main(["evaluate", "--model", "./no-such-model", "--sts", "x"]) == 2
     assert "model not found: ./no-such-model" in capsys.readouterr().err
+
+
+def test_distillation_trains_the_model_on_its_hybrid_teachers_scores(workspace, capsys, monkeypatch):
+    monkeypatch.chdir(workspace["root"])
+    out = workspace["root"] / "distilled"
+    argv = ["train", "--objective", "distill", "--docs", "docs.jsonl", "--model", str(workspace["model"]),
+            "--distill_candidates", "3", "--hybrid_weight", "0.3", "--stsb_dev", "none", "--output_dir", str(out),
+            *FAST]
+    assert main(argv) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "--objective distill: 12 held_out pseudo-queries over 12 documents; skipped documents: too_few_sentences=1" in printed
+    assert "3 candidates each (kl); teacher: BM25 (bm25s; english stemmer, english stop words); hybrid: min-max sum, BM25 weight 0.3" in printed
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["objective"] == "distill" and summary["steps"] == 2
+    assert "DistillKLDivLoss" in printed and (out / "model.safetensors").exists()
+    capsys.readouterr()
+    assert main([*argv[:-len(FAST)], "--bm25", "false", "--overwrite_output_dir", "true", *FAST]) == 2
+    assert "--bm25 false leaves --objective distill no teacher" in capsys.readouterr().err

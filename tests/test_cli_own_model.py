@@ -337,7 +337,7 @@ def test_bad_retrieval_folders_fail_in_one_line(user_model, data, tmp_path, caps
          "--temperature (a flag of simcse, infocse, cmlm-cse, informin, idc) is not a flag of --objective ict"),
         (["train", "--objective", "ict"], "--objective ict needs --docs"),
         (["train", "--objective", "simcse", "--train_data", "corpus.txt", "--docs", "corpus.txt"],
-         "--docs (a flag of ict, idc) is not a flag of --objective simcse"),
+         "--docs (a flag of ict, distill, idc) is not a flag of --objective simcse"),
     ],
 )
 def test_rough_edges_are_refused_before_heavy_imports(tmp_path, argv, message):

@@ -23,6 +23,7 @@ __all__ = [
     "DecoderFlags",
     "DecoderShapeFlags",
     "DecoderWarmupFlags",
+    "DistillFlags",
     "ICTFlags",
     "IDCFlags",
     "InforMinFlags",
@@ -235,6 +236,34 @@ class ICTFlags:
     )
 
 
+@dataclass
+class DistillFlags:
+    _argument_group_name = "hybrid-teacher distillation (the teacher: --hybrid_fusion and --bm25_* below)"
+
+    docs: str | None = field(
+        default=None,
+        metadata={"help": f"{_DOCS_HELP} Required: the pseudo-queries are drawn from them, and they are the corpus."},
+    )
+    distill_queries: Literal["held_out", "title", "sentence"] = field(
+        default="held_out",
+        metadata={"help": "Pseudo-queries: one sentence held out of each document (its rest the document), the "
+                  "document's title (a 'title' field), or one sentence left in its document."},
+    )
+    distill_loss: Literal["kl", "margin_mse"] = field(
+        default="kl",
+        metadata={"help": "kl: DistillKLDivLoss over the query's document and the teacher's next candidates; "
+                  "margin_mse: MarginMSELoss on the teacher's margin to its first other document (GPL)."},
+    )
+    distill_candidates: int = field(default=4, metadata={"help": "Documents per query for kl, its own included."})
+    student_temperature: float = field(default=0.05, metadata={"help": "kl: the student's temperature."})
+    teacher_temperature: float = field(
+        default=0.1, metadata={"help": "kl: the teacher's temperature (its fused scores lie in [0, 1])."}
+    )
+    distill_max_queries: int | None = field(
+        default=None, metadata={"help": "Train on a --seed sample of this many pseudo-queries (all by default)."}
+    )
+
+
 @dataclass(frozen=True)
 class ObjectiveSections:
     """The flags one objective takes besides the model's, the run's and the trainer's.
@@ -261,6 +290,7 @@ _SECTIONS: dict[str, ObjectiveSections] = {
     "informin": ObjectiveSections(InforMinFlags, (*_TEXT, AuxiliaryRateFlags)),
     "cmlm": ObjectiveSections(DecoderFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags)),
     "ict": ObjectiveSections(None, (ICTFlags, KeepArguments)),
+    "distill": ObjectiveSections(None, (DistillFlags, KeepArguments)),
     # IDC's rounds keep their best round themselves; its pair loss decides the loss flags (see objective_sections).
     "idc": ObjectiveSections(MNRLFlags, (IDCFlags,)),
     STAGE1.name: ObjectiveSections(Stage1Flags, (DataArguments, AuxiliaryRateFlags)),

@@ -81,6 +81,8 @@ def cmd_train(argv: Sequence[str]) -> int:
         dataset = None
     elif flags.ict is not None:
         dataset, training_args.batch_sampler = context_dataset(flags.docs)
+    elif flags.distill is not None:
+        dataset, drawn = None, draw_pseudo_queries(flags.distill, training_args.seed)
     else:
         dataset = load_texts(text_source(flags.data.train_data), flags.data.text_column,
                              flags.data.max_train_samples)
@@ -91,8 +93,8 @@ def cmd_train(argv: Sequence[str]) -> int:
     lexical = reference_settings(flags, measured)
     finish_training_args(training_args, measured.evaluator)
     anchor = None
-    if dataset is not None:
-        steps = check_planned_steps(len(dataset), training_args)
+    if flags.idc is None:
+        steps = check_planned_steps(len(dataset) if dataset is not None else len(drawn.queries), training_args)
         anchor = apply_weight_anchor(flags.keep.weight_anchor, training_args, steps, flags.given)
     replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
                                  flags.output.overwrite_output_dir)
@@ -100,18 +102,26 @@ def cmd_train(argv: Sequence[str]) -> int:
     model, own_length = loaded.model, loaded.own_length
     measured.for_model(model, training_args, own_length)
     start = time.time()
-    if dataset is None:
+    if flags.idc is not None:
         return _train_idc(loaded, documents, flags, measured, start)
-    # ICT's long side is the rest of the document: that is what the training length cuts.
-    ict = flags.ict is not None
-    texts = dataset["positive"] if ict else dataset["text"]
+    if flags.distill is not None:
+        dataset = distillation_dataset(model, drawn, flags, training_args)
+    # ICT's and distillation's long side is the document: that is what the training length cuts.
+    documents_side = flags.ict is not None or flags.distill is not None
+    texts = dataset["positive"] if documents_side else dataset["text"]
     lengths_report = count_long_texts(model.tokenizer, texts, model.max_seq_length, seed=training_args.seed)
-    cut = lengths_report.message(already_split=ict or flags.data.split_sentences)
+    cut = lengths_report.message(already_split=documents_side or flags.data.split_sentences)
     if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None:
         flags.loss.decoder = warm_up_decoder(model, dataset["text"], flags.loss, flags.warmup, objective,
                                              training_args.per_device_train_batch_size, training_args.seed,
                                              training_args.output_dir)
-    loss = build_loss(model, objective, flags.loss)
+    if flags.distill is not None:
+        from st_infocse.mining import distillation_loss
+
+        loss = distillation_loss(model, flags.distill.distill_loss, flags.distill.student_temperature,
+                                 flags.distill.teacher_temperature)
+    else:
+        loss = build_loss(model, objective, flags.loss)
     if not training_args.learning_rate_mapping:
         training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
     start_summary(f"Training {objective}", len(dataset), training_args, model.max_seq_length, own_length,
@@ -186,6 +196,35 @@ def reference_settings(flags: TrainingFlags, measured):
     settings = flags.lexical.settings()
     measured.notes["BM25 beside the scores"] = settings.describe()
     return settings
+
+
+def draw_pseudo_queries(distill, seed: int):
+    """``--objective distill``'s pseudo-queries from ``--docs``, drawn before the model loads (their count is the
+    run's size)."""
+    from st_infocse.mining import pseudo_queries
+
+    drawn = pseudo_queries(load_documents(distill.docs), distill.distill_queries, seed,
+                           max_queries=distill.distill_max_queries)
+    skipped = ", ".join(f"{reason}={n:,}" for reason, n in sorted(drawn.skipped.items()) if n)
+    print(f"--objective distill: {len(drawn.queries):,} {distill.distill_queries} pseudo-queries over "
+          f"{len(drawn.corpus):,} documents" + (f"; skipped documents: {skipped}" if skipped else ""))
+    if len(drawn.queries) == 0:
+        raise CLIError(f"--docs {distill.docs}: no document gave a {distill.distill_queries} pseudo-query")
+    return drawn
+
+
+def distillation_dataset(model, drawn, flags: TrainingFlags, training_args):
+    """The hybrid teacher's candidates and scores for each pseudo-query, from the model as given."""
+    from st_infocse.mining import hybrid_teacher_dataset
+
+    distill = flags.distill
+    dataset, report = hybrid_teacher_dataset(
+        model, (), distill.distill_queries, distill.distill_loss, distill.distill_candidates,
+        flags.lexical.settings(), seed=training_args.seed, batch_size=training_args.per_device_eval_batch_size,
+        drawn=drawn,
+    )
+    print(f"--objective distill: {report.summary()}")
+    return dataset
 
 
 def context_dataset(docs: str):

@@ -40,6 +40,7 @@ from st_infocse.cli.inputs import (
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
     DecoderWarmupFlags,
+    DistillFlags,
     ICTFlags,
     IDCFlags,
     IDCPairLoss,
@@ -85,6 +86,7 @@ class TrainingFlags:
     idc: IDCFlags | None = None
     ict: ICTFlags | None = None
     lexical: LexicalArguments | None = None
+    distill: DistillFlags | None = None
     given: frozenset[str] = frozenset()
     typed: frozenset[str] = frozenset()
 
@@ -95,7 +97,7 @@ class TrainingFlags:
 
     @property
     def docs(self) -> str | None:
-        section = self.idc or self.ict
+        section = self.idc or self.ict or self.distill
         return section.docs if section is not None else None
 
     @property
@@ -105,7 +107,7 @@ class TrainingFlags:
 
 _ATTRIBUTES = {ModelArguments: "model", OutputArguments: "output", RunEvaluationArguments: "run",
                KeepArguments: "keep", DataArguments: "data", AuxiliaryRateFlags: "aux", DecoderWarmupFlags: "warmup",
-               IDCFlags: "idc", ICTFlags: "ict", LexicalArguments: "lexical"}
+               IDCFlags: "idc", ICTFlags: "ict", LexicalArguments: "lexical", DistillFlags: "distill"}
 
 
 def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -> TrainingFlags | None:
@@ -183,7 +185,9 @@ def check_before_loading(flags: TrainingFlags) -> None:
                            "queries.jsonl, qrels/)")
         if run.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(run.stsb_dev).expanduser().exists():
             raise CLIError(f"STS-B dev data not found: {run.stsb_dev}")
-    if flags.lexical is not None and not (run is not None and run.eval_retrieval):
+    if flags.distill is not None:
+        check_distillation(flags)
+    elif flags.lexical is not None and not (run is not None and run.eval_retrieval):
         from dataclasses import fields
 
         given = [f"--{item.name}" for item in fields(LexicalArguments)
@@ -199,13 +203,29 @@ def check_before_loading(flags: TrainingFlags) -> None:
         raise CLIError(f"--temperature must be positive, got {flags.loss.temperature:g}")
     if flags.idc is not None:
         check_idc_annotator(flags.idc)
-    if flags.idc is not None or flags.ict is not None:
+    if flags.idc is not None or flags.ict is not None or flags.distill is not None:
         if not flags.docs:
-            what = "to mine pairs from" if flags.idc is not None else "whose sentences and rests are the pairs"
+            what = ("to mine pairs from" if flags.idc is not None else "whose sentences and rests are the pairs"
+                    if flags.ict is not None else "to draw pseudo-queries from")
             raise CLIError(f"--objective {flags.objective} needs --docs (documents {what})")
         check_documents(flags.docs)
     elif flags.data is not None:
         check_text_source(text_source(flags.data.train_data), flags.data.text_column)
+
+
+def check_distillation(flags: TrainingFlags) -> None:
+    """The teacher needs BM25; the candidates, temperatures and query sample need sensible values."""
+    distill = flags.distill
+    if not flags.lexical.bm25:
+        raise CLIError("--bm25 false leaves --objective distill no teacher: it distils BM25 fused with your model")
+    if distill.distill_candidates < 2:
+        raise CLIError(f"--distill_candidates must be at least 2 (the query's document and one other), got "
+                       f"{distill.distill_candidates}")
+    for flag in ("student_temperature", "teacher_temperature"):
+        if not getattr(distill, flag) > 0:
+            raise CLIError(f"--{flag} must be positive, got {getattr(distill, flag):g}")
+    if distill.distill_max_queries is not None and distill.distill_max_queries < 1:
+        raise CLIError(f"--distill_max_queries must be at least 1, got {distill.distill_max_queries}")
 
 
 def check_decoder_warmup(flags: TrainingFlags) -> None:

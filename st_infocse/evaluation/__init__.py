@@ -8,6 +8,7 @@ mteb, beir, scikit-learn and matplotlib (the ``eval`` extra) are imported only w
 """
 
 from ._format import x100
+from .beir import download_beir, evaluate_beir
 from .beir_tasks import BEIR_PAPER_DATASETS, BEIRTaskInfo, beir_task_info
 from .compare import Comparison, compare_results
 from .geometry import GeometryResult, alignment_loss, evaluate_alignment_uniformity, uniformity_loss
@@ -53,8 +54,6 @@ from .results import EvaluationResult
 from .retrieval import (
     BEIRResult,
     RetrievalResult,
-    download_beir,
-    evaluate_beir,
     evaluate_retrieval,
     per_query_metrics,
     retrieval_metrics,

@@ -77,3 +77,16 @@ ICT_CITATION = """
     url={https://arxiv.org/abs/1906.00300}
 }
 """
+
+GPL_CITATION = """
+@inproceedings{wang2022gpl,
+    title={{GPL}: Generative Pseudo Labeling for Unsupervised Domain Adaptation of Dense Retrieval},
+    author={Wang, Kexin and Thakur, Nandan and Reimers, Nils and Gurevych, Iryna},
+    booktitle={Proceedings of the 2022 Conference of the North American Chapter of the Association for Computational Linguistics: Human Language Technologies},
+    pages={2345--2360},
+    year={2022},
+    eprint={2112.07577},
+    archivePrefix={arXiv},
+    url={https://arxiv.org/abs/2112.07577}
+}
+"""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Literal
 
 from st_infocse.losses.citations import (
     CMLM_CSE_CITATION,
+    GPL_CITATION,
     ICT_CITATION,
     IDC_CITATION,
     INFOCSE_CITATION,
@@ -244,6 +245,9 @@ OBJECTIVES: Mapping[str, Objective] = MappingProxyType(
             # A sentence and the rest of its document (the inverse cloze task, paper 002's strongest context
             # baseline), trained with sentence-transformers' MultipleNegativesRankingLoss: no loss of this package.
             Objective("ict", "ICT", None, ICT_CITATION),
+            # Pseudo-queries from documents, scored by BM25 fused with the model as given (the hybrid teacher),
+            # distilled with sentence-transformers' DistillKLDivLoss or MarginMSELoss: no loss of this package.
+            Objective("distill", "hybrid-teacher distillation", None, GPL_CITATION),
             # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss"), with InfoCSE's preset.
             Objective(
                 "cmlm",

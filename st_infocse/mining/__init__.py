@@ -49,40 +49,7 @@ _WHERE = {
     "train_infocse_plus_plus": "rounds",
 }
 
-__all__ = [
-    "CycleStats",
-    "DEFAULT_TRAINING_ARGS",
-    "DISTILLATION_LOSSES",
-    "DOCUMENT_FORMATS",
-    "DistillationReport",
-    "DocumentAwareBatchSampler",
-    "DocumentAwareSamplerFactory",
-    "MinedPairs",
-    "MiningReport",
-    "PAIR_FEATURES",
-    "PlusPlusResult",
-    "PreparedDocument",
-    "PseudoQueries",
-    "QUERY_KINDS",
-    "RoundStats",
-    "RoundsResult",
-    "SKIP_REASONS",
-    "Skipped",
-    "adjacent_pairs",
-    "check_documents",
-    "cluster_documents",
-    "cluster_sentences",
-    "context_pairs",
-    "distillation_loss",
-    "hybrid_teacher_dataset",
-    "load_documents",
-    "mine_pairs",
-    "prepare_documents",
-    "pseudo_queries",
-    "split_sentences",
-    "train_idc_rounds",
-    "train_infocse_plus_plus",
-]
+__all__ = sorted(_WHERE)  # every lazily exported name, listed once above
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE, __all__, globals())

@@ -152,6 +152,7 @@ def hybrid_teacher_dataset(
     max_queries: int | None = None,
     title_key: str = "title",
     show_progress_bar: bool | None = None,
+    drawn: PseudoQueries | None = None,
 ) -> tuple[Any, DistillationReport]:
     """Training examples scored by the hybrid teacher, for :func:`distillation_loss`.
 
@@ -174,6 +175,7 @@ def hybrid_teacher_dataset(
         max_queries: See :func:`pseudo_queries`.
         title_key: See :func:`pseudo_queries`.
         show_progress_bar: ``None``: shown for 1,000+ texts.
+        drawn: The pseudo-queries, when already drawn (:func:`pseudo_queries`); ``documents`` is then not read.
 
     Returns:
         The ``datasets.Dataset`` and a :class:`DistillationReport`.
@@ -191,7 +193,7 @@ def hybrid_teacher_dataset(
         raise ValueError(f"candidates must be at least 2 (the query's document and one other), got {candidates}")
     settings = settings or LexicalSettings()
     start = time.perf_counter()
-    drawn = pseudo_queries(documents, query_kind, seed, title_key, max_queries)
+    drawn = drawn or pseudo_queries(documents, query_kind, seed, title_key, max_queries)
     needed = candidates if loss == "kl" else 2
     if len(drawn.corpus) < needed:
         raise ValueError(f"{len(drawn.corpus)} documents gave a query; {needed} candidates need at least that many")

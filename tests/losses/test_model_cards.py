@@ -83,5 +83,6 @@ def test_the_papers_identifiers():
         "IDC_CITATION": "2202.13802",
         "CMLM_CSE_CITATION": "2306.09594",
         "ICT_CITATION": "1906.00300",  # ACL 2019, P19-1612, matched on title, authors and abstract
+        "GPL_CITATION": "2112.07577",  # NAACL 2022
     }
     assert {name: re.search(r"eprint=\{(.+?)\}", entry).group(1) for name, entry in CITATIONS.items()} == expected

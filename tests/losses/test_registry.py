@@ -24,8 +24,9 @@ def test_every_objective_with_a_loss_names_a_training_loss_that_takes_its_option
     for objective in (*OBJECTIVES.values(), STAGE1):
         sections = objective_sections(objective.name)
         if objective.loss is None:
-            # IDC trains the loss --idc_loss names on mined pairs; ICT, MultipleNegativesRankingLoss on its pairs
-            assert objective.name in ("idc", "ict")
+            # IDC trains the loss --idc_loss names on mined pairs; ICT, MultipleNegativesRankingLoss on its pairs;
+            # distill, sentence-transformers' distillation losses on the hybrid teacher's scores
+            assert objective.name in ("idc", "ict", "distill")
             continue
         cls = objective.loss_class()
         assert issubclass(cls, losses.TrainingLoss)

@@ -1,0 +1,160 @@
+"""BEIR datasets by name or folder: read online through mteb or from local BEIR folders, evaluated one by one with
+:func:`~st_infocse.evaluation.evaluate_retrieval` (CQADupStack per forum, then averaged), and downloaded from the
+BEIR authors' server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from st_infocse.files import beir_split
+
+from ._deps import require
+from ._encoding import model_name
+from .beir_tasks import CQADUPSTACK_FORUMS, beir_task_info
+from .lexical import LexicalSettings
+from .loaders import PathLike, RetrievalData, load_beir_folder, load_mteb_retrieval
+from .retrieval import DEFAULT_K_VALUES, BEIRResult, RetrievalResult, evaluate_retrieval, quiet_beir
+
+__all__ = ["download_beir", "evaluate_beir"]
+
+
+def _average(name: str, parts: dict[str, RetrievalResult], backend: str, source: str) -> RetrievalResult:
+    keys = next(iter(parts.values())).metrics
+    return RetrievalResult(
+        name=name,
+        metrics={k: float(np.mean([p.metrics[k] for p in parts.values()])) for k in keys},
+        n_queries=sum(p.n_queries for p in parts.values()),
+        n_documents=sum(p.n_documents for p in parts.values()),
+        source=source,
+        split=next(iter(parts.values())).split,
+        backend=backend,
+        seconds=sum(p.seconds for p in parts.values()),
+        parts=parts,
+    )
+
+
+def evaluate_beir(
+    model: Any,
+    datasets: str | Sequence[str] = ("scifact",),
+    source: PathLike = "mteb",
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+    backend: str = "native",
+    split: str | None = None,
+    batch_size: int = 64,
+    show_progress_bar: bool | None = None,
+    model_label: str | None = None,
+    per_query: Sequence[str] = (),
+    lexical: LexicalSettings | None = None,
+) -> BEIRResult:
+    """BEIR zero-shot retrieval on one or more datasets, online through mteb or from local BEIR folders.
+
+    CQADupStack is evaluated per forum and averaged, as BEIR and the papers do.
+
+    Args:
+        model: A ``SentenceTransformer``.
+        datasets: BEIR names (``"scifact"``, ``"nfcorpus"``... see :data:`BEIR_PAPER_DATASETS`), mteb names, or paths
+            of BEIR-layout folders (read from disk whatever ``source`` says, named by the folder).
+        source: ``"mteb"`` (Hugging Face hub) or a folder holding one subfolder per dataset (``<source>/scifact``),
+            or a single BEIR dataset folder.
+        k_values: Cut-offs.
+        backend: ``"native"`` or ``"mteb"`` (see :func:`evaluate_retrieval`).
+        split: Qrels split (default: ``test``, ``dev`` for MS MARCO; in a local folder without that file, ``dev``).
+        batch_size: Encoding batch size.
+        show_progress_bar: ``None``: shown for 1,000+ texts.
+        model_label: Name in the printed table.
+        per_query: Metrics also kept query by query in each dataset's result (``RetrievalResult.per_query``), for
+            :func:`~st_infocse.evaluation.compare_results`; native backend only.
+        lexical: Also score BM25 and its hybrid with the model on each dataset's queries (printed beside the model,
+            with the model's change against each; see :func:`evaluate_retrieval`). Not for CQADupStack's forums.
+
+    Returns:
+        The per-dataset results and their average nDCG@10.
+
+    Example:
+        >>> print(evaluate_beir(model, "scifact", source="../shared/data/beir"))  # doctest: +SKIP
+        all-MiniLM-L6-v2
+        Dataset  nDCG@10
+        scifact    64.51
+        average    64.51
+          scores x100 (the JSON keeps beir's 0-1 values)
+    """
+    names = [datasets] if isinstance(datasets, str) else list(datasets)
+    out: dict[str, RetrievalResult] = {}
+    for given in names:
+        local = Path(given).expanduser()
+        # a BEIR folder given by its path is read by its layout, whatever its name
+        name, where = (local.name, local) if local.is_dir() else (given, source)
+        info = beir_task_info(name)
+        the_split = split or info.split
+        if split is None and not (isinstance(where, str) and where == "mteb"):
+            the_split = beir_split(_folder_of(name, where), info.split)
+        loaded = _load_retrieval(name, where, the_split)
+        if len(loaded) == 1 and loaded[0][0] == "":
+            out[name] = evaluate_retrieval(model, loaded[0][1], k_values, backend, None, batch_size, show_progress_bar,
+                                           per_query, lexical)
+            continue
+        parts = {}
+        for part_name, data in loaded:
+            parts[part_name] = evaluate_retrieval(model, data, k_values, backend, None, batch_size, show_progress_bar,
+                                                  per_query)
+        out[name] = _average(name, parts, backend, source=str(source))
+    return BEIRResult(model_label or model_name(model), out)
+
+
+def _folder_of(name: str, source: PathLike) -> Path:
+    """The folder a local dataset is read from: ``source/name``, or ``source`` itself when it is that dataset."""
+    root = Path(source)
+    return root / name if (root / name).is_dir() else root
+
+
+def _load_retrieval(name: str, source: PathLike, split: str) -> list[tuple[str, RetrievalData]]:
+    """[("", data)] for a plain dataset, [(part, data), ...] for one made of several (CQADupStack)."""
+    info = beir_task_info(name)
+    if isinstance(source, str) and source == "mteb":
+        if info.name == "cqadupstack":
+            return [(f, load_mteb_retrieval(f"cqadupstack/{f}", split)) for f in CQADUPSTACK_FORUMS]
+        return [("", _renamed(load_mteb_retrieval(info.mteb_name or name, split), info.name))]
+    root = Path(source)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: folder not found (expected BEIR dataset folders or 'mteb')")
+    folder = root / name
+    if not folder.is_dir():
+        if (root / "corpus.jsonl").is_file() and root.name.lower() == name.lower():
+            folder = root
+        else:
+            raise FileNotFoundError(f"{folder}: folder not found (no BEIR dataset {name!r} under {root})")
+    if (folder / "corpus.jsonl").is_file():
+        return [("", load_beir_folder(folder, split, name=info.name))]
+    subfolders = sorted(p for p in folder.iterdir() if (p / "corpus.jsonl").is_file())
+    if not subfolders:
+        raise FileNotFoundError(f"{folder}: no corpus.jsonl here or in its subfolders")
+    return [(p.name, load_beir_folder(p, split, name=f"{info.name}/{p.name}")) for p in subfolders]
+
+
+def _renamed(data: RetrievalData, name: str) -> RetrievalData:
+    data.name = name
+    return data
+
+
+def download_beir(name: str, out_dir: PathLike) -> Path:
+    """Download and unzip a BEIR dataset from the BEIR authors' server (not the Hugging Face hub).
+
+    Args:
+        name: BEIR dataset name (``"scifact"``).
+        out_dir: Where to unzip; the dataset lands in ``out_dir/name``.
+
+    Returns:
+        The dataset folder, ready for :func:`~st_infocse.evaluation.load_beir_folder`.
+
+    Example:
+        >>> folder = download_beir("scifact", "beir-data")  # doctest: +SKIP
+    """
+    util = require("beir.util", "Downloading BEIR datasets")
+    url = f"https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
+    with quiet_beir():
+        return Path(util.download_and_unzip(url, str(out_dir)))
