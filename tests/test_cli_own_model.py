@@ -647,7 +647,7 @@ def test_bm25_and_the_hybrid_are_printed_beside_start_to_end(user_model, data, t
     assert "BM25 beside the scores  BM25 (bm25s; english stemmer, english stop words)" in printed
     bm25_row = next(line for line in printed.splitlines() if line.strip().startswith("BM25 on your queries"))
     # each query is its document's first five words: BM25 finds every one first
-    assert "BM25 on your queries" in bm25_row and " 100.00; the model as given " in bm25_row
+    assert "BM25 on your queries" in bm25_row and " 100.00; the model as given against it " in bm25_row
     assert "at the last step " in bm25_row and "10 queries)" in bm25_row
     assert any(line.strip().startswith("hybrid (BM25 + the model as given)") for line in printed.splitlines())
     summary = json.loads((out / "run_summary.json").read_text())["lexical_references"]

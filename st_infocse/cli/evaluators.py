@@ -172,8 +172,8 @@ def lexical_reference_rows(callback: Any, description: str) -> tuple[dict[str, s
         reference = {q: 100 * v for q, v in scores.items()}
         start, end = paired_change(reference, scaled["start"]), paired_change(reference, scaled["end"])
         label = "BM25 on your queries" if name == "BM25" else "hybrid (BM25 + the model as given)"
-        rows[label] = (f"{x100(sum(scores.values()) / len(scores))}; the model as given {start.describe()}; "
-                       f"at the last step {end.describe()}")
+        rows[label] = (f"{x100(sum(scores.values()) / len(scores))}; the model as given against it "
+                       f"{start.describe()}; at the last step {end.describe()}")
         record[name] = {"ndcg@10": sum(scores.values()) / len(scores), "start_against_it": start.to_dict(),
                         "end_against_it": end.to_dict()}
     return rows, record
