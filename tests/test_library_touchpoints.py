@@ -28,7 +28,6 @@ MODULES = sorted(
         PACKAGE / "evaluation" / "h_shuffle.py",
         PACKAGE / "evaluation" / "own_retrieval.py",
         PACKAGE / "evaluation" / "retrieval.py",
-        PACKAGE / "evaluation" / "mteb_backend.py",
         PACKAGE / "evaluation" / "loaders" / "retrieval.py",
         *(PACKAGE / "mining" / f"{name}.py" for name in ("idc", "graph", "sampler", "sentences")),
     }
@@ -156,15 +155,27 @@ def test_the_attention_implementation_is_read_and_set_as_the_decoder_does():
 # ------------------------------------------------------------------------------------ mteb
 
 
+def _evaluation_reference():
+    """``benchmarks/evaluation_reference.py``, whose mteb cross-check builds the task."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(PACKAGE.parent / "benchmarks"))
+    try:
+        return importlib.import_module("evaluation_reference")
+    finally:
+        sys.path.remove(str(PACKAGE.parent / "benchmarks"))
+
+
 def test_mteb_derives_the_search_depth_from_k_values_when_a_task_is_built():
-    """The retrieval backend sets the documented ``k_values`` on a task subclass; mteb derives the depth it searches
+    """The mteb cross-check sets the documented ``k_values`` on a task subclass; mteb derives the depth it searches
     to from it when the task is built (mteb 2.26.24: ``AbsTaskRetrieval.__init__``)."""
     mteb = pytest.importorskip("mteb")
     from mteb.abstasks.retrieval import AbsTaskRetrieval
 
     from st_infocse.evaluation.loaders import RetrievalData
-    from st_infocse.evaluation.mteb_backend import mteb_local_task
 
+    mteb_local_task = _evaluation_reference().mteb_local_task
     assert "k_values" in (AbsTaskRetrieval.__doc__ or "")
     data = RetrievalData("scifact", {"d1": {"title": "", "text": "x"}}, {"q1": "a"}, {"q1": {"d1": 1}}, "s", "test")
     task = mteb_local_task(data, ignore_identical_ids=False, k_values=(3, 7))

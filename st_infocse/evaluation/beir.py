@@ -23,7 +23,7 @@ from .retrieval import DEFAULT_K_VALUES, BEIRResult, RetrievalResult, evaluate_r
 __all__ = ["download_beir", "evaluate_beir"]
 
 
-def _average(name: str, parts: dict[str, RetrievalResult], backend: str, source: str) -> RetrievalResult:
+def _average(name: str, parts: dict[str, RetrievalResult], source: str) -> RetrievalResult:
     keys = next(iter(parts.values())).metrics
     return RetrievalResult(
         name=name,
@@ -32,7 +32,6 @@ def _average(name: str, parts: dict[str, RetrievalResult], backend: str, source:
         n_documents=sum(p.n_documents for p in parts.values()),
         source=source,
         split=next(iter(parts.values())).split,
-        backend=backend,
         seconds=sum(p.seconds for p in parts.values()),
         parts=parts,
     )
@@ -43,7 +42,6 @@ def evaluate_beir(
     datasets: str | Sequence[str] = ("scifact",),
     source: PathLike = "mteb",
     k_values: Sequence[int] = DEFAULT_K_VALUES,
-    backend: str = "native",
     split: str | None = None,
     batch_size: int = 64,
     show_progress_bar: bool | None = None,
@@ -62,13 +60,12 @@ def evaluate_beir(
         source: ``"mteb"`` (Hugging Face hub) or a folder holding one subfolder per dataset (``<source>/scifact``),
             or a single BEIR dataset folder.
         k_values: Cut-offs.
-        backend: ``"native"`` or ``"mteb"`` (see :func:`evaluate_retrieval`).
         split: Qrels split (default: ``test``, ``dev`` for MS MARCO; in a local folder without that file, ``dev``).
         batch_size: Encoding batch size.
         show_progress_bar: ``None``: shown for 1,000+ texts.
         model_label: Name in the printed table.
         per_query: Metrics also kept query by query in each dataset's result (``RetrievalResult.per_query``), for
-            :func:`~st_infocse.evaluation.compare_results`; native backend only.
+            :func:`~st_infocse.evaluation.compare_results`.
         lexical: Also score BM25 and its hybrid with the model on each dataset's queries (printed beside the model,
             with the model's change against each; see :func:`evaluate_retrieval`). Not for CQADupStack's forums.
 
@@ -95,14 +92,14 @@ def evaluate_beir(
             the_split = beir_split(_folder_of(name, where), info.split)
         loaded = _load_retrieval(name, where, the_split)
         if len(loaded) == 1 and loaded[0][0] == "":
-            out[name] = evaluate_retrieval(model, loaded[0][1], k_values, backend, None, batch_size, show_progress_bar,
+            out[name] = evaluate_retrieval(model, loaded[0][1], k_values, None, batch_size, show_progress_bar,
                                            per_query, lexical)
             continue
         parts = {}
         for part_name, data in loaded:
-            parts[part_name] = evaluate_retrieval(model, data, k_values, backend, None, batch_size, show_progress_bar,
+            parts[part_name] = evaluate_retrieval(model, data, k_values, None, batch_size, show_progress_bar,
                                                   per_query)
-        out[name] = _average(name, parts, backend, source=str(source))
+        out[name] = _average(name, parts, source=str(source))
     return BEIRResult(model_label or model_name(model), out)
 
 

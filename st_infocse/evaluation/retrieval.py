@@ -1,11 +1,9 @@
 """Retrieval: exact search, nDCG@10 and recall@k of one dataset, its result types, and BM25 beside it (the BEIR
 datasets by name or folder are read and averaged in :mod:`~st_infocse.evaluation.beir`).
 
-Two backends give the same numbers on the same data:
-
-- ``"native"``: ``model.encode_query``/``encode_document`` (one length-sorted call each), exact search with the
-  model's own similarity, metrics from beir's ``EvaluateRetrieval.evaluate`` (pytrec_eval);
-- ``"mteb"``: the data is handed to an mteb retrieval task and scored by ``mteb.evaluate``.
+The model encodes with ``encode_query``/``encode_document`` (one length-sorted call each); the search is exact, with
+the model's own similarity; the metrics are beir's ``EvaluateRetrieval.evaluate`` (pytrec_eval), the numbers mteb
+gives on the same data (``benchmarks/evaluation_reference.py`` checks it on SciFact).
 
 Documents are read as ``title + " " + text`` (stripped) as mteb does, and query-document id collisions are
 ignored only for the datasets where mteb does so (ArguAna, FiQA, Quora, FEVER, MS MARCO), not beir's blanket
@@ -35,7 +33,6 @@ from ._format import SCALE_UNIT, markdown_table, text_table, x100
 from .beir_tasks import beir_task_info
 from .lexical import LexicalSettings, bm25_search, fuse_runs
 from .loaders import RetrievalData
-from .mteb_backend import evaluate_with_mteb
 from .paired import PairedChange, paired_change
 
 logger = logging.getLogger(__name__)
@@ -73,7 +70,6 @@ class RetrievalResult:
         n_queries, n_documents: Sizes.
         source: Where the data came from.
         split: Qrels split.
-        backend: ``"native"`` or ``"mteb"``.
         seconds: Wall time.
         parts: For datasets made of several (CQADupStack): each part's result; ``metrics`` is their mean.
         per_query: Metric -> {query id -> that query's score}, for the metrics asked for (``per_query=`` of
@@ -88,7 +84,6 @@ class RetrievalResult:
     n_documents: int
     source: str
     split: str
-    backend: str
     seconds: float = 0.0
     parts: dict[str, RetrievalResult] = field(default_factory=dict)
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -121,7 +116,6 @@ class RetrievalResult:
             "n_documents": self.n_documents,
             "source": self.source,
             "split": self.split,
-            "backend": self.backend,
             "seconds": self.seconds,
         }
         if self.parts:
@@ -327,7 +321,6 @@ def evaluate_retrieval(
     model: Any,
     data: RetrievalData,
     k_values: Sequence[int] = DEFAULT_K_VALUES,
-    backend: str = "native",
     ignore_identical_ids: bool | None = None,
     batch_size: int = 64,
     show_progress_bar: bool | None = None,
@@ -340,15 +333,13 @@ def evaluate_retrieval(
         model: A ``SentenceTransformer``.
         data: The dataset (:func:`~st_infocse.evaluation.load_beir_folder`, ``load_mteb_retrieval``).
         k_values: Cut-offs for nDCG/MAP/recall/precision.
-        backend: ``"native"`` (our search, beir/pytrec_eval metrics) or ``"mteb"`` (``mteb.evaluate``).
         ignore_identical_ids: ``None``: mteb's setting for this dataset (see :func:`beir_task_info`).
         batch_size: Encoding batch size.
         show_progress_bar: ``None``: shown for 1,000+ texts.
         per_query: Metrics also kept query by query (``RetrievalResult.per_query``), for a paired comparison of two
-            models on the same queries (:func:`~st_infocse.evaluation.paired_change`); native backend only.
+            models on the same queries (:func:`~st_infocse.evaluation.paired_change`).
         lexical: Also score BM25 and the hybrid of BM25 with this model on the same queries
-            (``RetrievalResult.references``, with nDCG@10 per query; :mod:`~st_infocse.evaluation.lexical`); native
-            backend only.
+            (``RetrievalResult.references``, with nDCG@10 per query; :mod:`~st_infocse.evaluation.lexical`).
 
     Returns:
         The metrics.
@@ -358,33 +349,24 @@ def evaluate_retrieval(
         >>> evaluate_retrieval(model, data).ndcg_at_10  # doctest: +SKIP
         0.64508
     """
-    if backend not in ("native", "mteb"):
-        raise ValueError(f"backend must be 'native' or 'mteb', got {backend!r}")
-    if (per_query or lexical is not None) and backend != "native":
-        raise ValueError("per_query scores and BM25 references come from the native backend; mteb's returns averages")
     if ignore_identical_ids is None:
         ignore_identical_ids = beir_task_info(data.name).ignore_identical_ids
     start = time.perf_counter()
-    kept: dict[str, dict[str, float]] = {}
-    if backend == "native":
-        results = search(model, data, top_k=max(k_values), batch_size=batch_size, show_progress_bar=show_progress_bar)
-        metrics = retrieval_metrics(data.qrels, results, k_values, ignore_identical_ids)
-        if lexical is not None:
-            per_query = sorted({*per_query, "ndcg@10"})
-        kept = per_query_metrics(data.qrels, results, per_query, ignore_identical_ids) if per_query else {}
-        references = {}
-        if lexical is not None:
-            texts = {doc_id: document_text(doc) for doc_id, doc in data.corpus.items()}
-            bm25 = bm25_search(texts, data.queries, top_k=max(k_values), settings=lexical)
-            for name, run in (("BM25", bm25), ("hybrid", fuse_runs(results, bm25, lexical))):
-                references[name] = RetrievalResult(
-                    name=f"{data.name} {name}", metrics=retrieval_metrics(data.qrels, run, k_values, ignore_identical_ids),
-                    n_queries=len(data.queries), n_documents=len(data.corpus), source=data.source, split=data.split,
-                    backend="native", per_query=per_query_metrics(data.qrels, run, ["ndcg@10"], ignore_identical_ids),
-                )
-    else:
-        progress = bool(show_progress_bar) if show_progress_bar is not None else len(data.corpus) >= 1000
-        metrics = evaluate_with_mteb(model, data, k_values, ignore_identical_ids, batch_size, progress)
+    results = search(model, data, top_k=max(k_values), batch_size=batch_size, show_progress_bar=show_progress_bar)
+    metrics = retrieval_metrics(data.qrels, results, k_values, ignore_identical_ids)
+    if lexical is not None:
+        per_query = sorted({*per_query, "ndcg@10"})
+    kept = per_query_metrics(data.qrels, results, per_query, ignore_identical_ids) if per_query else {}
+    references = {}
+    if lexical is not None:
+        texts = {doc_id: document_text(doc) for doc_id, doc in data.corpus.items()}
+        bm25 = bm25_search(texts, data.queries, top_k=max(k_values), settings=lexical)
+        for name, run in (("BM25", bm25), ("hybrid", fuse_runs(results, bm25, lexical))):
+            references[name] = RetrievalResult(
+                name=f"{data.name} {name}", metrics=retrieval_metrics(data.qrels, run, k_values, ignore_identical_ids),
+                n_queries=len(data.queries), n_documents=len(data.corpus), source=data.source, split=data.split,
+                per_query=per_query_metrics(data.qrels, run, ["ndcg@10"], ignore_identical_ids),
+            )
     return RetrievalResult(
         name=data.name,
         metrics=metrics,
@@ -392,9 +374,8 @@ def evaluate_retrieval(
         n_documents=len(data.corpus),
         source=data.source,
         split=data.split,
-        backend=backend,
         seconds=time.perf_counter() - start,
         per_query=kept,
-        references=references if backend == "native" else {},
+        references=references,
         lexical=lexical.describe() if lexical is not None else "",
     )

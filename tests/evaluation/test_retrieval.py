@@ -1,4 +1,5 @@
-"""Retrieval: hand-computed BEIR metrics, native vs mteb backends, mteb's per-task settings, in-domain recall."""
+"""Retrieval: hand-computed BEIR metrics, mteb's per-task settings, in-domain recall (the cross-check against
+mteb.evaluate is benchmarks/evaluation_reference.py's, tested in tests/benchmarks)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from st_infocse.evaluation import (
     evaluate_beir,
     evaluate_in_domain_retrieval,
     evaluate_retrieval,
-    load_beir_folder,
     retrieval_metrics,
     search,
 )
@@ -64,7 +64,7 @@ def test_metrics_by_hand(ev):
     assert result.metrics["precision@1"] == pytest.approx(0.5)
     # MAP@3: qa 1/2; qb (1/1 + 2/3) / 2
     assert result.metrics["map@3"] == pytest.approx((0.5 + (1 + 2 / 3) / 2) / 2, abs=1e-5)
-    assert (result.n_queries, result.n_documents, result.backend) == (2, 3, "native")
+    assert (result.n_queries, result.n_documents) == (2, 3)
 
 
 def test_identical_ids_follow_mteb(ev):
@@ -95,43 +95,6 @@ def test_task_table_matches_mteb():
         assert task.metadata.eval_splits == [info.split], info
     assert beir_task_info("QuoraRetrieval").name == "quora"
     assert beir_task_info("my-own").mteb_name is None
-
-
-def test_native_backend_equals_mteb(ev, make_model, tmp_path):
-    pytest.importorskip("mteb")
-    rng_words = ev.random_pairs(__import__("random").Random(1), ev.WORDS, 20)
-    corpus = {f"d{i}": f"{a} {b}" for i, (a, b, _) in enumerate(rng_words)}
-    queries = {f"q{i}": rng_words[i][0] for i in range(0, 20, 3)}
-    qrels = [(q, f"d{int(q[1:])}", 1) for q in queries] + [("q0", "d5", 2)]
-    data = load_beir_folder(ev.write_beir(tmp_path / "toy", corpus, queries, qrels))
-    model = make_model()
-    native = evaluate_retrieval(model, data, k_values=(1, 3, 10))
-    via_mteb = evaluate_retrieval(model, data, k_values=(1, 3, 10), backend="mteb")
-    assert via_mteb.backend == "mteb"
-    assert native.metrics.keys() == via_mteb.metrics.keys()
-    for key, value in native.metrics.items():
-        assert via_mteb.metrics[key] == pytest.approx(value, abs=2e-5), key
-    with pytest.raises(ValueError, match="backend must be"):
-        evaluate_retrieval(model, data, backend="faiss")
-
-
-def test_the_mteb_backend_leaves_the_global_random_states_as_found(ev, make_model, tmp_path):
-    """mteb seeds Python's, NumPy's and torch's global generators whenever it builds a task or an evaluator."""
-    pytest.importorskip("mteb")
-    import random
-
-    import numpy as np
-    import torch
-
-    corpus = {"d1": "the cat sat", "d2": "a dog ran", "d3": "stocks fell"}
-    data = load_beir_folder(ev.write_beir(tmp_path / "toy", corpus, {"q1": "cat"}, [("q1", "d1", 1)]))
-    model = make_model()
-    random.seed(7), np.random.seed(7), torch.manual_seed(7)
-    states = random.getstate(), np.random.get_state()[1].copy(), torch.get_rng_state()
-    evaluate_retrieval(model, data, k_values=(1, 3), backend="mteb")
-    assert random.getstate() == states[0]
-    assert np.array_equal(np.random.get_state()[1], states[1])
-    assert torch.equal(torch.get_rng_state(), states[2])
 
 
 def test_evaluate_beir_folders_and_cqadupstack_average(ev, tmp_path):
