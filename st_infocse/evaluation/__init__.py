@@ -73,7 +73,6 @@ from .sts import (
     STSTaskResult,
     evaluate_sts,
     evaluate_sts_suite,
-    spearman_x100,
     stsb_dev_evaluator,
 )
 from .transfer import TransferResult, TransferTaskResult, classify, evaluate_transfer
@@ -147,7 +146,6 @@ __all__ = [
     "retrieval_metrics",
     "save_report",
     "search",
-    "spearman_x100",
     "sts_markdown",
     "stsb_dev_evaluator",
     "uniformity_loss",

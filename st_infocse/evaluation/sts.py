@@ -12,20 +12,22 @@ only the encoding is shared: every unique sentence of the suite goes through one
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import pearsonr, spearmanr
-from sentence_transformers.util import pairwise_cos_sim
+from scipy.stats import ConstantInputWarning, spearmanr
 
-from ._encoding import encode_texts, model_name
+from ._encoding import model_name
 from ._format import SCALE_X100, markdown_table, text_table
 from .loaders import STS_TASKS, PathLike, STSPairs, canonical_sts_name, load_sts
+from .scored_units import PairScoredSimilarityEvaluator
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +119,9 @@ class STSResult:
         return lines
 
     def row(self) -> list[str]:
-        """The table row's cells: model name, each task, the average (2 decimals)."""
-        return [self.model] + [f"{v:.2f}" for v in self.scores.values()]
+        """The table row's cells: model name, each task, the average (2 decimals; "collapsed" where the model's
+        similarities were constant, so that no correlation exists)."""
+        return [self.model] + ["collapsed" if math.isnan(v) else f"{v:.2f}" for v in self.scores.values()]
 
     def to_markdown(self) -> str:
         """The result as a markdown table (see :func:`~st_infocse.evaluation.sts_markdown` for several models)."""
@@ -145,39 +148,38 @@ def _common_folder(paths: Sequence[str]) -> str:
     return str(common.parent if common.name in ("STS", "SICK") or common.suffix else common)
 
 
-def spearman_x100(gold: Sequence[float], predicted: Sequence[float]) -> float:
-    """Spearman correlation x100 (``scipy.stats.spearmanr``), NaN-safe for constant inputs.
-
-    Args:
-        gold: Gold scores.
-        predicted: Predicted similarities.
-
-    Returns:
-        The correlation x100 (0.0 when either side is constant).
-
-    Example:
-        >>> spearman_x100([1, 2, 3], [0.1, 0.5, 0.2])
-        50.0
-    """
+def _spearman_x100(gold: Sequence[float], predicted: Sequence[float]) -> float:
+    """Spearman x100 as sentence-transformers' ``EmbeddingSimilarityEvaluator`` computes it (NaN when a side is
+    constant: a collapsed model), for a SentEval subset."""
     if len(set(gold)) < 2 or len(set(np.asarray(predicted).tolist())) < 2:
-        return 0.0
+        return float("nan")  # what scipy returns, without its warning
     return float(spearmanr(gold, predicted).statistic) * 100
 
 
-def _score(pairs: STSPairs, e1: Any, e2: Any) -> STSTaskResult:
-    cosine = pairwise_cos_sim(e1, e2).numpy().astype(np.float64)
+def _score(pairs: STSPairs, model: Any, batch_size: int, show_progress_bar: bool | None) -> STSTaskResult:
+    """One task scored by sentence-transformers' ``EmbeddingSimilarityEvaluator`` (cosine), through the subclass that
+    keeps each pair's similarity (:class:`~st_infocse.evaluation.PairScoredSimilarityEvaluator`): its Spearman and
+    Pearson, and the subsets' Spearman from the same similarities."""
+    evaluator = PairScoredSimilarityEvaluator(
+        list(pairs.sentences1), list(pairs.sentences2), [float(x) for x in pairs.scores], batch_size=batch_size,
+        main_similarity="cosine", similarity_fn_names=["cosine"], name=pairs.name,
+        show_progress_bar=bool(show_progress_bar),
+    )
+    with warnings.catch_warnings():  # a collapsed model's constant similarities: NaN, said by the report
+        warnings.simplefilter("ignore", category=ConstantInputWarning)
+        metrics = evaluator(model)
+    cosine = np.asarray(evaluator.similarities, dtype=np.float64)
     gold = np.asarray(pairs.scores, dtype=np.float64)
-    pearson = float(pearsonr(gold, cosine).statistic) * 100 if len(set(cosine.tolist())) > 1 else 0.0
     subsets: dict[str, float] = {}
     if len(pairs.subsets) > 1:
         start = 0
         for subset, size in pairs.subsets.items():
-            subsets[subset] = spearman_x100(gold[start : start + size], cosine[start : start + size])
+            subsets[subset] = _spearman_x100(gold[start : start + size], cosine[start : start + size])
             start += size
     return STSTaskResult(
         name=pairs.name,
-        spearman=spearman_x100(gold, cosine),
-        pearson=pearson,
+        spearman=100 * float(metrics[f"{pairs.name}_spearman_cosine"]),
+        pearson=100 * float(metrics[f"{pairs.name}_pearson_cosine"]),
         n_pairs=len(pairs),
         source=pairs.source,
         split=pairs.split,
@@ -199,7 +201,9 @@ def evaluate_sts(
 
     Args:
         model: A ``SentenceTransformer``.
-        datasets: One or more :class:`STSPairs`; all their unique sentences are encoded in one call.
+        datasets: One or more :class:`STSPairs`, each scored by sentence-transformers'
+            ``EmbeddingSimilarityEvaluator`` (cosine Spearman; NaN, printed "collapsed", when the model's similarities
+            are constant).
         batch_size: Encoding batch size.
         show_progress_bar: ``None``: shown for 1,000+ unique sentences.
         model_label: Row label (default: inferred from the model).
@@ -220,15 +224,7 @@ def evaluate_sts(
         raise ValueError(f"duplicate task names: {names}")
     start = time.perf_counter()
     texts = [s for d in datasets for s in (*d.sentences1, *d.sentences2)]
-    embeddings = encode_texts(model, texts, batch_size=batch_size, show_progress_bar=show_progress_bar)
-    results: dict[str, STSTaskResult] = {}
-    offset = 0
-    for pairs in datasets:
-        n = len(pairs)
-        e1 = embeddings[offset : offset + n]
-        e2 = embeddings[offset + n : offset + 2 * n]
-        offset += 2 * n
-        results[pairs.name] = _score(pairs, e1, e2)
+    results = {pairs.name: _score(pairs, model, batch_size, show_progress_bar) for pairs in datasets}
     return STSResult(
         model=model_label or model_name(model),
         tasks=results,

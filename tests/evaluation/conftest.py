@@ -25,6 +25,8 @@ class StubEncoder:
     """
 
     similarity_fn_name = "cosine"
+    # sentence-transformers' evaluators write their metrics into the model's card data
+    model_card_data = SimpleNamespace(set_evaluation_metrics=lambda *args, **kwargs: None)
 
     def __init__(self, table: Mapping[str, Sequence[float]] | None = None, default: Sequence[float] | None = None):
         self.table = {k: list(v) for k, v in (table or {}).items()}

@@ -12,7 +12,6 @@ from st_infocse.evaluation import (
     STSPairs,
     evaluate_sts,
     evaluate_sts_suite,
-    spearman_x100,
     stsb_dev_evaluator,
 )
 
@@ -40,9 +39,18 @@ def test_spearman_by_hand(ev):
     assert task.n_pairs == 4 and result.average == pytest.approx(80.0)
 
 
-def test_spearman_x100_edge_cases():
-    assert spearman_x100([1, 2, 3], [3, 2, 1]) == pytest.approx(-100.0)
-    assert spearman_x100([1, 2, 3], [0.5, 0.5, 0.5]) == 0.0  # constant prediction: no correlation, not NaN
+def test_a_collapsed_model_is_reported_as_collapsed_not_as_zero(make_model):
+    """Constant similarities have no correlation: NaN as sentence-transformers gives it, printed "collapsed"."""
+    import torch
+
+    model = make_model()
+    for parameter in model.parameters():
+        torch.nn.init.zeros_(parameter)  # every sentence the same embedding
+    pairs = STSPairs("toy", ["a cat", "a dog", "a car"], ["a cat sat", "a dog ran", "the sea"], [5.0, 4.0, 0.0],
+                     source="hand-made")
+    result = evaluate_sts(model, pairs, model_label="zeros")
+    assert math.isnan(result.tasks["toy"].spearman) and math.isnan(result.average)
+    assert result.row() == ["zeros", "collapsed", "collapsed"]
 
 
 def test_senteval_all_setting_differs_from_subset_mean(ev, tmp_path):
@@ -63,12 +71,13 @@ def test_senteval_all_setting_differs_from_subset_mean(ev, tmp_path):
     assert task.note == "subsets concatenated (SentEval 'all')"
 
 
-def test_suite_encodes_each_unique_sentence_once(ev):
+def test_each_task_is_encoded_by_sentence_transformers_evaluator(ev):
+    """One ``EmbeddingSimilarityEvaluator`` per task: each side of each task encoded once."""
     a = STSPairs("A", ["x", "y"], ["y", "z"], [1.0, 2.0], "hand-made")
     b = STSPairs("B", ["x", "w"], ["z", "x"], [0.0, 5.0], "hand-made")
     stub = ev.StubEncoder({t: ev.unit(d) for t, d in zip("xyzw", (0, 30, 60, 90), strict=True)})
     result = evaluate_sts(stub, [a, b])
-    assert len(stub.calls) == 1 and sorted(stub.calls[0]) == ["w", "x", "y", "z"]
+    assert stub.calls == [["x", "y"], ["y", "z"], ["x", "w"], ["z", "x"]]
     assert result.n_sentences == 4
     with pytest.raises(ValueError, match="duplicate task names"):
         evaluate_sts(stub, [a, a])
