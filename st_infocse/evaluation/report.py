@@ -249,10 +249,15 @@ def _log_history(source: Any) -> list[dict[str, Any]]:
             path = path / "trainer_state.json"
         if not path.is_file():
             raise FileNotFoundError(f"{path}: file not found (expected a trainer_state.json)")
+        from transformers import TrainerState
+
         try:
-            return json.loads(path.read_text(encoding="utf-8"))["log_history"]
-        except (json.JSONDecodeError, KeyError) as exc:
+            history = TrainerState.load_from_json(str(path)).log_history  # the trainer's own reader
+        except (json.JSONDecodeError, TypeError) as exc:
             raise ValueError(f"{path}: not a trainer_state.json with a log_history ({exc})") from None
+        if not history:
+            raise ValueError(f"{path}: not a trainer_state.json with a log_history (none logged)")
+        return list(history)
     if hasattr(source, "log_history"):
         return list(source.log_history)
     return list(source)

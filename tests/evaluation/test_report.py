@@ -138,3 +138,13 @@ def test_missing_extra_says_how_to_install():
     # an installed package with a missing part is not reported as "not installed"
     with pytest.raises(ModuleNotFoundError, match="sklearn.no_such_module"):
         require("sklearn.no_such_module", "Transfer tasks")
+
+
+def test_a_file_that_is_not_a_trainer_state_is_refused_in_one_line(tmp_path):
+    from st_infocse.evaluation import plot_training_curve
+
+    (tmp_path / "a.json").write_text("[1, 2]")
+    (tmp_path / "b.json").write_text('{"global_step": 3}')
+    for name in ("a.json", "b.json"):
+        with pytest.raises(ValueError, match="not a trainer_state.json with a log_history"):
+            plot_training_curve(tmp_path / name, tmp_path / "curve.png")
