@@ -14,19 +14,52 @@ the losses inside a combined loss through :func:`training_losses` and, for each,
 
 A loss of this package gets all of this by deriving from :class:`TrainingLoss` and passing its terms through the
 package's step check (``check_finite`` in ``losses/_checks.py``) in ``forward``.
+
+A loss that trains modules of its own without the callback (a plain ``SentenceTransformerTrainer`` or
+``model.fit``) warns once per process, naming the callback: those modules then escape joint gradient clipping and
+are not saved in checkpoints, so a resumed run restarts them. The callback is what marks a run (it defers the step
+checks for the length of the run); a loss in evaluation mode or under ``torch.no_grad`` says nothing.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
+from typing import Any
 
+import torch
 from torch import nn
 
 from st_infocse.losses._checks import raise_deferred_checks
 
+#: Whether a loss has already warned that it trains without ``AuxiliaryStateCallback`` (once per process).
+warned_without_callback = False
+
+
+def _warn_without_callback(module: TrainingLoss, args: Any) -> None:
+    global warned_without_callback
+    if warned_without_callback or not module.training or module.defer_checks or not torch.is_grad_enabled():
+        return
+    own = [name for name, p in module.named_parameters() if p.requires_grad and not name.startswith("model.")]
+    if not own:
+        return
+    warned_without_callback = True
+    warnings.warn(
+        f"{type(module).__name__} is training {len(own)} tensors of its own (projection head, decoder) without "
+        "st_infocse.training.AuxiliaryStateCallback: they are not clipped with the model's gradients and not saved in "
+        "checkpoints, so a resumed run restarts them. Pass callbacks=[AuxiliaryStateCallback(loss)] to "
+        "SentenceTransformerTrainer, or build it with st_infocse.training.build_trainer.",
+        UserWarning,
+        stacklevel=3,
+    )
+
 
 class TrainingLoss(nn.Module):
     """Base class of the package's losses: the hooks a training loop may call (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_forward_pre_hook(_warn_without_callback)
 
     #: The trainer's step being run (1-based); quoted in the step checks' errors. None outside a trainer.
     training_step: int | None = None

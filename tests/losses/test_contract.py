@@ -48,3 +48,41 @@ def test_deferred_checks_raise_once_the_step_ends(make_model):
     loss.defer_step_checks(False)
     with pytest.raises(losses.NonFiniteLossError):
         loss([model.preprocess(random_sentences(4))])
+
+
+def _callback_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if "AuxiliaryStateCallback" in str(w.message)]
+
+
+def test_training_without_the_callback_warns_once_naming_it(make_model, run_trainer, monkeypatch):
+    """A plain SentenceTransformerTrainer trains InfoCSE's own modules unclipped and leaves them out of checkpoints:
+    the loss says so once, with the callback's name; with the callback it says nothing."""
+    import warnings
+
+    from datasets import Dataset
+
+    from st_infocse.losses import contract
+    from st_infocse.training import AuxiliaryStateCallback
+
+    dataset = Dataset.from_dict({"text": random_sentences(32)})
+    monkeypatch.setattr(contract, "warned_without_callback", False)
+    model = make_model()
+    loss = losses.InfoCSELoss(model)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        run_trainer(model, loss, dataset, steps=2)
+    said = _callback_warnings(record)
+    own = [n for n, p in loss.named_parameters() if p.requires_grad and not n.startswith("model.")]
+    assert said == [f"InfoCSELoss is training {len(own)} tensors of its own (projection head, decoder) without "
+                    "st_infocse.training.AuxiliaryStateCallback: they are not clipped with the model's gradients and "
+                    "not saved in checkpoints, so a resumed run restarts them. Pass callbacks=[AuxiliaryStateCallback"
+                    "(loss)] to SentenceTransformerTrainer, or build it with st_infocse.training.build_trainer."]
+    monkeypatch.setattr(contract, "warned_without_callback", False)
+    model = make_model()
+    loss = losses.InfoCSELoss(model)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        run_trainer(model, loss, dataset, steps=2, callbacks=[AuxiliaryStateCallback(loss)])
+        loss.eval()
+        loss([model.tokenize(["a cat sat"])])  # evaluation: not training, nothing to say
+    assert _callback_warnings(record) == []
