@@ -71,11 +71,10 @@ class FlagParser:
                 action.default = argparse.SUPPRESS
         return parser
 
-    def names(self) -> list[str]:
-        return [item.name for dtype in self.dataclass_types for item in fields(dtype) if item.init]
-
     def read(self, argv: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
-        namespace, rest = self._parser(suppress_defaults=True).parse_known_args(list(argv))
+        if not hasattr(self, "_reader"):  # one parser for every read (the recipe's flags, then the user's)
+            self._reader = self._parser(suppress_defaults=True)
+        namespace, rest = self._reader.parse_known_args(list(argv))
         return vars(namespace), rest
 
     def build(self, values: Mapping[str, Any]) -> tuple[Any, ...]:

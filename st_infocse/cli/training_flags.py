@@ -13,7 +13,7 @@ refused in one line that names the objective's flags.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -132,8 +132,8 @@ def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -
     (recipe_own, recipe_rest), (user_own, user_rest) = own.read(sources[0]), own.read(sources[1])
     what = f"--objective {objective}" + (f" --idc_loss {idc_loss}" if objective == "idc" else "")
     what = what if command == "train" else command
-    own_flags = ", ".join(f"--{name.rstrip('_')}" for dtype in sections.all if dtype not in (DataArguments, KeepArguments)
-                          for name in FlagParser([dtype], prog).names())
+    own_flags = ", ".join(f"--{item.name.rstrip('_')}" for dtype in sections.all
+                          if dtype not in (DataArguments, KeepArguments) for item in fields(dtype))
     takes = (f"{own_flags or 'no loss flag'} besides the model's, {'the run' if command == 'train' else 'the output'}'s "
              "and the trainer's "
              f"(`{prog}{' ' + what if command == 'train' else ''} --help` lists them)")
@@ -188,8 +188,6 @@ def check_before_loading(flags: TrainingFlags) -> None:
     if flags.distill is not None:
         check_distillation(flags)
     elif flags.lexical is not None and not (run is not None and run.eval_retrieval):
-        from dataclasses import fields
-
         given = [f"--{item.name}" for item in fields(LexicalArguments)
                  if getattr(flags.lexical, item.name) != item.default]
         if given:

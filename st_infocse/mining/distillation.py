@@ -86,11 +86,10 @@ def pseudo_queries(
             skipped[item.reason] = skipped.get(item.reason, 0) + 1
     rng = random.Random(seed)
     queries, corpus, positives = {}, {}, {}
-    by_id = titles
     for doc in prepared:
         sentences = doc.sentences
         if query_kind == "title":
-            title = (by_id.get(doc.doc_id) or "").strip()
+            title = (titles.get(doc.doc_id) or "").strip()
             if not title:
                 skipped["no_title"] = skipped.get("no_title", 0) + 1
                 continue

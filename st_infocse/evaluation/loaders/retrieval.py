@@ -123,7 +123,7 @@ def load_mteb_retrieval(task: Any, split: str | None = None) -> RetrievalData:
     # A public method of AbsTaskRetrieval, but a transitional one (mteb's TODO: "convert all tasks directly"): it turns
     # a task that loads the old format (queries/corpus/relevant_docs attributes) into ``dataset`` and does nothing for
     # the others, every BEIR task included; mteb's own evaluate() calls it the same way. Written against mteb 2.26.24;
-    # tests/evaluation/test_retrieval.py pins its signature and fails when mteb changes or drops it.
+    # tests/test_library_touchpoints.py pins its signature and fails when mteb changes or drops it.
     task_obj.convert_v1_dataset_format_to_v2(num_proc=None)
     split = split or task_obj.metadata.eval_splits[0]
     subsets = task_obj.dataset
