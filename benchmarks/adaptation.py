@@ -37,7 +37,7 @@ import random
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +66,13 @@ from adaptation_rows import (  # noqa: E402
 from harness import MPNET, REPO, SHARED, CurveCallback, JobQueue, log, machine, minilm_path  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
-from st_infocse.evaluation import evaluate_sts_suite, stsb_dev_evaluator  # noqa: E402
-from st_infocse.mining import DocumentAwareBatchSampler, mine_pairs  # noqa: E402
+from st_infocse.evaluation import LexicalSettings, evaluate_sts_suite, stsb_dev_evaluator  # noqa: E402
+from st_infocse.mining import (  # noqa: E402
+    DocumentAwareBatchSampler,
+    distillation_loss,
+    hybrid_teacher_dataset,
+    mine_pairs,
+)
 from st_infocse.training import (  # noqa: E402
     AtLengthEvaluator,
     build_trainer,
@@ -145,7 +150,7 @@ class Config:
         for d in self.domains:
             jobs += [f"{d}__mine-minilm"] if any(r.annotator == "minilm" and r.round == 1 for r in rows) else []
             jobs += [f"{d}__probe"] if any(r.decoder_first for r in rows) else []
-            jobs += [f"{d}__shipped"] if "shipped" in self.rows else []
+            jobs += [f"{d}__shipped", f"{d}__references"] if "shipped" in self.rows else []
         for rank in (0, 1, 2, 3):
             # Row by row, both domains together: a row's verdict is complete as early as possible.
             jobs += [f"{d}__{r}__s{s}" for s in self.seeds for r in self.rows for d in self.domains
@@ -197,6 +202,8 @@ class Worker:
             self.queries(domain, what, int(seed[0].removeprefix("s")) if what != "shipped" else None)
         elif what == "shipped":
             self.shipped(domain)
+        elif what == "references":
+            self.references(domain)
         elif what == "probe":
             self.probe(domain)
         elif what.startswith("mine-"):
@@ -274,6 +281,20 @@ class Worker:
                                         "data_seconds": round(domain.seconds, 1), "curve": curve,
                                         **self.scores(loaded.model, loaded.own_length, domain)}, started)
 
+    def references(self, name: str) -> None:
+        """BM25 and the hybrid of BM25 with the shipped model on the same test queries (issue 38's reference lines:
+        how much the domain's words hold that the model misses), each query's nDCG@10 x100."""
+        started = machine()
+        domain = self.domain(name)
+        model = load_model(self.cfg.model).model
+        settings = LexicalSettings()
+        start = time.perf_counter()
+        per_query = domain.test.lexical_references(model, settings)
+        self.store(f"{name}__references", {"domain": name, "test_key": self.cfg.test_key(),
+                                           "lexical": settings.describe(), "seconds": round(time.perf_counter() - start, 1),
+                                           "test_per_query": {ref: {q: round(100 * v, 4) for q, v in scores.items()}
+                                                              for ref, scores in per_query.items()}}, started)
+
     def probe(self, name: str) -> None:
         """The decoder for the decoder-first rows, trained alone on the shipped model's frozen embeddings."""
         started = machine()
@@ -312,6 +333,14 @@ class Worker:
             rng = random.Random(seed)
             return Dataset.from_dict({"damaged": [delete_words(s, rng) for s in sentences], "original": sentences}), \
                 None, {}
+        if spec.data == "distill":  # the teacher: BM25 fused with the model as the user has it (its own length)
+            training_length, model.max_seq_length = model.max_seq_length, own_length
+            start = time.perf_counter()
+            dataset, report = hybrid_teacher_dataset(model, domain.documents, "held_out", "kl", 4, LexicalSettings(),
+                                                     seed=seed, show_progress_bar=False)
+            model.max_seq_length = training_length
+            return dataset, None, {"teacher_seconds": round(time.perf_counter() - start, 1),
+                                   "teacher": asdict(report)}
         if spec.data == "ict":
             pairs = ict_pairs(domain.documents)
         elif spec.round == 1:
@@ -344,6 +373,8 @@ class Worker:
             return losses.CMLMCSELoss(model), None
         if spec.loss == "informin":
             return losses.InforMinReconstructionLoss(model), None
+        if spec.loss == "distill-kl":
+            return distillation_loss(model, "kl"), None
         if not spec.decoder_first:
             return losses.InfoCSELoss(model), None
         self.queue.wait_for(f"{name}__probe", self.run_job)
@@ -359,7 +390,8 @@ class Worker:
                 output_dir=out, max_steps=self.cfg.steps, per_device_train_batch_size=self.cfg.batch_size,
                 learning_rate=learning_rate, lr_scheduler_type="linear", warmup_steps=self.cfg.warmup,
                 seed=seed, data_seed=seed, logging_steps=min(10, self.cfg.steps), eval_strategy="steps", eval_steps=self.cfg.eval_steps,
-                save_strategy="no", report_to="none", dataloader_drop_last=True, disable_tqdm=True, use_cpu=True,
+                save_strategy="no", report_to="none", dataloader_drop_last=True, disable_tqdm=True,
+                use_cpu=not torch.cuda.is_available(),
                 learning_rate_mapping=mapping or {}, **({"batch_sampler": sampler} if sampler is not None else {}),
             )
             trainer = build_trainer(model, loss, dataset, args, evaluator=evaluator)

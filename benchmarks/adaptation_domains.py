@@ -27,8 +27,11 @@ import torch
 from harness import read_jsonl
 
 from st_infocse.evaluation import (
+    LexicalSettings,
     RetrievalData,
+    bm25_search,
     evaluate_retrieval,
+    fuse_runs,
     load_beir_folder,
     per_query_metrics,
     retrieval_metrics,
@@ -72,6 +75,12 @@ class RetrievalTask:
                                     per_query=PER_QUERY["retrieval"] if per_query else ())
         return {k: v for k, v in result.metrics.items() if k.split("@")[0] in ("ndcg", "recall")}, result.per_query
 
+    def lexical_references(self, model: Any, settings: LexicalSettings) -> dict[str, dict[str, float]]:
+        """Each query's nDCG@10 with BM25 and with the hybrid of BM25 and ``model``: reference lines, not rows."""
+        result = evaluate_retrieval(model, self.data, k_values=K_VALUES, ignore_identical_ids=self.ignore_identical_ids,
+                                    batch_size=64, show_progress_bar=False, lexical=settings)
+        return {name: reference.per_query["ndcg@10"] for name, reference in result.references.items()}
+
     def describe(self) -> dict[str, int]:
         return {"queries": len(self.data.queries), "documents": len(self.data.corpus)}
 
@@ -88,6 +97,26 @@ class HeadlineTask:
 
     def evaluate_queries(self, model: Any, per_query: bool = True) -> tuple[dict[str, float], dict[str, dict]]:
         """The metrics, and each article's (a2h) and headline's (h2a) score for ``PER_QUERY``."""
+        out: dict[str, float] = {}
+        kept: dict[str, dict] = {}
+        for prefix, results in self.runs(model).items():
+            metrics = retrieval_metrics(self.qrels, results, K_VALUES)  # the relation is symmetric: one qrels
+            out |= {f"{prefix}_{k}": v for k, v in metrics.items() if k.split("@")[0] in ("ndcg", "recall")}
+            if per_query:
+                queries = per_query_metrics(self.qrels, results, PER_QUERY["headline"])
+                kept |= {f"{prefix}_{k}": v for k, v in queries.items()}
+        return out, kept
+
+    def lexical_references(self, model: Any, settings: LexicalSettings) -> dict[str, dict[str, float]]:
+        """Each article's a2h nDCG@10 with BM25 (the article's text against the headlines) and with the hybrid of
+        BM25 and ``model``: the reference lines, not trainable rows."""
+        articles = {doc_id: " ".join(article) for doc_id, article in zip(self.ids, self.articles, strict=True)}
+        bm25 = bm25_search(dict(zip(self.ids, self.headlines, strict=True)), articles, max(K_VALUES), settings)
+        runs = {"BM25": bm25, "hybrid": fuse_runs(self.runs(model)["a2h"], bm25, settings)}
+        return {name: per_query_metrics(self.qrels, run, ["ndcg@10"])["ndcg@10"] for name, run in runs.items()}
+
+    def runs(self, model: Any) -> dict[str, dict[str, dict[str, float]]]:
+        """The model's top documents both ways: each article's headlines (a2h) and each headline's articles (h2a)."""
         unique = list(dict.fromkeys(s for article in self.articles for s in article))
         index = {s: i for i, s in enumerate(unique)}
         encoded = torch.as_tensor(model.encode(unique, batch_size=64, convert_to_tensor=True)).float().cpu()
@@ -97,18 +126,13 @@ class HeadlineTask:
         headlines = torch.as_tensor(model.encode(self.headlines, batch_size=64, convert_to_tensor=True)).float().cpu()
         headlines = torch.nn.functional.normalize(headlines, dim=-1)
         scores = articles @ headlines.T
-        out: dict[str, float] = {}
-        kept: dict[str, dict] = {}
+        runs = {}
         for prefix, matrix in (("a2h", scores), ("h2a", scores.T)):
             top = torch.topk(matrix, min(max(K_VALUES), len(self.ids)), dim=1)
-            results = {self.ids[q]: {self.ids[d]: float(s) for d, s in zip(ids.tolist(), values.tolist(), strict=True)}
-                       for q, (values, ids) in enumerate(zip(top.values, top.indices, strict=True))}
-            metrics = retrieval_metrics(self.qrels, results, K_VALUES)  # the relation is symmetric: one qrels
-            out |= {f"{prefix}_{k}": v for k, v in metrics.items() if k.split("@")[0] in ("ndcg", "recall")}
-            if per_query:
-                queries = per_query_metrics(self.qrels, results, PER_QUERY["headline"])
-                kept |= {f"{prefix}_{k}": v for k, v in queries.items()}
-        return out, kept
+            runs[prefix] = {self.ids[q]: {self.ids[d]: float(s) for d, s in zip(ids.tolist(), values.tolist(),
+                                                                                 strict=True)}
+                            for q, (values, ids) in enumerate(zip(top.values, top.indices, strict=True))}
+        return runs
 
     def describe(self) -> dict[str, int]:
         return {"queries": len(self.ids), "documents": len(self.ids)}

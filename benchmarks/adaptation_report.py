@@ -104,8 +104,13 @@ def query_statistics(name: str, data: dict[str, Any]) -> dict[str, Any] | None:
     averaged = {r: seed_mean(data["rows"][r], headline)[0] for r in rows}
     differences = [statistics.pstdev([averaged[r][q] - base[q] for q in selection]) for r in rows]
     spread = statistics.median(differences)
+    lexical = data["jobs"].get("references", {})  # issue 38: BM25 and the hybrid, reference lines, never chosen
+    references = {ref: {part: paired_change({q: base[q] for q in chosen_ids},
+                                            {q: scores[q] for q in chosen_ids}).to_dict()
+                        for part, chosen_ids in halves.items()}
+                  for ref, scores in lexical.get("test_per_query", {}).items()}
     return {"split_seed": SPLIT_SEED, "selection": selection, "confirmation": confirmation, "rows": rows,
-            "chosen_on_selection": chosen, "per_query_sd": round(spread, 2),
+            "references": references, "lexical": lexical.get("lexical"), "chosen_on_selection": chosen, "per_query_sd": round(spread, 2),
             "queries_for_1_point": queries_needed(1.0, spread),
             "half_width_on_confirmation": round(1.96 * spread / len(confirmation) ** 0.5, 2)}
 
@@ -137,6 +142,12 @@ def query_table(name: str, stats: dict[str, Any], data: dict[str, Any]) -> list[
         lines.append(f"| {row}{mark} | {','.join(map(str, entry['seeds']))} | {seeds_cell} | "
                      f"{_change_cell(entry[headline]['selection'])} | {_change_cell(confirm)} | {confirm['verdict']} | "
                      f"{second} |")
+    for ref, parts in stats.get("references", {}).items():
+        lines.append(f"| {ref} (reference: not trained) | - | {parts['whole']['delta']:+.2f} | "
+                     f"{_change_cell(parts['selection'])} | {_change_cell(parts['confirmation'])} | "
+                     f"{parts['confirmation']['verdict']} | - |")
+    if stats.get("lexical"):
+        lines += ["", f"{stats['lexical']}, the hybrid fusing BM25 with the shipped model."]
     lines += ["", f"Each query's change has a standard deviation of about {stats['per_query_sd']:.1f} points here "
               f"(median over the rows, selection half): {n_conf} queries resolve a change of about "
               f"±{stats['half_width_on_confirmation']:.1f} points, and a true change of +1.0 needs about "

@@ -93,7 +93,8 @@ def test_jobs_put_prerequisites_first_and_round_two_last(bench, tmp_path):
     adaptation, _, _ = bench
     cfg = _config(adaptation, tmp_path, rows=["idc-mpnet-mnrl-r2", "simcse", "idc-mpnet-mnrl-r1", "shipped"],
                   domains=["scifact"], seeds=[0, 1])
-    assert cfg.jobs() == ["scifact__mine-mpnet", "scifact__shipped", "scifact__simcse__s0", "scifact__simcse__s1",
+    assert cfg.jobs() == ["scifact__mine-mpnet", "scifact__shipped", "scifact__references", "scifact__simcse__s0",
+                          "scifact__simcse__s1",
                           "scifact__idc-mpnet-mnrl-r1__s0", "scifact__idc-mpnet-mnrl-r1__s1",
                           "scifact__idc-mpnet-mnrl-r2__s0", "scifact__idc-mpnet-mnrl-r2__s1"]
     cfg = _config(adaptation, tmp_path, rows=["infocse-df-1"], domains=["reuters"])
@@ -400,3 +401,42 @@ def test_rows_scored_query_by_query_and_the_report_splits_the_queries(bench, tmp
     scifact, reuters = markdown.split("**Reuters-21578**")
     assert "| simcse" in scifact and "confirmation Δ (3 queries)" in scifact  # SciFact: 6 queries
     assert "Over queries (a2h_ndcg@10" in reuters and "confirmation Δ (6 queries)" in reuters  # Reuters: 12 articles
+
+
+def test_distillation_row_and_the_lexical_reference_lines(bench, tmp_path, tiny_bert_dir, monkeypatch):
+    adaptation, domains, report = bench
+    cfg = _config(adaptation, tmp_path, rows=["shipped", "distill", "distill-merge0.5"], domains=["scifact", "reuters"],
+                  steps=2, batch_size=4, eval_steps=2, max_length=32, smoke=True, model=str(tiny_bert_dir),
+                  sts_suite=False)
+    worker = adaptation.Worker(cfg)
+    worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
+    monkeypatch.setattr(worker, "dev", lambda: Dev())
+    assert worker.run() == []
+    done = worker.queue.done()
+    for name, headline in (("scifact", "ndcg@10"), ("reuters", "a2h_ndcg@10")):
+        references = done[f"{name}__references"]
+        shipped = done[f"{name}__shipped"]["test_per_query"][headline]
+        assert set(references["test_per_query"]) == {"BM25", "hybrid"} and "bm25s" in references["lexical"]
+        for scores in references["test_per_query"].values():
+            assert sorted(scores) == sorted(shipped) and all(0 <= v <= 100 for v in scores.values())
+        row = done[f"{name}__distill__s0"]
+        assert row["teacher"]["queries"] > 0 and row["teacher_seconds"] >= 0 and row["train_seconds"] > 0
+    # Reuters: an article's own headline found by BM25 is an exact copy of the qrels' judgement of one article
+    task = worker.domain("reuters").test
+    article = " ".join(task.articles[0])
+    task.headlines[0] = article  # the headline is the article's text itself: BM25 ranks it first
+    again = task.lexical_references(adaptation.load_model(str(tiny_bert_dir)).model, adaptation.LexicalSettings())
+    assert again["BM25"][task.ids[0]] == 1.0
+
+    collected = report.collect(adaptation.JobQueue(cfg.work_dir).done(), cfg)
+    stats = report.query_statistics("scifact", collected["domains"]["scifact"])
+    assert set(stats["references"]) == {"BM25", "hybrid"} and stats["chosen_on_selection"] in ("distill",
+                                                                                                "distill-merge0.5")
+    base = done["scifact__shipped"]["test_per_query"]["ndcg@10"]
+    bm25 = done["scifact__references"]["test_per_query"]["BM25"]
+    confirmation = stats["confirmation"]
+    expected = sum(bm25[q] - base[q] for q in confirmation) / len(confirmation)
+    assert stats["references"]["BM25"]["confirmation"]["delta"] == pytest.approx(expected)
+    collected["queries"] = {name: report.query_statistics(name, d) for name, d in collected["domains"].items()}
+    markdown = report.render(collected, cfg, "cmd")
+    assert markdown.count("| BM25 (reference: not trained) |") == 2 and markdown.count("| hybrid (reference") == 2
