@@ -341,7 +341,9 @@ def follow_up(name: str, data: dict[str, Any]) -> tuple[list[str], str] | None:
 def render(collected: dict[str, Any], cfg: Config, command: str, flags: str = "") -> str:
     domains = collected["domains"]
     budget = cfg.budget()
-    machines = [d["machine"] for dom in domains.values() for g in dom["rows"].values() for d in g]
+    runs = [d for dom in domains.values() for g in dom["rows"].values() for d in g]
+    on_gpu = sorted({(d["row"], d["machine"]["gpu"]) for d in runs if d["machine"].get("gpu")})
+    machines = [d["machine"] for d in runs if not d["machine"].get("gpu")]
     loads = [m["load_1min"] for m in machines]
     commits = sorted({m["commit"][:10] for m in machines if m.get("commit")})
     lines = [
@@ -358,7 +360,10 @@ def render(collected: dict[str, Any], cfg: Config, command: str, flags: str = ""
         "training (and, in round 2, its re-mining) on one core, curve evaluations excluded."
         + (f" Machine: {machines[0]['cores']} cores ({machines[0]['processor']}), {cfg.threads} torch thread(s) per "
            f"worker, 1-minute load {min(loads):.1f}-{max(loads):.1f} at the rows' start; commit "
-           f"{', '.join(commits) or 'unknown'}." if machines else ""),
+           f"{', '.join(commits) or 'unknown'}." if machines else "")
+        + (" Trained and scored on a GPU, so their train min is not comparable with the CPU rows': "
+           + "; ".join(f"{row} ({gpu}, commit {', '.join(sorted({d['machine']['commit'][:10] for d in runs if d['row'] == row}))})"
+                       for row, gpu in on_gpu) + "." if on_gpu else ""),
         "",
     ]
     if cfg.smoke:

@@ -58,26 +58,7 @@ def evaluate(model, folder: Path, batch_size: int) -> dict:
             "stsb_dev": sts[dev.primary_metric], "evaluator": retrieval}
 
 
-def reuters_task(args):
-    """Reuters-21578's TRAIN articles as the documents, and the TEST articles against their headlines (a2h nDCG@10
-    per article), as ``benchmarks/adaptation.py`` builds them."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    from adaptation_domains import Sizes, load_reuters
-
-    domain = load_reuters(Path(args.reuters), Sizes(max_docs=60, smoke_queries=40) if args.tiny else Sizes())
-    return domain.documents, domain.test
-
-
-def evaluate_headlines(model, task) -> dict:
-    from st_infocse.data import demo_stsb_dev_evaluator
-
-    metrics, per_query = task.evaluate_queries(model)
-    dev = demo_stsb_dev_evaluator()
-    return {"ndcg@10": metrics["a2h_ndcg@10"], "per_query": per_query["a2h_ndcg@10"],
-            "stsb_dev": dev(model)[dev.primary_metric]}
-
-
-def run_row(name: str, args, documents: list[dict], task=None) -> dict:
+def run_row(name: str, args, documents: list[dict]) -> dict:
     import torch
     from sentence_transformers import (
         SentenceTransformer,
@@ -109,7 +90,7 @@ def run_row(name: str, args, documents: list[dict], task=None) -> dict:
     start = time.perf_counter()
     trainer.train()
     train_seconds = time.perf_counter() - start
-    scored = evaluate(model, Path(args.beir), args.batch_size) if task is None else evaluate_headlines(model, task)
+    scored = evaluate(model, Path(args.beir), args.batch_size)
     return {"settings": dict(zip(("query_kind", "loss", "candidates", "learning_rate", "steps", "fusion",
                                   "bm25_weight"), (kind, loss_name, candidates, lr, steps, fusion, weight),
                                  strict=True)),
@@ -123,11 +104,7 @@ def measure(args) -> None:
 
     from st_infocse.evaluation import LexicalSettings
 
-    task = None
-    if args.reuters:
-        documents, task = reuters_task(args)
-    else:
-        documents = documents_of(Path(args.beir))
+    documents = documents_of(Path(args.beir))
     out = Path(args.out)
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else platform.processor() or "cpu"
     commit = os.environ.get("COMMIT") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
@@ -136,24 +113,16 @@ def measure(args) -> None:
               "split_seed": SPLIT_SEED, "rows": {}}
     shipped = SentenceTransformer(args.model, device="cuda" if torch.cuda.is_available() else "cpu")
     start = time.perf_counter()
-    if args.shipped_scores:  # the shipped model's per-query scores of an earlier run at the same evaluation
-        scored = json.loads(Path(args.shipped_scores).read_text())
-        scored = {"ndcg@10": scored["test"]["a2h_ndcg@10"], "per_query": scored["test_per_query"]["a2h_ndcg@10"],
-                  "stsb_dev": float("nan"), "from": args.shipped_scores}
-    elif task is not None:
-        scored = evaluate_headlines(shipped, task)
-    else:
-        scored = evaluate(shipped, Path(args.beir), args.batch_size)
-    references = scored["evaluator"].lexical_references(LexicalSettings()) if "evaluator" in scored else {}
+    scored = evaluate(shipped, Path(args.beir), args.batch_size)
+    references = scored["evaluator"].lexical_references(LexicalSettings())
     record["rows"]["shipped"] = {"ndcg@10": scored["ndcg@10"], "stsb_dev": scored["stsb_dev"],
-                                 "per_query": scored["per_query"], "seconds": time.perf_counter() - start,
-                                 **({"from": scored["from"]} if "from" in scored else {})}
+                                 "per_query": scored["per_query"], "seconds": time.perf_counter() - start}
     for name, per_query in references.items():
         record["rows"][name] = {"ndcg@10": sum(per_query.values()) / len(per_query), "per_query": per_query,
                                 "reference": True}
     for name in args.rows:
         print(f"=== {name}", flush=True)
-        record["rows"][name] = run_row(name, args, documents, task)
+        record["rows"][name] = run_row(name, args, documents)
         print(f"=== {name}: nDCG@10 {100 * record['rows'][name]['ndcg@10']:.2f}", flush=True)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(record, indent=1))
@@ -200,10 +169,7 @@ def report(path: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=False)
-    parser.add_argument("--beir", required=False)
-    parser.add_argument("--reuters", help="Reuters-21578 jsonl(.gz): its TRAIN articles as documents, TEST a->h")
-    parser.add_argument("--shipped-scores", help="an adaptation job's JSON holding the shipped model's per-query "
-                        "a2h scores (benchmarks/results/adaptation_jobs/reuters__shipped__queries.json)")
+    parser.add_argument("--beir", required=False, help="a BEIR folder (corpus, queries, qrels/test.tsv)")
     parser.add_argument("--out", default="benchmarks/results/distillation.json")
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
     parser.add_argument("--seed", type=int, default=0)
