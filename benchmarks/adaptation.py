@@ -37,7 +37,7 @@ import random
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,8 @@ from sentence_transformers.sentence_transformer.training_args import SentenceTra
 # This checkout's package before the virtual environment's editable install (a worktree at a fixed commit).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adaptation_domains import Domain, Sizes, load_reuters, load_scifact  # noqa: E402
+from adaptation_config import DOMAINS, Config  # noqa: E402
+from adaptation_domains import Domain, load_reuters, load_scifact  # noqa: E402
 from adaptation_rows import (  # noqa: E402
     MINING_SEED,
     ROWS,
@@ -81,86 +82,6 @@ from st_infocse.training import (  # noqa: E402
     toward_start,
     train_probe_decoder,
 )
-
-DOMAINS = ("scifact", "reuters")
-
-
-@dataclass
-class Config:
-    domains: list[str]
-    rows: list[str]
-    seeds: list[int]
-    steps: int
-    batch_size: int
-    learning_rate: float
-    max_length: int
-    warmup: float
-    eval_steps: int
-    mine_docs: int | None
-    probe_steps: int
-    probe_lr: float
-    aux_lr: float
-    curve_docs: int
-    pseudo_queries: int
-    pseudo_docs: int
-    max_docs: int | None
-    smoke: bool
-    sts_suite: bool
-    sts_only: bool
-    test_set: bool
-    test_only: bool
-    queries_only: bool
-    threads: int
-    scifact: Path
-    reuters: Path
-    senteval: Path
-    model: str
-    mpnet: Path
-    work_dir: Path
-    sizes: Sizes = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.sizes = Sizes(self.curve_docs, self.pseudo_queries, self.pseudo_docs, self.max_docs,
-                           150 if self.smoke else None)
-
-    def test_key(self) -> dict[str, Any]:
-        """What decides the test sets: a row is compared only with a shipped model scored on the same ones."""
-        return {"smoke": self.smoke}
-
-    def budget(self) -> dict[str, Any]:
-        """Everything that must be equal between two rows for them to be compared."""
-        keys = ("steps", "batch_size", "learning_rate", "max_length", "warmup", "mine_docs", "probe_steps", "probe_lr",
-                "aux_lr", "max_docs")
-        return {k: getattr(self, k) for k in keys} | self.test_key()
-
-    def jobs(self) -> list[str]:
-        """The queue, in order: the slow prerequisites first (mpnet's mining), rows needing round 1 last; with
-        ``sts_only`` / ``test_only``, the STS suite / the whole test of each finished row (the rows themselves run
-        first where not done)."""
-        if self.queries_only:  # the shipped model first: every row's interval is against it
-            shipped = [f"{d}__shipped__queries" for d in self.domains if "shipped" in self.rows]
-            return shipped + [f"{d}__{r}__s{s}__queries" for s in self.seeds for r in self.rows for d in self.domains
-                              if r != "shipped"]
-        later = [part for part, wanted in (("sts", self.sts_only), ("test", self.test_only)) if wanted]
-        if later:
-            return [f"{d}__{r}__s{s}__{part}" for part in later for s in self.seeds for r in self.rows
-                    for d in self.domains if r != "shipped"]
-        rows = [ROWS[r] for r in self.rows]
-        jobs = [f"{d}__mine-mpnet" for d in self.domains if any(r.annotator == "mpnet" for r in rows)]
-        for d in self.domains:
-            jobs += [f"{d}__mine-minilm"] if any(r.annotator == "minilm" and r.round == 1 for r in rows) else []
-            jobs += [f"{d}__probe"] if any(r.decoder_first for r in rows) else []
-            jobs += [f"{d}__shipped", f"{d}__references"] if "shipped" in self.rows else []
-        for rank in (0, 1, 2, 3):
-            # Row by row, both domains together: a row's verdict is complete as early as possible.
-            jobs += [f"{d}__{r}__s{s}" for s in self.seeds for r in self.rows for d in self.domains
-                     if r != "shipped" and self.rank(ROWS[r]) == rank]
-        return jobs
-
-    @staticmethod
-    def rank(row: Row) -> int:
-        """Queue order: rows needing another row's model after it (round 2 after round 1, a merge after its row)."""
-        return ROWS[row.merge_of].round + 1 if row.merge_of else row.round
 
 
 def _x100(scores: dict[str, float]) -> dict[str, float]:

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from adaptation import ROWS, Config
+from adaptation_config import Config
+from adaptation_rows import ROWS
 from harness import (
     FIGURE_DPI,
     FIGURE_STYLE,

@@ -39,12 +39,11 @@ from sentence_transformers import SentenceTransformerTrainer
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from step_time import cpu_info, read_sentences, setup, step  # noqa: E402
+from graph_breaks import graph_breaks  # noqa: E402
+from harness import read_lines  # noqa: E402
+from step_time import cpu_info, setup, step  # noqa: E402
 
 from st_infocse.losses import training_losses  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.graph_breaks import graph_breaks  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -160,7 +159,7 @@ def main() -> None:
     parser.add_argument("--breaks-only", action="store_true", help="only re-list the graph breaks of --output's report")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    sentences = read_sentences(args.sentences, args.batch_size)
+    sentences = read_lines(args.sentences, args.batch_size)
     report: dict[str, Any] = {
         "command": ("HF_HUB_OFFLINE=1 python benchmarks/compile_step.py " + " ".join(sys.argv[1:])).strip(),
         "cpu": cpu_info().get("model_name") or platform.processor(),

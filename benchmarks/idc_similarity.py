@@ -47,8 +47,10 @@ from sentence_transformers.sentence_transformer.training_args import SentenceTra
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-from st_infocse.cli import demo  # noqa: E402
+from harness import minilm_path  # noqa: E402
+
 from st_infocse.evaluation import stsb_dev_evaluator  # noqa: E402
 from st_infocse.mining import DocumentAwareBatchSampler, Skipped, cluster_documents, mine_pairs  # noqa: E402
 from st_infocse.mining.sentences import prepare_documents  # noqa: E402
@@ -59,13 +61,6 @@ SIMILARITIES = ("cosine", "dot")
 ENCODERS = {"mean": "mean pooling, Normalize removed", "cls": "CLS pooling, no Normalize"}
 BIG_CLUSTER = 5
 HUB_IN_DEGREE = 3
-
-
-def minilm_path() -> str:
-    path = demo.minilm_path()
-    if path is None:
-        raise SystemExit(f"all-MiniLM-L6-v2 is not installed: {demo.INSTALL_HINT}")
-    return str(path)
 
 
 def mean_model(max_length: int) -> SentenceTransformer:

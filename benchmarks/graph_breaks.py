@@ -1,5 +1,5 @@
-"""The graph breaks torch.compile meets in a call: tooling for tests/losses/test_compile.py and
-benchmarks/compile_step.py, not part of the package."""
+"""The graph breaks torch.compile meets in a call: tooling for benchmarks/compile_step.py (and
+tests/losses/test_compile.py), not part of the package."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def graph_breaks(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tupl
 
             from sentence_transformers import SentenceTransformer
             from st_infocse import losses
-            from tests.graph_breaks import graph_breaks  # from the repository root
+            from graph_breaks import graph_breaks  # with benchmarks/ on sys.path
 
             model = SentenceTransformer("bert-base-uncased")
             loss = losses.InfoCSELoss(model)
