@@ -3,8 +3,7 @@
 A recipe is the exact configuration of one released run (the authors' training script where there is one, the
 paper's stated settings where there is none), written as the ``st-infocse train`` flags that reproduce it, each
 with the line or section it was read from, and the published number the run should reach. The command line puts
-a recipe's flags first, so every flag you give yourself wins, wherever it stands. (Over 500 lines: most of it is the
-recipes themselves, data with a source for every value; the code is ``_recipe``, ``Recipe`` and the listing.)::
+a recipe's flags first, so every flag you give yourself wins, wherever it stands::
 
     st-infocse train --recipe infocse-bert-base --train_data wiki1m_for_simcse.txt --output_dir out/infocse
     st-infocse train --recipe infocse-bert-base --learning_rate 3e-5     # the recipe with one change
@@ -29,8 +28,7 @@ native bf16, fp32 otherwise) and prints its choice.
 The objectives' own values (weight, mask rate, ``k``, ``n``) are read from their presets in
 :mod:`st_infocse.losses.registry`, which the losses use as defaults: a recipe and a loss built without arguments
 agree by construction. This module imports nothing heavy: the command line expands a recipe before torch is
-imported. It is over 500 lines because most of it is the registry's data, every flag of every recipe with the line
-or table its value was read from; split, a recipe's flags would stand apart from their origins.
+imported. Over 500 lines: most of it is data, every flag of every recipe with the line or table it was read from.
 """
 
 from __future__ import annotations
@@ -223,6 +221,32 @@ _OWN_TEXT_NOTES = (
     "column); each text is split into sentences. The benchmark kept sentences of five words or more.",
 )
 
+def _infocse_script(script: str, layers: int, model: tuple[str, str], pooling: str, lambda_note: str, detach: str,
+                    fusion: str, eval_steps: str) -> tuple[tuple[str, str, str], ...]:
+    """The rows of an InfoCSE release script (base and large share its line numbers): ``model`` is the checkpoint and
+    its line's note; the other arguments are the notes that differ between the two scripts."""
+    mask_rate = flag_value(_INFOCSE_PRESET.mask_rate(layers))
+    return (
+        ("--objective", "infocse", f"{script} lines 5, 26 (train_cls_mlm.py --do_mlm)"),
+        ("--model", model[0], f"{script} {model[1]}"),
+        ("--pooling", "cls", f"{script} {pooling}"),
+        ("--projection", "bn-mlp", f"{script} lines 17-18, 27 (--mlp_only_train --batchnorm)"),
+        ("--k", str(_INFOCSE_PRESET.k(layers)), f"{script} line 25 (--skip_from 6)"),
+        ("--n", str(_INFOCSE_PRESET.n), f"{script} line 24 (--n_head_layers 2)"),
+        ("--mask_rate", mask_rate, f"{script} lines 1, 29 (mlm_rate={mask_rate})"),
+        ("--lambda", flag_value(_INFOCSE_PRESET.lambda_), f"{script} {lambda_note}"),
+        ("--detach", "true", detach),
+        ("--fusion_init", "fresh", fusion),
+        ("--temperature", "0.05", f"{script} line 20 (--temp 0.05)"),
+        ("--learning_rate", "7e-6", f"{script} line 11"),
+        ("--num_train_epochs", "2", f"{script} line 9"),
+        ("--per_device_train_batch_size", "64", f"{script} line 10"),
+        ("--max_seq_length", "32", f"{script} line 12"),
+        ("--eval_steps", "125", f"{script} {eval_steps}"),
+        ("--fp16", "true", f"{script} line 23"),
+    )
+
+
 _RECIPES = (
     _recipe(
         "simcse-bert-base",
@@ -252,28 +276,13 @@ _RECIPES = (
             Published("STS avg", 78.85, "paper 000 Table 2"),
             Published("STS-B dev", 85.49, "paper 000 Tables 4-9"),
         ),
-        settings=(
-            ("--objective", "infocse", f"{_INFOCSE} lines 5, 26 (train_cls_mlm.py --do_mlm)"),
-            ("--model", "Luyu/condenser", f"{_INFOCSE} line 6 (stage 1 = Condenser's pre-training)"),
-            ("--pooling", "cls", f"{_INFOCSE} line 17 (--pooler_type cls; evaluated as cls_before_pooler)"),
-            ("--projection", "bn-mlp", f"{_INFOCSE} lines 17-18, 27 (--mlp_only_train --batchnorm)"),
-            ("--k", str(_INFOCSE_PRESET.k(12)), f"{_INFOCSE} line 25 (--skip_from 6)"),
-            ("--n", str(_INFOCSE_PRESET.n), f"{_INFOCSE} line 24 (--n_head_layers 2)"),
-            ("--mask_rate", flag_value(_INFOCSE_PRESET.mask_rate(12)), f"{_INFOCSE} lines 1, 29 (mlm_rate=0.4)"),
-            (
-                "--lambda",
-                flag_value(_INFOCSE_PRESET.lambda_),
-                f"{_INFOCSE} lines 2, 28 (mlm_weight=0.00001); paper 000 Table 8",
-            ),
-            ("--detach", "true", f"{_INFOCSE} line 30 (--mlm_eval: frozen copy, eval mode); paper 000 §3.2"),
-            ("--fusion_init", "fresh", "docs/REPRODUCING.md: the hub checkpoint carries no Condenser head"),
-            ("--temperature", "0.05", f"{_INFOCSE} line 20 (--temp 0.05)"),
-            ("--learning_rate", "7e-6", f"{_INFOCSE} line 11"),
-            ("--num_train_epochs", "2", f"{_INFOCSE} line 9"),
-            ("--per_device_train_batch_size", "64", f"{_INFOCSE} line 10"),
-            ("--max_seq_length", "32", f"{_INFOCSE} line 12"),
-            ("--eval_steps", "125", f"{_INFOCSE} lines 13-16 (STS-B dev every 125 steps, best checkpoint kept)"),
-            ("--fp16", "true", f"{_INFOCSE} line 23"),
+        settings=_infocse_script(
+            _INFOCSE, 12, ("Luyu/condenser", "line 6 (stage 1 = Condenser's pre-training)"),
+            pooling="line 17 (--pooler_type cls; evaluated as cls_before_pooler)",
+            lambda_note="lines 2, 28 (mlm_weight=0.00001); paper 000 Table 8",
+            detach=f"{_INFOCSE} line 30 (--mlm_eval: frozen copy, eval mode); paper 000 §3.2",
+            fusion="docs/REPRODUCING.md: the hub checkpoint carries no Condenser head",
+            eval_steps="lines 13-16 (STS-B dev every 125 steps, best checkpoint kept)",
         ),
         notes=(
             "The script, not paper 000 §4.2, is the configuration: §4.2 says one epoch at lr 3e-5 with lambda "
@@ -287,28 +296,12 @@ _RECIPES = (
         "infocse-bert-large",
         source=f"{_INFOCSE_LARGE} (paper 000, InfoCSE)",
         published=(Published("STS avg", 80.18, "paper 000 Table 2"),),
-        settings=(
-            ("--objective", "infocse", f"{_INFOCSE_LARGE} lines 5, 26 (train_cls_mlm.py --do_mlm)"),
-            (
-                "--model",
-                "ffgcc/condenser-bert-large-uncased",
-                f"{_INFOCSE_LARGE} line 6 (the authors' Condenser-style BERT-large, InfoCSE/README.md)",
-            ),
-            ("--pooling", "cls", f"{_INFOCSE_LARGE} line 17 (--pooler_type cls)"),
-            ("--projection", "bn-mlp", f"{_INFOCSE_LARGE} lines 17-18, 27 (--mlp_only_train --batchnorm)"),
-            ("--k", str(_INFOCSE_PRESET.k(24)), f"{_INFOCSE_LARGE} line 25 (--skip_from 6)"),
-            ("--n", str(_INFOCSE_PRESET.n), f"{_INFOCSE_LARGE} line 24 (--n_head_layers 2)"),
-            ("--mask_rate", flag_value(_INFOCSE_PRESET.mask_rate(24)), f"{_INFOCSE_LARGE} lines 1, 29 (mlm_rate=0.3)"),
-            ("--lambda", flag_value(_INFOCSE_PRESET.lambda_), f"{_INFOCSE_LARGE} lines 2, 28 (mlm_weight=0.00001)"),
-            ("--detach", "true", "paper 000 §3.2 (frozen lower layers); see notes on --mlm_eval"),
-            ("--fusion_init", "fresh", "docs/REPRODUCING.md (as infocse-bert-base)"),
-            ("--temperature", "0.05", f"{_INFOCSE_LARGE} line 20 (--temp 0.05)"),
-            ("--learning_rate", "7e-6", f"{_INFOCSE_LARGE} line 11"),
-            ("--num_train_epochs", "2", f"{_INFOCSE_LARGE} line 9"),
-            ("--per_device_train_batch_size", "64", f"{_INFOCSE_LARGE} line 10"),
-            ("--max_seq_length", "32", f"{_INFOCSE_LARGE} line 12"),
-            ("--eval_steps", "125", f"{_INFOCSE_LARGE} lines 13-16"),
-            ("--fp16", "true", f"{_INFOCSE_LARGE} line 23"),
+        settings=_infocse_script(
+            _INFOCSE_LARGE, 24,
+            ("ffgcc/condenser-bert-large-uncased", "line 6 (the authors' Condenser-style BERT-large, InfoCSE/README.md)"),
+            pooling="line 17 (--pooler_type cls)", lambda_note="lines 2, 28 (mlm_weight=0.00001)",
+            detach="paper 000 §3.2 (frozen lower layers); see notes on --mlm_eval",
+            fusion="docs/REPRODUCING.md (as infocse-bert-base)", eval_steps="lines 13-16",
         ),
         notes=(
             "The large script has no --mlm_eval, so the authors' frozen copy ran with dropout on (under no_grad); "
@@ -334,17 +327,9 @@ _RECIPES = (
             ("--learning_rate", "3e-5", "paper 001 Table 3 (BERT-base)"),
             ("--num_train_epochs", "1", "paper 001 §4.1 (epoch: 1)"),
             ("--per_device_train_batch_size", "128", "paper 001 Table 3 (BERT-base); Table 7"),
-            (
-                "--max_seq_length",
-                "32",
-                "not stated in paper 001; released run_unsup_example.sh line 14 (SimCSE's)",
-            ),
-            (
-                "--eval_steps",
-                "125",
-                "paper 001 §4.1 keeps the best STS-B dev checkpoint, interval not stated; released "
-                "run_unsup_example.sh line 18",
-            ),
+            ("--max_seq_length", "32", "not stated in paper 001; released run_unsup_example.sh line 14 (SimCSE's)"),
+            ("--eval_steps", "125", "paper 001 §4.1 keeps the best STS-B dev checkpoint, interval not stated; "
+             "released run_unsup_example.sh line 18"),
             ("--fp16", "true", "not stated in paper 001; released run_unsup_example.sh line 25"),
         ),
         notes=(
@@ -370,11 +355,8 @@ _RECIPES = (
             ("--projection", "mlp", f"{_NOT_STATED_003} (MLP on [CLS], training only)"),
             ("--k", str(_CMLM_CSE_PRESET.k(12)), "paper 003 §4.1 (the first eight layers, frozen); Table 6 row 8-3"),
             ("--n", str(_CMLM_CSE_PRESET.n), "paper 003 §4.1 (three Transformer blocks); Table 6 row 8-3"),
-            (
-                "--mask_rate",
-                flag_value(_CMLM_CSE_PRESET.mask_rate(12)),
-                "paper 003 §4.3.2 (2) (random word masking of 15%); Table 4",
-            ),
+            ("--mask_rate", flag_value(_CMLM_CSE_PRESET.mask_rate(12)),
+             "paper 003 §4.3.2 (2) (random word masking of 15%); Table 4"),
             ("--lambda", flag_value(_CMLM_CSE_PRESET.lambda_), "paper 003 Table 5; §4.3.2 (5) (lambda = 0.005)"),
             ("--detach", "true", "paper 003 §3.2, §4.1 (lexical feature extractor frozen)"),
             ("--fusion_init", "fresh", "no code: the package's choice, as InfoCSE's code (docs/REPRODUCING.md)"),
