@@ -175,3 +175,22 @@ def _raise(loss: torch.nn.Module, names: tuple[str, ...], values: Tensor, empty:
         f"{type(loss).__name__}: non-finite loss{where} ({listed}). Common causes: a learning rate too high for the "
         "auxiliary modules, fp16 overflow (prefer bf16), or an input batch the model cannot encode."
     )
+
+
+def refuse_inside_wrapper(loss: torch.nn.Module, model: torch.nn.Module, what: str, instead: str) -> None:
+    """Refuse, in one line, a part of ``loss`` that cannot run under a sentence-transformers wrapper which has put
+    its own decorator on the model's forward (``MatryoshkaLoss`` and ``Matryoshka2dLoss`` cache the first call's
+    outputs for the other widths; ``AdaptiveLayerLoss`` re-pools cached layers): ``what`` names the part,
+    ``instead`` the setting that works."""
+    inner = model[0] if isinstance(model, torch.nn.Sequential) and len(model) else None
+    for module in (model, inner):
+        decorator = vars(module).get("forward") if module is not None else None
+        # only a loss wrapper's decorator object replays outputs (not the bound method it puts back, nor a compiled
+        # forward)
+        home = type(decorator).__module__ if decorator is not None else ""
+        if home.startswith("sentence_transformers.") and ".losses." in home:
+            wrapper = home.rsplit(".", 1)[-1]
+            name = {"matryoshka": "MatryoshkaLoss", "matryoshka_2d": "Matryoshka2dLoss",
+                    "adaptive_layer": "AdaptiveLayerLoss"}.get(wrapper, type(decorator).__name__)
+            raise ValueError(f"{type(loss).__name__}: {what} cannot run inside {name}, which replays the model's "
+                             f"cached outputs instead of running it again; use {instead}")

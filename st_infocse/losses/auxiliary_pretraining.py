@@ -10,11 +10,18 @@ import torch
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_columns, refuse_labels
+from st_infocse.losses._checks import (
+    EmptyTextDetector,
+    check_finite,
+    refuse_columns,
+    refuse_inside_wrapper,
+    refuse_labels,
+)
 from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import MLMMetrics, warn_unless_cls_pooling
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import MLM_MASK_RATE, PRESETS, resolve_preset
+from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import (
     AuxiliaryDecoder,
     FusionInit,
@@ -195,6 +202,8 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         columns = list(sentence_features)
         refuse_columns(self, columns, takes=1)
         features = columns[0]
+        refuse_inside_wrapper(self, self.model, "stage 1 (a masked-LM pass with a hook on layer k)",
+                              "the loss unwrapped: stage 1 trains the decoder, not the embedding")
         masked_ids, mlm_labels = self.masker(features["input_ids"], features["attention_mask"])
         masked = {
             key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")
@@ -226,7 +235,7 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         losses = {"mlm": encoder_mlm.loss, "aux": self.aux_weight * aux.loss}
         overflow = aux.overflow if encoder_mlm.overflow is None else encoder_mlm.overflow  # the same labels
         check_finite(self, losses, self.empty_texts([features]), overflow=overflow)
-        return losses
+        return LossTerms(losses)
 
     # Registering and removing a hook cannot be traced by torch.compile (its RemovableHandle): when the whole loss is
     # compiled, these two run eagerly as declared breaks around the model's forward, which stays in the graph; the

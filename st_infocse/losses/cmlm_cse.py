@@ -41,6 +41,9 @@ class CMLMCSELoss(InfoCSELoss):
             - Zhang and Chen 2023. CMLM-CSE: Based on Conditional MLM Contrastive Learning for Sentence Embeddings.
               https://arxiv.org/abs/2306.09594
 
+        Wrappers:
+            As :class:`InfoCSELoss`.
+
         Requirements:
             1. Unlabelled sentences; a tokenizer with a mask token; a BERT-like encoder of at least 2 layers.
 

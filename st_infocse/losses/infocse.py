@@ -14,6 +14,7 @@ from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.informin import REDUCTIONS, Reduction, reconstruction_term
 from st_infocse.losses.registry import PRESETS, Preset, resolve_preset
 from st_infocse.losses.simcse import SimCSELoss
+from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather
 from st_infocse.modeling.gradient import scale_gradient
 from st_infocse.modeling.heads import ProjectionKind
@@ -120,6 +121,12 @@ class InfoCSELoss(TrainingLoss):
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings
               (Findings of EMNLP). https://arxiv.org/abs/2210.06432
+
+        Wrappers:
+            Inside ``MatryoshkaLoss`` / ``Matryoshka2dLoss`` / ``AdaptiveLayerLoss`` every term is taken on the
+            truncated embedding or the earlier layer's; the projection head and the decoder read a truncated
+            embedding through its first dimensions (zero-padded to their width); the named terms are weighted and
+            summed across widths or layers under their names (:class:`~st_infocse.losses.terms.LossTerms`).
 
         Requirements:
             1. Unlabelled sentences (one column) or (anchor, positive) pairs such as IDC-mined pairs.
@@ -229,7 +236,7 @@ class InfoCSELoss(TrainingLoss):
             reconstruction = reconstruction_term(projected[0], projected[1], self.informin_reduction)
             losses["reconstruction"] = self.informin_weight * reconstruction
         check_finite(self, losses, self.contrastive.empty_flag(features), overflow=overflow)
-        return losses
+        return LossTerms(losses)
 
     def separately_clipped_parameters(self) -> list[nn.Parameter]:
         """Parameters that joint gradient clipping puts under a norm of their own.

@@ -8,11 +8,12 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor
 
-from st_infocse.losses._checks import check_finite, refuse_labels
+from st_infocse.losses._checks import check_finite, refuse_inside_wrapper, refuse_labels
 from st_infocse.losses.citations import INFORMIN_CITATION
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import INFORMIN_LAMBDA, MLM_MASK_RATE
 from st_infocse.losses.simcse import SimCSELoss
+from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import (
     MLMGather,
     MLMOutput,
@@ -91,6 +92,12 @@ class InforMinReconstructionLoss(TrainingLoss):
             - Chen et al. 2022. An Information Minimization Based Contrastive Learning Model for Unsupervised
               Sentence Embeddings Learning (COLING). https://arxiv.org/abs/2209.10951
 
+        Wrappers:
+            Inside sentence-transformers' ``MatryoshkaLoss`` / ``Matryoshka2dLoss`` / ``AdaptiveLayerLoss`` both
+            terms are taken on each truncated embedding or earlier layer (head as for ``SimCSELoss``), summed
+            under their names; the optional MLM term (``mlm_weight > 0``) is refused there, as its pass would
+            read the wrapper's cached outputs.
+
         Requirements:
             1. Unlabelled sentences (one column) or (anchor, positive) pairs.
 
@@ -149,7 +156,7 @@ class InforMinReconstructionLoss(TrainingLoss):
         projected = self.contrastive.project(embeddings)
         contrastive = self.contrastive.info_nce(projected)
         reconstruction = reconstruction_term(projected[0], projected[1], self.reduction)
-        return {"contrastive": contrastive, "reconstruction": self.lambda_ * reconstruction}
+        return LossTerms(contrastive=contrastive, reconstruction=self.lambda_ * reconstruction)
 
     def forward(
         self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
@@ -160,11 +167,12 @@ class InforMinReconstructionLoss(TrainingLoss):
         losses = self.compute_loss_from_embeddings(embeddings)
         overflow = None
         if self.mlm_weight:
+            refuse_inside_wrapper(self, self.model, f"the MLM term (mlm_weight={self.mlm_weight:g})", "mlm_weight=0")
             output = self.masked_lm_output(views)
             losses["mlm"] = self.mlm_weight * output.loss
             overflow = output.overflow
         check_finite(self, losses, self.contrastive.empty_flag(features), overflow=overflow)
-        return losses
+        return LossTerms(losses)
 
     def masked_lm(self, views: list[dict[str, Tensor]]) -> Tensor:
         """The MLM term of :meth:`masked_lm_output`."""

@@ -45,6 +45,11 @@ class SimCSELoss(TrainingLoss):
         References:
             - Gao, Yao, Chen 2021. SimCSE: Simple Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2104.08821
 
+        Wrappers:
+            Inside ``MatryoshkaLoss`` / ``Matryoshka2dLoss`` the contrastive loss is taken on each truncated (and
+            L2-normalised) embedding; the training-only projection head reads it through its first dimensions
+            (zero-padded to its width). Inside ``AdaptiveLayerLoss`` it is taken on each layer's pooled output.
+
         Requirements:
             1. Unlabelled sentences (one column), or pairs/triplets of texts.
 

@@ -18,7 +18,7 @@ from transformers import AutoModel, PretrainedConfig
 
 from st_infocse.modeling.compilation import compiling
 from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for, get_submodule
-from st_infocse.modeling.heads import MLMHead, build_mlm_head
+from st_infocse.modeling.heads import MLMHead, build_mlm_head, to_width
 from st_infocse.modeling.vocab_cross_entropy import vocab_cross_entropy
 
 logger = logging.getLogger(__name__)
@@ -213,8 +213,12 @@ class AuxiliaryDecoder(nn.Module):
             self.lower.set_attn_implementation(wanted)
 
     def copy_lower_from(self, parts: EncoderParts) -> None:
-        """Copy the encoder's embeddings and lower ``k`` layers into the lower stack."""
-        state = parts.hf_model.state_dict()
+        """Copy the encoder's embeddings and lower ``k`` layers into the lower stack.
+
+        A layer wrapped by an adapter (PEFT's LoRA keeps the original as ``base_layer``) gives its base weights: the
+        copy is of the model as given, without the adapter's change.
+        """
+        state = {key.replace(".base_layer.", "."): value for key, value in parts.hf_model.state_dict().items()}
         own = self.lower.state_dict()
         missing = [key for key in own if key not in state]
         if missing:
@@ -265,6 +269,9 @@ class AuxiliaryDecoder(nn.Module):
             raise ValueError("token_type_ids feed the lower stack, which does not run when lower_hidden is given.")
         if lower_hidden is None:
             lower_hidden = self.lower_hidden_states(masked_input_ids, attention_mask, token_type_ids)
+        # A Matryoshka-truncated embedding conditions the decoder through its first dimensions (heads.to_width).
+        width = lower_hidden.shape[-1] if self.h_proj is None else self.h_proj.in_features
+        sentence_embedding = to_width(sentence_embedding, width)
         h = sentence_embedding if self.h_proj is None else self.h_proj(sentence_embedding)
         hidden = torch.cat([h.unsqueeze(1).to(lower_hidden.dtype), lower_hidden[:, 1:]], dim=1)
         hidden = self.family.run(self.lower, self.fusion, hidden, attention_mask)

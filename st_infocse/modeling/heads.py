@@ -51,7 +51,18 @@ class ProjectionHead(nn.Module):
                     nn.init.zeros_(module.bias)
 
     def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
-        return self.net(embeddings)
+        return self.net(to_width(embeddings, self.net[0].in_features))
+
+
+def to_width(embeddings: torch.Tensor, width: int) -> torch.Tensor:
+    """Embeddings narrower than ``width`` zero-padded to it; others as they are.
+
+    A training-only head built for the model's full embedding width then reads an embedding that
+    sentence-transformers' ``MatryoshkaLoss`` truncated to its first dimensions: the head's weights on those
+    dimensions apply, and nothing stands in place of the rest.
+    """
+    missing = width - embeddings.shape[-1]
+    return torch.nn.functional.pad(embeddings, (0, missing)) if missing > 0 else embeddings
 
 
 def at_least_fp32(tensor: torch.Tensor) -> torch.Tensor:
