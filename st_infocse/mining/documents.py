@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from st_infocse.files import InputError, file_kind, looks_local, read_json_records, read_lines
-from st_infocse.training.texts import check_at_least, check_saved_dataset, dataset_error
+from st_infocse.training.texts import check_at_least, check_saved_dataset, dataset_error, is_text
 
 __all__ = ["DOCUMENT_FORMATS", "check_documents", "load_documents"]
 
@@ -21,15 +21,11 @@ DOCUMENT_FORMATS = (
 )
 
 
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip())
-
-
 def _document_has_text(record: Any) -> bool:
     if isinstance(record, dict):
         sentences, text = record.get("sentences"), record.get("text")
-        return (isinstance(sentences, list) and any(_is_text(s) for s in sentences)) or _is_text(text)
-    return _is_text(record) or (isinstance(record, list) and any(_is_text(s) for s in record))
+        return (isinstance(sentences, list) and any(is_text(s) for s in sentences)) or is_text(text)
+    return is_text(record) or (isinstance(record, list) and any(is_text(s) for s in record))
 
 
 def check_documents(source: str) -> None:

@@ -7,28 +7,7 @@ The names below are imported on first use, so that the command line can check tr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from st_infocse.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from st_infocse.training.anchor import WeightAnchorCallback, evaluates_before_last_step, toward_start
-    from st_infocse.training.arguments import STSB_DEV_METRIC, PaperTrainingArguments
-    from st_infocse.training.at_length import AtLengthEvaluator
-    from st_infocse.training.builder import build_trainer, load_model, own_max_length, save_model
-    from st_infocse.training.callbacks import (
-        AUXILIARY_STATE_NAME,
-        AuxiliaryStateCallback,
-        auxiliary_state_dict,
-        clip_gradients_jointly,
-        load_auxiliary_state,
-        save_auxiliary_state,
-    )
-    from st_infocse.training.guards import check_training_dataset
-    from st_infocse.training.probe_decoder import seeded_global_generators, train_probe_decoder
-    from st_infocse.training.snapshot import StartingWeights, weights_snapshot
-    from st_infocse.training.start_end import StartEndCallback, StartEndResult
-    from st_infocse.training.texts import TextReport, check_text_source, clean_texts, load_texts
 
 _WHERE = {
     "AtLengthEvaluator": "at_length",
@@ -60,35 +39,7 @@ _WHERE = {
     "weights_snapshot": "snapshot",
 }
 
-__all__ = [
-    "AtLengthEvaluator",
-    "AUXILIARY_STATE_NAME",
-    "STSB_DEV_METRIC",
-    "PaperTrainingArguments",
-    "AuxiliaryStateCallback",
-    "StartEndCallback",
-    "StartEndResult",
-    "StartingWeights",
-    "TextReport",
-    "WeightAnchorCallback",
-    "auxiliary_state_dict",
-    "build_trainer",
-    "check_text_source",
-    "check_training_dataset",
-    "clean_texts",
-    "clip_gradients_jointly",
-    "evaluates_before_last_step",
-    "load_auxiliary_state",
-    "load_model",
-    "load_texts",
-    "own_max_length",
-    "save_auxiliary_state",
-    "save_model",
-    "seeded_global_generators",
-    "toward_start",
-    "train_probe_decoder",
-    "weights_snapshot",
-]
+__all__ = sorted(_WHERE)  # every lazily exported name, listed once above
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE, __all__, globals())

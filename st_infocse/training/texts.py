@@ -54,7 +54,7 @@ def clean_text_values(values: Iterable[Any], deduplicate: bool = False) -> tuple
             report.dropped["missing"] += 1
         elif not isinstance(value, str):
             report.dropped["not text"] += 1
-        elif not value.strip():
+        elif not is_text(value):
             report.dropped["blank"] += 1
         elif deduplicate and value.strip() in seen:
             report.dropped["duplicate"] += 1
@@ -125,7 +125,8 @@ TEXT_FORMATS = (
 )
 
 
-def _is_text(value: Any) -> bool:
+def is_text(value: Any) -> bool:
+    """Whether ``value`` is usable text: a string with something besides whitespace (what every reader keeps)."""
     return isinstance(value, str) and bool(value.strip())
 
 
@@ -160,7 +161,7 @@ def _check_records(source: str, records: Iterator[tuple[str, Any]], text_column:
                 strings = [key for key, value in record.items() if isinstance(value, str)]
                 column = choose_column(source, first_keys, strings, None)
         present += column in record
-        if _is_text(record.get(column)):
+        if is_text(record.get(column)):
             return column
     if rows == 0:
         raise InputError(f"no records in {source}")
@@ -190,11 +191,11 @@ def _check_csv(source: str, path: Path, text_column: str | None) -> str:
     strings = [name for name in columns if not _is_number(first.get(name))]
     column = choose_column(source, columns, strings, text_column)
     rows = 1
-    if _is_text(first.get(column)):
+    if is_text(first.get(column)):
         return column
     for row in reader:
         rows += 1
-        if _is_text(row.get(column)):
+        if is_text(row.get(column)):
             return column
     raise InputError(f"no usable text in {source}: column {column!r} holds no non-blank string in any of {rows} rows")
 
