@@ -27,6 +27,8 @@ first trained alone on the domain's sentences, then its full gradient at lr ``--
 same for every annotator and round) by the shipped model or by all-mpnet-base-v2, trained with MNRL or InfoCSE;
 round 2 re-mines with the round-1 model and trains it for the same budget again (twice the steps in all).
 Jobs finished are JSON files under ``--work-dir``; a repeated command skips them, several workers share the queue.
+Over 500 lines: one worker class runs every kind of job (shipped, references, mining, probe, rows, merges, later
+scoring), which share its domain cache and scoring; the rows, the configuration and the report live beside it.
 """
 
 from __future__ import annotations

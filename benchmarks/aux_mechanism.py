@@ -21,7 +21,8 @@ every ``--eval-steps`` with the frozen probe decoder and the row's own decoder),
 Every InfoCSE-like row also logs, at step 0 and after training, the ratio of the MLM term's gradient norm to the
 contrastive term's at the encoder's parameters (mean over ``--ratio-batches`` batches, model in training mode).
 Finished jobs are JSON files under ``--work-dir``; a repeated command resumes. ``--device cuda`` runs on a GPU (fp32,
-TF32 off); ``--model`` takes another copy of all-MiniLM-L6-v2 than the wheel's.
+TF32 off); ``--model`` takes another copy of all-MiniLM-L6-v2 than the wheel's. Over 500 lines: the settings
+table (a row per setting, with its reason) and the report of every group; the plots are in ``aux_mechanism_plot.py``.
 """
 
 from __future__ import annotations
@@ -47,10 +48,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from aux_mechanism_plot import plot  # noqa: E402
 from harness import (  # noqa: E402
-    FIGURE_DPI,
-    FIGURE_STYLE,
-    FIGURE_WIDTH,
     README,
     REPO,
     RESULTS,
@@ -127,6 +126,7 @@ for _value in (1e-3, 1e-1, 1.0):
     SETTINGS[f"weight-{_lambda_label(_value)}"] = Setting(
         f"InfoCSE, decoder trained alone first, full gradient, aux lr 1e-4, lambda {_lambda_label(_value)}",
         "infocse", "weight", lambda_=_value, aux_lr=1e-4, aux_gradient="full", decoder="probe")
+GROUPS = {name: setting.group for name, setting in SETTINGS.items()}  # what the plots colour and place
 
 
 @dataclass
@@ -465,80 +465,8 @@ def report(cfg: Config, command: str, stem: str) -> str:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{stem}.json").write_text(json.dumps(payload, indent=1))
     (RESULTS / f"{stem}.md").write_text("# When does the auxiliary MLM matter?\n\n" + markdown)
-    plot(done, RESULTS / f"{stem}_gain.png", RESULTS / f"{stem}_stage1.png")
+    plot(done, GROUPS, RESULTS / f"{stem}_gain.png", RESULTS / f"{stem}_stage1.png")
     return markdown
-
-
-def plot(done: dict[str, dict[str, Any]], gain_png: Path, stage1_png: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.ticker import MaxNLocator
-
-    # One colour per setting in all three panels, and one legend below them.
-    present = [n for n in SETTINGS if any(d.get("setting") == n for d in done.values())]
-    cmap = plt.get_cmap("tab10" if len(present) <= 10 else "tab20")
-    colour = {name: cmap(index % cmap.N) for index, name in enumerate(present)}
-    drawn: list[str] = []
-    with plt.rc_context(FIGURE_STYLE):
-        figure, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH, 5.6), sharex=True)
-        groups = (("decoder", axes[0], "own decoder's gain (nats):\ndecoder settings, lambda 1e-5"),
-                  ("weight", axes[1], "own decoder's gain (nats):\nlambda (decoder alone first)"))
-        for group, axis, title in groups:
-            extra = {"decoder": "infocse", "weight": "infocse-probe-full-auxlr1e-4"}[group]
-            for name in (n for n, s in SETTINGS.items() if s.group == group or n == extra):
-                for run in (d for d in done.values() if d.get("setting") == name):
-                    points = [(p["step"], p["eval_live_information_gain"]) for p in run["curve"]
-                              if "eval_live_information_gain" in p]
-                    if points:
-                        axis.plot(*zip(*points, strict=True), color=colour[name], marker="o", ms=3, alpha=0.8)
-                        drawn += [name] if name not in drawn else []
-            if "probe" in done:
-                axis.axhline(done["probe"]["untrained_model"]["probe_information_gain"], color="k", ls=":")
-            axis.set(title=title, xlabel="step")
-        compared = [n for n, s in SETTINGS.items() if s.group in ("table", "weight") or n == "infocse-probe-full-auxlr1e-4"]
-        for name in compared:
-            for run in (d for d in done.values() if d.get("setting") == name):
-                points = [(p["step"], 100 * p["eval_sts-dev_spearman_cosine"]) for p in run["curve"]
-                          if "eval_sts-dev_spearman_cosine" in p]
-                if points:
-                    axes[2].plot(*zip(*points, strict=True), color=colour[name], alpha=0.7)
-                    drawn += [name] if name not in drawn else []
-        axes[2].set(title="STS-B dev during training\n(x100, length 32)", xlabel="step")
-        for axis in axes:
-            axis.grid(alpha=0.3)
-            axis.xaxis.set_major_locator(MaxNLocator(4, steps=[1, 2, 2.5, 5, 10], integer=True))
-        handles = [Line2D([], [], color=colour[name], marker="o", ms=4, label=name) for name in present
-                   if name in drawn]
-        if "probe" in done:
-            handles.append(Line2D([], [], color="k", ls=":", label="probe decoder, untrained model"))
-        if handles:
-            figure.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
-        figure.savefig(gain_png, dpi=FIGURE_DPI)
-        plt.close(figure)
-
-        if "stage1" in done:
-            figure, axes = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 4.2))
-            curve = done["stage1"]["curve"]
-            points = [(p["step"], 100 * p["eval_stage1_accuracy"]) for p in curve if "eval_stage1_accuracy" in p]
-            axes[0].plot(*zip(*points, strict=True), marker="o", ms=3,
-                         label="stage 1: held-out\nauxiliary MLM accuracy")
-            if "probe" in done:
-                probe = done["probe"]["curve"]
-                axes[0].plot([p["step"] for p in probe], [100 * p["accuracy"] for p in probe], alpha=0.6,
-                             label="probe decoder (trained\nalone): training accuracy")
-            gains = [(p["step"], p["eval_stage1_information_gain"]) for p in curve
-                     if "eval_stage1_information_gain" in p]
-            axes[1].plot(*zip(*gains, strict=True), marker="o", ms=3, label="stage-1 decoder")
-            axes[0].set(title="Auxiliary MLM accuracy (%)", xlabel="step")
-            axes[1].set(title="stage-1 decoder: h-shuffle gain (nats)", xlabel="step")
-            for axis in axes:
-                axis.legend(loc="lower right")
-                axis.grid(alpha=0.3)
-            figure.savefig(stage1_png, dpi=FIGURE_DPI)
-            plt.close(figure)
 
 
 def restore(cfg: Config, stem: str) -> int:
@@ -605,7 +533,7 @@ def main() -> None:
     parser.add_argument("--stem", default="aux_mechanism", help="name of the result files and README block")
     ns = parser.parse_args()
     if ns.part == "plot":
-        plot(json.loads((RESULTS / f"{ns.stem}.json").read_text())["jobs"], RESULTS / f"{ns.stem}_gain.png",
+        plot(json.loads((RESULTS / f"{ns.stem}.json").read_text())["jobs"], GROUPS, RESULTS / f"{ns.stem}_gain.png",
              RESULTS / f"{ns.stem}_stage1.png")
         return
     cfg = Config(**{k: v for k, v in vars(ns).items() if k not in ("part", "workers", "stem")})

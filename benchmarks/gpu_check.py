@@ -25,7 +25,8 @@ without TF32 for fp32 rows, bfloat16 for bf16 rows). Peak memory: ``torch.cuda.m
 model's load to the end of its timed steps. Host synchronisations: one step under
 ``torch.cuda.set_sync_debug_mode("warn")``, each attributed to the innermost frame outside torch (the package's or a
 library's). With ``--dry-run`` everything runs tiny on the CPU (2-layer hidden-64 BERT, batch 8, a 256 matmul) to
-test the script, not to measure.
+test the script, not to measure. Over 500 lines: three phases (tests, step-time table, a MiniLM run), each with
+its report rows, in the one script a GPU run needs.
 """
 
 from __future__ import annotations

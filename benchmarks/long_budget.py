@@ -22,6 +22,7 @@ gradient clipping. Jobs, in queue order:
   the row's own live decoder's for InfoCSE. The finished model is scored on STS12-16, STS-B and SICK-R.
 
 Each finished job is a JSON file under ``--work-dir``; a repeated command skips it, so an interrupted run resumes.
+Over 500 lines: its bench class is also the base that ``aux_mechanism.py`` extends (stage 1, probe, rows, curves).
 """
 
 from __future__ import annotations
