@@ -22,6 +22,7 @@ from st_infocse.recipes import (
     get_recipe,
     recipe_names,
 )
+from st_infocse.training.precision import accelerator_type  # nothing heavy: torch is imported when called
 
 logger = logging.getLogger("st_infocse")
 
@@ -59,19 +60,6 @@ def recipe_by_name(name: str) -> Recipe:
 def recipe_argv(recipe: Recipe) -> list[str]:
     """The recipe's flags as a command line, with its own output folder unless the user names one."""
     return ["--output_dir", f"output/{recipe.name}", *recipe.to_argv()]
-
-
-def accelerator_type() -> str:
-    """Where the trainer will put the model unless told --use_cpu: the accelerator's type, or ``cpu``."""
-    import torch
-
-    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6
-    if accelerator is not None:
-        return accelerator.current_accelerator().type if accelerator.is_available() else "cpu"
-    if torch.cuda.is_available():
-        return "cuda"
-    mps = getattr(torch.backends, "mps", None)
-    return "mps" if mps is not None and mps.is_available() else "cpu"
 
 
 def choose_recipe_precision(wanted: str | None, device: str, native_bf16: bool | None) -> tuple[dict[str, bool], str]:

@@ -8,6 +8,7 @@ from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 # Named where the evaluator that logs it is defined, so that the two cannot disagree.
 from st_infocse.evaluation.sts import STSB_DEV_METRIC
+from st_infocse.training.precision import unpin_memory_without_accelerator
 
 __all__ = ["STSB_DEV_METRIC", "PaperTrainingArguments"]
 
@@ -40,15 +41,4 @@ class PaperTrainingArguments(SentenceTransformerTrainingArguments):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        # Pinned memory only speeds up copies to an accelerator; without one torch warns at every dataloader.
-        if self.dataloader_pin_memory and (self.use_cpu or not _accelerator_available()):
-            self.dataloader_pin_memory = False
-
-
-def _accelerator_available() -> bool:
-    import torch
-
-    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6
-    if accelerator is not None:
-        return bool(accelerator.is_available())
-    return bool(torch.cuda.is_available() or getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+        unpin_memory_without_accelerator(self)

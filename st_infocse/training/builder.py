@@ -198,12 +198,10 @@ def build_trainer(
     from sentence_transformers import SentenceTransformerTrainer
 
     from st_infocse.training.callbacks import AuxiliaryStateCallback
-    from st_infocse.training.precision import warn_if_slow_bf16
+    from st_infocse.training.precision import unpin_memory_without_accelerator, warn_if_slow_bf16
 
-    on_cpu = args.device.type == "cpu"
-    if on_cpu:
-        args.dataloader_pin_memory = False
-    warn_if_slow_bf16(bool(args.bf16), on_cpu)
+    unpin_memory_without_accelerator(args)
+    warn_if_slow_bf16(bool(args.bf16), args.device.type == "cpu")
     auxiliary = AuxiliaryStateCallback(loss, clip_jointly=clip_jointly)
     trainer = SentenceTransformerTrainer(
         model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, callbacks=[auxiliary]

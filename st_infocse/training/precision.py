@@ -1,9 +1,11 @@
-"""Whether bf16 pays off on this CPU: without native bf16 instructions it is many times slower than fp32."""
+"""Precision and device choices: whether bf16 pays off on this CPU (without native bf16 instructions it is many
+times slower than fp32), which accelerator a trainer will use, and pinned memory only with one."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger("st_infocse")
 
@@ -41,3 +43,24 @@ def warn_if_slow_bf16(bf16: bool, on_cpu: bool, cpuinfo: str | Path = "/proc/cpu
         "fp32 (13-16x per training step measured on an AVX2 CPU); drop --bf16 to train in fp32."
     )
     return True
+
+
+def accelerator_type() -> str:
+    """Where a trainer puts the model unless told ``use_cpu``: the accelerator's type (``cuda``, ``mps``, ...), or
+    ``cpu`` (the one home of this question for the command line and the training arguments)."""
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6
+    if accelerator is not None:
+        return accelerator.current_accelerator().type if accelerator.is_available() else "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    return "mps" if mps is not None and mps.is_available() else "cpu"
+
+
+def unpin_memory_without_accelerator(args: Any) -> None:
+    """Pinned memory only speeds up copies to an accelerator; without one torch warns at every dataloader, so
+    ``args.dataloader_pin_memory`` is turned off when the run stays on the CPU."""
+    if args.dataloader_pin_memory and (args.use_cpu or accelerator_type() == "cpu"):
+        args.dataloader_pin_memory = False
