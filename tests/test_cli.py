@@ -972,15 +972,16 @@ EXPECTED_LOSS_FLAGS = {
 }
 # The objectives' other own flags: the auxiliary modules' rate, the decoder warm-up, the documents, IDC's rounds.
 _IDC = {"docs", "rounds", "idc_loss", "idc_k", "idc_similarity", "initial_annotation", "idc_annotator", "idc_max_docs"}
+_LORA = {"lora_r", "lora_alpha", "lora_target_modules", "lora_dropout"}
 EXPECTED_OWN_FLAGS = {
-    "simcse": {"aux_learning_rate"},
-    "infocse": {"aux_learning_rate", "decoder_warmup_steps", "decoder_warmup_learning_rate"},
-    "cmlm-cse": {"aux_learning_rate", "decoder_warmup_steps", "decoder_warmup_learning_rate"},
-    "informin": {"aux_learning_rate"},
-    "cmlm": {"aux_learning_rate", "decoder_warmup_steps", "decoder_warmup_learning_rate"},
-    "ict": {"docs"},
+    "simcse": {"aux_learning_rate", *_LORA},
+    "infocse": {"aux_learning_rate", "decoder_warmup_steps", "decoder_warmup_learning_rate", *_LORA},
+    "cmlm-cse": {"aux_learning_rate", "decoder_warmup_steps", "decoder_warmup_learning_rate", *_LORA},
+    "informin": {"aux_learning_rate", *_LORA},
+    "cmlm": {"aux_learning_rate", "decoder_warmup_steps", "decoder_warmup_learning_rate", *_LORA},
+    "ict": {"docs", *_LORA},
     "distill": {"docs", "distill_queries", "distill_loss", "distill_candidates", "student_temperature",
-                "teacher_temperature", "distill_max_queries"},
+                "teacher_temperature", "distill_max_queries", *_LORA},
     "idc": _IDC,
     "idc infocse": {*_IDC, "aux_learning_rate"},
     "pretrain-aux": {"aux_learning_rate"},
@@ -994,6 +995,7 @@ _FLAG_VALUES = {
     "idc_loss": "infocse", "idc_k": "2", "idc_similarity": "dot", "initial_annotation": "adjacent",
     "idc_annotator": ".", "idc_max_docs": "3", "distill_queries": "title", "distill_loss": "margin_mse",
     "distill_candidates": "3", "student_temperature": "0.1", "teacher_temperature": "0.2", "distill_max_queries": "5",
+    "lora_r": "4", "lora_alpha": "8", "lora_target_modules": "q", "lora_dropout": "0.1",
 }
 # The text-corpus flags, which the document objectives refuse.
 _TEXT_FLAGS = {"train_data": "sentences.txt", "text_column": "text", "max_train_samples": "4", "split_sentences": "true"}

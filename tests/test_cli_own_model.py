@@ -671,3 +671,60 @@ def test_the_retrieval_evaluator_scores_any_run_as_it_scores_its_own(user_model,
     references = evaluator.lexical_references(LexicalSettings(fusion="rrf"))
     assert set(references) == {"BM25", "hybrid"} and set(references["BM25"]) == set(evaluator.per_query)
     assert all(value == 1.0 for value in references["BM25"].values())
+
+
+# ------------------------------------------------------------------------------ a LoRA adapter (--lora_r)
+
+
+def test_a_lora_run_saves_the_users_modules_with_the_adapter_merged(user_model, data, tmp_path, capsys):
+    pytest.importorskip("peft")
+    flags = ("--stsb_dev", "none", "--learning_rate", "1e-2", "--lora_r", "4", "--lora_alpha", "8")
+    assert main(_train(user_model, data, tmp_path / "free", *flags)) == 0
+    printed = capsys.readouterr().out
+    assert re.search(r"LoRA adapter +rank 4, alpha 8 on 12 layers \(query, key, value\); [\d,]+ of [\d,]+ weights",
+                     printed), printed
+    assert main(_train(user_model, data, tmp_path / "anchored", *flags, "--weight_anchor", "0.5")) == 0
+    given = SentenceTransformer(str(user_model), device="cpu").state_dict()
+    free = SentenceTransformer(str(tmp_path / "free"), device="cpu").state_dict()
+    anchored = SentenceTransformer(str(tmp_path / "anchored"), device="cpu").state_dict()
+    assert set(free) == set(given) and _module_types(tmp_path / "free") == ["Transformer", "Pooling", "Dense", "Normalize"]
+    moved = [k for k in given if not torch.equal(given[k], free[k])]
+    assert moved and all(re.search(r"attention\.self\.(query|key|value)\.weight$", k) for k in moved)  # the rest froze
+    for key in moved:  # the anchor keeps half of the adapter's change, exactly (B @ A with B halved)
+        torch.testing.assert_close(anchored[key] - given[key], 0.5 * (free[key] - given[key]), atol=1e-6, rtol=1e-4)
+    assert json.loads((tmp_path / "free" / "run_summary.json").read_text())["lora"]["r"] == 4
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--lora_alpha", "8"], "--lora_alpha: the adapter's settings apply with --lora_r R"),
+    (["--lora_r", "-1"], "--lora_r must be 0 (no adapter) or a rank of 1 or more, got -1"),
+])
+def test_lora_flags_that_cannot_apply_are_refused(user_model, data, tmp_path, capsys, flags, message):
+    pytest.importorskip("peft")
+    assert main(_train(user_model, data, tmp_path / "run", "--stsb_dev", "none", *flags)) == 2
+    assert message in _one_line_error(capsys)
+
+
+def test_lora_targets_that_match_no_layer_are_refused_naming_the_layers(user_model, data, tmp_path, capsys):
+    pytest.importorskip("peft")  # the encoder's layers are known once it is read: one line after loading
+    flags = ("--stsb_dev", "none", "--lora_r", "4", "--lora_target_modules", "q", "v")
+    assert main(_train(user_model, data, tmp_path / "run", *flags)) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith("--lora_target_modules: no linear layer of the encoder is named q, "
+                                                 "v; its linear layers are named dense, key, query, value (set the "
+                                                 "target modules)")
+
+
+def test_lora_without_peft_or_on_idc_is_refused_before_the_model_loads(user_model, data, tmp_path, capsys,
+                                                                      monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "peft" else find_spec(name, *a))
+    assert main(_train(user_model, data, tmp_path / "run", "--lora_r", "4")) == 2
+    assert "--lora_r needs PEFT: pip install 'st-infocse[lora]'" in _one_line_error(capsys)
+    argv = ["train", "--objective", "idc", "--model", str(user_model), "--docs", str(data["texts"]), "--lora_r", "4",
+            "--output_dir", str(tmp_path / "idc")]
+    assert main(argv) == 2
+    assert "--lora_r" in _one_line_error(capsys)

@@ -27,6 +27,7 @@ __all__ = [
     "ICTFlags",
     "IDCFlags",
     "InforMinFlags",
+    "LoRAFlags",
     "MNRLFlags",
     "ObjectiveArguments",
     "ObjectiveSections",
@@ -264,6 +265,23 @@ class DistillFlags:
     )
 
 
+@dataclass
+class LoRAFlags:
+    _argument_group_name = "a LoRA adapter (st_infocse.training.lora; needs the lora extra: peft)"
+
+    lora_r: int = field(
+        default=0,
+        metadata={"help": "Train a LoRA adapter of this rank on the encoder, every other weight of the model frozen "
+                  "(0: no adapter, all weights train). The adapter is merged into the model when it is saved."},
+    )
+    lora_alpha: float = field(default=16.0, metadata={"help": "The adapter's scaling is lora_alpha / lora_r."})
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["query", "key", "value"],
+        metadata={"help": "Names of the linear layers to adapt (BERT family: query key value; MPNet: q k v)."},
+    )
+    lora_dropout: float = field(default=0.0, metadata={"help": "Dropout on the adapter's input."})
+
+
 @dataclass(frozen=True)
 class ObjectiveSections:
     """The flags one objective takes besides the model's, the run's and the trainer's.
@@ -284,13 +302,13 @@ class ObjectiveSections:
 
 _TEXT = (DataArguments, KeepArguments)
 _SECTIONS: dict[str, ObjectiveSections] = {
-    "simcse": ObjectiveSections(ContrastiveFlags, (*_TEXT, AuxiliaryRateFlags)),
-    "infocse": ObjectiveSections(ConditionalMLMFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags)),
-    "cmlm-cse": ObjectiveSections(ConditionalMLMFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags)),
-    "informin": ObjectiveSections(InforMinFlags, (*_TEXT, AuxiliaryRateFlags)),
-    "cmlm": ObjectiveSections(DecoderFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags)),
-    "ict": ObjectiveSections(None, (ICTFlags, KeepArguments)),
-    "distill": ObjectiveSections(None, (DistillFlags, KeepArguments)),
+    "simcse": ObjectiveSections(ContrastiveFlags, (*_TEXT, AuxiliaryRateFlags, LoRAFlags)),
+    "infocse": ObjectiveSections(ConditionalMLMFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags, LoRAFlags)),
+    "cmlm-cse": ObjectiveSections(ConditionalMLMFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags, LoRAFlags)),
+    "informin": ObjectiveSections(InforMinFlags, (*_TEXT, AuxiliaryRateFlags, LoRAFlags)),
+    "cmlm": ObjectiveSections(DecoderFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags, LoRAFlags)),
+    "ict": ObjectiveSections(None, (ICTFlags, KeepArguments, LoRAFlags)),
+    "distill": ObjectiveSections(None, (DistillFlags, KeepArguments, LoRAFlags)),
     # IDC's rounds keep their best round themselves; its pair loss decides the loss flags (see objective_sections).
     "idc": ObjectiveSections(MNRLFlags, (IDCFlags,)),
     STAGE1.name: ObjectiveSections(Stage1Flags, (DataArguments, AuxiliaryRateFlags)),

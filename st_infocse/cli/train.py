@@ -104,6 +104,9 @@ def cmd_train(argv: Sequence[str]) -> int:
     start = time.time()
     if flags.idc is not None:
         return _train_idc(loaded, documents, flags, measured, start)
+    adapter = add_adapter(model, flags.lora)
+    if adapter:
+        measured.notes["LoRA adapter"] = adapter
     if flags.distill is not None:
         dataset = distillation_dataset(model, drawn, flags, training_args)
     # ICT's and distillation's long side is the document: that is what the training length cuts.
@@ -151,6 +154,10 @@ def cmd_train(argv: Sequence[str]) -> int:
         return 130
     out = Path(training_args.output_dir)
     training_length = model.max_seq_length
+    if adapter:
+        from st_infocse.training.lora import merge_lora
+
+        merge_lora(model)  # the user's modules, with the adapter's change folded into the weights it adapted
     save_model(model, out, own_length)
     rows = {"objective": objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}"}
     rows.update(texts=len(dataset), steps=trainer.state.global_step, time=f"{time.time() - start:.0f} s")
@@ -158,6 +165,10 @@ def cmd_train(argv: Sequence[str]) -> int:
     if anchor:
         rows["weight anchor"] = anchor
         record["weight_anchor"] = flags.keep.weight_anchor
+    if adapter:
+        rows["LoRA adapter"] = f"{adapter}; merged into the saved model"
+        record["lora"] = {"r": flags.lora.lora_r, "alpha": flags.lora.lora_alpha,
+                          "target_modules": flags.lora.lora_target_modules}
     warnings: list[str] = []
     if ends is not None:
         result = ends.result
@@ -179,6 +190,25 @@ def cmd_train(argv: Sequence[str]) -> int:
     for line in warnings:
         print(line)
     return 0
+
+
+def add_adapter(model, lora) -> str:
+    """A LoRA adapter on the model when ``--lora_r`` asks for one (every other weight frozen); what it is, for the
+    summaries, or "" without one."""
+    if lora is None or not lora.lora_r:
+        return ""
+    from st_infocse.training.lora import LoRASettings, add_lora, lora_parameters
+
+    settings = LoRASettings(r=lora.lora_r, alpha=lora.lora_alpha, target_modules=tuple(lora.lora_target_modules),
+                            dropout=lora.lora_dropout)
+    try:
+        adapted = add_lora(model, settings)
+    except ValueError as error:
+        raise CLIError(f"--lora_target_modules: {error}") from None
+    trained = sum(p.numel() for _, p in lora_parameters(model))
+    total = sum(p.numel() for p in model.parameters())
+    return (f"rank {settings.r}, alpha {settings.alpha:g} on {len(adapted)} layers "
+            f"({', '.join(settings.target_modules)}); {trained:,} of {total:,} weights train")
 
 
 def reference_settings(flags: TrainingFlags, measured):

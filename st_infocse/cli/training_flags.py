@@ -13,7 +13,7 @@ refused in one line that names the objective's flags.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from st_infocse.cli.objective_flags import (
     ICTFlags,
     IDCFlags,
     IDCPairLoss,
+    LoRAFlags,
     MNRLFlags,
     ObjectiveArguments,
     objective_sections,
@@ -87,6 +88,7 @@ class TrainingFlags:
     ict: ICTFlags | None = None
     lexical: LexicalArguments | None = None
     distill: DistillFlags | None = None
+    lora: LoRAFlags | None = None
     given: frozenset[str] = frozenset()
     typed: frozenset[str] = frozenset()
 
@@ -107,7 +109,8 @@ class TrainingFlags:
 
 _ATTRIBUTES = {ModelArguments: "model", OutputArguments: "output", RunEvaluationArguments: "run",
                KeepArguments: "keep", DataArguments: "data", AuxiliaryRateFlags: "aux", DecoderWarmupFlags: "warmup",
-               IDCFlags: "idc", ICTFlags: "ict", LexicalArguments: "lexical", DistillFlags: "distill"}
+               IDCFlags: "idc", ICTFlags: "ict", LexicalArguments: "lexical", DistillFlags: "distill",
+               LoRAFlags: "lora"}
 
 
 def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -> TrainingFlags | None:
@@ -192,6 +195,8 @@ def check_before_loading(flags: TrainingFlags) -> None:
                  if getattr(flags.lexical, item.name) != item.default]
         if given:
             raise CLIError(f"{', '.join(given)}: BM25 is scored beside --eval_retrieval, which this run does not have")
+    if flags.lora is not None:
+        check_lora(flags.lora)
     decoder = getattr(flags.loss, "decoder", None)
     if decoder and not Path(decoder).expanduser().exists():
         raise CLIError(f"--decoder: not found: {decoder}")
@@ -237,3 +242,23 @@ def check_decoder_warmup(flags: TrainingFlags) -> None:
         raise CLIError(f"--decoder_warmup_steps must be at least 1, got {warmup.decoder_warmup_steps}")
     if not warmup.decoder_warmup_learning_rate > 0:
         raise CLIError(f"--decoder_warmup_learning_rate must be positive, got {warmup.decoder_warmup_learning_rate:g}")
+
+
+def check_lora(lora: LoRAFlags) -> None:
+    """The adapter's flags, and PEFT's presence, before the model loads."""
+    import importlib.util
+
+    if lora.lora_r < 0:
+        raise CLIError(f"--lora_r must be 0 (no adapter) or a rank of 1 or more, got {lora.lora_r}")
+    if not lora.lora_r:
+        given = [f"--{item.name}" for item in fields(LoRAFlags) if item.name != "lora_r"
+                 and getattr(lora, item.name) != (item.default_factory() if item.default is MISSING else item.default)]
+        if given:
+            raise CLIError(f"{', '.join(given)}: the adapter's settings apply with --lora_r R (a rank of 1 or more)")
+        return
+    if not lora.lora_target_modules:
+        raise CLIError("--lora_target_modules: name at least one linear layer to adapt")
+    if not 0 <= lora.lora_dropout < 1:
+        raise CLIError(f"--lora_dropout must lie in [0, 1), got {lora.lora_dropout}")
+    if importlib.util.find_spec("peft") is None:
+        raise CLIError("--lora_r needs PEFT: pip install 'st-infocse[lora]'")

@@ -41,8 +41,9 @@ def toward_start(start: dict[str, torch.Tensor], trained: dict[str, torch.Tensor
     share = _check_share(share)
     if set(start) != set(trained):
         raise ValueError(f"the two models differ in their weights: {sorted(set(start) ^ set(trained))[:5]}")
+    # A LoRA adapter's change is B @ A with B starting at zero: moving B alone scales the change by exactly ``share``.
     return {k: start[k].to(v.device, v.dtype) + share * (v - start[k].to(v.device, v.dtype))
-            if v.is_floating_point() else v for k, v in trained.items()}
+            if v.is_floating_point() and ".lora_A." not in k else v for k, v in trained.items()}
 
 
 def evaluates_before_last_step(args: TrainingArguments, max_steps: int) -> bool:
@@ -106,7 +107,9 @@ class WeightAnchorCallback(TrainerCallback):
             return
         if self.share < 1:
             model = kwargs["model"]
-            model.load_state_dict(toward_start(self.start_weights.weights, model.state_dict(), self.share))
+            start = self.start_weights.weights  # the weights that train (an adapter's alone when only it trains)
+            current = model.state_dict()
+            model.load_state_dict(toward_start(start, {k: current[k] for k in start}, self.share), strict=False)
         self.applied_at = state.global_step
         self._release()
 

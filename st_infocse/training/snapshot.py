@@ -1,4 +1,4 @@
-"""One CPU copy of a model's starting weights, shared by whatever needs it during a run.
+"""One CPU copy of a model's starting weights (those that train), shared by whatever needs it during a run.
 
 :class:`StartEndCallback` (to hand the start back) and :class:`WeightAnchorCallback` (to move back toward it) both
 need the weights the run started from; given the same :class:`StartingWeights`, a run holds one copy, not one per
@@ -14,8 +14,12 @@ from torch import nn
 __all__ = ["StartingWeights", "weights_snapshot"]
 
 
-def weights_snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
-    """A CPU copy of every tensor of ``model.state_dict()``, detached."""
+def weights_snapshot(model: nn.Module, trainable_only: bool = False) -> dict[str, torch.Tensor]:
+    """A CPU copy of every tensor of ``model.state_dict()``, detached; with ``trainable_only``, of the parameters that
+    train (all of them in a full fine-tune, an adapter's alone when only it trains: see ``training.lora``)."""
+    if trainable_only:
+        return {name: value.detach().to("cpu", copy=True) for name, value in model.named_parameters()
+                if value.requires_grad}
     return {name: value.detach().to("cpu", copy=True) for name, value in model.state_dict().items()}
 
 
@@ -41,8 +45,8 @@ class StartingWeights:
         self.users = 0
 
     def acquire(self, model: nn.Module) -> None:
-        if self.weights is None:
-            self.weights = weights_snapshot(model)
+        if self.weights is None:  # what training can change: a frozen weight needs no copy
+            self.weights = weights_snapshot(model, trainable_only=True)
         self.users += 1
 
     def release(self) -> None:

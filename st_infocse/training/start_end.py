@@ -332,7 +332,7 @@ class StartEndCallback(TrainerCallback):
         rule = self.keep_trained_if if snapshot is not None else None
         restore, reason = self._verdict(rule, metric, start_score, held, greater, changes.get(metric))
         if restore:
-            model.load_state_dict(snapshot)
+            model.load_state_dict(snapshot, strict=False)  # the weights that train; the frozen ones never moved
             kept = "start"
         del snapshot
         worse = [

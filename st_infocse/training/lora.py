@@ -1,0 +1,136 @@
+"""Low-rank adapters (LoRA, Hu et al. 2022) on the user's encoder, through PEFT, merged into it when saved.
+
+:func:`add_lora` puts PEFT's LoRA layers into the encoder of a ``SentenceTransformer`` and freezes every other weight
+of the model, so that a run trains the adapter (and a loss's own heads) alone; the optimizer then holds state for
+the adapter only, and the start -> end and weight-anchor callbacks copy the adapter only (their snapshot holds the
+weights that train). :func:`merge_lora` folds the adapter into the weights it adapts and removes its layers: the saved
+model is the user's model, its modules as given, with the adapted weights. :func:`scale_lora` keeps a share of the
+adapter's change (the weight anchor on an adapter).
+
+Why merged rather than saved as an adapter: sentence-transformers saves and loads adapters through transformers'
+PEFT integration, which transformers 5.24 enables only with ``peft >= 0.22``; the package's ``lora`` extra takes any
+PEFT from 0.17 and writes the one format every sentence-transformers installation loads.
+
+Example:
+    >>> from st_infocse.training.lora import LoRASettings, add_lora, merge_lora
+    >>> added = add_lora(model, LoRASettings(r=8))  # doctest: +SKIP
+    >>> # ... train with any loss of the package ...
+    >>> merge_lora(model); model.save("out")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["LORA_INSTALL_HINT", "LoRASettings", "add_lora", "has_lora", "lora_parameters", "merge_lora", "scale_lora"]
+
+LORA_INSTALL_HINT = 'pip install "st-infocse[lora]"'
+# BERT-family names of the attention projections (BERT, RoBERTa, MiniLM, ELECTRA); MPNet calls them q, k, v.
+DEFAULT_TARGETS = ("query", "key", "value")
+
+
+@dataclass(frozen=True)
+class LoRASettings:
+    """The adapter's shape: rank ``r``, scaling ``alpha / r``, the linear layers it adapts (by name) and its dropout.
+
+    The defaults suit BERT-family encoders: rank 8, alpha 16, the attention's query, key and value projections.
+    """
+
+    r: int = 8
+    alpha: float = 16.0
+    target_modules: tuple[str, ...] = field(default=DEFAULT_TARGETS)
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.r < 1:
+            raise ValueError(f"the adapter's rank must be at least 1, got r={self.r}")
+        if not self.target_modules:
+            raise ValueError("the adapter needs at least one target module name")
+
+
+def _peft() -> Any:
+    try:
+        return importlib.import_module("peft")
+    except ImportError:
+        raise ImportError(f"LoRA adapters need the optional package 'peft', which is not installed: "
+                          f"{LORA_INSTALL_HINT}") from None
+
+
+def _encoder(model: nn.Module) -> nn.Module:
+    first = model[0] if isinstance(model, nn.Sequential) and len(model) else None
+    encoder = getattr(first, "auto_model", None) or getattr(first, "model", None)
+    if not isinstance(encoder, nn.Module):
+        raise ValueError(f"a LoRA adapter goes on the model's first module, a Transformer; got {type(first).__name__}")
+    return encoder
+
+
+def lora_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """The adapter's parameters (PEFT names them ``lora_A`` / ``lora_B``)."""
+    return [(name, p) for name, p in model.named_parameters() if ".lora_A." in name or ".lora_B." in name]
+
+
+def has_lora(model: nn.Module) -> bool:
+    return bool(lora_parameters(model))
+
+
+def add_lora(model: nn.Module, settings: LoRASettings | None = None) -> list[str]:
+    """Put a LoRA adapter into the encoder of ``model`` and freeze every other weight of the model.
+
+    Returns the names of the adapted layers. Refused, naming what to set, when no layer matches
+    ``settings.target_modules`` or the model already carries an adapter.
+    """
+    settings = settings or LoRASettings()
+    peft = _peft()
+    if has_lora(model):
+        raise ValueError("the model already carries a LoRA adapter")
+    encoder = _encoder(model)
+    leaves = {name.rsplit(".", 1)[-1] for name, module in encoder.named_modules() if isinstance(module, nn.Linear)}
+    if not set(settings.target_modules) & leaves:
+        raise ValueError(f"no linear layer of the encoder is named {', '.join(settings.target_modules)}; "
+                         f"its linear layers are named {', '.join(sorted(leaves))} (set the target modules)")
+    config = peft.LoraConfig(r=settings.r, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+                             target_modules=list(settings.target_modules))
+    model._trainable_before_lora = {name: p.requires_grad for name, p in model.named_parameters()}
+    peft.inject_adapter_in_model(config, encoder)
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad_(".lora_A." in name or ".lora_B." in name)
+    return sorted({name.rsplit(".lora_", 1)[0] for name, _ in lora_parameters(model)})
+
+
+def _adapted_layers(model: nn.Module) -> list[tuple[nn.Module, str, nn.Module]]:
+    from peft.tuners.lora import LoraLayer
+
+    found = []
+    for parent in model.modules():
+        for child_name, child in parent.named_children():
+            if isinstance(child, LoraLayer):
+                found.append((parent, child_name, child))
+    return found
+
+
+@torch.no_grad()
+def scale_lora(model: nn.Module, share: float) -> None:
+    """Keep ``share`` of the adapter's change: every ``lora_B`` times ``share`` (the change is ``B @ A``, so it scales
+    exactly; ``lora_A`` is kept)."""
+    for name, parameter in lora_parameters(model):
+        if ".lora_B." in name:
+            parameter.mul_(share)
+
+
+@torch.no_grad()
+def merge_lora(model: nn.Module) -> int:
+    """Fold the adapter into the weights it adapts and put the original layers back; the model's weights are again
+    trainable as they were before :func:`add_lora` froze them. Returns the number of layers merged."""
+    layers = _adapted_layers(model)
+    for parent, child_name, layer in layers:
+        layer.merge()
+        setattr(parent, child_name, layer.get_base_layer())
+    before = model.__dict__.pop("_trainable_before_lora", {})
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad_(before.get(name, True))
+    return len(layers)

@@ -1,0 +1,104 @@
+"""LoRA adapters (training.lora): every loss trains the adapter alone, the weight anchor scales it, the start -> end
+copy holds it alone, and the saved model is the user's modules with the adapter merged in."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from datasets import Dataset
+from sentence_transformers import SentenceTransformer
+
+from st_infocse import losses
+from st_infocse.training import AuxiliaryStateCallback, StartingWeights, WeightAnchorCallback, toward_start
+from st_infocse.training.lora import LoRASettings, add_lora, has_lora, lora_parameters, merge_lora, scale_lora
+
+pytest.importorskip("peft")  # the lora extra; installed with the dev extra, so CI runs these
+
+LOSSES = {
+    "simcse": lambda model: losses.SimCSELoss(model),
+    "infocse": lambda model: losses.InfoCSELoss(model, lambda_=0.1),
+    "cmlm-cse": lambda model: losses.CMLMCSELoss(model),
+    "informin": lambda model: losses.InforMinReconstructionLoss(model),
+}
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_every_loss_trains_the_adapter_alone(make_model, sentences, run_trainer, name):
+    model = make_model()
+    base = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    adapted = add_lora(model, LoRASettings(r=4, alpha=8))
+    assert adapted and all(".attention.self." in layer for layer in adapted)
+    loss = LOSSES[name](model)
+    if name in ("infocse", "cmlm-cse"):  # the frozen lower copy holds the base weights, not base + adapter
+        copied = loss.decoder.lower.encoder.layer[0].attention.self.query.weight
+        key = next(k for k in base if k.endswith("encoder.layer.0.attention.self.query.weight"))
+        torch.testing.assert_close(copied, base[key])
+    own = {k: v.detach().clone() for k, v in loss.named_parameters() if not k.startswith("model.") and v.requires_grad}
+    before = {k: v.detach().clone() for k, v in model.named_parameters()}
+    run_trainer(model, loss, Dataset.from_dict({"text": sentences[:16]}), steps=2,
+                callbacks=[AuxiliaryStateCallback(loss)])
+    changed = {k for k, v in model.named_parameters() if not torch.equal(before[k], v)}
+    assert changed and all(".lora_A." in k or ".lora_B." in k for k in changed)
+    assert any(not torch.equal(own[k], v) for k, v in loss.named_parameters() if k in own) == bool(own)
+
+
+def test_the_merged_model_is_the_users_modules_with_the_adapted_weights(make_model, sentences, tmp_path):
+    model = make_model()
+    names = set(model.state_dict())
+    add_lora(model, LoRASettings(r=4))
+    with torch.no_grad():
+        for _, parameter in lora_parameters(model):
+            parameter.normal_(std=0.1)  # an adapter that has learnt something
+    model.eval()
+    adapted = model.encode(sentences[:4], convert_to_tensor=True)
+    assert merge_lora(model) == 4 * 3 and not has_lora(model)  # four layers, query/key/value
+    assert set(model.state_dict()) == names and all(p.requires_grad for p in model.parameters())
+    torch.testing.assert_close(model.encode(sentences[:4], convert_to_tensor=True), adapted, atol=1e-5, rtol=1e-4)
+    model.save(str(tmp_path / "saved"))
+    loaded = SentenceTransformer(str(tmp_path / "saved"), device="cpu")
+    torch.testing.assert_close(loaded.encode(sentences[:4], convert_to_tensor=True), adapted, atol=1e-5, rtol=1e-4)
+
+
+def test_the_weight_anchor_scales_the_adapters_change_exactly(make_model, sentences, run_trainer):
+    model = make_model()
+    add_lora(model, LoRASettings(r=4))
+    start = StartingWeights()
+    start.acquire(model)
+    assert set(start.weights) == {k for k, _ in lora_parameters(model)}  # the start copy: the adapter alone
+    with torch.no_grad():
+        for _, parameter in lora_parameters(model):
+            parameter.add_(torch.randn_like(parameter) * 0.1)
+    trained = {k: v.detach().clone() for k, v in model.state_dict().items() if k in start.weights}
+    anchored = toward_start(start.weights, trained, 0.25)
+    for key, value in anchored.items():
+        expected = trained[key] if ".lora_A." in key else start.weights[key] + 0.25 * (trained[key] - start.weights[key])
+        torch.testing.assert_close(value, expected)
+    # B starts at zero, so B @ A becomes a quarter of the trained change: the merged delta scales exactly
+    copy = make_model()
+    add_lora(copy, LoRASettings(r=4))
+    copy.load_state_dict(model.state_dict())
+    model.load_state_dict(anchored, strict=False)
+    scale_lora(copy, 0.25)
+    for (name, a), (_, b) in zip(lora_parameters(model), lora_parameters(copy), strict=True):
+        torch.testing.assert_close(a, b, msg=name)
+
+
+def test_a_run_with_the_anchor_callback_moves_only_the_adapter(make_model, sentences, run_trainer):
+    model = make_model()
+    add_lora(model, LoRASettings(r=4))
+    frozen = {k: v.detach().clone() for k, v in model.named_parameters() if not v.requires_grad}
+    loss = losses.SimCSELoss(model)
+    run_trainer(model, loss, Dataset.from_dict({"text": sentences[:16]}), steps=2,
+                callbacks=[AuxiliaryStateCallback(loss), WeightAnchorCallback(0.5)])
+    assert all(torch.equal(frozen[k], v) for k, v in model.named_parameters() if k in frozen)
+
+
+def test_an_adapter_that_matches_no_layer_is_refused_naming_the_layers(make_model):
+    model = make_model()
+    with pytest.raises(ValueError, match=r"no linear layer of the encoder is named q, v; its linear layers are named"):
+        add_lora(model, LoRASettings(target_modules=("q", "v")))
+    add_lora(model)
+    with pytest.raises(ValueError, match="already carries a LoRA adapter"):
+        add_lora(model)
+    with pytest.raises(ValueError, match="rank must be at least 1"):
+        LoRASettings(r=0)
