@@ -84,6 +84,7 @@ from st_infocse.training import (  # noqa: E402
     toward_start,
     train_probe_decoder,
 )
+from st_infocse.training.lora import LoRASettings, add_lora, lora_parameters, merge_lora  # noqa: E402
 
 
 def _x100(scores: dict[str, float]) -> dict[str, float]:
@@ -392,6 +393,10 @@ class Worker:
             source, offset = str(self.path("models", first)), self.cfg.steps
         loaded = load_model(source, max_seq_length=self.cfg.max_length)
         model, own = loaded.model, loaded.own_length
+        if spec.lora_r:  # before the loss: InfoCSE-like losses copy the (base) lower layers when built
+            add_lora(model, LoRASettings(r=spec.lora_r, alpha=2.0 * spec.lora_r))
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
         dataset, sampler, extra = self.dataset(spec, name, model, own, seed)
         torch.manual_seed(seed)  # the loss's own heads and decoders start from the row's seed
         loss, mapping = self.build_loss(spec, model, name)
@@ -406,6 +411,11 @@ class Worker:
             model.max_seq_length = own
             curve.append({"step": offset + self.cfg.steps} | {f"eval_{k}": v for k, v in evaluator(model).items()})
             model.max_seq_length = self.cfg.max_length
+        if torch.cuda.is_available():
+            extra["peak_memory_mb"] = round(torch.cuda.max_memory_allocated() / 2**20)
+        if spec.lora_r:
+            extra["trained_weights"] = sum(p.numel() for _, p in lora_parameters(model))
+            merge_lora(model)
         # Saved as the user would get it (own length): round 2 and the merges start from it.
         save_model(model, self.path("models", job), own)
         probe = self.queue.load(f"{name}__probe") if spec.decoder_first else None

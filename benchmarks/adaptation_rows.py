@@ -25,6 +25,7 @@ class Row:
     learning_rate: float | None = None  # None: the budget's; a variant's own (an already trained model's lever)
     merge_of: str | None = None  # a weight anchor: this row's trained model, moved back toward the start model
     merge: float = 1.0  # the share of the trained change kept: start + merge * (trained - start)
+    lora_r: int = 0  # a LoRA adapter of this rank trains instead of all the weights (merged when saved)
 
 
 ROWS: dict[str, Row] = {
@@ -66,6 +67,14 @@ for _base in ("ict", "idc-mpnet-mnrl-r1", "idc-minilm-mnrl-r1", "simcse", "mnrl-
               "ict-lr1e-5", "distill"):
     ROWS[f"{_base}-merge0.5"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, halfway back to the "
                                         "start weights", merge_of=_base, merge=0.5)
+
+
+# Issue 40: a LoRA adapter (rank 8, alpha 16, query/key/value; fixed before any run) on the two rows that gained on
+# Reuters' confirmation half, at the same budget.
+LORA_RANK = 8
+for _base in ("informin", "idc-mpnet-mnrl-r1"):
+    ROWS[f"{_base}-lora"] = replace(ROWS[_base], description=f"{ROWS[_base].description}, LoRA adapter (rank "
+                                    f"{LORA_RANK}) only", lora_r=LORA_RANK)
 
 
 def delete_words(text: str, rng: random.Random, ratio: float = 0.6) -> str:

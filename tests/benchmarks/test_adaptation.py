@@ -440,3 +440,22 @@ def test_distillation_row_and_the_lexical_reference_lines(bench, tmp_path, tiny_
     collected["queries"] = {name: report.query_statistics(name, d) for name, d in collected["domains"].items()}
     markdown = report.render(collected, cfg, "cmd")
     assert markdown.count("| BM25 (reference: not trained) |") == 2 and markdown.count("| hybrid (reference") == 2
+
+
+def test_a_lora_row_trains_the_adapter_and_saves_the_merged_model(bench, tmp_path, tiny_bert_dir, monkeypatch):
+    pytest.importorskip("peft")
+    adaptation, domains, _ = bench
+    cfg = _config(adaptation, tmp_path, rows=["informin-lora"], domains=["scifact"], steps=2, batch_size=4,
+                  eval_steps=2, max_length=32, smoke=True, model=str(tiny_bert_dir), sts_suite=False)
+    worker = adaptation.Worker(cfg)
+    worker._domains = {"scifact": _domain(domains, "scifact")}
+    monkeypatch.setattr(worker, "dev", lambda: Dev())
+    assert worker.run() == []
+    row = worker.queue.done()["scifact__informin-lora__s0"]
+    start = adaptation.load_model(str(tiny_bert_dir)).model.state_dict()
+    assert 0 < row["trained_weights"] < sum(v.numel() for v in start.values()) / 5
+    saved = adaptation.load_model(str(cfg.work_dir / "models" / "scifact__informin-lora__s0")).model.state_dict()
+    assert set(saved) == set(start)  # merged: the model's own weights, no adapter layers
+    # (the tiny checkpoint has no pooler weights, drawn afresh at each load and unused by the embedding)
+    moved = [k for k in start if "pooler" not in k and not torch.equal(start[k], saved[k])]
+    assert moved and all(k.split(".")[-2] in ("query", "key", "value") for k in moved)
