@@ -11,6 +11,11 @@ from adaptation_domains import Sizes
 from adaptation_rows import ROWS, Row
 
 DOMAINS = ("scifact", "reuters")
+TITLES = {"scifact": "SciFact", "reuters": "Reuters-21578"}
+HEADLINE = {"scifact": "ndcg@10", "reuters": "a2h_ndcg@10"}
+# The per-query metrics the report tests (the headline first); SciFact's Recall@100 and Reuters' headline -> article
+# nDCG@10 are kept too.
+QUERY_METRICS = {"scifact": ("ndcg@10", "recall@100"), "reuters": ("a2h_ndcg@10", "h2a_ndcg@10")}
 
 
 @dataclass

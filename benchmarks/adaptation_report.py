@@ -1,7 +1,6 @@
-"""The report of ``benchmarks/adaptation.py``: tables against the shipped model, the follow-up seeds, the curve plot.
-
-Over 500 lines: the per-query statistics, five tables and three plots all read one collected structure.
-"""
+"""The report of ``benchmarks/adaptation.py``: tables against the shipped model, the per-query statistics on the
+two halves of the queries, the follow-up seeds and the cost of a LoRA adapter against a full fine-tune; the plots are
+in ``adaptation_plot.py``."""
 
 from __future__ import annotations
 
@@ -13,12 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from adaptation_config import Config
+from adaptation_config import HEADLINE, QUERY_METRICS, TITLES, Config
+from adaptation_plot import plot, plot_confirmation, plot_deltas
 from adaptation_rows import ROWS
 from harness import (
-    FIGURE_DPI,
-    FIGURE_STYLE,
-    FIGURE_WIDTH,
     README,
     RESULTS,
     JobQueue,
@@ -30,6 +27,8 @@ from harness import (
 from st_infocse.evaluation import paired_change, queries_needed
 
 STEM = "adaptation"
+# Full fine-tunes repeated on the GPU that trained the LoRA rows, for the cost table only (never mixed into the rows).
+GPU_FULL = RESULTS / "adaptation_gpu_full"
 # Per domain: (column label, metric key, followed by a "Δ (p)" column against the shipped model).
 COLUMNS = {
     "scifact": [("nDCG@10", "ndcg@10", True), ("Recall@100", "recall@100", True)],
@@ -38,7 +37,6 @@ COLUMNS = {
                 ("h→a R@5", "h2a_recall@5", False), ("R@10", "h2a_recall@10", False),
                 ("R@20", "h2a_recall@20", False), ("nDCG@10", "h2a_ndcg@10", True)],
 }
-HEADLINE = {"scifact": "ndcg@10", "reuters": "a2h_ndcg@10"}
 # The protocol's seeds: seed 0 screens, 0-2 for the rows it keeps. Seeds after them belong to a confirmation,
 # declared (in this file, committed) before any of their results and tested on those seeds alone, so that no row's p
 # grows by adding seeds after its p was seen.
@@ -49,13 +47,9 @@ CONFIRMATIONS = [
     # against the shipped model) and their STS avg drops by less than 0.5 from the shipped model's.
     {"domain": "scifact", "row": "informin-merge0.5", "seeds": (3, 4, 5, 6, 7)},
 ]
-TITLES = {"scifact": "SciFact", "reuters": "Reuters-21578"}
 # Rows are chosen on the selection half of each domain's test queries and claims are made on the confirmation half,
 # which no choice has used: the sorted query ids shuffled by random.Random(SPLIT_SEED), the first half selecting.
 SPLIT_SEED = 0
-# The per-query metrics the report tests (the headline first); SciFact's Recall@100 and Reuters' headline -> article
-# nDCG@10 are kept too.
-QUERY_METRICS = {"scifact": ("ndcg@10", "recall@100"), "reuters": ("a2h_ndcg@10", "h2a_ndcg@10")}
 
 
 def split_queries(ids: list[str]) -> tuple[list[str], list[str]]:
@@ -423,9 +417,32 @@ def render(collected: dict[str, Any], cfg: Config, command: str, flags: str = ""
             lines += [f"Next, three seeds for: {', '.join(rows)} (the best three on {HEADLINE[name]} and the shipped "
                       f"model's nearest competitor, {nearest}; chosen on seed 0's screen, so seed 0 flatters them: "
                       f"judge them on the other seeds): {first}`{command} {' '.join(rows)} --seeds 1 2`.", ""]
+    lines += cost_lines(domains, collected.get("gpu_full", {}))
     if collected["ignored"]:
         lines += [f"Jobs under another budget, not reported: {len(collected['ignored'])}.", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def cost_lines(domains: dict[str, Any], gpu_full: dict[str, dict[str, Any]]) -> list[str]:
+    """Peak GPU memory and training time of each LoRA row's seed 0 beside the same row trained in full on the same GPU
+    (``GPU_FULL``: those full runs, kept apart from the CPU rows they repeat)."""
+    lines = []
+    for name, data in domains.items():
+        for row, group in data["rows"].items():
+            lora = next((d for d in group if d["seed"] == 0 and ROWS[row].lora_r and "peak_memory_mb" in d), None)
+            full = gpu_full.get(f"{name}__{row.removesuffix('-lora')}__s0")
+            if lora is None or full is None:
+                continue
+            lines.append(f"| {TITLES[name]} | {row.removesuffix('-lora')} | {full['peak_memory_mb']:,} / "
+                         f"{lora['peak_memory_mb']:,} | {full['train_seconds']:.0f} / {lora['train_seconds']:.0f} | "
+                         f"{lora['trained_weights']:,} |")
+    if not lines:
+        return []
+    gpu = next(iter(gpu_full.values()))["machine"].get("gpu", "a GPU")
+    return ["Cost of a LoRA adapter (rank 8) against the full fine-tune, seed 0, both on " + gpu + " (peak memory "
+            "allocated by torch during training and scoring; training seconds, curve evaluations excluded):", "",
+            "| Domain | row | peak MB full / LoRA | train s full / LoRA | weights the adapter trains |",
+            "|---|---|---|---|---|", *lines, ""]
 
 
 def budget_flags(cfg: Config, defaults: argparse.Namespace) -> str:
@@ -442,6 +459,7 @@ def budget_flags(cfg: Config, defaults: argparse.Namespace) -> str:
 
 def report(cfg: Config, defaults: argparse.Namespace, ns: argparse.Namespace) -> str:
     collected = collect(JobQueue(cfg.work_dir).done(), cfg)
+    collected["gpu_full"] = {path.stem: json.loads(path.read_text()) for path in sorted(GPU_FULL.glob("*.json"))}
     collected["queries"] = {name: query_statistics(name, data) for name, data in collected["domains"].items()}
     flags = budget_flags(cfg, defaults)
     command = (f"HF_HUB_OFFLINE=1 python benchmarks/adaptation.py run --work-dir W{flags} (2 workers), then "
@@ -458,138 +476,6 @@ def report(cfg: Config, defaults: argparse.Namespace, ns: argparse.Namespace) ->
     plot_confirmation(collected["queries"], RESULTS / f"{STEM}_confirmation.png")
     update_block(markdown, STEM, (README,))
     return markdown
-
-
-def _mean_curve(group: list[dict[str, Any]], key: str) -> list[tuple[int, float]]:
-    by_step: dict[int, list[float]] = {}
-    for data in group:
-        for point in data["curve"]:
-            if key in point:
-                by_step.setdefault(point["step"], []).append(point[key])
-    return [(step, statistics.mean(values)) for step, values in sorted(by_step.items())]
-
-
-def plot(domains: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-
-    names = [r for r in ROWS if r != "shipped"]
-    # Dark colours only (tab20's even entries, then four hues none of those has): pale lines vanish at column width.
-    # An IDC row's rounds share a colour; the line style tells them apart.
-    plain = [r for r in names if ROWS[r].round == 0]
-    colour: dict[str, Any] = {row: plt.get_cmap("tab20")(2 * i % 20) for i, row in enumerate(plain)}
-    pairs = sorted({r.rsplit("-r", 1)[0] for r in names if ROWS[r].round})
-    idc = ["#17becf", "#393b79", "#637939", "#005f5f"]
-    colour |= {r: idc[pairs.index(r.rsplit("-r", 1)[0]) % len(idc)] for r in names if ROWS[r].round}
-    drawn: list[str] = []
-    with plt.rc_context(FIGURE_STYLE):
-        figure, axes = plt.subplots(1, max(1, len(domains)), figsize=(FIGURE_WIDTH, 7.0), squeeze=False)
-        for axis, (name, data) in zip(axes[0], domains.items(), strict=False):
-            key = f"eval_curve_{HEADLINE[name]}"
-            start = _mean_curve([data["shipped"]], key) if data.get("shipped") else []
-            for row in names:
-                group = data["rows"].get(row, [])
-                points = _mean_curve(group, key)
-                if not points:
-                    continue
-                first = ROWS[row].round == 2 and _mean_curve(data["rows"].get(row.replace("-r2", "-r1"), []), key)
-                points = (first[-1:] if first else start) + points  # every line starts where its model started
-                style = {0: "-", 1: "--", 2: ":"}[ROWS[row].round]
-                axis.plot(*zip(*points, strict=True), color=colour[row], ls=style, marker="o", ms=3, lw=1.6)
-                drawn += [row] if row not in drawn else []
-            if start:
-                axis.axhline(start[0][1], color="k", ls="-.", lw=1.2)
-            label = "nDCG@10" if name == "scifact" else "article → headline nDCG@10"
-            axis.set(title=f"{TITLES[name]}: {label}\n(sub-sampled test, plot only)", xlabel="step")
-            axis.grid(alpha=0.3)
-        handles = [Line2D([], [], color=colour[r], ls={0: "-", 1: "--", 2: ":"}[ROWS[r].round], marker="o", ms=4,
-                          label=r) for r in names if r in drawn]
-        handles.append(Line2D([], [], color="k", ls="-.", label="shipped (no training)"))
-        if not drawn:
-            plt.close(figure)
-            print(f"no curves to draw: {path} not written")
-            return
-        figure.legend(handles=handles, loc="outside lower center", ncol=4, frameon=False)
-        figure.savefig(path, dpi=FIGURE_DPI)
-        plt.close(figure)
-
-
-def plot_deltas(domains: dict[str, Any], path: Path) -> None:
-    """The headline: each row's change on the whole test against the shipped model, one dot per seed, the bar at
-    their mean, per domain; the rows in the order of ``ROWS``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    measured = [r for r in ROWS if any("test" in d for data in domains.values() for d in data["rows"].get(r, []))]
-    if not measured or not all(data.get("shipped") for data in domains.values()):
-        print(f"nothing to compare with the shipped model: {path} not written")
-        return
-    with plt.rc_context(FIGURE_STYLE):
-        figure, axes = plt.subplots(1, len(domains), figsize=(FIGURE_WIDTH, 1.6 + 0.55 * len(measured)),
-                                    squeeze=False, sharey=True)
-        for axis, (name, data) in zip(axes[0], domains.items(), strict=True):
-            reference = data["shipped"]["test"][HEADLINE[name]]
-            for y, row in enumerate(measured):
-                values = [d["test"][HEADLINE[name]] - reference for d in data["rows"].get(row, []) if "test" in d]
-                if not values:
-                    label = "screened only" if data["rows"].get(row) else "not run"
-                    axis.text(0, y, label, va="center", ha="center", fontsize=10, color="0.4")
-                    continue
-                mean = statistics.mean(values)
-                axis.barh(y, mean, color="#2b7bba" if mean > 0 else "#c0392b", alpha=0.45, height=0.6)
-                axis.plot(values, [y] * len(values), "o", color="k", ms=4)
-            axis.axvline(0, color="k", lw=1)
-            label = "nDCG@10" if name == "scifact" else "article → headline\nnDCG@10"
-            # short, two-line titles: a long one runs past its panel and is cut at the figure's edge
-            axis.set(title=f"{TITLES[name]} {label}\nΔ from shipped ({reference:.2f})",
-                     xlabel="points (dots: seeds; bar: mean)")
-            axis.grid(axis="x", alpha=0.3)
-        axes[0][0].set_yticks(range(len(measured)), measured)
-        axes[0][0].invert_yaxis()
-        figure.savefig(path, dpi=FIGURE_DPI)
-        plt.close(figure)
-
-
-def plot_confirmation(queries: dict[str, Any], path: Path) -> None:
-    """Each row's change against the shipped model on the confirmation half of the test queries (no choice used
-    them), with its 95% interval over those queries, per domain."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    domains = {name: stats for name, stats in queries.items() if stats}
-    if not domains:
-        print(f"no per-query scores: {path} not written")
-        return
-    rows = [r for r in ROWS if any(r in stats["rows"] for stats in domains.values())]
-    with plt.rc_context(FIGURE_STYLE):
-        figure, axes = plt.subplots(1, len(domains), figsize=(FIGURE_WIDTH, 1.8 + 0.6 * len(rows)), squeeze=False,
-                                    sharey=True)
-        for axis, (name, stats) in zip(axes[0], domains.items(), strict=True):
-            key = QUERY_METRICS[name][0]
-            for y, row in enumerate(rows):
-                if row not in stats["rows"]:
-                    continue
-                change = stats["rows"][row][key]["confirmation"]
-                colour = "#2b7bba" if change["low"] > 0 else "#c0392b" if change["high"] < 0 else "0.45"
-                axis.errorbar(change["delta"], y, xerr=[[change["delta"] - change["low"]],
-                                                        [change["high"] - change["delta"]]],
-                              fmt="o", color=colour, capsize=4, ms=6)
-            axis.axvline(0, color="k", lw=1)
-            label = "nDCG@10" if name == "scifact" else "article → headline\nnDCG@10"
-            axis.set(title=f"{TITLES[name]} {label}\n{len(stats['confirmation'])} confirmation queries",
-                     xlabel="Δ from shipped, 95% CI over queries")
-            axis.grid(axis="x", alpha=0.3)
-        axes[0][0].set_yticks(range(len(rows)), rows)
-        axes[0][0].invert_yaxis()
-        figure.savefig(path, dpi=FIGURE_DPI)
-        plt.close(figure)
 
 
 def plot_from_results() -> None:

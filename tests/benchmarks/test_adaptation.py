@@ -459,3 +459,13 @@ def test_a_lora_row_trains_the_adapter_and_saves_the_merged_model(bench, tmp_pat
     # (the tiny checkpoint has no pooler weights, drawn afresh at each load and unused by the embedding)
     moved = [k for k in start if "pooler" not in k and not torch.equal(start[k], saved[k])]
     assert moved and all(k.split(".")[-2] in ("query", "key", "value") for k in moved)
+
+
+def test_the_cost_table_sets_each_lora_row_beside_its_full_fine_tune_on_the_same_gpu(bench):
+    _, _, report = bench
+    lora = {"seed": 0, "peak_memory_mb": 900, "train_seconds": 12.0, "trained_weights": 221184}
+    domains = {"reuters": {"rows": {"informin-lora": [lora], "informin": [{"seed": 0}]}}}
+    full = {"reuters__informin__s0": {"peak_memory_mb": 2100, "train_seconds": 15.0, "machine": {"gpu": "H100"}}}
+    lines = report.cost_lines(domains, full)
+    assert "both on H100" in lines[0] and "| Reuters-21578 | informin | 2,100 / 900 | 15 / 12 | 221,184 |" in lines
+    assert report.cost_lines(domains, {}) == []  # no full run on the GPU: no table
