@@ -468,6 +468,8 @@ def report(cfg: Config, defaults: argparse.Namespace, ns: argparse.Namespace) ->
     payload = {"command": command, "budget": cfg.budget(), "scale": "x100",
                "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(ns).items() if k != "part"},
                "torch": torch.__version__} | collected
+    payload["domains"] = without_per_query(collected["domains"])  # each query's score stays in the job files
+    payload["gpu_full"] = without_per_query(collected["gpu_full"])
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{STEM}.json").write_text(json.dumps(payload, indent=1, default=str))
     (RESULTS / f"{STEM}.md").write_text("# Adapting the model you already have\n\n" + markdown)
@@ -476,6 +478,15 @@ def report(cfg: Config, defaults: argparse.Namespace, ns: argparse.Namespace) ->
     plot_confirmation(collected["queries"], RESULTS / f"{STEM}_confirmation.png")
     update_block(markdown, STEM, (README,))
     return markdown
+
+
+def without_per_query(value: Any) -> Any:
+    """``value`` with every run's ``test_per_query`` left out (the report's JSON; the job files keep them)."""
+    if isinstance(value, dict):
+        return {k: without_per_query(v) for k, v in value.items() if k != "test_per_query"}
+    if isinstance(value, list):
+        return [without_per_query(v) for v in value]
+    return value
 
 
 def plot_from_results() -> None:
