@@ -80,7 +80,7 @@ def read_jsonl(path: Path, n: int | None = None) -> list[dict[str, Any]]:
 
 def machine() -> dict[str, Any]:
     """Where and under what load a job ran: cores, processor (and GPU), the 1-minute load average and the commit
-    (``BENCH_COMMIT`` where the tree has no ``.git``, as on a device that gets a copy of the working tree)."""
+    (``BENCH_COMMIT`` first when set: a copy of the working tree sent to another machine may carry a stale ``.git``)."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
                                 timeout=10).stdout.strip() or None
@@ -90,7 +90,7 @@ def machine() -> dict[str, Any]:
 
     gpu = {"gpu": torch.cuda.get_device_name(0)} if torch.cuda.is_available() else {}
     return {"cores": os.cpu_count(), "processor": platform.processor() or platform.machine(),
-            "load_1min": round(os.getloadavg()[0], 2), "commit": commit or os.environ.get("BENCH_COMMIT")} | gpu
+            "load_1min": round(os.getloadavg()[0], 2), "commit": os.environ.get("BENCH_COMMIT") or commit} | gpu
 
 
 # ------------------------------------------------------------------------------------------------ the queue
