@@ -440,7 +440,8 @@ def cost_lines(domains: dict[str, Any], gpu_full: dict[str, dict[str, Any]]) -> 
         return []
     gpu = next(iter(gpu_full.values()))["machine"].get("gpu", "a GPU")
     return ["Cost of a LoRA adapter (rank 8) against the full fine-tune, seed 0, both on " + gpu + " (peak memory "
-            "allocated by torch during training and scoring; training seconds, curve evaluations excluded):", "",
+            "allocated by torch while the row built its data and trained, the curve's evaluation included; training "
+            "seconds, curve evaluations excluded, with up to four rows sharing the GPU):", "",
             "| Domain | row | peak MB full / LoRA | train s full / LoRA | weights the adapter trains |",
             "|---|---|---|---|---|", *lines, ""]
 
