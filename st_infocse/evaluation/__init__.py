@@ -50,7 +50,7 @@ from .report import (
     sts_markdown,
     write_json,
 )
-from .results import EvaluationResult
+from .results import EvaluationResult, TaskTableResult
 from .retrieval import (
     BEIRResult,
     RetrievalResult,
@@ -90,6 +90,7 @@ __all__ = [
     "ConditionalMLMEvaluator",
     "DataFormatError",
     "EvaluationResult",
+    "TaskTableResult",
     "GeometryResult",
     "InDomainRetrievalResult",
     "LexicalSettings",

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["EvaluationResult"]
+import numpy as np
+
+from ._format import SCALE_X100, markdown_table, text_table
+
+__all__ = ["EvaluationResult", "TaskTableResult"]
 
 
 @runtime_checkable
@@ -16,3 +22,41 @@ class EvaluationResult(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
     def to_markdown(self) -> str: ...
+
+
+@dataclass
+class TaskTableResult:
+    """One model's row over several tasks (scores x100) with the papers' plain average: the one formatter of the STS
+    and transfer results. A subclass says which number of a task's result is its score (:meth:`task_score`)."""
+
+    model: str
+    tasks: dict[str, Any]
+    seconds: float = 0.0
+
+    def task_score(self, task: Any) -> float:
+        raise NotImplementedError
+
+    @property
+    def average(self) -> float:
+        """Plain mean of the tasks' scores (the papers' "Avg.")."""
+        return float(np.mean([self.task_score(t) for t in self.tasks.values()]))
+
+    @property
+    def scores(self) -> dict[str, float]:
+        """Task -> score x100, plus ``"Avg."``."""
+        return {**{name: self.task_score(t) for name, t in self.tasks.items()}, "Avg.": self.average}
+
+    def row(self) -> list[str]:
+        """The table row's cells: model name, each task, the average (2 decimals; "collapsed" where a model's
+        similarities were constant, so that no correlation exists)."""
+        return [self.model] + ["collapsed" if math.isnan(v) else f"{v:.2f}" for v in self.scores.values()]
+
+    def to_markdown(self) -> str:
+        return markdown_table(["Model", *self.scores], [self.row()])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "scale": SCALE_X100, "average": self.average,
+                "tasks": {name: t.to_dict() for name, t in self.tasks.items()}, "seconds": self.seconds}
+
+    def __str__(self) -> str:
+        return text_table(["Model", *self.scores], [self.row()])

@@ -12,7 +12,6 @@ only the encoding is shared: every unique sentence of the suite goes through one
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 import warnings
@@ -25,8 +24,8 @@ import numpy as np
 from scipy.stats import ConstantInputWarning, spearmanr
 
 from ._encoding import model_name
-from ._format import SCALE_X100, markdown_table, text_table
 from .loaders import STS_TASKS, PathLike, STSPairs, canonical_sts_name, load_sts
+from .results import TaskTableResult
 from .scored_units import PairScoredSimilarityEvaluator
 
 logger = logging.getLogger(__name__)
@@ -76,30 +75,20 @@ class STSTaskResult:
 
 
 @dataclass
-class STSResult:
+class STSResult(TaskTableResult):
     """Scores of one model on several STS tasks; ``print()`` shows the papers' table row.
 
     Attributes:
         model: Model name for the row.
-        tasks: Task name -> result, in column order.
+        tasks: Task name -> :class:`STSTaskResult`, in column order.
         seconds: Wall time of the evaluation (encoding included).
         n_sentences: Unique sentences encoded.
     """
 
-    model: str
-    tasks: dict[str, STSTaskResult]
-    seconds: float = 0.0
     n_sentences: int = 0
 
-    @property
-    def average(self) -> float:
-        """Plain mean of the tasks' Spearman x100 (the papers' "Avg.")."""
-        return float(np.mean([t.spearman for t in self.tasks.values()]))
-
-    @property
-    def scores(self) -> dict[str, float]:
-        """Task -> Spearman x100, plus ``"Avg."``."""
-        return {**{name: t.spearman for name, t in self.tasks.items()}, "Avg.": self.average}
+    def task_score(self, task: STSTaskResult) -> float:
+        return task.spearman
 
     def notes(self) -> list[str]:
         """Where the numbers come from: tasks sharing a note on one line, then the data source(s)."""
@@ -118,28 +107,15 @@ class STSResult:
             lines += [f"{name} data: {t.source}" for name, t in self.tasks.items()]
         return lines
 
-    def row(self) -> list[str]:
-        """The table row's cells: model name, each task, the average (2 decimals; "collapsed" where the model's
-        similarities were constant, so that no correlation exists)."""
-        return [self.model] + ["collapsed" if math.isnan(v) else f"{v:.2f}" for v in self.scores.values()]
-
     def to_markdown(self) -> str:
         """The result as a markdown table (see :func:`~st_infocse.evaluation.sts_markdown` for several models)."""
-        return markdown_table(["Model", *self.scores], [self.row()])
+        return super().to_markdown()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "scale": SCALE_X100,
-            "average": self.average,
-            "tasks": {name: t.to_dict() for name, t in self.tasks.items()},
-            "seconds": self.seconds,
-            "n_sentences": self.n_sentences,
-        }
+        return super().to_dict() | {"n_sentences": self.n_sentences}
 
     def __str__(self) -> str:
-        table = text_table(["Model", *self.scores], [self.row()])
-        return "\n".join([table, *(f"  {note}" for note in self.notes())])
+        return "\n".join([super().__str__(), *(f"  {note}" for note in self.notes())])
 
 
 def _common_folder(paths: Sequence[str]) -> str:

@@ -24,8 +24,8 @@ import numpy as np
 
 from ._deps import require
 from ._encoding import encode_texts, model_name
-from ._format import SCALE_X100, markdown_table, text_table
 from .loaders import TRANSFER_TASKS, PathLike, TransferData, canonical_transfer_name, load_senteval_transfer
+from .results import TaskTableResult
 
 #: The C values searched: 2^-8, 2^-6, ..., 2^6 (SentEval's scikit-learn grid, 2^-2 ... 2^3, widened).
 C_GRID: tuple[float, ...] = tuple(2.0**t for t in range(-8, 7, 2))
@@ -59,39 +59,12 @@ class TransferTaskResult:
 
 
 @dataclass
-class TransferResult:
-    """Accuracy x100 of one model on the transfer tasks; ``print()`` shows the papers' table row."""
+class TransferResult(TaskTableResult):
+    """Accuracy x100 of one model on the transfer tasks (:class:`TransferTaskResult` by name); ``print()`` shows the
+    papers' table row."""
 
-    model: str
-    tasks: dict[str, TransferTaskResult]
-    seconds: float = 0.0
-
-    @property
-    def average(self) -> float:
-        return float(np.mean([t.accuracy for t in self.tasks.values()]))
-
-    @property
-    def scores(self) -> dict[str, float]:
-        return {**{n: t.accuracy for n, t in self.tasks.items()}, "Avg.": self.average}
-
-    def row(self) -> list[str]:
-        """The table row's cells: model name, each task, the average (2 decimals)."""
-        return [self.model] + [f"{v:.2f}" for v in self.scores.values()]
-
-    def to_markdown(self) -> str:
-        return markdown_table(["Model", *self.scores], [self.row()])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "scale": SCALE_X100,
-            "average": self.average,
-            "tasks": {n: t.to_dict() for n, t in self.tasks.items()},
-            "seconds": self.seconds,
-        }
-
-    def __str__(self) -> str:
-        return text_table(["Model", *self.scores], [self.row()])
+    def task_score(self, task: TransferTaskResult) -> float:
+        return task.accuracy
 
 
 def _features(model: Any, examples: list[Any], batch_size: int, progress: bool | None) -> np.ndarray:
