@@ -391,72 +391,65 @@ def mine_pairs(
     )
 
 
-def adjacent_pairs(
-    documents: Iterable[Any],
-    *,
-    min_sentences: int = 2,
-    max_sentences: int | None = 1000,
-    deduplicate: bool = True,
-    shard_sentences: int = 50_000,
-    output_dir: str | Path | None = None,
-    show_progress_bar: bool | None = None,
-    language: str = "en",
-    sentences_key: str = "sentences",
-    text_key: str = "text",
-    id_key: str = "id",
-) -> MinedPairs:
-    """Adjacent-sentence pairs ``(s_i, s_i+1)`` (CONPONO-like first annotation, no model needed).
-
-    Documents are read, split and skipped exactly as in :func:`mine_pairs`; ``cluster_id`` is
-    the pair's position ``i`` inside its document.
-
+_READING_ARGS = """
     Args:
         documents: As for :func:`mine_pairs`.
-        min_sentences: As for :func:`mine_pairs`.
-        max_sentences: As for :func:`mine_pairs`.
-        deduplicate: As for :func:`mine_pairs` (runs before neighbours are paired).
+        min_sentences: As for :func:`mine_pairs`{min_note}.
+        max_sentences, deduplicate, output_dir, show_progress_bar, language, sentences_key, text_key, id_key: As for
+            :func:`mine_pairs`.
         shard_sentences: Sentences per output shard.
-        output_dir: As for :func:`mine_pairs`.
-        show_progress_bar: As for :func:`mine_pairs`.
-        language: As for :func:`mine_pairs`.
-        sentences_key: As for :func:`mine_pairs`.
-        text_key: As for :func:`mine_pairs`.
-        id_key: As for :func:`mine_pairs`.
 
     Returns:
         :class:`MinedPairs` with the same columns as :func:`mine_pairs`.
+"""
 
+
+def _structure_pairs(method: str, summary: str, example: str, min_note: str = "") -> Any:
+    """A pair builder from document structure alone (no model, no clusters): one signature for both such builders,
+    documents read, split and skipped exactly as :func:`mine_pairs` reads them."""
+
+    def build(
+        documents: Iterable[Any],
+        *,
+        min_sentences: int = 2,
+        max_sentences: int | None = 1000,
+        deduplicate: bool = True,
+        shard_sentences: int = 50_000,
+        output_dir: str | Path | None = None,
+        show_progress_bar: bool | None = None,
+        language: str = "en",
+        sentences_key: str = "sentences",
+        text_key: str = "text",
+        id_key: str = "id",
+    ) -> MinedPairs:
+        return _mine(documents, None, method=method, k=1, threshold=None, tie_tolerance=0.0, similarity=None,
+                     max_pairs_per_cluster=None, seed=0, batch_size=1, pool=None, encode_kwargs=None,
+                     min_sentences=min_sentences, max_sentences=max_sentences, deduplicate=deduplicate,
+                     shard_sentences=shard_sentences, output_dir=output_dir, show_progress_bar=show_progress_bar,
+                     language=language, sentences_key=sentences_key, text_key=text_key, id_key=id_key)
+
+    build.__name__ = build.__qualname__ = f"{method}_pairs"
+    build.__doc__ = summary + _READING_ARGS.format(min_note=min_note) + example
+    return build
+
+
+adjacent_pairs = _structure_pairs(
+    "adjacent",
+    """Adjacent-sentence pairs ``(s_i, s_i+1)`` (CONPONO-like first annotation, no model needed).
+
+    Documents are read, split and skipped exactly as in :func:`mine_pairs` (duplicates dropped before neighbours
+    are paired); ``cluster_id`` is the pair's position ``i`` inside its document.
+""",
+    """
     Example:
         >>> pairs, report = adjacent_pairs([["A.", "B.", "C."], ["Only one."]])
         >>> list(zip(pairs["anchor"], pairs["positive"])), report.skipped["too_few_sentences"]
         ([('A.', 'B.'), ('B.', 'C.')], 1)
-    """
-    return _model_free_pairs("adjacent", documents, min_sentences=min_sentences, max_sentences=max_sentences,
-                             deduplicate=deduplicate, shard_sentences=shard_sentences, output_dir=output_dir,
-                             show_progress_bar=show_progress_bar, language=language, sentences_key=sentences_key,
-                             text_key=text_key, id_key=id_key)
+""",
+)
 
-
-def _model_free_pairs(method: str, documents: Iterable[Any], **reading: Any) -> MinedPairs:
-    """Pairs from document structure alone (``adjacent`` or ``context``): mining's reading, no model, no clusters."""
-    return _mine(documents, None, method=method, k=1, threshold=None, tie_tolerance=0.0, similarity=None,
-                 max_pairs_per_cluster=None, seed=0, batch_size=1, pool=None, encode_kwargs=None, **reading)
-
-
-def context_pairs(
-    documents: Iterable[Any],
-    *,
-    min_sentences: int = 2,
-    max_sentences: int | None = 1000,
-    deduplicate: bool = True,
-    shard_sentences: int = 50_000,
-    output_dir: str | Path | None = None,
-    show_progress_bar: bool | None = None,
-    language: str = "en",
-    sentences_key: str = "sentences",
-    text_key: str = "text",
-    id_key: str = "id",
-) -> MinedPairs:
+context_pairs = _structure_pairs(
+    "context",
     """Inverse cloze task pairs ``(s_i, the rest of its document)`` for every sentence (ICT, Lee et al. 2019; paper
     002's strongest context baseline). No model is needed.
 
@@ -464,29 +457,12 @@ def context_pairs(
     sentences joined by spaces, in order; ``cluster_id`` is the sentence's position ``i``. Train on the text columns
     with :meth:`DocumentAwareBatchSampler.for_pairs`, so that no two pairs of one document share a batch (each
     would be the other's false negative).
-
-    Args:
-        documents: As for :func:`mine_pairs`.
-        min_sentences: As for :func:`mine_pairs` (at least 2: a lone sentence has no rest).
-        max_sentences: As for :func:`mine_pairs`.
-        deduplicate: As for :func:`mine_pairs`.
-        shard_sentences: Sentences per output shard.
-        output_dir: As for :func:`mine_pairs`.
-        show_progress_bar: As for :func:`mine_pairs`.
-        language: As for :func:`mine_pairs`.
-        sentences_key: As for :func:`mine_pairs`.
-        text_key: As for :func:`mine_pairs`.
-        id_key: As for :func:`mine_pairs`.
-
-    Returns:
-        :class:`MinedPairs` with the same columns as :func:`mine_pairs`.
-
+""",
+    """
     Example:
         >>> pairs, report = context_pairs([["A.", "B.", "C."], ["Only one."]])
         >>> list(zip(pairs["anchor"], pairs["positive"])), report.skipped["too_few_sentences"]
         ([('A.', 'B. C.'), ('B.', 'A. C.'), ('C.', 'A. B.')], 1)
-    """
-    return _model_free_pairs("context", documents, min_sentences=min_sentences, max_sentences=max_sentences,
-                             deduplicate=deduplicate, shard_sentences=shard_sentences, output_dir=output_dir,
-                             show_progress_bar=show_progress_bar, language=language, sentences_key=sentences_key,
-                             text_key=text_key, id_key=id_key)
+""",
+    min_note=" (at least 2: a lone sentence has no rest)",
+)
