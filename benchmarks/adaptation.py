@@ -66,10 +66,10 @@ from adaptation_rows import (  # noqa: E402
     ict_pairs,
     mining_subset,
 )
-from harness import MPNET, REPO, SHARED, CurveCallback, JobQueue, log, machine, minilm_path  # noqa: E402
+from harness import MPNET, REPO, SHARED, CurveCallback, JobQueue, log, machine, minilm_path, stsb_dev  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
-from st_infocse.evaluation import LexicalSettings, evaluate_sts_suite, stsb_dev_evaluator  # noqa: E402
+from st_infocse.evaluation import LexicalSettings, evaluate_sts_suite  # noqa: E402
 from st_infocse.mining import (  # noqa: E402
     DocumentAwareBatchSampler,
     distillation_loss,
@@ -112,7 +112,6 @@ class Worker:
         self.cfg = cfg
         self.queue = JobQueue(cfg.work_dir)
         self._domains: dict[str, Domain] = {}
-        self._dev: Any = None
 
     # ------------------------------------------------------------------------------------------- plumbing
 
@@ -147,9 +146,7 @@ class Worker:
         return self.cfg.work_dir.joinpath(*parts)
 
     def dev(self) -> Any:
-        if self._dev is None:
-            self._dev = stsb_dev_evaluator(self.cfg.senteval, batch_size=128)
-        return self._dev
+        return stsb_dev(self.cfg.senteval)
 
     def store(self, job: str, payload: dict[str, Any], started: dict[str, Any]) -> None:
         end = os.getloadavg()[0]

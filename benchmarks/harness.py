@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -58,6 +59,14 @@ def load_pooled_model(pooling: str = "cls", max_length: int = 32, path: str | No
     transformer = Transformer(path or minilm_path(), max_seq_length=max_length)
     pool = Pooling(transformer.get_embedding_dimension(), pooling)
     return SentenceTransformer(modules=[transformer, pool], device=device)
+
+
+@functools.cache
+def stsb_dev(senteval: Path) -> Any:
+    """STS-B dev from a SentEval folder, built once per process (every job of a worker scores with it)."""
+    from st_infocse.evaluation import stsb_dev_evaluator
+
+    return stsb_dev_evaluator(senteval, batch_size=128)
 
 
 def read_lines(path: Path, n: int) -> list[str]:

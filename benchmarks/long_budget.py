@@ -63,6 +63,7 @@ from harness import (  # noqa: E402
     at,
     mean_std,
     read_lines,
+    stsb_dev,
     update_block,
     welch,
 )
@@ -72,7 +73,6 @@ from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import (  # noqa: E402
     ConditionalMLMEvaluator,
     evaluate_sts_suite,
-    stsb_dev_evaluator,
 )
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
 from st_infocse.training import AuxiliaryStateCallback, train_probe_decoder  # noqa: E402
@@ -156,7 +156,6 @@ class Bench:
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg
         self.queue = JobQueue(cfg.work_dir)
-        self._dev = None
         self._held_out: list[str] | None = None
 
     # ------------------------------------------------------------------------------------------- queue
@@ -205,9 +204,7 @@ class Bench:
         )
 
     def dev(self) -> Any:
-        if self._dev is None:
-            self._dev = stsb_dev_evaluator(self.cfg.senteval, batch_size=128)
-        return self._dev
+        return stsb_dev(self.cfg.senteval)
 
     # ------------------------------------------------------------------------------------------- jobs
 
