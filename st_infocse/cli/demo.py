@@ -103,7 +103,7 @@ def cmd_demo(argv: Sequence[str]) -> int:
     from st_infocse import losses
     from st_infocse.data import demo_sentences, demo_stsb_dev
     from st_infocse.evaluation import stsb_dev_evaluator
-    from st_infocse.training import PaperTrainingArguments, build_trainer
+    from st_infocse.training import PaperTrainingArguments, build_trainer, save_model
     from st_infocse.training.at_length import AtLengthEvaluator
 
     set_seed(args.seed)  # before the loss's fresh modules are initialised, as train does (cli/inputs.model_from_args)
@@ -152,9 +152,7 @@ def cmd_demo(argv: Sequence[str]) -> int:
     trainer.train()
     seconds = time.time() - start
 
-    # the saved model keeps the base model's length; 32 is only the training length
-    model.max_seq_length = base_length
-    model.save(str(output_dir))
+    save_model(model, output_dir, base_length)  # the base model's length: 32 is only the training length
 
     scores = _scores(trainer.state.log_history)
     before, after = scores[0][1], scores[-1][1]
