@@ -9,7 +9,7 @@ import pytest
 import torch
 from datasets import Dataset
 
-from st_infocse.training import StartEndCallback, StartEndResult
+from st_infocse.training import StartEndCallback, StartEndResult, StartingWeights
 
 from ..conftest import random_sentences
 
@@ -352,3 +352,24 @@ def test_start_end_rows_come_from_the_result_with_each_interval():
         "retrieval nDCG@10": "50.00 -> 52.00, +2.00 (95% CI +0.50 to +3.50, p = 0.010, 300 queries): a gain",
         "STS-B dev": "80.00 -> 79.00",
     }
+
+
+def test_a_run_on_a_lora_adapter_hands_back_the_start_from_a_copy_of_the_adapter_alone(make_model, tmp_path):
+    pytest.importorskip("peft")
+    from st_infocse.training.lora import add_lora, lora_parameters
+
+    model = make_model()
+    add_lora(model)
+    initial = _weights(model)
+    copies = []
+    original_acquire = StartingWeights.acquire
+
+    def acquire(self, m):  # the copy the callback takes: what it holds
+        original_acquire(self, m)
+        copies.append(set(self.weights))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(StartingWeights, "acquire", acquire)
+        _, result = _train(model, _scripted_evaluator({0: 0.6, STEPS: 0.5}), tmp_path)
+    assert copies == [{name for name, _ in lora_parameters(model)}]  # no full-weight copy
+    assert result.kept == "start" and _same(_weights(model), initial)
