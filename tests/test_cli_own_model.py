@@ -723,7 +723,7 @@ def test_lora_without_peft_or_on_idc_is_refused_before_the_model_loads(user_mode
     find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "peft" else find_spec(name, *a))
     assert main(_train(user_model, data, tmp_path / "run", "--lora_r", "4")) == 2
-    assert "--lora_r needs PEFT: pip install 'st-infocse[lora]'" in _one_line_error(capsys)
+    assert '--lora_r needs PEFT: pip install "st-infocse[lora]"' in _one_line_error(capsys)
     argv = ["train", "--objective", "idc", "--model", str(user_model), "--docs", str(data["texts"]), "--lora_r", "4",
             "--output_dir", str(tmp_path / "idc")]
     assert main(argv) == 2

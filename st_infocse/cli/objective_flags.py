@@ -14,6 +14,7 @@ from typing import Any, Literal
 from st_infocse.cli.arguments import DataArguments, KeepArguments
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
 from st_infocse.losses.registry import PRESETS, STAGE1, flag_value, objective_names
+from st_infocse.training.lora import DEFAULT_TARGETS, LoRASettings
 
 __all__ = [
     "OBJECTIVES",
@@ -274,12 +275,13 @@ class LoRAFlags:
         metadata={"help": "Train a LoRA adapter of this rank on the encoder, every other weight of the model frozen "
                   "(0: no adapter, all weights train). The adapter is merged into the model when it is saved."},
     )
-    lora_alpha: float = field(default=16.0, metadata={"help": "The adapter's scaling is lora_alpha / lora_r."})
+    lora_alpha: float = field(default=LoRASettings.alpha,
+                              metadata={"help": "The adapter's scaling is lora_alpha / lora_r."})
     lora_target_modules: list[str] = field(
-        default_factory=lambda: ["query", "key", "value"],
+        default_factory=lambda: list(DEFAULT_TARGETS),
         metadata={"help": "Names of the linear layers to adapt (BERT family: query key value; MPNet: q k v)."},
     )
-    lora_dropout: float = field(default=0.0, metadata={"help": "Dropout on the adapter's input."})
+    lora_dropout: float = field(default=LoRASettings.dropout, metadata={"help": "Dropout on the adapter's input."})
 
 
 @dataclass(frozen=True)

@@ -248,6 +248,8 @@ def check_lora(lora: LoRAFlags) -> None:
     """The adapter's flags, and PEFT's presence, before the model loads."""
     import importlib.util
 
+    from st_infocse.training.lora import LORA_INSTALL_HINT
+
     if lora.lora_r < 0:
         raise CLIError(f"--lora_r must be 0 (no adapter) or a rank of 1 or more, got {lora.lora_r}")
     if not lora.lora_r:
@@ -261,4 +263,4 @@ def check_lora(lora: LoRAFlags) -> None:
     if not 0 <= lora.lora_dropout < 1:
         raise CLIError(f"--lora_dropout must lie in [0, 1), got {lora.lora_dropout}")
     if importlib.util.find_spec("peft") is None:
-        raise CLIError("--lora_r needs PEFT: pip install 'st-infocse[lora]'")
+        raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")

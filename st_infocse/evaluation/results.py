@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -27,14 +27,15 @@ class EvaluationResult(Protocol):
 @dataclass
 class TaskTableResult:
     """One model's row over several tasks (scores x100) with the papers' plain average: the one formatter of the STS
-    and transfer results. A subclass says which number of a task's result is its score (:meth:`task_score`)."""
+    and transfer results. A subclass names the field of its task results that is the score (``score_field``)."""
 
     model: str
     tasks: dict[str, Any]
     seconds: float = 0.0
+    score_field: ClassVar[str] = "score"
 
     def task_score(self, task: Any) -> float:
-        raise NotImplementedError
+        return getattr(task, self.score_field)
 
     @property
     def average(self) -> float:

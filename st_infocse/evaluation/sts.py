@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.stats import ConstantInputWarning, spearmanr
@@ -76,7 +76,8 @@ class STSTaskResult:
 
 @dataclass
 class STSResult(TaskTableResult):
-    """Scores of one model on several STS tasks; ``print()`` shows the papers' table row.
+    """Scores of one model on several STS tasks; ``print()`` shows the papers' table row (``to_markdown()`` the same
+    as markdown; :func:`~st_infocse.evaluation.sts_markdown` for several models).
 
     Attributes:
         model: Model name for the row.
@@ -86,9 +87,7 @@ class STSResult(TaskTableResult):
     """
 
     n_sentences: int = 0
-
-    def task_score(self, task: STSTaskResult) -> float:
-        return task.spearman
+    score_field: ClassVar[str] = "spearman"
 
     def notes(self) -> list[str]:
         """Where the numbers come from: tasks sharing a note on one line, then the data source(s)."""
@@ -106,10 +105,6 @@ class STSResult(TaskTableResult):
         else:
             lines += [f"{name} data: {t.source}" for name, t in self.tasks.items()]
         return lines
-
-    def to_markdown(self) -> str:
-        """The result as a markdown table (see :func:`~st_infocse.evaluation.sts_markdown` for several models)."""
-        return super().to_markdown()
 
     def to_dict(self) -> dict[str, Any]:
         return super().to_dict() | {"n_sentences": self.n_sentences}

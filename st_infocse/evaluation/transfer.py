@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -63,8 +63,7 @@ class TransferResult(TaskTableResult):
     """Accuracy x100 of one model on the transfer tasks (:class:`TransferTaskResult` by name); ``print()`` shows the
     papers' table row."""
 
-    def task_score(self, task: TransferTaskResult) -> float:
-        return task.accuracy
+    score_field: ClassVar[str] = "accuracy"
 
 
 def _features(model: Any, examples: list[Any], batch_size: int, progress: bool | None) -> np.ndarray:

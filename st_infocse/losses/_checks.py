@@ -190,7 +190,8 @@ def refuse_inside_wrapper(loss: torch.nn.Module, model: torch.nn.Module, what: s
         home = type(decorator).__module__ if decorator is not None else ""
         if home.startswith("sentence_transformers.") and ".losses." in home:
             wrapper = home.rsplit(".", 1)[-1]
-            name = {"matryoshka": "MatryoshkaLoss", "matryoshka_2d": "Matryoshka2dLoss",
-                    "adaptive_layer": "AdaptiveLayerLoss"}.get(wrapper, type(decorator).__name__)
+            # Matryoshka2dLoss wraps the other two: its decorators come from their modules
+            name = {"matryoshka": "MatryoshkaLoss", "adaptive_layer": "AdaptiveLayerLoss"}.get(
+                wrapper, type(decorator).__name__)
             raise ValueError(f"{type(loss).__name__}: {what} cannot run inside {name}, which replays the model's "
                              f"cached outputs instead of running it again; use {instead}")

@@ -29,7 +29,6 @@ _WHERE = {
     "LoRASettings": "lora",
     "add_lora": "lora",
     "merge_lora": "lora",
-    "scale_lora": "lora",
     "load_auxiliary_state": "callbacks",
     "load_model": "builder",
     "load_texts": "texts",

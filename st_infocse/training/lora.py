@@ -4,8 +4,8 @@
 of the model, so that a run trains the adapter (and a loss's own heads) alone; the optimizer then holds state for
 the adapter only, and the start -> end and weight-anchor callbacks copy the adapter only (their snapshot holds the
 weights that train). :func:`merge_lora` folds the adapter into the weights it adapts and removes its layers: the saved
-model is the user's model, its modules as given, with the adapted weights. :func:`scale_lora` keeps a share of the
-adapter's change (the weight anchor on an adapter).
+model is the user's model, its modules as given, with the adapted weights. The weight anchor keeps a share of the
+adapter's change by scaling its ``lora_B`` (``training.anchor.toward_start``).
 
 Why merged rather than saved as an adapter: sentence-transformers saves and loads adapters through transformers'
 PEFT integration, which transformers 5.24 enables only with ``peft >= 0.22``; the package's ``lora`` extra takes any
@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
+if TYPE_CHECKING:
+    from torch import nn
 
-__all__ = ["LORA_INSTALL_HINT", "LoRASettings", "add_lora", "has_lora", "lora_parameters", "merge_lora", "scale_lora"]
+# Nothing heavy at import: the command line reads this module's defaults before torch is imported.
+
+__all__ = ["LORA_INSTALL_HINT", "LoRASettings", "add_lora", "has_lora", "lora_parameters", "merge_lora"]
 
 LORA_INSTALL_HINT = 'pip install "st-infocse[lora]"'
 # BERT-family names of the attention projections (BERT, RoBERTa, MiniLM, ELECTRA); MPNet calls them q, k, v.
@@ -62,6 +64,8 @@ def _peft() -> Any:
 
 
 def _encoder(model: nn.Module) -> nn.Module:
+    from torch import nn
+
     first = model[0] if isinstance(model, nn.Sequential) and len(model) else None
     encoder = getattr(first, "auto_model", None) or getattr(first, "model", None)
     if not isinstance(encoder, nn.Module):
@@ -84,6 +88,8 @@ def add_lora(model: nn.Module, settings: LoRASettings | None = None) -> list[str
     Returns the names of the adapted layers. Refused, naming what to set, when no layer matches
     ``settings.target_modules`` or the model already carries an adapter.
     """
+    from torch import nn
+
     settings = settings or LoRASettings()
     peft = _peft()
     if has_lora(model):
@@ -113,23 +119,16 @@ def _adapted_layers(model: nn.Module) -> list[tuple[nn.Module, str, nn.Module]]:
     return found
 
 
-@torch.no_grad()
-def scale_lora(model: nn.Module, share: float) -> None:
-    """Keep ``share`` of the adapter's change: every ``lora_B`` times ``share`` (the change is ``B @ A``, so it scales
-    exactly; ``lora_A`` is kept)."""
-    for name, parameter in lora_parameters(model):
-        if ".lora_B." in name:
-            parameter.mul_(share)
-
-
-@torch.no_grad()
 def merge_lora(model: nn.Module) -> int:
     """Fold the adapter into the weights it adapts and put the original layers back; the model's weights are again
     trainable as they were before :func:`add_lora` froze them. Returns the number of layers merged."""
+    import torch
+
     layers = _adapted_layers(model)
-    for parent, child_name, layer in layers:
-        layer.merge()
-        setattr(parent, child_name, layer.get_base_layer())
+    with torch.no_grad():
+        for parent, child_name, layer in layers:
+            layer.merge()
+            setattr(parent, child_name, layer.get_base_layer())
     before = model.__dict__.pop("_trainable_before_lora", {})
     for name, parameter in model.named_parameters():
         parameter.requires_grad_(before.get(name, True))
