@@ -66,10 +66,21 @@ from adaptation_rows import (  # noqa: E402
     ict_pairs,
     mining_subset,
 )
-from harness import MPNET, REPO, SHARED, CurveCallback, JobQueue, log, machine, minilm_path, stsb_dev  # noqa: E402
+from harness import (  # noqa: E402
+    MPNET,
+    REPO,
+    SHARED,
+    CurveCallback,
+    JobQueue,
+    log,
+    machine,
+    minilm_path,
+    sts_scores,
+    sts_suite_scores,
+)
 
 from st_infocse import losses  # noqa: E402
-from st_infocse.evaluation import LexicalSettings, evaluate_sts_suite  # noqa: E402
+from st_infocse.evaluation import LexicalSettings  # noqa: E402
 from st_infocse.mining import (  # noqa: E402
     DocumentAwareBatchSampler,
     distillation_loss,
@@ -145,9 +156,6 @@ class Worker:
     def path(self, *parts: str) -> Path:
         return self.cfg.work_dir.joinpath(*parts)
 
-    def dev(self) -> Any:
-        return stsb_dev(self.cfg.senteval)
-
     def store(self, job: str, payload: dict[str, Any], started: dict[str, Any]) -> None:
         end = os.getloadavg()[0]
         self.queue.store(job, {"budget": self.cfg.budget(), "threads": self.cfg.threads, "machine": started,
@@ -166,11 +174,8 @@ class Worker:
         model.max_seq_length = own_length
         model.eval()
         out: dict[str, Any] = self.test_scores(model, domain) if self.cfg.test_set else {}
-        out["stsb_dev"] = round(100 * self.dev()(model)[self.dev().primary_metric], 2)
-        if self.cfg.sts_suite and not self.cfg.smoke:  # minutes per model: a screen may leave it to the finalists
-            suite = evaluate_sts_suite(model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
-            out["sts"] = {k: round(v, 2) for k, v in suite.scores.items()}
-            out["sts_avg"] = round(suite.average, 2)
+        # the STS suite takes minutes per model: a screen may leave it to the finalists
+        out |= sts_scores(model, self.cfg.senteval, suite=self.cfg.sts_suite and not self.cfg.smoke)
         model.max_seq_length = training_length
         out["eval_seconds"] = round(time.perf_counter() - start, 1)
         return out
@@ -343,8 +348,7 @@ class Worker:
         model.eval()
         begin = time.perf_counter()
         if part == "sts":
-            suite = evaluate_sts_suite(model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
-            scores = {"sts": {k: round(v, 2) for k, v in suite.scores.items()}, "sts_avg": round(suite.average, 2)}
+            scores = sts_suite_scores(model, self.cfg.senteval)
         else:
             scores = self.test_scores(model, self.domain(name))
         self.store(f"{name}__{row}__s{seed}__{part}", {f"{part}_of": f"{name}__{row}__s{seed}", **scores,

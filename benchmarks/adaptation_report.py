@@ -176,14 +176,19 @@ def collect(done: dict[str, dict[str, Any]], cfg: Config) -> dict[str, Any]:
         for group in [*domain["rows"].values(), *domain["confirmation"].values()]:
             group.sort(key=lambda d: d["seed"])
             for run in group:  # scored later for a screened row (adaptation.py --sts-only, --test-only)
+                run["commits"] = {"trained": _commit(run)}
                 later = done.get(f"{run['job']}__sts")
                 if later and "sts_avg" not in run:
                     run |= {"sts": later["sts"], "sts_avg": later["sts_avg"]}
+                    run["commits"]["sts"] = _commit(later)
                 later = done.get(f"{run['job']}__test")
                 if later and "test" not in run:
                     run |= {"test": later["test"], "pseudo_dev": later["pseudo_dev"]}
+                    run["commits"]["test"] = _commit(later)
                 _merge_queries(run, done.get(f"{run['job']}__queries"))
-        _merge_queries(domain["shipped"], done.get(f"{domain['shipped']['job']}__queries") if domain["shipped"] else None)
+        if domain["shipped"]:
+            domain["shipped"]["commits"] = {"trained": _commit(domain["shipped"])}
+            _merge_queries(domain["shipped"], done.get(f"{domain['shipped']['job']}__queries"))
     return {"domains": out, "ignored": sorted(ignored)}
 
 
@@ -197,7 +202,47 @@ def _merge_queries(run: dict[str, Any] | None, scored: dict[str, Any] | None) ->
     else:  # screened: the whole test comes with the per-query scores
         run["test"] = scored["test"]
     run["test_per_query"] = scored["test_per_query"]
-    run["queries_commit"] = scored["machine"].get("commit")
+    run["commits"]["queries"] = _commit(scored)
+
+
+def _commit(job: dict[str, Any]) -> str:
+    return (job.get("machine", {}).get("commit") or "unknown")[:7]
+
+
+#: The jobs behind a row's numbers, in the order they ran (adaptation.py's parts)
+COMMIT_PARTS = {"trained": "trained and scored", "sts": "STS suite later", "test": "whole test later",
+                "queries": "each query's score"}
+
+
+def commit_lines(domains: dict[str, Any]) -> list[str]:
+    """Which commit each job behind a row ran at: a row whose seeds or later scorings ran at different commits
+    lists each, seed by seed, and a per-query job that trained the model again says whether it reproduced the
+    row's whole-test metrics."""
+    lines = ["**Commits.** Every number comes from one job, and each job file (`results/adaptation_jobs/`, "
+             "`machine.commit`) names the one commit it ran at; rows scored in later jobs list each.", "",
+             "| domain | row | " + " | ".join(COMMIT_PARTS.values()) + " |", "|---|---|" + "---|" * len(COMMIT_PARTS)]
+    for name, data in domains.items():
+        groups = {"shipped": [data["shipped"]]} if data["shipped"] else {}
+        for kind in ("rows", "confirmation"):
+            for row, runs in data[kind].items():
+                groups.setdefault(row, []).extend(runs)
+        for row, runs in groups.items():
+            cells = []
+            for part in COMMIT_PARTS:
+                by_commit: dict[str, list[str]] = {}
+                for run in runs:
+                    if part in run.get("commits", {}):
+                        by_commit.setdefault(run["commits"][part], []).append(f"s{run.get('seed', 0)}")
+                cell = ", ".join(c if len(by_commit) == 1 else f"{c} ({' '.join(seeds)})" for c, seeds in by_commit.items())
+                if part == "queries" and by_commit:
+                    reproduced = {r.get("queries_reproduced") for r in runs if "queries" in r.get("commits", {})}
+                    cell += {frozenset({True}): " (test reproduced)", frozenset({None}): ""}.get(
+                        frozenset(reproduced), " (test **not** reproduced by every seed)")
+                if part == "queries" and not by_commit and any("test_per_query" in r for r in runs):
+                    cell = "with the whole test"
+                cells.append(cell or "-")
+            lines.append(f"| {TITLES[name]} | {row} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def _values(group: list[dict[str, Any]], key: str) -> list[float]:
@@ -343,7 +388,6 @@ def render(collected: dict[str, Any], cfg: Config, command: str, flags: str = ""
     on_gpu = sorted({(d["row"], d["machine"]["gpu"]) for d in runs if d["machine"].get("gpu")})
     machines = [d["machine"] for d in runs if not d["machine"].get("gpu")]
     loads = [m["load_1min"] for m in machines]
-    commits = sorted({m["commit"][:10] for m in machines if m.get("commit")})
     lines = [
         f"Command: `{command}`. Budget, the same for every row of both domains: {budget['steps']} steps x batch "
         f"{budget['batch_size']} at lr {budget['learning_rate']:g} (linear decay, {budget['warmup']:.0%} warmup), "
@@ -357,11 +401,10 @@ def render(collected: dict[str, Any], cfg: Config, command: str, flags: str = ""
         "body), in brackets its change from the shipped model. STS avg: SentEval 'all' (STS12-16, STS-B, SICK-R). Train min: the row's "
         "training (and, in round 2, its re-mining) on one core, curve evaluations excluded."
         + (f" Machine: {machines[0]['cores']} cores ({machines[0]['processor']}), {cfg.threads} torch thread(s) per "
-           f"worker, 1-minute load {min(loads):.1f}-{max(loads):.1f} at the rows' start; commit "
-           f"{', '.join(commits) or 'unknown'}." if machines else "")
+           f"worker, 1-minute load {min(loads):.1f}-{max(loads):.1f} at the rows' start; each row's commits in the "
+           "table **Commits** at the end." if machines else "")
         + (" Trained and scored on a GPU, so their train min is not comparable with the CPU rows': "
-           + "; ".join(f"{row} ({gpu}, commit {', '.join(sorted({d['machine']['commit'][:10] for d in runs if d['row'] == row}))})"
-                       for row, gpu in on_gpu) + "." if on_gpu else ""),
+           + "; ".join(f"{row} ({gpu})" for row, gpu in on_gpu) + "." if on_gpu else ""),
         "",
     ]
     if cfg.smoke:
@@ -418,6 +461,7 @@ def render(collected: dict[str, Any], cfg: Config, command: str, flags: str = ""
                       f"model's nearest competitor, {nearest}; chosen on seed 0's screen, so seed 0 flatters them: "
                       f"judge them on the other seeds): {first}`{command} {' '.join(rows)} --seeds 1 2`.", ""]
     lines += cost_lines(domains, collected.get("gpu_full", {}))
+    lines += commit_lines(domains)
     if collected["ignored"]:
         lines += [f"Jobs under another budget, not reported: {len(collected['ignored'])}.", ""]
     return "\n".join(lines).rstrip() + "\n"

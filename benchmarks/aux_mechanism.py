@@ -65,7 +65,6 @@ from long_budget import HELD_OUT, PROBE_SENTENCES  # noqa: E402
 from long_budget import Bench as LongBudgetBench  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
-from st_infocse.evaluation import evaluate_sts_suite  # noqa: E402
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
 from st_infocse.training import train_probe_decoder  # noqa: E402
 
@@ -307,22 +306,10 @@ class Bench(LongBudgetBench):
         if has_mlm:
             row.gradient_ratio["end"] = gradient_ratio(model, loss, ratio_texts, self.cfg.batch_size,
                                                        self.cfg.ratio_batches)
-        start = time.perf_counter()
-        model.max_seq_length = self.cfg.eval_max_length
-        model.eval()
-        row.stsb_dev = round(100 * self.dev()(model)[self.dev().primary_metric], 2)
-        if not self.cfg.smoke:
-            suite = evaluate_sts_suite(model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
-            row.sts = {k: round(v, 2) for k, v in suite.scores.items()}
-            row.sts_avg = round(suite.average, 2)
-        row.eval_seconds = time.perf_counter() - start
-        self.store(job, asdict(row))
+        self.finish(job, row, model)
 
     def store(self, job: str, payload: dict[str, Any]) -> None:
-        payload = {"device": self.cfg.device, "device_name": device_name(self.cfg.device)} | payload
-        self.queue.store(job, payload)
-        summary = {k: payload[k] for k in ("sts_avg", "stsb_dev", "train_seconds") if k in payload}
-        print(f"[{time.strftime('%H:%M:%S')}] stored {job}: {summary}", flush=True)
+        super().store(job, {"device": self.cfg.device, "device_name": device_name(self.cfg.device)} | payload)
 
 
 def device_name(device: str) -> str:

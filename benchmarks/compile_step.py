@@ -40,14 +40,11 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from graph_breaks import graph_breaks  # noqa: E402
-from harness import read_lines  # noqa: E402
+from harness import REPO, RESULTS, SHARED, read_lines  # noqa: E402
 from step_time import cpu_info, setup, step  # noqa: E402
 
 from st_infocse.losses import training_losses  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-SHARED = REPO.parent / "shared" / "data"
 MODES = ("eager", "model", "loss")
 
 

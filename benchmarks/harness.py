@@ -74,6 +74,23 @@ def stsb_dev(senteval: Path) -> Any:
     return stsb_dev_evaluator(senteval, batch_size=128)
 
 
+def sts_suite_scores(model: Any, senteval: Path) -> dict[str, Any]:
+    """The papers' seven STS tasks (x100, two decimals) and their average, as every worker stores them."""
+    from st_infocse.evaluation import evaluate_sts_suite
+
+    suite = evaluate_sts_suite(model, senteval, batch_size=128, show_progress_bar=False)
+    return {"sts": {k: round(v, 2) for k, v in suite.scores.items()}, "sts_avg": round(suite.average, 2)}
+
+
+def sts_scores(model: Any, senteval: Path, suite: bool = True) -> dict[str, Any]:
+    """A finished model's STS-B dev (x100, two decimals) and, with ``suite``, :func:`sts_suite_scores` (minutes on a
+    CPU: a smoke run or a screen leaves it out), in eval mode at the model's current length."""
+    model.eval()
+    dev = stsb_dev(senteval)
+    scores: dict[str, Any] = {"stsb_dev": round(100 * dev(model)[dev.primary_metric], 2)}
+    return scores | (sts_suite_scores(model, senteval) if suite else {})
+
+
 def read_lines(path: Path, n: int) -> list[str]:
     """The first ``n`` lines of a (gzipped) text file, stripped."""
     opener = gzip.open if path.suffix == ".gz" else open

@@ -63,6 +63,7 @@ from harness import (  # noqa: E402
     at,
     mean_std,
     read_lines,
+    sts_scores,
     stsb_dev,
     update_block,
     welch,
@@ -70,10 +71,7 @@ from harness import (  # noqa: E402
 from harness import load_pooled_model as load_model  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
-from st_infocse.evaluation import (  # noqa: E402
-    ConditionalMLMEvaluator,
-    evaluate_sts_suite,
-)
+from st_infocse.evaluation import ConditionalMLMEvaluator  # noqa: E402
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
 from st_infocse.training import AuxiliaryStateCallback, train_probe_decoder  # noqa: E402
 
@@ -264,16 +262,14 @@ class Bench:
         seconds, history = self.train(
             model, loss, self.dataset(self.cfg.steps), seed, self.cfg.steps, self.cfg.learning_rate, evaluator, curve
         )
-        row = Row(job, objective, seed, OBJECTIVES[objective], seconds, curve, history)
+        self.finish(job, Row(job, objective, seed, OBJECTIVES[objective], seconds, curve, history), model)
+
+    def finish(self, job: str, row: Any, model: SentenceTransformer) -> None:
+        """Score a trained model at the evaluation length (STS-B dev, and the STS suite but in a smoke run) and
+        store its row."""
         start = time.perf_counter()
         model.max_seq_length = self.cfg.eval_max_length
-        model.eval()
-        dev = self.dev()(model)
-        row.stsb_dev = round(100 * dev[self.dev().primary_metric], 2)
-        if not self.cfg.smoke:
-            suite = evaluate_sts_suite(model, self.cfg.senteval, batch_size=128, show_progress_bar=False)
-            row.sts = {k: round(v, 2) for k, v in suite.scores.items()}
-            row.sts_avg = round(suite.average, 2)
+        vars(row).update(sts_scores(model, self.cfg.senteval, suite=not self.cfg.smoke))
         row.eval_seconds = time.perf_counter() - start
         self.store(job, asdict(row))
 

@@ -46,14 +46,11 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import read_lines  # noqa: E402
+from harness import RESULTS, SHARED, read_lines  # noqa: E402
 from step_time import batch_flops, cpu_info, setup, time_matmul  # noqa: E402
 
 from st_infocse.modeling import auxiliary_decoder  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-SHARED = REPO.parent / "shared" / "data"
 SCOPE = "component::"
 COMPONENTS = (
     "tokenisation", "encoder", "encoder backward", "projection head", "projection head backward", "frozen copy",

@@ -12,9 +12,11 @@ runs on all documents of a shard at once.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -128,33 +130,63 @@ def _encode_unique(
     return embeddings[inverse]
 
 
+def _output_arguments(
+    *, shard_sentences: int = 50_000, output_dir: str | Path | None = None, show_progress_bar: bool | None = None
+) -> None:
+    """Declares the output arguments every pair builder takes (see :data:`READING_ARGUMENTS`)."""
+
+
+#: The keyword arguments every pair builder takes, declared once: :func:`prepare_documents`' (how documents are
+#: read, split and skipped) and the output's (shards, folder, progress bar).
+_READING = [
+    *(p for p in inspect.signature(prepare_documents).parameters.values() if p.kind is p.KEYWORD_ONLY),
+    *inspect.signature(_output_arguments).parameters.values(),
+]
+READING_ARGUMENTS = tuple(p.name for p in _READING)
+
+
+def _reads_documents(builder: Callable[..., MinedPairs]) -> Callable[..., MinedPairs]:
+    """``builder`` (whose ``**reading`` takes the shared arguments) with the shared arguments in its signature:
+    checked and defaulted at the call, so every builder reads documents alike."""
+    own = inspect.signature(builder)
+    signature = own.replace(
+        parameters=[*(p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD), *_READING]
+    )
+
+    @functools.wraps(builder)
+    def call(*args: Any, **kwargs: Any) -> MinedPairs:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{builder.__name__}() {exc}") from None
+        bound.apply_defaults()
+        reading = {name: bound.arguments.pop(name) for name in READING_ARGUMENTS}
+        return builder(**bound.arguments, **reading)
+
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    return call
+
+
 def _mine(
     documents: Iterable[Any],
     model: Any,
-    *,
     method: str,
-    k: int,
-    threshold: float | None,
-    tie_tolerance: float,
-    similarity: str | None,
-    min_sentences: int,
-    max_sentences: int | None,
-    deduplicate: bool,
-    max_pairs_per_cluster: int | None,
-    seed: int,
-    batch_size: int,
-    shard_sentences: int,
-    pool: Any,
-    encode_kwargs: dict[str, Any] | None,
-    output_dir: str | Path | None,
-    show_progress_bar: bool | None,
-    language: str,
-    sentences_key: str,
-    text_key: str,
-    id_key: str,
+    reading: dict[str, Any],
+    *,
+    k: int = 1,
+    threshold: float | None = None,
+    tie_tolerance: float = 0.0,
+    similarity: str | None = None,
+    max_pairs_per_cluster: int | None = None,
+    seed: int = 0,
+    batch_size: int = 1,
+    pool: Any = None,
+    encode_kwargs: dict[str, Any] | None = None,
 ) -> MinedPairs:
     if max_pairs_per_cluster is not None and max_pairs_per_cluster < 1:
         raise ValueError(f"max_pairs_per_cluster must be >= 1 or None, got {max_pairs_per_cluster}")
+    shard_sentences, output_dir = reading.pop("shard_sentences"), reading.pop("output_dir")
+    show_progress_bar = reading.pop("show_progress_bar")
     if shard_sentences < 1:
         raise ValueError(f"shard_sentences must be >= 1, got {shard_sentences}")
     if method == "idc" and model is None:
@@ -171,18 +203,8 @@ def _mine(
     report = MiningReport(method=method)
     if method == "idc":
         report.similarity, report.k, report.threshold = similarity, k, threshold
-    documents = _select_input_columns(documents, (sentences_key, text_key, id_key))
-    # Checks its arguments now, reads the documents lazily below.
-    prepared = prepare_documents(
-        documents,
-        min_sentences=min_sentences,
-        max_sentences=max_sentences,
-        deduplicate=deduplicate,
-        language=language,
-        sentences_key=sentences_key,
-        text_key=text_key,
-        id_key=id_key,
-    )
+    documents = _select_input_columns(documents, (reading["sentences_key"], reading["text_key"], reading["id_key"]))
+    prepared = prepare_documents(documents, **reading)  # checks its arguments now, reads the documents lazily below
     writer = _ShardWriter(output_dir)
     total = len(documents) if hasattr(documents, "__len__") else None
     if show_progress_bar is None:
@@ -233,9 +255,12 @@ def _mine(
         writer.add(
             {
                 "anchor": [texts[i] for i in a.tolist()],
-                "positive": [texts[i] for i in b.tolist()] if b is not None else [
-                    " ".join(texts[starts[d]:i] + texts[i + 1:starts[d] + lengths[d]])
-                    for i, d in zip(a.tolist(), doc_of.tolist(), strict=True)],
+                "positive": [texts[i] for i in b.tolist()]
+                if b is not None
+                else [
+                    " ".join(texts[starts[d] : i] + texts[i + 1 : starts[d] + lengths[d]])
+                    for i, d in zip(a.tolist(), doc_of.tolist(), strict=True)
+                ],
                 "doc_id": [pending[d].doc_id for d in pair_docs.tolist()],
                 "cluster_id": cluster_ids.tolist(),
             }
@@ -284,6 +309,7 @@ def _mine(
     return MinedPairs(pairs, report)
 
 
+@_reads_documents
 def mine_pairs(
     documents: Iterable[Any],
     model: Any,
@@ -292,21 +318,12 @@ def mine_pairs(
     threshold: float | None = None,
     tie_tolerance: float = 1e-6,
     similarity: Similarity = "cosine",
-    min_sentences: int = 2,
-    max_sentences: int | None = 1000,
-    deduplicate: bool = True,
     max_pairs_per_cluster: int | None = None,
     seed: int = 0,
     batch_size: int = 64,
-    shard_sentences: int = 50_000,
     pool: Any = None,
     encode_kwargs: dict[str, Any] | None = None,
-    output_dir: str | Path | None = None,
-    show_progress_bar: bool | None = None,
-    language: str = "en",
-    sentences_key: str = "sentences",
-    text_key: str = "text",
-    id_key: str = "id",
+    **reading: Any,
 ) -> MinedPairs:
     """Mine IDC positive pairs from documents with the model as it is now.
 
@@ -368,26 +385,17 @@ def mine_pairs(
     return _mine(
         documents,
         model,
-        method="idc",
+        "idc",
+        reading,
         k=k,
         threshold=threshold,
         tie_tolerance=tie_tolerance,
         similarity=similarity,
-        min_sentences=min_sentences,
-        max_sentences=max_sentences,
-        deduplicate=deduplicate,
         max_pairs_per_cluster=max_pairs_per_cluster,
         seed=seed,
         batch_size=batch_size,
-        shard_sentences=shard_sentences,
         pool=pool,
         encode_kwargs=encode_kwargs,
-        output_dir=output_dir,
-        show_progress_bar=show_progress_bar,
-        language=language,
-        sentences_key=sentences_key,
-        text_key=text_key,
-        id_key=id_key,
     )
 
 
@@ -408,29 +416,12 @@ def _structure_pairs(method: str, summary: str, example: str, min_note: str = ""
     """A pair builder from document structure alone (no model, no clusters): one signature for both such builders,
     documents read, split and skipped exactly as :func:`mine_pairs` reads them."""
 
-    def build(
-        documents: Iterable[Any],
-        *,
-        min_sentences: int = 2,
-        max_sentences: int | None = 1000,
-        deduplicate: bool = True,
-        shard_sentences: int = 50_000,
-        output_dir: str | Path | None = None,
-        show_progress_bar: bool | None = None,
-        language: str = "en",
-        sentences_key: str = "sentences",
-        text_key: str = "text",
-        id_key: str = "id",
-    ) -> MinedPairs:
-        return _mine(documents, None, method=method, k=1, threshold=None, tie_tolerance=0.0, similarity=None,
-                     max_pairs_per_cluster=None, seed=0, batch_size=1, pool=None, encode_kwargs=None,
-                     min_sentences=min_sentences, max_sentences=max_sentences, deduplicate=deduplicate,
-                     shard_sentences=shard_sentences, output_dir=output_dir, show_progress_bar=show_progress_bar,
-                     language=language, sentences_key=sentences_key, text_key=text_key, id_key=id_key)
+    def build(documents: Iterable[Any], **reading: Any) -> MinedPairs:
+        return _mine(documents, None, method, reading)
 
     build.__name__ = build.__qualname__ = f"{method}_pairs"
     build.__doc__ = summary + _READING_ARGS.format(min_note=min_note) + example
-    return build
+    return _reads_documents(build)
 
 
 adjacent_pairs = _structure_pairs(

@@ -26,7 +26,7 @@ from torch import nn
 
 from st_infocse.evaluation import PairedChange, paired_changes, primary_unit_key, unit_scores
 from st_infocse.mining.graph import check_similarity
-from st_infocse.mining.idc import MiningReport, adjacent_pairs, mine_pairs
+from st_infocse.mining.idc import READING_ARGUMENTS, MiningReport, adjacent_pairs, mine_pairs
 from st_infocse.mining.round_results import CycleStats, PlusPlusResult, RoundsResult, RoundStats
 from st_infocse.mining.sampler import DocumentAwareBatchSampler
 from st_infocse.training.builder import build_trainer
@@ -47,18 +47,6 @@ DEFAULT_TRAINING_ARGS: dict[str, Any] = {
     "report_to": "none",
     "logging_strategy": "no",
 }
-# mine_pairs arguments that also apply to adjacent-sentence pairs (document reading and skipping).
-_PREPARE_KEYS = (
-    "min_sentences",
-    "max_sentences",
-    "deduplicate",
-    "shard_sentences",
-    "show_progress_bar",
-    "language",
-    "sentences_key",
-    "text_key",
-    "id_key",
-)
 
 
 def _reiterable(documents: Any, passes: int) -> Callable[[], Iterable[Any]]:
@@ -202,8 +190,10 @@ def train_idc_rounds(
         trained_metrics = initial_metrics
         primary = primary_unit_key(evaluator)
         if keep_trained_if == "reliable" and primary is None:
-            raise ValueError(f"keep_trained_if='reliable' needs per-query (per-pair) scores for the evaluator's "
-                             f"primary metric {getattr(evaluator, 'primary_metric', None)!r}, which it does not keep")
+            raise ValueError(
+                f"keep_trained_if='reliable' needs per-query (per-pair) scores for the evaluator's "
+                f"primary metric {getattr(evaluator, 'primary_metric', None)!r}, which it does not keep"
+            )
         best_metrics = initial_metrics
         if initial_score is not None:
             logger.info("IDC rounds: initial score %.4f", initial_score)
@@ -218,7 +208,9 @@ def train_idc_rounds(
             # Pairs go to disk (memory-mapped) so a large corpus's pairs need not fit in memory.
             pairs_dir = round_dir / "pairs"
             if number == 1 and initial_annotation == "adjacent":
-                prepare = {key: mining_kwargs[key] for key in _PREPARE_KEYS if key in mining_kwargs}
+                # the reading arguments apply to adjacent-sentence pairs too; the output folder is this round's
+                prepare = {key: mining_kwargs[key] for key in READING_ARGUMENTS if key in mining_kwargs}
+                prepare.pop("output_dir", None)
                 pairs, report = adjacent_pairs(fresh_documents(), output_dir=pairs_dir, **prepare)
                 annotation = "adjacent"
             else:
@@ -277,12 +269,24 @@ def train_idc_rounds(
         change: PairedChange | None = changes.get(primary) if primary else None
         if keep_trained_if == "reliable" and best_round and not (change is not None and change.reliable_gain):
             model.load_state_dict(initial_state)
-            logger.info("IDC rounds: round %d's gain is not reliable (%s); restored the model as given", best_round,
-                        change.describe() if change else "no per-query scores")
+            logger.info(
+                "IDC rounds: round %d's gain is not reliable (%s); restored the model as given",
+                best_round,
+                change.describe() if change else "no per-query scores",
+            )
             best_round, best_score, best_metrics = 0, initial_score, initial_metrics
         return RoundsResult(
-            model, stats, initial_score, best_round, best_score, stopped_early, initial_metrics, best_metrics,
-            trained_metrics, changes, keep_trained_if,
+            model,
+            stats,
+            initial_score,
+            best_round,
+            best_score,
+            stopped_early,
+            initial_metrics,
+            best_metrics,
+            trained_metrics,
+            changes,
+            keep_trained_if,
         )
     finally:
         if tmp is not None:

@@ -137,7 +137,7 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
                   probe_steps=2, smoke=True, model=str(tiny_bert_dir))
     worker = adaptation.Worker(cfg)
     worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
-    monkeypatch.setattr(worker, "dev", lambda: Dev())
+    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     simcse = done["scifact__simcse__s0"]
@@ -163,7 +163,7 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
         seen.append(model)
         return argparse.Namespace(scores={"STSBenchmark": 70.0}, average=70.0 + len(seen))
 
-    monkeypatch.setattr(adaptation, "evaluate_sts_suite", suite)
+    monkeypatch.setattr("st_infocse.evaluation.evaluate_sts_suite", suite)
     sts_cfg = _config(adaptation, tmp_path, rows=["simcse", "simcse-merge0.5"], domains=["scifact"], steps=3,
                       batch_size=4, eval_steps=2, max_length=32, mine_docs=8, probe_steps=2, smoke=True,
                       model=str(tiny_bert_dir), sts_only=True)
@@ -283,7 +283,7 @@ def test_a_screen_scores_the_curve_corpus_and_the_whole_test_comes_later(bench, 
     cfg = _config(adaptation, tmp_path, rows=["shipped", "simcse", "tsdae"], test_set=False, **common)
     worker = adaptation.Worker(cfg)
     worker._domains = {"scifact": _domain(domains, "scifact")}
-    monkeypatch.setattr(worker, "dev", lambda: Dev())
+    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     screened = done["scifact__simcse__s0"]
@@ -357,7 +357,7 @@ def test_rows_scored_query_by_query_and_the_report_splits_the_queries(bench, tmp
     cfg = _config(adaptation, tmp_path, rows=["shipped", "simcse", "simcse-merge0.5"], **common)
     worker = adaptation.Worker(cfg)
     worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
-    monkeypatch.setattr(worker, "dev", lambda: Dev())
+    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     row = done["scifact__simcse__s0"]
@@ -410,7 +410,7 @@ def test_distillation_row_and_the_lexical_reference_lines(bench, tmp_path, tiny_
                   sts_suite=False)
     worker = adaptation.Worker(cfg)
     worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
-    monkeypatch.setattr(worker, "dev", lambda: Dev())
+    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     for name, headline in (("scifact", "ndcg@10"), ("reuters", "a2h_ndcg@10")):
@@ -449,7 +449,7 @@ def test_a_lora_row_trains_the_adapter_and_saves_the_merged_model(bench, tmp_pat
                   eval_steps=2, max_length=32, smoke=True, model=str(tiny_bert_dir), sts_suite=False)
     worker = adaptation.Worker(cfg)
     worker._domains = {"scifact": _domain(domains, "scifact")}
-    monkeypatch.setattr(worker, "dev", lambda: Dev())
+    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     row = worker.queue.done()["scifact__informin-lora__s0"]
     start = adaptation.load_model(str(tiny_bert_dir)).model.state_dict()

@@ -150,7 +150,7 @@ def test_canonical_sts_names(given, expected):
 
 def test_sts_file_formats(ev, tmp_path):
     jsonl = ev.write_jsonl(tmp_path / "pairs.jsonl", [{"sentence1": "a", "sentence2": "b", "score": 4}, {}][:1])
-    ev.write_lines(jsonl, [*jsonl.read_text().splitlines(), "", '{"sentence1": "c", "sentence2": "d", "score": "2.5"}'])
+    ev.write_lines(jsonl, [*jsonl.read_text().splitlines(), "", '{"sentence1": "c", "sentence2": "d", "score": 2.5}'])
     pairs = load_sts_file(jsonl)
     assert (pairs.name, pairs.sentences1, pairs.scores, pairs.source) == (
         "pairs",
@@ -166,6 +166,11 @@ def test_sts_file_formats(ev, tmp_path):
     tsv = ev.write_lines(tmp_path / "pairs.tsv", ["sentence1\tsentence2\tscore", "a\tb\t3"])
     assert load_sts_file(tsv).scores == [3.0]
 
+    # a .json list of objects: a bad one is named by its place in the list
+    listed = ev.write_lines(tmp_path / "pairs.json", ['[{"sentence1": "a", "sentence2": "b", "score": 1},', "{}]"])
+    with pytest.raises(DataFormatError, match=r"pairs\.json, record 2: missing column\(s\) sentence1"):
+        load_sts_file(listed)
+
 
 @pytest.mark.parametrize(
     ("lines", "message"),
@@ -175,9 +180,21 @@ def test_sts_file_formats(ev, tmp_path):
             r"line 2: missing column\(s\) sentence2",
         ),
         (['{"sentence1": "a", "sentence2": "b", "score": "high"}'], r"line 1: score 'high' is not a number"),
+        (
+            [
+                '{"sentence1": "a", "sentence2": "b", "score": 1}',
+                "",
+                '{"sentence1": "c", "sentence2": "d", "score": "2"}',
+            ],
+            r"line 3: score is a string where line 1 has a number \(one JSON type per column\)",
+        ),
+        (
+            ['{"sentence1": "a", "sentence2": "b", "score": 1}', "", "{}", '{"sentence1": "c", "score": 2}'],
+            r"line 3: missing",
+        ),
         (['{"sentence1": "a", "sentence2": "b", "score": NaN}'], r"line 1: score nan is not a finite number"),
         (['{"sentence1": "a", "sentence2": "b", "score": 1}', "{oops"], r"line 2: invalid JSON"),
-        (["[1, 2, 3]"], r"line 1: expected a JSON object, got list"),
+        (["[1, 2, 3]"], r"pairs\.jsonl: missing column\(s\) sentence1, sentence2, score \(found: text\)"),
         (['{"sentence1": 3, "sentence2": "b", "score": 1}'], r"line 1: sentence1 must be a string"),
         ([], r"pairs\.jsonl: file is empty"),
         (["", "  "], r"pairs\.jsonl: file is empty"),
@@ -191,12 +208,26 @@ def test_sts_jsonl_errors(ev, tmp_path, lines, message):
 
 
 def test_sts_csv_errors(ev, tmp_path):
-    path = ev.write_lines(tmp_path / "p.csv", ["sentence1,sentence2,score", "a,b,1", "c,d"])
-    with pytest.raises(DataFormatError, match=r"p\.csv, line 3: expected 3 columns like the header, found 2"):
+    # a short row's missing field is read as empty, and the empty score is named at its line
+    path = ev.write_lines(tmp_path / "p.csv", ["sentence1,sentence2,score", "a,b,1", "", "c,d"])
+    with pytest.raises(DataFormatError, match=r"p\.csv, line 4: score '' is not a number"):
+        load_sts_file(path)
+    # a longer row: pandas' own error names the line; a first row longer than the header is caught too
+    path = ev.write_lines(tmp_path / "p.csv", ["sentence1,sentence2,score", "a,b,1", "c,d,2,extra"])
+    with pytest.raises(
+        DataFormatError, match=r"p\.csv: not readable by datasets \(.*Expected 3 fields in line 3, saw 4"
+    ):
+        load_sts_file(path)
+    path = ev.write_lines(tmp_path / "p.csv", ["sentence1,sentence2,score", "a,b,c,1", "d,e,2"])
+    with pytest.raises(DataFormatError, match=r"p\.csv, line 2: expected 3 columns like the header, found more"):
+        load_sts_file(path)
+    # a quoted field over two lines: the bad row after it is still named by its own line
+    path = ev.write_lines(tmp_path / "p.csv", ["sentence1,sentence2,score", '"a\nb",c,1', "d,e,nan"])
+    with pytest.raises(DataFormatError, match=r"p\.csv, line 4: score 'nan' is not a finite number"):
         load_sts_file(path)
     path = ev.write_lines(tmp_path / "p.csv", ["sentence1,sentence2,label", "a,b,1"])
     with pytest.raises(
-        DataFormatError, match=r"line 2: missing column\(s\) score \(found: sentence1, sentence2, label\)"
+        DataFormatError, match=r"line 1: missing column\(s\) score \(found: sentence1, sentence2, label\)"
     ):
         load_sts_file(path)
     path = ev.write_lines(tmp_path / "p.csv", ["sentence1,sentence2,score"])

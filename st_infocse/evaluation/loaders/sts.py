@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -198,17 +198,20 @@ def load_senteval_sts(folder: PathLike, task: str, split: str = "test") -> STSPa
 
 
 def _rows_to_pairs(
-    rows: Iterable[tuple[int, Mapping[str, Any]]],
+    rows: Iterable[Mapping[str, Any]],
     path: Path,
     columns: tuple[str, str, str],
-    unit: str,
+    locate: Callable[[int], tuple[int, str]],
 ) -> tuple[list[str], list[str], list[float]]:
+    """The three columns of a datasets ``Dataset``'s rows, checked; row ``index`` is named by ``locate(index)``, its
+    ``(number, unit)`` in the file (a line of a text file, a row of a Hugging Face folder)."""
     c1, c2, cs = columns
     s1, s2, scores = [], [], []
-    for number, row in rows:
-        missing = [c for c in columns if c not in row or row[c] is None]
+    for index, row in enumerate(rows):
+        number, unit = locate(index)
+        missing = [c for c in columns if row.get(c) is None]
         if missing:
-            found = ", ".join(str(k) for k in row) or "nothing"
+            found = ", ".join(k for k, v in row.items() if v is not None) or "nothing"
             raise DataFormatError(path, number, f"missing column(s) {', '.join(missing)} (found: {found})", unit)
         for column in (c1, c2):
             if not isinstance(row[column], str):
@@ -219,22 +222,52 @@ def _rows_to_pairs(
     return s1, s2, scores
 
 
-def _delimited_rows(path: Path, delimiter: str) -> Iterable[tuple[int, Mapping[str, Any]]]:
-    lines = data_lines(path)
-    if not lines:
-        return
+def _error_reason(exc: BaseException) -> str:
+    """The innermost reader's message behind datasets' wrapper (pandas' or pyarrow's, which name the line)."""
+    wrappers = ("", "An error occurred while generating the dataset")
+    while (exc.__cause__ or exc.__context__) is not None and str(exc) in wrappers:
+        exc = exc.__cause__ or exc.__context__
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _csv_record_lines(lines: list[str], delimiter: str) -> list[int]:
+    """The first line of each non-blank record (the header's first), as pandas counts records: a quoted field may
+    span lines, blank lines are skipped. Only counted, to name the line of a bad row."""
+    starts, end = [], 0
     reader = csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter)
-    header: list[str] | None = None
     for row in reader:
-        number = reader.line_num
-        if not any(cell.strip() for cell in row):
-            continue
-        if header is None:
-            header = [h.strip() for h in row]
-            continue
-        if len(row) != len(header):
-            raise DataFormatError(path, number, f"expected {len(header)} columns like the header, found {len(row)}")
-        yield number, dict(zip(header, row, strict=True))
+        start, end = end + 1, reader.line_num
+        if any(cell.strip() for cell in row):
+            starts.append(start)
+    return starts
+
+
+def _json_record_lines(lines: list[str]) -> list[int]:
+    """The line of each JSON-lines record (blank lines skipped, as datasets' JSON reader skips them)."""
+    return [number for number, line in enumerate(lines, start=1) if line.strip()]
+
+
+#: JSON value kinds as pyarrow types a column (an integer column holding a float is promoted, not refused)
+_JSON_KINDS = {str: "string", int: "number", float: "number", bool: "boolean", list: "list", dict: "object"}
+
+
+def _locate_json_error(path: Path) -> None:
+    """Raise a line-numbered error for a JSON-lines file datasets could not read: invalid JSON or a non-object
+    line (the package's JSON-lines reader names it), or a column whose JSON type changes between lines (pyarrow
+    reads one type per column and names no line)."""
+    first: dict[str, tuple[int, str]] = {}
+    for number, row in json_objects(path):
+        for column, value in row.items():
+            if value is None:
+                continue
+            kind = _JSON_KINDS.get(type(value), type(value).__name__)
+            seen = first.setdefault(column, (number, kind))
+            if seen[1] != kind:
+                raise DataFormatError(
+                    path,
+                    number,
+                    f"{column} is a {kind} where line {seen[0]} has a {seen[1]} (one JSON type per column)",
+                )
 
 
 def load_sts_file(
@@ -245,9 +278,11 @@ def load_sts_file(
     score_column: str = "score",
     split: str = "test",
 ) -> STSPairs:
-    """Load sentence pairs from a ``.jsonl``, ``.csv`` or ``.tsv`` file with sentence1/sentence2/score columns.
+    """Load sentence pairs from a ``.jsonl``, ``.json``, ``.csv`` or ``.tsv`` file with sentence1/sentence2/score
+    columns, read by ``datasets.load_dataset`` (its ``json`` and ``csv`` builders, offline).
 
-    jsonl files hold one JSON object per line; csv/tsv files start with a header row.
+    jsonl files hold one JSON object per line (a ``.json`` file may also hold one list of objects); csv/tsv files
+    start with a header row. A bad row is named by its line in the file.
 
     Args:
         path: The file.
@@ -269,14 +304,40 @@ def load_sts_file(
     if not path.is_file():
         raise FileNotFoundError(f"{path}: file not found")
     suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".json"):
-        rows = json_objects(path)
-    elif suffix in (".csv", ".tsv"):
-        rows = _delimited_rows(path, "\t" if suffix == ".tsv" else ",")
-    else:
+    if suffix not in (".jsonl", ".json", ".csv", ".tsv"):
         raise ValueError(f"{path}: unsupported file type {suffix!r} (expected .jsonl, .csv or .tsv)")
     columns = (sentence1_column, sentence2_column, score_column)
-    s1, s2, scores = _rows_to_pairs(rows, path, columns, "line")
+    lines = data_lines(path)  # also refuses text that is not utf-8, naming the line
+    delimiter = "\t" if suffix == ".tsv" else ","
+    is_json = suffix in (".jsonl", ".json")
+    record_lines = _json_record_lines(lines) if is_json else _csv_record_lines(lines, delimiter)
+    if len(record_lines) < (1 if is_json else 2):  # nothing, or a csv header alone
+        raise DataFormatError(path, None, "file is empty (no sentence pairs)")
+    json_array = is_json and lines[record_lines[0] - 1].lstrip().startswith("[")  # a .json list of objects
+    import datasets
+
+    # csv: every field as written (no NaN for empty fields: an empty score is then named, not read as missing)
+    options = {} if is_json else {"delimiter": delimiter, "na_filter": False}
+    try:
+        ds = datasets.load_dataset("json" if is_json else "csv", data_files=str(path), split="train", **options)
+    except Exception as exc:  # datasets wraps the reader's error (pandas' ParserError, pyarrow's ArrowInvalid)
+        if is_json and not json_array:
+            _locate_json_error(path)
+        raise DataFormatError(path, None, f"not readable by datasets ({_error_reason(exc)})") from None
+    if is_json:
+        locate = (lambda i: (i + 1, "record")) if json_array else (lambda i: (record_lines[i], "line"))
+    else:
+        locate = lambda i: (record_lines[i + 1], "line")  # noqa: E731 (record 0 is the header)
+        if "__index_level_0__" in ds.column_names:  # pandas made a first row wider than the header an index
+            header = len(ds.column_names) - 1
+            raise DataFormatError(path, record_lines[1], f"expected {header} columns like the header, found more")
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing and (not is_json or len(missing) == len(columns)):  # a JSON row is checked for its own columns
+        found = ", ".join(ds.column_names) or "nothing"
+        header = None if is_json else record_lines[0]
+        raise DataFormatError(path, header, f"missing column(s) {', '.join(missing)} (found: {found})")
+    rows = ds.select_columns([c for c in columns if c in ds.column_names])
+    s1, s2, scores = _rows_to_pairs(rows, path, columns, locate)
     if not scores:
         raise DataFormatError(path, None, "file is empty (no sentence pairs)")
     return STSPairs(canonical_sts_name(name or path.stem), s1, s2, scores, source=f"file:{path}", split=split)
@@ -343,12 +404,10 @@ def load_sts_hf(
         raise DataFormatError(
             path, None, f"missing column(s) {', '.join(missing)} (found: {', '.join(ds.column_names)})"
         )
-    rows = ((i, row) for i, row in enumerate(ds.select_columns(list(columns)), start=1))
-    s1, s2, scores = _rows_to_pairs(rows, path, columns, "row")
+    s1, s2, scores = _rows_to_pairs(ds.select_columns(list(columns)), path, columns, lambda i: (i + 1, "row"))
     if not scores:
         raise DataFormatError(path, None, f"split {split!r} is empty (no sentence pairs)")
     return STSPairs(canonical_sts_name(name or path.name), s1, s2, scores, source=f"hf:{path}", split=split)
-
 
 
 def load_mteb_sts(task: Any, split: str = "test") -> STSPairs:
