@@ -29,7 +29,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from st_infocse.evaluation import RetrievalData, beir_task_info  # noqa: E402
-from st_infocse.evaluation.random_state import global_random_state_kept  # noqa: E402
+from st_infocse.modeling.random_state import global_random_state_kept  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

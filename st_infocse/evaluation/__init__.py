@@ -12,6 +12,8 @@ from __future__ import annotations
 from st_infocse.lazy import lazy_exports
 
 _WHERE = {
+    "encode_unique": "encoding",
+    "model_name": "encoding",
     "x100": "_format",
     "download_beir": "beir",
     "evaluate_beir": "beir",

@@ -6,7 +6,7 @@ import importlib
 import importlib.util
 from types import ModuleType
 
-from .random_state import global_random_state_kept
+from st_infocse.modeling.random_state import global_random_state_kept
 
 # import name -> distribution name, for the error message
 _DISTRIBUTIONS = {"sklearn": "scikit-learn", "pytrec_eval": "pytrec-eval-terrier"}

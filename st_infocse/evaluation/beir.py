@@ -14,8 +14,8 @@ import numpy as np
 from st_infocse.files import beir_split
 
 from ._deps import require
-from ._encoding import model_name
 from .beir_tasks import CQADUPSTACK_FORUMS, beir_task_info
+from .encoding import model_name
 from .lexical import LexicalSettings
 from .loaders import PathLike, RetrievalData, load_beir_folder, load_mteb_retrieval
 from .retrieval import DEFAULT_K_VALUES, BEIRResult, RetrievalResult, evaluate_retrieval, quiet_beir

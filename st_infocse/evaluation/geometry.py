@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from ._encoding import encode_texts
 from ._format import markdown_table
+from .encoding import encode_unique
 from .loaders import PathLike, STSPairs, load_sts
 
 
@@ -44,7 +44,10 @@ class GeometryResult:
         return dict(self.__dict__)
 
     def to_markdown(self) -> str:
-        return markdown_table(["metric", "value"], [[k, f"{v:.4f}" if isinstance(v, float) else str(v)] for k, v in self.to_dict().items()])
+        return markdown_table(
+            ["metric", "value"],
+            [[k, f"{v:.4f}" if isinstance(v, float) else str(v)] for k, v in self.to_dict().items()],
+        )
 
     def __str__(self) -> str:
         return (
@@ -128,7 +131,9 @@ def evaluate_alignment_uniformity(
     if not positives:
         raise ValueError(f"{pairs.source}: no pair scores above {positive_above}")
     sentences = list(dict.fromkeys([*pairs.sentences1, *pairs.sentences2]))
-    embeddings = torch.nn.functional.normalize(encode_texts(model, sentences, batch_size, show_progress_bar), dim=1)
+    embeddings = torch.nn.functional.normalize(
+        torch.from_numpy(encode_unique(model, sentences, batch_size, show_progress_bar)), dim=1
+    )
     index = {s: i for i, s in enumerate(sentences)}
     x = embeddings[[index[pairs.sentences1[i]] for i in positives]]
     y = embeddings[[index[pairs.sentences2[i]] for i in positives]]

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ._encoding import encode_texts
 from ._format import SCALE_X100, markdown_table
+from .encoding import encode_unique
 from .loaders import PathLike, STSPairs, load_sts
 
 
@@ -42,7 +42,9 @@ class InDomainRetrievalResult:
 
     def to_markdown(self) -> str:
         header = ["", *(f"R@{k}" for k in self.recall)]
-        return markdown_table(header, [[f"recall ({self.n_queries} queries)", *(f"{v:.2f}" for v in self.recall.values())]])
+        return markdown_table(
+            header, [[f"recall ({self.n_queries} queries)", *(f"{v:.2f}" for v in self.recall.values())]]
+        )
 
     def __str__(self) -> str:
         return "  ".join(f"R@{k} {v:.2f}" for k, v in self.recall.items()) + f"  ({self.n_queries} queries)"
@@ -82,7 +84,7 @@ def evaluate_in_domain_retrieval(
     queries = [i for i, score in enumerate(pairs.scores) if score == gold_score]
     if not queries:
         raise ValueError(f"{pairs.source}: no pair has gold score {gold_score}")
-    embeddings = encode_texts(model, slots, batch_size, show_progress_bar)
+    embeddings = torch.from_numpy(encode_unique(model, slots, batch_size, show_progress_bar))
     embeddings = torch.nn.functional.normalize(embeddings, dim=1)
     texts = np.asarray(slots, dtype=object)
     hits = {k: 0 for k in k_values}

@@ -28,9 +28,9 @@ import numpy as np
 import torch
 
 from ._deps import require
-from ._encoding import encode_texts
 from ._format import SCALE_UNIT, markdown_table, text_table, x100
 from .beir_tasks import beir_task_info
+from .encoding import encode_unique
 from .lexical import LexicalSettings, bm25_search, fuse_runs
 from .loaders import RetrievalData
 from .paired import PairedChange, paired_change
@@ -225,10 +225,10 @@ def search(
     query_ids = list(data.queries)
     if not doc_ids or not query_ids:
         raise ValueError(f"{data.name}: empty corpus or no queries")
-    documents = encode_texts(
+    documents = encode_unique(
         model, [document_text(data.corpus[d]) for d in doc_ids], batch_size, show_progress_bar, kind="document"
     )
-    queries = encode_texts(model, [data.queries[q] for q in query_ids], batch_size, show_progress_bar, kind="query")
+    queries = encode_unique(model, [data.queries[q] for q in query_ids], batch_size, show_progress_bar, kind="query")
     similarity = getattr(model, "similarity", None) or cos_sim
     hits = semantic_search(
         torch.as_tensor(queries),

@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import ConstantInputWarning, spearmanr
 
-from ._encoding import model_name
+from .encoding import model_name
 from .loaders import STS_TASKS, PathLike, STSPairs, canonical_sts_name, load_sts
 from .results import TaskTableResult
 from .scored_units import PairScoredSimilarityEvaluator

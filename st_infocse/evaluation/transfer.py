@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ._deps import require
-from ._encoding import encode_texts, model_name
+from .encoding import encode_unique, model_name
 from .loaders import TRANSFER_TASKS, PathLike, TransferData, canonical_transfer_name, load_senteval_transfer
 from .results import TaskTableResult
 
@@ -68,10 +68,10 @@ class TransferResult(TaskTableResult):
 
 def _features(model: Any, examples: list[Any], batch_size: int, progress: bool | None) -> np.ndarray:
     if examples and isinstance(examples[0], tuple):
-        a = encode_texts(model, [x[0] for x in examples], batch_size, progress).numpy()
-        b = encode_texts(model, [x[1] for x in examples], batch_size, progress).numpy()
+        a = encode_unique(model, [x[0] for x in examples], batch_size, progress)
+        b = encode_unique(model, [x[1] for x in examples], batch_size, progress)
         return np.concatenate([np.abs(a - b), a * b], axis=1)
-    return encode_texts(model, examples, batch_size, progress).numpy()
+    return encode_unique(model, examples, batch_size, progress)
 
 
 def _classifier(c: float, seed: int, max_iter: int, standardize: bool) -> Any:

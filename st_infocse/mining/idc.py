@@ -24,6 +24,7 @@ import numpy as np
 from datasets import Dataset, Features, Value, concatenate_datasets, load_from_disk
 from tqdm.auto import tqdm
 
+from st_infocse.evaluation import encode_unique
 from st_infocse.mining.graph import (
     Similarity,
     check_similarity,
@@ -106,28 +107,6 @@ class _ShardWriter:
         if not self.parts:
             return Dataset.from_dict({name: [] for name in PAIR_FEATURES}, features=PAIR_FEATURES)
         return self.parts[0] if len(self.parts) == 1 else concatenate_datasets(self.parts)
-
-
-def _encode_unique(
-    model: Any, texts: list[str], batch_size: int, pool: Any, encode_kwargs: dict, normalize: bool = True
-) -> np.ndarray:
-    """Encode each distinct text once, longest first, and return one row per input text."""
-    index: dict[str, int] = {}
-    inverse = np.fromiter((index.setdefault(t, len(index)) for t in texts), dtype=np.int64, count=len(texts))
-    unique = list(index)
-    # encode() sorts by length itself, but a multi-process pool splits the input into chunks
-    # before sorting: pre-sorting keeps every chunk's padding short.
-    by_length = np.argsort([-len(t) for t in unique], kind="stable")
-    kwargs = {"batch_size": batch_size, "convert_to_numpy": True, "normalize_embeddings": normalize}
-    kwargs.update(encode_kwargs)
-    if pool is not None:
-        kwargs["pool"] = pool
-    encoded = np.asarray(model.encode([unique[i] for i in by_length], **kwargs), dtype=np.float32)
-    if encoded.ndim != 2 or encoded.shape[0] != len(unique):
-        raise ValueError(f"model.encode returned shape {encoded.shape} for {len(unique)} sentences")
-    embeddings = np.empty_like(encoded)
-    embeddings[by_length] = encoded
-    return embeddings[inverse]
 
 
 def _output_arguments(
@@ -227,7 +206,17 @@ def _mine(
             t0 = time.perf_counter()
             # Dot needs the model's own norms, so the encoder must not normalise for it.
             normalize = similarity == "cosine"
-            emb = _encode_unique(model, texts, batch_size, pool, encode_kwargs or {}, normalize)
+            emb = encode_unique(
+                model,
+                texts,
+                batch_size,
+                **{
+                    "show_progress_bar": False,
+                    "normalize_embeddings": normalize,
+                    "pool": pool,
+                    **(encode_kwargs or {}),
+                },
+            )
             report.sentences_encoded += len(set(texts))
             t1 = time.perf_counter()
             labels, first = cluster_documents(emb, lengths, k, threshold, tie_tolerance, similarity)

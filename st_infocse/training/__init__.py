@@ -32,7 +32,6 @@ _WHERE = {
     "load_auxiliary_state": "callbacks",
     "load_model": "builder",
     "load_texts": "texts",
-    "seeded_global_generators": "probe_decoder",
     "evaluates_before_last_step": "anchor",
     "toward_start": "anchor",
     "train_probe_decoder": "probe_decoder",

@@ -4,8 +4,7 @@ from one that already reads the sentence embedding (``st-infocse train --decoder
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -15,26 +14,9 @@ from st_infocse.losses.registry import PRESETS
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
+from st_infocse.modeling.random_state import global_random_state_kept
 
-__all__ = ["seeded_global_generators", "train_probe_decoder"]
-
-
-@contextmanager
-def seeded_global_generators(seed: int, device: torch.device) -> Iterator[None]:
-    """torch's global generators of the CPU and of ``device``'s kind seeded with ``seed`` inside the block, and put
-    back as they were found on leaving it (``torch.random.fork_rng``), whatever happens inside.
-
-    Code that draws from the global generators (``nn.Module`` initialisation, dropout) is then reproducible from
-    ``seed`` without changing the caller's random streams. Only the generators that are forked are seeded: the
-    other devices' are neither read nor changed.
-    """
-    accelerator = getattr(torch, device.type, None) if device.type not in ("cpu", "meta") else None
-    count = accelerator.device_count() if accelerator is not None and hasattr(accelerator, "device_count") else 0
-    with torch.random.fork_rng(devices=list(range(count)), device_type=device.type if count else "cuda"):
-        torch.default_generator.manual_seed(seed)
-        if count:
-            getattr(accelerator, "manual_seed_all", accelerator.manual_seed)(seed)
-        yield
+__all__ = ["train_probe_decoder"]
 
 
 def train_probe_decoder(
@@ -98,7 +80,7 @@ def train_probe_decoder(
     settings = PRESETS["infocse"].decoder_settings(parts.depth, k, n, mask_rate, fusion_init)
     k, n, mask_rate, fusion_init = settings.k, settings.n, settings.mask_rate, settings.fusion_init
     device = next(model.parameters()).device
-    with seeded_global_generators(seed, device):
+    with global_random_state_kept(seed, device):
         decoder = AuxiliaryDecoder.from_encoder(model, k=k, n=n, fusion_init=fusion_init, detach=True)
         decoder.to(device)
         masker = TokenMasker(parts.tokenizer, mask_rate, seed=seed)

@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-MODULES = ["_deps", "_encoding", "_format", "loaders.common", "loaders.sts", "loaders.transfer", "geometry", "report", "retrieval", "sts", "transfer"]
+MODULES = ["_deps", "encoding", "_format", "loaders.common", "loaders.sts", "loaders.transfer", "geometry", "report", "retrieval", "sts", "transfer"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from st_infocse.files import FileFormatError, InvalidJSONLineError, NotDecodableError, read_json_records, read_lines
+from st_infocse.modeling.random_state import global_random_state_kept
 
 from .._deps import require
-from ..random_state import global_random_state_kept
 
 logger = logging.getLogger(__name__)
 
