@@ -61,12 +61,11 @@ from harness import (  # noqa: E402
     update_block,
     welch,
 )
-from long_budget import HELD_OUT, PROBE_SENTENCES  # noqa: E402
+from long_budget import HELD_OUT  # noqa: E402
 from long_budget import Bench as LongBudgetBench  # noqa: E402
 
 from st_infocse import losses  # noqa: E402
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
-from st_infocse.training import train_probe_decoder  # noqa: E402
 
 # Sentences for the gradient-ratio batches: after the held-out diagnostic sentences, used by nothing else.
 RATIO_SENTENCES = (HELD_OUT[1], HELD_OUT[1] + 512)
@@ -232,17 +231,6 @@ class Bench(LongBudgetBench):
         return model
 
     # --------------------------------------------------------------------------------------------- jobs
-
-    def probe(self) -> None:
-        """The yardstick: long_budget.py's probe, trained on the untrained model's frozen embeddings."""
-        model = self.load_model()
-        start = time.perf_counter()
-        decoder, curve = train_probe_decoder(model, self.sentences(*PROBE_SENTENCES), steps=self.cfg.probe_steps,
-                                             learning_rate=self.cfg.probe_lr, show_progress_bar=False)
-        seconds = time.perf_counter() - start
-        decoder.save_pretrained(self.cfg.work_dir / "probe_decoder")
-        scores = self.diagnostic(decoder, "probe")(model)
-        self.store("probe", {"train_seconds": seconds, "curve": curve, "untrained_model": scores})
 
     def stage1(self) -> None:
         """Stage 1 at a constant learning rate, its held-out auxiliary MLM accuracy logged to see where it flattens."""

@@ -206,8 +206,13 @@ class Bench:
 
     # ------------------------------------------------------------------------------------------- jobs
 
+    def load_model(self) -> SentenceTransformer:
+        """BERT-base with CLS pooling at the training length (aux_mechanism.py's bench loads its own)."""
+        return load_model("cls", self.cfg.max_length)
+
     def probe(self) -> None:
-        model = load_model("cls", self.cfg.max_length)
+        """The yardstick: a decoder trained alone on the untrained model's frozen embeddings."""
+        model = self.load_model()
         start = time.perf_counter()
         decoder, curve = train_probe_decoder(
             model, self.sentences(*PROBE_SENTENCES), steps=self.cfg.probe_steps, learning_rate=self.cfg.probe_lr,

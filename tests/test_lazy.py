@@ -1,19 +1,25 @@
 """The packages' lazy exports: a name is imported on first use, cached, and an unknown name is an AttributeError."""
 
+import pkgutil
 import subprocess
 import sys
 
 import pytest
 
-from st_infocse import losses, mining, training
+from st_infocse import evaluation, losses, mining, modeling, training
+from st_infocse.evaluation import loaders
+
+LAZY = [evaluation, loaders, losses, mining, modeling, training]
 
 
-@pytest.mark.parametrize("package", [losses, mining, training])
+@pytest.mark.parametrize("package", LAZY, ids=lambda p: p.__name__)
 def test_every_exported_name_resolves_and_is_cached(package):
     for name in package.__all__:
         value = getattr(package, name)
         assert vars(package)[name] is value
     assert set(package.__all__) <= set(dir(package))
+    # a submodule of an exported name's name would replace it on the package once imported
+    assert not set(package.__all__) & {info.name for info in pkgutil.iter_modules(package.__path__)}
 
 
 def test_submodule_by_attribute_and_unknown_name():

@@ -26,7 +26,7 @@ MODULES = sorted(
         *PACKAGE.glob("modeling/*.py"),
         *(PACKAGE / "training" / f"{name}.py" for name in ("callbacks", "probe_decoder", "start_end", "at_length")),
         PACKAGE / "evaluation" / "h_shuffle.py",
-        PACKAGE / "evaluation" / "own_retrieval.py",
+        PACKAGE / "evaluation" / "retrieval_folder.py",
         PACKAGE / "evaluation" / "retrieval.py",
         PACKAGE / "evaluation" / "loaders" / "retrieval.py",
         *(PACKAGE / "mining" / f"{name}.py" for name in ("idc", "graph", "sampler", "sentences")),

@@ -1,33 +1,28 @@
 """Model parts behind the auxiliary objectives: the auxiliary decoder, heads, masking, encoder lookup."""
 
-from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, AuxiliaryDecoderConfig, MLMOutput, mlm_loss
-from st_infocse.modeling.encoder_parts import (
-    SUPPORTED_MODEL_TYPES,
-    EncoderFamily,
-    EncoderParts,
-    UnsupportedModelError,
-    family_for,
-    find_encoder_parts,
-)
-from st_infocse.modeling.gradient import scale_gradient
-from st_infocse.modeling.heads import MLMHead, ProjectionHead, build_mlm_head
-from st_infocse.modeling.masking import TokenMasker, WholeWordMasker
+from __future__ import annotations
 
-__all__ = [
-    "SUPPORTED_MODEL_TYPES",
-    "AuxiliaryDecoder",
-    "AuxiliaryDecoderConfig",
-    "EncoderFamily",
-    "EncoderParts",
-    "MLMHead",
-    "MLMOutput",
-    "ProjectionHead",
-    "TokenMasker",
-    "UnsupportedModelError",
-    "WholeWordMasker",
-    "build_mlm_head",
-    "family_for",
-    "find_encoder_parts",
-    "mlm_loss",
-    "scale_gradient",
-]
+from st_infocse.lazy import lazy_exports
+
+_WHERE = {
+    "AuxiliaryDecoder": "auxiliary_decoder",
+    "AuxiliaryDecoderConfig": "auxiliary_decoder",
+    "MLMOutput": "auxiliary_decoder",
+    "mlm_loss": "auxiliary_decoder",
+    "SUPPORTED_MODEL_TYPES": "encoder_parts",
+    "EncoderFamily": "encoder_parts",
+    "EncoderParts": "encoder_parts",
+    "UnsupportedModelError": "encoder_parts",
+    "family_for": "encoder_parts",
+    "find_encoder_parts": "encoder_parts",
+    "scale_gradient": "gradient",
+    "MLMHead": "heads",
+    "ProjectionHead": "heads",
+    "build_mlm_head": "heads",
+    "TokenMasker": "masking",
+    "WholeWordMasker": "masking",
+}
+
+__all__ = sorted(_WHERE)  # every exported name, listed once above
+
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, __all__, globals())

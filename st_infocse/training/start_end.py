@@ -52,7 +52,7 @@ def _scores(metrics: Any) -> dict[str, float]:
 def _fmt(*values: float | None) -> list[str]:
     """Scores for print: times 100 with 2 decimals when all lie in [-1, 1], else as they are."""
     scaled = all(value is None or -1 <= value <= 1 for value in values)
-    return ["n/a" if v is None else f"{v * 100:.2f}" if scaled else f"{v:.4g}" for v in values]
+    return ["n/a" if v is None else x100(v) if scaled else f"{v:.4g}" for v in values]
 
 
 def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float],

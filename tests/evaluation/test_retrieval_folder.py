@@ -1,4 +1,4 @@
-"""The user's own BEIR-layout folder as a training-time retrieval evaluator (st_infocse.evaluation.own_retrieval)."""
+"""The user's own BEIR-layout folder as a training-time retrieval evaluator (st_infocse.evaluation.retrieval_folder)."""
 
 from __future__ import annotations
 
