@@ -56,6 +56,7 @@ from harness import (  # noqa: E402
     SHARED,
     JobQueue,
     at,
+    commits_line,
     load_pooled_model,
     mean_std,
     update_block,
@@ -334,7 +335,7 @@ def report(cfg: Config, command: str, stem: str) -> str:
     lines = [f"Command: `{command}` — device: {', '.join(devices)}; {cfg.steps} steps x batch {cfg.batch_size} "
              f"(5x steps where a row says so), max length {cfg.max_length}, lr {cfg.learning_rate:g}, evaluated at max "
              f"length {cfg.eval_max_length}. Spearman x100 (SentEval 'all'); ± is the sample std over seeds; p is "
-             "Welch's t-test against SimCSE on STS avg.", ""]
+             "Welch's t-test against SimCSE on STS avg.", "", commits_line(done), ""]
     simcse = [d["sts_avg"] for d in by_setting.get("simcse", []) if d["sts_avg"] is not None]
     simcse_dev = [d["stsb_dev"] for d in by_setting.get("simcse", [])]
 

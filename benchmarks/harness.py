@@ -109,19 +109,39 @@ def read_jsonl(path: Path, n: int | None = None) -> list[dict[str, Any]]:
     return rows
 
 
-def machine() -> dict[str, Any]:
-    """Where and under what load a job ran: cores, processor (and GPU), the 1-minute load average and the commit
-    (``BENCH_COMMIT`` first when set: a copy of the working tree sent to another machine may carry a stale ``.git``)."""
+def commit() -> str | None:
+    """The commit a result is produced at: ``BENCH_COMMIT`` first when set (a copy of the working tree sent to
+    another machine may carry a stale ``.git``), else the checkout's ``HEAD``; every result file names it."""
+    if os.environ.get("BENCH_COMMIT"):
+        return os.environ["BENCH_COMMIT"]
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                                timeout=10).stdout.strip() or None
+        return subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
-        commit = None
+        return None
+
+
+def machine() -> dict[str, Any]:
+    """Where and under what load a job ran: cores, processor (and GPU), the 1-minute load average and the commit."""
     import torch
 
     gpu = {"gpu": torch.cuda.get_device_name(0)} if torch.cuda.is_available() else {}
     return {"cores": os.cpu_count(), "processor": platform.processor() or platform.machine(),
-            "load_1min": round(os.getloadavg()[0], 2), "commit": os.environ.get("BENCH_COMMIT") or commit} | gpu
+            "load_1min": round(os.getloadavg()[0], 2), "commit": commit()} | gpu
+
+
+def commits_line(jobs: dict[str, dict[str, Any]]) -> str:
+    """The report's line naming the commit each job ran at (its ``commit``, or ``machine.commit``); jobs from before
+    the benches recorded it are counted, and the file's git history names the commit that added them."""
+    by_commit: dict[str, list[str]] = {}
+    for name, job in sorted(jobs.items()):
+        at = job.get("commit") or job.get("machine", {}).get("commit")
+        by_commit.setdefault(at[:10] if at else "not recorded", []).append(name)
+    parts = [f"{at}: {', '.join(names)}" for at, names in by_commit.items() if at != "not recorded"]
+    if "not recorded" in by_commit:
+        parts.append(f"{len(by_commit['not recorded'])} job(s) from before the bench recorded its commit (the git "
+                     "history of this file names the commit that added them)")
+    return "Commits: " + "; ".join(parts) + "."
 
 
 # ------------------------------------------------------------------------------------------------ the queue

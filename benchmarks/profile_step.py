@@ -46,7 +46,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import RESULTS, SHARED, read_lines  # noqa: E402
+from harness import RESULTS, SHARED, commit, read_lines  # noqa: E402
 from step_time import batch_flops, cpu_info, setup, time_matmul  # noqa: E402
 
 from st_infocse.modeling import auxiliary_decoder  # noqa: E402
@@ -247,7 +247,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# Where a training step's time goes",
         "",
-        f"`{report['command']}`",
+        f"`{report['command']}` at commit {report['commit']}",
         "",
         f"CPU: {report['cpu']}; torch {report['torch']}. Batch {report['batch_size']}, max length 32 "
         f"({report['shape']['rows']} x {report['shape']['seq']} tokens), all-MiniLM-L6-v2 with CLS pooling, AdamW "
@@ -306,6 +306,7 @@ def main() -> None:
     del setups
     report: dict[str, Any] = {
         "command": command.strip(),
+        "commit": commit(),
         "cpu": cpu_info().get("model_name") or platform.processor(),
         "torch": torch.__version__,
         "batch_size": args.batch_size,

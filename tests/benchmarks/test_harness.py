@@ -100,3 +100,16 @@ def test_long_budget_and_aux_mechanism_report_their_committed_results_unchanged(
     assert _committed_report(aux_mechanism, "aux_mechanism", "When does the auxiliary MLM matter?", tmp_path / "am",
                              monkeypatch, "aux_mechanism")
     assert (tmp_path / "lb" / "results" / "long_budget_curves.png").stat().st_size > 0
+
+
+def test_a_result_names_the_commit_it_ran_at(harness, monkeypatch):
+    monkeypatch.setenv("BENCH_COMMIT", "abc1234")
+    assert harness.commit() == "abc1234" and harness.machine()["commit"] == "abc1234"
+    monkeypatch.delenv("BENCH_COMMIT")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    assert head.startswith(harness.commit() or "no git")
+    jobs = {"b-s0": {"commit": "1111111"}, "a-s0": {"machine": {"commit": "2222222aaaaaaaa"}}, "c-s0": {}}
+    assert harness.commits_line(jobs) == (
+        "Commits: 2222222aaa: a-s0; 1111111: b-s0; 1 job(s) from before the bench recorded its commit (the git "
+        "history of this file names the commit that added them)."
+    )
