@@ -117,7 +117,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# torch.compile on the CPU",
         "",
-        f"`{report['command']}` at commit {report['commit']}",
+        f"`{report['command']}` at commit {report['commit']}"
+        + (f" ({report['commit_note']})" if report.get("commit_note") else ""),
         "",
         f"CPU: {report['cpu']}, {report['threads']} thread(s); torch {report['torch']} (inductor). Batch "
         f"{report['batch_size']}, max length 32, all-MiniLM-L6-v2 with CLS pooling, fused AdamW. Median of "

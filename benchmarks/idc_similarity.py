@@ -195,7 +195,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         "# IDC edge score: cosine vs dot (inner product)",
         "",
-        f"Command: `{result['command']}` at commit {result['commit']}",
+        f"Command: `{result['command']}` at commit {result['commit']}"
+        + (f" ({result['commit_note']})" if result.get("commit_note") else ""),
         "",
         f"all-MiniLM-L6-v2 without its Normalize module, first {s['documents']} documents of "
         f"`{s['corpus']}` (given sentences), K=1, no threshold, no pair cap, mining max length "

@@ -247,7 +247,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# Where a training step's time goes",
         "",
-        f"`{report['command']}` at commit {report['commit']}",
+        f"`{report['command']}` at commit {report['commit']}"
+        + (f" ({report['commit_note']})" if report.get("commit_note") else ""),
         "",
         f"CPU: {report['cpu']}; torch {report['torch']}. Batch {report['batch_size']}, max length 32 "
         f"({report['shape']['rows']} x {report['shape']['seq']} tokens), all-MiniLM-L6-v2 with CLS pooling, AdamW "

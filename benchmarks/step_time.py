@@ -247,7 +247,8 @@ def markdown(report: dict) -> str:
     lines = [
         "# Training step time, fp32 vs bf16 autocast",
         "",
-        f"`{report['command']}` at commit {report['commit']}",
+        f"`{report['command']}` at commit {report['commit']}"
+        + (f" ({report['commit_note']})" if report.get("commit_note") else ""),
         "",
         f"CPU: {report['cpu']['model_name']} ({report['machine']}), {report['threads']} thread(s); "
         f"torch {report['torch']}, capability {report['cpu']['torch_cpu_capability']}; "
