@@ -228,6 +228,28 @@ def test_arguments_that_would_be_dropped_are_refused_before_anything_is_encoded(
     assert not (tmp_path / "out").exists()
 
 
+def test_the_pair_builders_read_documents_with_one_set_of_arguments():
+    import inspect
+
+    from st_infocse.mining.idc import READING_ARGUMENTS
+    from st_infocse.mining.sentences import prepare_documents
+
+    reading = {}
+    for builder in (mine_pairs, adjacent_pairs, context_pairs):
+        parameters = inspect.signature(builder).parameters
+        shared = {name: parameters[name].default for name in READING_ARGUMENTS}
+        assert reading in ({}, shared)  # the same names and defaults in each
+        reading = shared
+        with pytest.raises(TypeError, match=rf"{builder.__name__}\(\) got an unexpected keyword argument 'min_sentence'"):
+            builder([["a", "b"]], *([None] if builder is mine_pairs else []), min_sentence=3)
+    # the defaults are prepare_documents' own, not a copy
+    for name, parameter in inspect.signature(prepare_documents).parameters.items():
+        if name in reading:
+            assert reading[name] == parameter.default
+    pairs, report = adjacent_pairs([["a", "b", "c"]], min_sentences=4, show_progress_bar=False)  # applied, not dropped
+    assert len(pairs) == 0 and report.skipped["too_few_sentences"] == 1
+
+
 def test_adjacent_pairs():
     pairs, report = adjacent_pairs([["a", "b", "c"], ["d"], ["e", "f", "e"], 3.5], show_progress_bar=False)
     assert pair_set(pairs) == {("0", "a", "b", 0), ("0", "b", "c", 1), ("2", "e", "f", 0)}
