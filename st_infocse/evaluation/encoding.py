@@ -19,13 +19,12 @@ def encode_unique(
     batch_size: int = 64,
     show_progress_bar: bool | None = None,
     kind: str | None = None,
+    longest_first: bool = False,
     **encode_kwargs: Any,
 ) -> np.ndarray:
-    """Embed ``texts`` with one ``model.encode`` call over their distinct values, longest first.
+    """Embed ``texts`` with one ``model.encode`` call over their distinct values.
 
-    One call over every distinct text pads least and shows one progress bar. ``encode`` sorts by length itself,
-    but a multi-process pool (``pool=`` in ``encode_kwargs``) splits its input into chunks before sorting:
-    sorted here first, every chunk's padding stays short.
+    One call over every distinct text pads least (``encode`` sorts its input by length) and shows one progress bar.
 
     Args:
         model: A ``SentenceTransformer`` (anything with a compatible ``encode``).
@@ -34,6 +33,10 @@ def encode_unique(
         show_progress_bar: ``None`` shows one when there are at least 1,000 distinct texts.
         kind: ``"query"`` or ``"document"`` to use ``model.encode_query``/``encode_document`` (which apply the
             model's query/document prompts, as mteb does) when the model has them.
+        longest_first: Hand ``encode`` the texts sorted longest first (mining does): a multi-process pool
+            (``pool=`` in ``encode_kwargs``) splits its input into chunks before sorting, and sorted chunks pad
+            little. Off, ``encode`` gets them in first-appearance order; the order changes a few embeddings in their
+            last bits (batches are padded differently), so each caller keeps the one its committed numbers used.
         encode_kwargs: More arguments for ``encode`` (``normalize_embeddings``, ``pool``, ``device``...).
 
     Returns:
@@ -53,7 +56,7 @@ def encode_unique(
         raise ValueError("nothing to encode")
     if show_progress_bar is None:
         show_progress_bar = len(unique) >= PROGRESS_BAR_MIN_TEXTS
-    by_length = np.argsort([-len(t) for t in unique], kind="stable")
+    by_length = np.argsort([-len(t) for t in unique], kind="stable") if longest_first else np.arange(len(unique))
     encode = getattr(model, f"encode_{kind}", None) if kind else None
     encoded = (encode or model.encode)(
         [unique[i] for i in by_length],

@@ -210,6 +210,7 @@ def _mine(
                 model,
                 texts,
                 batch_size,
+                longest_first=True,
                 **{
                     "show_progress_bar": False,
                     "normalize_embeddings": normalize,
