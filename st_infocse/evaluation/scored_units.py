@@ -106,6 +106,9 @@ class PairScoredSimilarityEvaluator(EmbeddingSimilarityEvaluator):
     """``EmbeddingSimilarityEvaluator`` that keeps each pair's cosine similarity of its last call
     (``similarities``), for resampling its Spearman correlation over pairs. Cosine only (``main_similarity``).
 
+    Both sides of the pairs are encoded in one ``encode`` call over their distinct sentences (one call per dataset,
+    a sentence on both sides encoded once); the evaluator's metrics are then computed as it computes them.
+
     Example:
         >>> evaluator = PairScoredSimilarityEvaluator(s1, s2, gold, main_similarity="cosine")  # doctest: +SKIP
         >>> evaluator(model); len(evaluator.similarities) == len(gold)  # doctest: +SKIP
@@ -113,9 +116,11 @@ class PairScoredSimilarityEvaluator(EmbeddingSimilarityEvaluator):
     """
 
     similarities: tuple[float, ...] | None = None
+    _both_sides: tuple[dict[str, int], Any] | None = None
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict:
         self._embedded: list[np.ndarray] = []
+        self._both_sides = None
         try:
             metrics = super().__call__(model, output_path, epoch, steps)
             if len(self._embedded) == 2 and not self.precision:  # sentences1, then sentences2
@@ -125,11 +130,16 @@ class PairScoredSimilarityEvaluator(EmbeddingSimilarityEvaluator):
                 cosine = pairwise_cos_sim(*self._embedded).detach().cpu().numpy()
                 self.similarities = tuple(float(x) for x in cosine)
         finally:
-            self._embedded = []
+            self._embedded, self._both_sides = [], None
         return metrics
 
     def embed_inputs(self, model: Any, sentences: Any, **kwargs: Any) -> np.ndarray:
-        embeddings = super().embed_inputs(model, sentences, **kwargs)
+        if self._both_sides is None:  # the evaluation's first call: every distinct sentence of both sides at once
+            distinct = list(dict.fromkeys([*self.sentences1, *self.sentences2]))
+            embedded = super().embed_inputs(model, distinct, **kwargs)
+            self._both_sides = {sentence: i for i, sentence in enumerate(distinct)}, embedded
+        index, embedded = self._both_sides
+        embeddings = embedded[[index[sentence] for sentence in sentences]]
         self._embedded.append(embeddings)
         return embeddings
 

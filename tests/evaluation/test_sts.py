@@ -71,13 +71,14 @@ def test_senteval_all_setting_differs_from_subset_mean(ev, tmp_path):
     assert task.note == "subsets concatenated (SentEval 'all')"
 
 
-def test_each_task_is_encoded_by_sentence_transformers_evaluator(ev):
-    """One ``EmbeddingSimilarityEvaluator`` per task: each side of each task encoded once."""
+def test_each_task_is_encoded_once_by_sentence_transformers_evaluator(ev):
+    """One ``EmbeddingSimilarityEvaluator`` per task, one ``encode`` per task over its distinct sentences."""
     a = STSPairs("A", ["x", "y"], ["y", "z"], [1.0, 2.0], "hand-made")
     b = STSPairs("B", ["x", "w"], ["z", "x"], [0.0, 5.0], "hand-made")
     stub = ev.StubEncoder({t: ev.unit(d) for t, d in zip("xyzw", (0, 30, 60, 90), strict=True)})
     result = evaluate_sts(stub, [a, b])
-    assert stub.calls == [["x", "y"], ["y", "z"], ["x", "w"], ["z", "x"]]
+    assert stub.calls == [["x", "y", "z"], ["x", "w", "z"]]
+    assert result.tasks["A"].similarities == pytest.approx([math.cos(math.radians(30))] * 2)
     assert result.n_sentences == 4
     with pytest.raises(ValueError, match="duplicate task names"):
         evaluate_sts(stub, [a, a])
