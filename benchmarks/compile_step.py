@@ -40,7 +40,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from graph_breaks import graph_breaks  # noqa: E402
-from harness import REPO, RESULTS, SHARED, commit, read_lines  # noqa: E402
+from harness import REPO, RESULTS, SHARED, commit, provenance, read_lines  # noqa: E402
 from step_time import cpu_info, setup, step  # noqa: E402
 
 from st_infocse.losses import training_losses  # noqa: E402
@@ -117,8 +117,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# torch.compile on the CPU",
         "",
-        f"`{report['command']}` at commit {report['commit']}"
-        + (f" ({report['commit_note']})" if report.get("commit_note") else ""),
+        provenance(report),
         "",
         f"CPU: {report['cpu']}, {report['threads']} thread(s); torch {report['torch']} (inductor). Batch "
         f"{report['batch_size']}, max length 32, all-MiniLM-L6-v2 with CLS pooling, fused AdamW. Median of "

@@ -130,6 +130,13 @@ def machine() -> dict[str, Any]:
             "load_1min": round(os.getloadavg()[0], 2), "commit": commit()} | gpu
 
 
+def provenance(result: dict[str, Any]) -> str:
+    """A result's command and the commit it ran at, as its markdown states them (with how the commit is known, for a
+    result that did not record it when it ran)."""
+    note = f" ({result['commit_note']})" if result.get("commit_note") else ""
+    return f"`{result['command']}` at commit {result['commit']}{note}"
+
+
 def commits_line(jobs: dict[str, dict[str, Any]]) -> str:
     """The report's line naming the commit each job ran at (its ``commit``, or ``machine.commit``); jobs from before
     the benches recorded it are counted, and the file's git history names the commit that added them."""

@@ -49,7 +49,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from harness import commit, minilm_path  # noqa: E402
+from harness import commit, minilm_path, provenance  # noqa: E402
 
 from st_infocse.evaluation import stsb_dev_evaluator  # noqa: E402
 from st_infocse.mining import DocumentAwareBatchSampler, Skipped, cluster_documents, mine_pairs  # noqa: E402
@@ -195,8 +195,7 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [
         "# IDC edge score: cosine vs dot (inner product)",
         "",
-        f"Command: `{result['command']}` at commit {result['commit']}"
-        + (f" ({result['commit_note']})" if result.get("commit_note") else ""),
+        "Command: " + provenance(result),
         "",
         f"all-MiniLM-L6-v2 without its Normalize module, first {s['documents']} documents of "
         f"`{s['corpus']}` (given sentences), K=1, no threshold, no pair cap, mining max length "

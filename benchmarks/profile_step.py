@@ -46,7 +46,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import RESULTS, SHARED, commit, read_lines  # noqa: E402
+from harness import RESULTS, SHARED, commit, provenance, read_lines  # noqa: E402
 from step_time import batch_flops, cpu_info, setup, time_matmul  # noqa: E402
 
 from st_infocse.modeling import auxiliary_decoder  # noqa: E402
@@ -247,8 +247,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [
         "# Where a training step's time goes",
         "",
-        f"`{report['command']}` at commit {report['commit']}"
-        + (f" ({report['commit_note']})" if report.get("commit_note") else ""),
+        provenance(report),
         "",
         f"CPU: {report['cpu']}; torch {report['torch']}. Batch {report['batch_size']}, max length 32 "
         f"({report['shape']['rows']} x {report['shape']['seq']} tokens), all-MiniLM-L6-v2 with CLS pooling, AdamW "

@@ -43,7 +43,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-from harness import commit, load_pooled_model, log, read_lines
+from harness import commit, load_pooled_model, log, provenance, read_lines
 from sentence_transformers import SentenceTransformer
 
 from st_infocse import losses
@@ -247,8 +247,7 @@ def markdown(report: dict) -> str:
     lines = [
         "# Training step time, fp32 vs bf16 autocast",
         "",
-        f"`{report['command']}` at commit {report['commit']}"
-        + (f" ({report['commit_note']})" if report.get("commit_note") else ""),
+        provenance(report),
         "",
         f"CPU: {report['cpu']['model_name']} ({report['machine']}), {report['threads']} thread(s); "
         f"torch {report['torch']}, capability {report['cpu']['torch_cpu_capability']}; "

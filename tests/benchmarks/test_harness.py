@@ -113,3 +113,5 @@ def test_a_result_names_the_commit_it_ran_at(harness, monkeypatch):
         "Commits: 2222222aaa: a-s0; 1111111: b-s0; 1 job(s) from before the bench recorded its commit (the git "
         "history of this file names the commit that added them)."
     )
+    assert harness.provenance({"command": "python x.py", "commit": "abc"}) == "`python x.py` at commit abc"
+    assert harness.provenance({"command": "c", "commit": "d", "commit_note": "from git"}) == "`c` at commit d (from git)"
