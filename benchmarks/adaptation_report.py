@@ -23,6 +23,7 @@ from harness import (
     RESULTS,
     JobQueue,
     against_fixed,
+    job_commit,
     mean_std,
     update_block,
 )
@@ -209,7 +210,7 @@ def _merge_queries(run: dict[str, Any] | None, scored: dict[str, Any] | None) ->
 
 
 def _commit(job: dict[str, Any]) -> str:
-    return (job.get("machine", {}).get("commit") or "unknown")[:7]
+    return (job_commit(job) or "unknown")[:7]
 
 
 #: The jobs behind a row's numbers, in the order they ran (adaptation.py's parts)

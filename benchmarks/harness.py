@@ -137,13 +137,18 @@ def provenance(result: dict[str, Any]) -> str:
     return f"`{result['command']}` at commit {result['commit']}{note}"
 
 
+def job_commit(job: dict[str, Any]) -> str | None:
+    """The commit a finished job ran at: its ``commit``, or its ``machine.commit`` (short), None when unrecorded."""
+    at = job.get("commit") or job.get("machine", {}).get("commit")
+    return at[:10] if at else None
+
+
 def commits_line(jobs: dict[str, dict[str, Any]]) -> str:
     """The report's line naming the commit each job ran at (its ``commit``, or ``machine.commit``); jobs from before
     the benches recorded it are counted, and the file's git history names the commit that added them."""
     by_commit: dict[str, list[str]] = {}
     for name, job in sorted(jobs.items()):
-        at = job.get("commit") or job.get("machine", {}).get("commit")
-        by_commit.setdefault(at[:10] if at else "not recorded", []).append(name)
+        by_commit.setdefault(job_commit(job) or "not recorded", []).append(name)
     parts = [f"{at}: {', '.join(names)}" for at, names in by_commit.items() if at != "not recorded"]
     if "not recorded" in by_commit:
         parts.append(f"{len(by_commit['not recorded'])} job(s) from before the bench recorded its commit (the git "

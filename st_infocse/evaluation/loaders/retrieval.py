@@ -120,7 +120,7 @@ def load_mteb_retrieval(task: Any, split: str | None = None) -> RetrievalData:
         task = beir_task_info(task).mteb_name or task
     task_obj = mteb_task(task, "retrieval")
     load_mteb_data(task_obj)
-    # A public method of AbsTaskRetrieval, but a transitional one (mteb's TODO: "convert all tasks directly"): it turns
+    # A public method of AbsTaskRetrieval, but a transitional one (mteb means to convert every task directly): it turns
     # a task that loads the old format (queries/corpus/relevant_docs attributes) into ``dataset`` and does nothing for
     # the others, every BEIR task included; mteb's own evaluate() calls it the same way. Written against mteb 2.26.24;
     # tests/test_library_touchpoints.py pins its signature and fails when mteb changes or drops it.
