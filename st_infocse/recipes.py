@@ -76,21 +76,25 @@ class Recipe:
     notes: tuple[str, ...] = ()
     released: bool = True
     requires: tuple[str, ...] = ()
-    flags: Mapping[str, str] = field(init=False, hash=False, compare=False)
-    origins: Mapping[str, str] = field(init=False, hash=False, compare=False, repr=False)
-    objective: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        flags = {flag: value for flag, value, _ in self.settings}
-        if len(flags) != len(self.settings) or "--objective" not in flags:
+        flags = [flag for flag, _, _ in self.settings]
+        if len(set(flags)) != len(flags) or "--objective" not in flags:
             raise ValueError(f"recipe {self.name}: --objective is needed and no flag may be set twice")
         if not all(flag.startswith("--") for flag in flags):
             raise ValueError(f"recipe {self.name}: flags are spelled --name")
-        for name in ("published", "settings", "notes", "requires"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        object.__setattr__(self, "flags", MappingProxyType(flags))
-        object.__setattr__(self, "origins", MappingProxyType({flag: origin for flag, _, origin in self.settings}))
-        object.__setattr__(self, "objective", flags["--objective"])
+
+    @property
+    def flags(self) -> Mapping[str, str]:
+        return MappingProxyType({flag: value for flag, value, _ in self.settings})
+
+    @property
+    def origins(self) -> Mapping[str, str]:
+        return MappingProxyType({flag: origin for flag, _, origin in self.settings})
+
+    @property
+    def objective(self) -> str:
+        return self.flags["--objective"]
 
     @property
     def precision(self) -> str | None:
@@ -132,8 +136,7 @@ _ADAPT_BUDGET = (
     ("--keep_trained_if", "reliable", "the trained model only when its gain on your queries is reliable (95% "
      "interval over them above zero), else your model as given (docs/your-own-model.md)"),
 )
-_ADAPT_MODEL = ("--model", _MINILM, "the benchmark's start model; give yours: its own pooling, Normalize and length "
-                "stay")
+_ADAPT_MODEL = ("--model", _MINILM, "the benchmark's start model; give yours (its pooling, Normalize and length stay)")
 _ADAPT_CHECK = (
     "Judged on test queries no choice had used: a gain on some domains and none on others, which only your own "
     "held-out queries can tell. So the recipe requires --eval_retrieval, a folder of your queries and documents in "
@@ -228,9 +231,8 @@ _RECIPES = (
             fusion="docs/REPRODUCING.md (as infocse-bert-base)", eval_steps="lines 13-16",
         ),
         notes=(
-            "The large script has no --mlm_eval, so the authors' frozen copy ran with dropout on (under no_grad); "
-            "the package always runs it in eval mode, as the base script and the paper's frozen network do "
-            "(docs/REPRODUCING.md, 'Large model').",
+            "The large script has no --mlm_eval, so the authors' frozen copy ran with dropout on (under no_grad); the "
+            "package runs it in eval mode, as the base script and the paper do (docs/REPRODUCING.md, 'Large model').",
             "The released script does not run as written: line 6 ends in '\\ # the large model ...', so bash passes "
             "the comment as arguments and ends the command there. The values are read from lines 1-29 as intended.",
             "Paper 000 reports no STS-B dev score for BERT-large.",
@@ -259,8 +261,7 @@ _RECIPES = (
             "The paper's Table 3 setting, not the released run_unsup_example.sh: that script is SimCSE's example "
             "(lr 5e-5, cls_before_pooler without MLP, reconstruction weight 1.0, train.py's MLM term at 0.1), the "
             "paper's 'w/ MLM' variant at 63.25 (Table 6), which cannot have produced 77.30 (docs/REPRODUCING.md).",
-            "Paper 001 reports no STS-B dev score; max length, evaluation interval and fp16 come from the released "
-            "script.",
+            "Paper 001 reports no STS-B dev score.",
         ),
     ),
     Recipe(
@@ -289,9 +290,6 @@ _RECIPES = (
             ("--fp16", "true", _NOT_STATED_003),
         ),
         notes=(
-            "Paper 003 states no learning rate, epochs, batch size, temperature, maximum length, evaluation interval "
-            "or precision, only 'the same settings as the unsupervised SimCSE' (§4.1): those values are SimCSE's "
-            "run_unsup_example.sh (the simcse-bert-base recipe).",
             "Without code, three choices are the package's (docs/REPRODUCING.md): fresh fusion layers, the "
             "checkpoint's own MLM head (untied) and the frozen extractor in eval mode.",
             "Mask 0.15, not Table 4's best 0.40 (84.09 dev in that ablation only): the headline 83.76 / 76.80 row is "
