@@ -343,7 +343,7 @@ _RECIPES = (
             ("--idc_annotator", "sentence-transformers/all-mpnet-base-v2", "paper 002 Table 3 (5): a stronger "
              "model's annotations for the first round (the benchmark's best row)"),
             ("--idc_max_docs", "500", "the benchmark mined a seeded 500-document subset (all-mpnet-base-v2 encodes "
-             "about five times slower than all-MiniLM-L6-v2)"),
+             "several times slower than all-MiniLM-L6-v2)"),
             ("--rounds", "1", "one round: the benchmark's row (round 2 not measured)"),
             ("--idc_loss", "mnrl", "MultipleNegativesRankingLoss on the mined pairs, document-aware batches"),
             *_ADAPT_BUDGET,
