@@ -7,12 +7,6 @@ training data and no STS-B dev source: both default to the authors' own (:data:`
 own values (weight, mask rate, ``k``, ``n``) come from the presets in :mod:`st_infocse.losses.registry`, which the
 losses use as defaults, so a recipe and a loss built without arguments agree. Nothing heavy is imported: the
 command line expands a recipe before torch loads.
-
-    >>> recipe = get_recipe("infocse-bert-base")
-    >>> recipe.flags["--learning_rate"], recipe.flags["--mask_rate"], recipe.precision
-    ('7e-6', '0.4', 'fp16')
-    >>> print(recipe.published[0])
-    STS avg 78.85 (paper 000 Table 2)
 """
 
 from __future__ import annotations
@@ -321,21 +315,18 @@ _RECIPES = (
             ("--save_steps", "50", "a checkpoint at every evaluation, so the best one can be kept"),
         ),
         notes=(
-            "Measured on CPU in fp32 over seeds 0-2, 200 steps from the model re-pooled with [CLS]: above SimCSE and "
-            "InfoCSE as released on STS avg and STS-B dev, and the decoder came to read the sentence embedding. The "
-            "benchmark trained on 12,800 Wikipedia sentences, warmed the decoder on others and scored the last step; "
-            "this recipe warms it on the training texts and keeps the best STS-B dev checkpoint. Not measured on "
-            "BERT-base or longer: check your own model with ConditionalMLMEvaluator (docs/auxiliary-objective.md).",
-            "Not a recipe for retrieval in your domain: adapting all-MiniLM-L6-v2 to SciFact's abstracts with it "
-            "lowered SciFact nDCG@10 with either pooling while STS-B dev held (docs/your-own-model.md); use an adapt-* "
-            "recipe, which measures your own queries and hands back your model when training made it worse.",
+            "Measured on CPU in fp32 over seeds 0-2, 200 steps on 12,800 Wikipedia sentences from the model re-pooled "
+            "with [CLS], scored at the last step: above SimCSE and InfoCSE as released on STS avg and STS-B dev, with "
+            "the decoder reading the sentence embedding. This recipe warms the decoder on your texts and keeps the "
+            "best STS-B dev checkpoint. Not measured on BERT-base or longer runs (docs/auxiliary-objective.md).",
+            "Not for retrieval in your domain: on SciFact it lowered nDCG@10 while STS-B dev held "
+            "(docs/your-own-model.md); the adapt-* recipes measure your own queries and hand back your model.",
         ),
         released=False,
     ),
     Recipe(
         "adapt-idc-mpnet",
-        source="benchmarks/adaptation.py, row idc-mpnet-mnrl-r1 (measured by this package on all-MiniLM-L6-v2 as "
-        "shipped)",
+        source="benchmarks/adaptation.py, row idc-mpnet-mnrl-r1 (measured by this package on all-MiniLM-L6-v2)",
         published=_adaptation("idc-mpnet-mnrl-r1"),
         settings=(
             ("--objective", "idc", "paper 002: pairs of sentences of one document, clustered by a model"),
@@ -361,7 +352,7 @@ _RECIPES = (
     ),
     Recipe(
         "adapt-informin",
-        source="benchmarks/adaptation.py, row informin (measured by this package on all-MiniLM-L6-v2 as shipped)",
+        source="benchmarks/adaptation.py, row informin (measured by this package on all-MiniLM-L6-v2)",
         published=_adaptation("informin"),
         settings=(
             ("--objective", "informin", "paper 001: SimCSE's contrastive loss plus the reconstruction term, defaults"),
@@ -398,8 +389,9 @@ def recipe_names() -> list[str]:
 def get_recipe(name: str) -> Recipe:
     """The recipe called ``name``; :class:`UnknownRecipeError` (a ``ValueError``) naming the known ones otherwise.
 
-    >>> get_recipe("cmlm-cse-bert-base").flags["--k"]
-    '8'
+    >>> recipe = get_recipe("infocse-bert-base")
+    >>> recipe.flags["--learning_rate"], recipe.flags["--mask_rate"], recipe.precision
+    ('7e-6', '0.4', 'fp16')
     """
     try:
         return RECIPES[name]
