@@ -5,6 +5,8 @@ Each page comes from one function of the package, named here once:
 - the command-line reference: the ``--help`` of every ``st-infocse`` command, from :func:`cli_commands` and
   :func:`cli_help` (they call the command line's own entry point, so the page shows exactly what a user sees);
 - the recipes table and each recipe's flags: from :func:`recipes`, the registry in ``st_infocse/recipes.py``;
+- the numbers of the recipes measured by this package: read by :func:`measured` from the results file each recipe
+  cites (``benchmarks/results/*.json``), since the package names the file but does not copy its numbers;
 - the benchmark results: ``benchmarks/README.md`` itself, with its links pointed at the site's pages.
 
 The API reference needs nothing here: Sphinx's autodoc reads the docstrings (``docs/reference/api/*.md``).
@@ -17,10 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
+import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -64,6 +69,104 @@ def recipes():
     from st_infocse.recipes import RECIPES
 
     return RECIPES
+
+
+# ------------------------------------------------------------------------------------ measured numbers
+
+# A measured recipe cites "benchmarks/results/FILE.json, [domain DOMAIN, ](row|setting) ROW".
+_CITATION = re.compile(
+    r"benchmarks/results/(?P<file>[\w.-]+\.json), (?:domain (?P<domain>\w+), )?(?:row|setting) (?P<row>[\w.-]+)"
+)
+# A recipe's metric -> its key in the results files.
+_METRIC_KEYS = {
+    "STS avg": "sts_avg",
+    "STS-B dev": "stsb_dev",
+    "Reuters article -> headline nDCG@10": "a2h_ndcg@10",
+    "SciFact nDCG@10": "ndcg@10",
+}
+
+
+class Measured(NamedTuple):
+    """A measured recipe's number as its results file holds it (x100)."""
+
+    mean: float  # over the row's seeds, at the last step
+    sd: float | None  # sample standard deviation over the seeds (None with one seed)
+    seeds: tuple[int, ...]
+    baseline: float  # what the benchmark compares the row with, scored the same way
+    baseline_name: str
+    # the adaptation benchmark's claim: the change on the half of the test queries no choice used, its 95% interval
+    # over those queries and verdict, and the seeds whose models were scored query by query
+    confirmation: Mapping | None = None
+    confirmation_seeds: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        spread = f" ± {self.sd:.2f}" if self.sd is not None else ""
+        return f"{self.mean:.2f}{spread}, seeds {','.join(map(str, self.seeds))}"
+
+    def confirmed(self) -> str:
+        """The confirmation half's change, e.g. ``+8.56 (95% CI +7.65 to +9.51): a gain, seed 0``."""
+        if self.confirmation is None:
+            return ""
+        change = self.confirmation
+        seeds = ",".join(map(str, self.confirmation_seeds))
+        return (f"{change['delta']:+.2f} (95% CI {change['low']:+.2f} to {change['high']:+.2f}): {change['verdict']}, "
+                f"{change['n']:,} queries, seed{'s' if len(self.confirmation_seeds) > 1 else ''} {seeds}")
+
+
+def measured(published) -> Measured:
+    """The number a measured recipe's :class:`~st_infocse.recipes.Published` cites, read from its results file."""
+    match = _CITATION.fullmatch(published.where)
+    if match is None:
+        raise ValueError(f"not a results citation: {published.where!r}")
+    data = json.loads((ROOT / "benchmarks" / "results" / match["file"]).read_text())
+    key, row = _METRIC_KEYS[published.metric], match["row"]
+    if match["file"] == "adaptation.json":
+        domain = data["domains"][match["domain"]]
+        jobs = domain["rows"][row]
+        queries = data["queries"][match["domain"]]["rows"][row]
+        extra = dict(baseline=domain["shipped"]["test"][key], baseline_name="the model as shipped",
+                     confirmation=queries[key]["confirmation"], confirmation_seeds=tuple(queries["seeds"]))
+        values = [job["test"][key] for job in jobs]
+    else:  # aux_mechanism.json: settings compared with SimCSE in the same steps
+        def jobs_of(setting: str) -> list[Mapping]:
+            return sorted((job for job in data["jobs"].values() if job.get("setting") == setting),
+                          key=lambda job: job["seed"])
+
+        jobs = jobs_of(row)
+        extra = dict(baseline=statistics.mean(job[key] for job in jobs_of("simcse")),
+                     baseline_name="SimCSE in the same steps")
+        values = [job[key] for job in jobs]
+    if not values:
+        raise ValueError(f"{published.where}: no such row")
+    return Measured(mean=statistics.mean(values), sd=statistics.stdev(values) if len(values) > 1 else None,
+                    seeds=tuple(job["seed"] for job in jobs), **extra)
+
+
+def published_text(published) -> str:
+    """A published number as the pages show it: a paper's as written, a measured one read from its results file."""
+    if published.value is not None:
+        return str(published)
+    return f"{published.metric} {measured(published)} ({published.where})"
+
+
+def measured_recipes_page() -> str:
+    """The numbers of the recipes measured by this package, each read from the results file the recipe cites."""
+    lines = [
+        "| recipe | metric | measured (mean ± sd over seeds) | compared with | on the confirmation half of the test "
+        "queries | results file |",
+        "|---|---|---|---|---|---|",
+    ]
+    for recipe in recipes().values():
+        for published in recipe.published:
+            if published.value is not None:
+                continue
+            number = measured(published)
+            lines.append(
+                f"| [`{recipe.name}`](#recipe-{recipe.name}) | {published.metric} | {number} | "
+                f"{number.baseline_name}: {number.baseline:.2f} | {_cell(number.confirmed() or '-')} | "
+                f"`{published.where}` |"
+            )
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------------- pages
@@ -130,7 +233,7 @@ def recipes_table() -> str:
             for flag, value in flags.items()
             if flag not in ("--objective", "--output_dir")
         )
-        published = "; ".join(str(number) for number in recipe.published)
+        published = "; ".join(published_text(number) for number in recipe.published)
         lines.append(
             f"| [`{recipe.name}`](#recipe-{recipe.name}) | {_cell(recipe.source)} | {_cell(settings)} | "
             f"{_cell(published)} |"
@@ -148,7 +251,7 @@ def recipe_flags_tables() -> str:
             f"### `{recipe.name}`",
             "",
             f"Objective `{recipe.objective}`; source: {recipe.source}. Published: "
-            + "; ".join(str(number) for number in recipe.published)
+            + "; ".join(published_text(number) for number in recipe.published)
             + "."
             + (f" Requires {' and '.join(f'`{flag}`' for flag in recipe.requires)}." if recipe.requires else ""),
             "",
@@ -190,6 +293,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "cli-reference.md": cli_reference_page,  # included by docs/reference/cli.md
     "recipes-table.md": recipes_table,  # included by docs/recipes.md
     "recipe-flags.md": recipe_flags_tables,  # included by docs/recipes.md
+    "measured-recipes.md": measured_recipes_page,  # included by docs/recipes.md
     "benchmark-results.md": benchmark_results_page,  # included by docs/benchmark-results.md
 }
 

@@ -1,58 +1,25 @@
 """Named recipes: one command per published row, ``st-infocse train --recipe NAME``.
 
-A recipe is the exact configuration of one released run (the authors' training script where there is one, the
-paper's stated settings where there is none), written as the ``st-infocse train`` flags that reproduce it, each
-with the line or section it was read from, and the published number the run should reach. The command line puts
-a recipe's flags first, so every flag you give yourself wins, wherever it stands::
-
-    st-infocse train --recipe infocse-bert-base --train_data wiki1m_for_simcse.txt --output_dir out/infocse
-    st-infocse train --recipe infocse-bert-base --learning_rate 3e-5     # the recipe with one change
-    st-infocse recipes                                                   # the table (or: train --recipe list)
-
-In Python:
-
-    >>> from st_infocse.recipes import get_recipe, recipe_flags
-    >>> recipe = get_recipe("infocse-bert-base")
-    >>> recipe.flags["--learning_rate"], recipe.flags["--mask_rate"], recipe.precision
-    ('7e-6', '0.4', 'fp16')
-    >>> recipe_flags("simcse-bert-base")[:4]
-    ['--objective', 'simcse', '--model', 'bert-base-uncased']
-    >>> print(recipe.published[0])
-    STS avg 78.85 (paper 000 Table 2)
-
-Recipes set no training data and no STS-B dev source: both default to the authors' own (wiki1m and STS-B dev from
-the hub, see :data:`TRAIN_DATA_NOTE`); pass ``--train_data`` / ``--stsb_dev`` for local copies. Mixed precision is
-the scripts' fp16; the command line keeps it on a GPU and chooses for a CPU at run time (bf16 where the CPU has
-native bf16, fp32 otherwise) and prints its choice.
-
-The objectives' own values (weight, mask rate, ``k``, ``n``) are read from their presets in
-:mod:`st_infocse.losses.registry`, which the losses use as defaults: a recipe and a loss built without arguments
-agree by construction. This module imports nothing heavy: the command line expands a recipe before torch is
-imported. Over 500 lines: most of it is data, every flag of every recipe with the line or table it was read from.
+A recipe is the configuration of one released run (the authors' training script where there is one, the paper's
+stated settings where there is none) as ``st-infocse train`` flags, each with the line or section it was read from,
+and the number the run should reach. The recipe's flags go first, so every flag you give wins. Recipes set no
+training data and no STS-B dev source: both default to the authors' own (:data:`TRAIN_DATA_NOTE`). The objectives'
+own values (weight, mask rate, ``k``, ``n``) come from the presets in :mod:`st_infocse.losses.registry`, which the
+losses use as defaults, so a recipe and a loss built without arguments agree. Nothing heavy is imported: the
+command line expands a recipe before torch loads.
 """
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from st_infocse.losses.registry import INFORMIN_LAMBDA, PRESETS, flag_value
 
-__all__ = [
-    "RECIPES",
-    "TRAIN_DATA_NOTE",
-    "Published",
-    "Recipe",
-    "UnknownRecipeError",
-    "format_recipe",
-    "format_recipe_list",
-    "get_recipe",
-    "recipe_flags",
-    "recipe_names",
-    "run_data_flags",
-]
+__all__ = ["RECIPES", "TRAIN_DATA_NOTE", "Published", "Recipe", "UnknownRecipeError", "format_recipe",
+           "format_recipe_list", "get_recipe", "recipe_flags", "recipe_names", "run_data_flags"]
 
 WIKI1M_URL = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"
 TRAIN_DATA_NOTE = (
@@ -69,61 +36,59 @@ class UnknownRecipeError(ValueError):
 
 @dataclass(frozen=True)
 class Published:
-    """One published number a recipe should reach (x100).
+    """One number a recipe should reach (x100), and where it was reported.
 
-    ``metric`` is ``"STS avg"`` (Spearman, the mean over STS12-16, STS-B test and SICK-R, SentEval's "all" setting),
-    ``"STS-B dev"`` (the best checkpoint's STS-B development score), or a retrieval metric of a named test for the
-    recipes measured by this package on a domain (e.g. ``"Reuters headline -> article nDCG@10"``); ``where`` names
-    the paper and table, or the benchmark's results file.
+    ``metric`` is ``"STS avg"`` (Spearman, SentEval's "all": STS12-16, STS-B test, SICK-R), ``"STS-B dev"`` or a
+    retrieval metric. A paper's number is its ``value``; a number measured by this package has none (``None``), as
+    measurements live with their benchmark: ``where`` names the results file, domain and row that hold it.
     """
 
     metric: str
-    value: float
+    value: float | None
     where: str
 
     def __str__(self) -> str:
+        if self.value is None:
+            return f"{self.metric} (measured: {self.where})"
         return f"{self.metric} {self.value:.2f} ({self.where})"
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """One released run as ``st-infocse train`` flags.
+    """One run as ``st-infocse train`` flags, built from ``(flag, value, origin)`` rows kept in the order given.
 
-    Attributes:
-        name: what ``--recipe`` takes, e.g. ``infocse-bert-base``.
-        objective: the ``--objective`` it trains (also in ``flags``).
-        flags: ordered ``--flag -> value`` mapping, every value a string as typed on a command line.
-        origins: for each flag, where its value comes from (script line, paper section or table).
-        source: the script or paper the recipe reproduces.
-        published: the numbers the run should reach, with the table each comes from.
-        notes: where the recipe departs from, or goes beyond, its source, and why.
-        released: True for a paper's released run; False for a setting measured by this package (its numbers come
-            from ``benchmarks/results``, not a paper).
-        requires: flags the run cannot go without, which the recipe cannot set for you (your documents, your own
-            queries); the command line refuses the recipe without them, naming them.
+    ``flags`` maps each ``--flag`` to its value as typed on a command line; ``origins`` says where each value comes
+    from (script line, paper section or table); ``notes`` where the recipe departs from its source, and why.
+    ``released`` is False for a setting measured by this package rather than a paper's run. ``requires`` names the
+    flags the recipe cannot set for you (your documents, your queries): the command line refuses it without them.
     """
 
     name: str
-    objective: str
-    flags: Mapping[str, str] = field(hash=False)
-    origins: Mapping[str, str] = field(hash=False, repr=False)
     source: str
     published: tuple[Published, ...]
+    settings: tuple[tuple[str, str, str], ...] = field(repr=False)
     notes: tuple[str, ...] = ()
     released: bool = True
     requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.flags.get("--objective") != self.objective:
-            raise ValueError(f"recipe {self.name}: --objective must be {self.objective!r}")
-        if set(self.flags) != set(self.origins):
-            raise ValueError(f"recipe {self.name}: every flag needs its origin")
-        if not all(flag.startswith("--") for flag in self.flags):
+        flags = [flag for flag, _, _ in self.settings]
+        if len(set(flags)) != len(flags) or "--objective" not in flags:
+            raise ValueError(f"recipe {self.name}: --objective is needed and no flag may be set twice")
+        if not all(flag.startswith("--") for flag in flags):
             raise ValueError(f"recipe {self.name}: flags are spelled --name")
 
     @property
-    def model(self) -> str:
-        return self.flags["--model"]
+    def flags(self) -> Mapping[str, str]:
+        return MappingProxyType({flag: value for flag, value, _ in self.settings})
+
+    @property
+    def origins(self) -> Mapping[str, str]:
+        return MappingProxyType({flag: origin for flag, _, origin in self.settings})
+
+    @property
+    def objective(self) -> str:
+        return self.flags["--objective"]
 
     @property
     def precision(self) -> str | None:
@@ -138,32 +103,6 @@ class Recipe:
         return [item for flag, value in self.flags.items() for item in (flag, value)]
 
 
-def _recipe(
-    name: str,
-    source: str,
-    published: Sequence[Published],
-    settings: Sequence[tuple[str, str, str]],
-    notes: Sequence[str] = (),
-    released: bool = True,
-    requires: Sequence[str] = (),
-) -> Recipe:
-    """A :class:`Recipe` from ``(flag, value, origin)`` rows, kept in the order given."""
-    flags = {flag: value for flag, value, _ in settings}
-    if len(flags) != len(settings):
-        raise ValueError(f"recipe {name}: a flag is set twice")
-    return Recipe(
-        name=name,
-        objective=flags["--objective"],
-        flags=MappingProxyType(flags),
-        origins=MappingProxyType({flag: origin for flag, _, origin in settings}),
-        source=source,
-        published=tuple(published),
-        notes=tuple(notes),
-        released=released,
-        requires=tuple(requires),
-    )
-
-
 # ------------------------------------------------------------------------------------------------ the recipes
 # Line numbers refer to the scripts in the authors' repositories (princeton-nlp/SimCSE at 49fa580,
 # caskcsg/sentemb at 5eeec55, ShaobinChen-AH/InforMin-CL at 37adb01); sections and tables to the papers
@@ -175,19 +114,11 @@ _INFOCSE_LARGE = "caskcsg/sentemb InfoCSE/InfoCSE-bert-large.sh"
 _NOT_STATED_003 = "not stated in paper 003; SimCSE's unsupervised setting, which its §4.1 adopts"
 _INFOCSE_PRESET, _CMLM_CSE_PRESET = PRESETS["infocse"], PRESETS["cmlm-cse"]
 _MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-_MEASURED = "benchmarks/results/aux_mechanism.json, 3 seeds, last step, CPU fp32"
-_ADAPTATION = "benchmarks/results/adaptation.json, 3 seeds, last step, CPU fp32"
-_ADAPT_REUTERS, _ADAPT_SCIFACT = 66.21, 64.80  # adapt-idc-mpnet (row idc-mpnet-mnrl-r1)
-_INFORMIN_REUTERS, _INFORMIN_SCIFACT = 63.19, 64.76  # adapt-informin (row informin)
-# Each row's change on the confirmation half of the test queries (no choice used them), 95% interval over them:
-# what the benchmark claims (benchmarks/results/adaptation.md, "Over queries").
-_CONFIRMED = {
-    "idc-mpnet-mnrl-r1": {"reuters": "+8.56 (95% CI +7.65 to +9.51): a gain",
-                          "scifact": "-0.34 (95% CI -2.34 to +1.65): within noise"},
-    "informin": {"reuters": "+5.41 (95% CI +4.79 to +6.03): a gain",
-                 "scifact": "+0.69 (95% CI -1.93 to +3.28): within noise"},
-}
-_REUTERS_HALF, _SCIFACT_HALF = "on 2,729 confirmation articles", "on 150 confirmation claims"
+# The measured recipes' numbers: the results file, domain and row that hold them (mean over the row's seeds, last
+# step, CPU fp32). The documentation reads the numbers there at every build.
+_AUX_MECHANISM = "benchmarks/results/aux_mechanism.json, setting weight-1"
+_ADAPTATION = "benchmarks/results/adaptation.json, domain {domain}, row {row}"
+_REUTERS, _SCIFACT = "Reuters article -> headline nDCG@10", "SciFact nDCG@10"
 # The adaptation benchmark's budget, shared by its recipes: (flag, value, origin).
 _ADAPT_BUDGET = (
     ("--learning_rate", "2e-5", "the benchmark's budget (paper 002 Table 5's learning rate)"),
@@ -196,30 +127,23 @@ _ADAPT_BUDGET = (
     ("--max_steps", "100", "the benchmark's budget (100 x 32)"),
     ("--per_device_train_batch_size", "32", "the benchmark's batch"),
     ("--max_seq_length", "128", "the training length; the model is scored and saved at its own"),
+    ("--keep_trained_if", "reliable", "the trained model only when its gain on your queries is reliable (95% "
+     "interval over them above zero), else your model as given (docs/your-own-model.md)"),
+)
+_ADAPT_MODEL = ("--model", _MINILM, "the benchmark's start model; give yours (its pooling, Normalize and length stay)")
+_ADAPT_CHECK = (
+    "Judged on test queries no choice had used: a gain on some domains and none on others, which only your own "
+    "held-out queries can tell. So the recipe requires --eval_retrieval, a folder of your queries and documents in "
+    "BEIR's layout (docs/your-own-model.md); the run is scored on it before and after training and keeps the trained "
+    "model only when its gain on your queries is reliable, else hands back yours."
 )
 
-# The adaptation recipes hand back the trained model only when its gain on the user's queries is reliable.
-_KEEP_RELIABLE = ("--keep_trained_if", "reliable", "the trained model only when its gain on your queries is reliable "
-                  "(95% interval over them above zero), else your model as given (docs/your-own-model.md)")
-# InforMin-CL on the sentences of the user's text with that budget: adapt-informin.
-_ADAPT_INFORMIN = (
-    ("--objective", "informin", "paper 001: SimCSE's contrastive loss plus the reconstruction term, defaults"),
-    ("--model", _MINILM, "the benchmark's start model; give yours: its own pooling, Normalize and length stay"),
-    ("--split_sentences", "true", "the benchmark trained on the domain's sentences, not whole documents"),
-    ("--projection", "mlp", "InforMinReconstructionLoss's default head, as the benchmark trained it"),
-    *_ADAPT_BUDGET,
-    ("--eval_steps", "100", "one evaluation, at the end: the benchmark scored the last step"),
-    ("--save_steps", "100", "a checkpoint at that evaluation"),
-    _KEEP_RELIABLE,
-)
-_OWN_TEXT_NOTES = (
-    "So the recipe requires --eval_retrieval: a folder of your own queries and documents in BEIR's layout "
-    "(docs/your-own-model.md), not built from the training text. The run is scored on it before and after "
-    "training and keeps the trained model only when its gain on your queries is reliable (the 95% interval over "
-    "them above zero), else hands back yours.",
-    "--train_data: your unlabelled text (a text file, one text per line, or JSON lines / CSV with a text "
-    "column); each text is split into sentences. The benchmark kept sentences of five words or more.",
-)
+
+def _adaptation(row: str) -> tuple[Published, Published]:
+    """The adaptation benchmark's two test metrics of ``row``, cited where they are stored."""
+    return (Published(_REUTERS, None, _ADAPTATION.format(domain="reuters", row=row)),
+            Published(_SCIFACT, None, _ADAPTATION.format(domain="scifact", row=row)))
+
 
 def _infocse_script(script: str, layers: int, model: tuple[str, str], pooling: str, lambda_note: str, detach: str,
                     fusion: str, eval_steps: str) -> tuple[tuple[str, str, str], ...]:
@@ -248,13 +172,11 @@ def _infocse_script(script: str, layers: int, model: tuple[str, str], pooling: s
 
 
 _RECIPES = (
-    _recipe(
+    Recipe(
         "simcse-bert-base",
         source=f"{_SIMCSE} (SimCSE, Gao et al. 2021)",
-        published=(
-            Published("STS avg", 76.25, "paper 000 Table 2, the released unsup-simcse-bert-base-uncased"),
-            Published("STS-B dev", 82.45, "paper 000 Tables 5 and 9"),
-        ),
+        published=(Published("STS avg", 76.25, "paper 000 Table 2, the released unsup-simcse-bert-base-uncased"),
+                   Published("STS-B dev", 82.45, "paper 000 Tables 5 and 9")),
         settings=(
             ("--objective", "simcse", f"{_SIMCSE} (train.py: unsupervised SimCSE)"),
             ("--model", "bert-base-uncased", f"{_SIMCSE} line 8"),
@@ -269,13 +191,11 @@ _RECIPES = (
             ("--fp16", "true", f"{_SIMCSE} line 25"),
         ),
     ),
-    _recipe(
+    Recipe(
         "infocse-bert-base",
         source=f"{_INFOCSE} (paper 000, InfoCSE)",
-        published=(
-            Published("STS avg", 78.85, "paper 000 Table 2"),
-            Published("STS-B dev", 85.49, "paper 000 Tables 4-9"),
-        ),
+        published=(Published("STS avg", 78.85, "paper 000 Table 2"),
+                   Published("STS-B dev", 85.49, "paper 000 Tables 4-9")),
         settings=_infocse_script(
             _INFOCSE, 12, ("Luyu/condenser", "line 6 (stage 1 = Condenser's pre-training)"),
             pooling="line 17 (--pooler_type cls; evaluated as cls_before_pooler)",
@@ -285,35 +205,34 @@ _RECIPES = (
             eval_steps="lines 13-16 (STS-B dev every 125 steps, best checkpoint kept)",
         ),
         notes=(
-            "The script, not paper 000 §4.2, is the configuration: §4.2 says one epoch at lr 3e-5 with lambda "
-            "0.005, but the released script (2 epochs, lr 7e-6, lambda 1e-5) is what produced the published "
-            "numbers, and the paper's own Table 8 finds lambda 1e-5 best (docs/REPRODUCING.md).",
+            "The script, not paper 000 §4.2, is the configuration: §4.2 says one epoch at lr 3e-5 with lambda 0.005, "
+            "but the released script (2 epochs, lr 7e-6, lambda 1e-5) produced the published numbers, and the "
+            "paper's own Table 8 finds lambda 1e-5 best (docs/REPRODUCING.md).",
             "Table 12 of paper 000 lists 78.49 as the STS average of the same configuration; Table 2 and the "
-            "authors' README give 78.85, which is the number used here.",
+            "authors' README give 78.85, the number used here.",
         ),
     ),
-    _recipe(
+    Recipe(
         "infocse-bert-large",
         source=f"{_INFOCSE_LARGE} (paper 000, InfoCSE)",
         published=(Published("STS avg", 80.18, "paper 000 Table 2"),),
         settings=_infocse_script(
             _INFOCSE_LARGE, 24,
-            ("ffgcc/condenser-bert-large-uncased", "line 6 (the authors' Condenser-style BERT-large, InfoCSE/README.md)"),
+            ("ffgcc/condenser-bert-large-uncased",
+             "line 6 (the authors' Condenser-style BERT-large, InfoCSE/README.md)"),
             pooling="line 17 (--pooler_type cls)", lambda_note="lines 2, 28 (mlm_weight=0.00001)",
             detach="paper 000 §3.2 (frozen lower layers); see notes on --mlm_eval",
             fusion="docs/REPRODUCING.md (as infocse-bert-base)", eval_steps="lines 13-16",
         ),
         notes=(
-            "The large script has no --mlm_eval, so the authors' frozen copy ran with dropout on (under no_grad); "
-            "the package always runs it in eval mode, as the base script and the paper's frozen network do "
-            "(docs/REPRODUCING.md, 'Large model').",
-            "The released script does not run as written: line 6 ends in '\\ # the large model ...', so bash "
-            "passes the comment as arguments and ends the command there, and lines 7-29 never reach "
-            "train_cls_mlm.py. The values are read from lines 1-29 as evidently intended.",
+            "The large script has no --mlm_eval, so the authors' frozen copy ran with dropout on (under no_grad); the "
+            "package runs it in eval mode, as the base script and the paper do (docs/REPRODUCING.md, 'Large model').",
+            "The released script does not run as written: line 6 ends in '\\ # the large model ...', so bash passes "
+            "the comment as arguments and ends the command there. The values are read from lines 1-29 as intended.",
             "Paper 000 reports no STS-B dev score for BERT-large.",
         ),
     ),
-    _recipe(
+    Recipe(
         "informin-bert-base",
         source="paper 001 (InforMin-CL) §4.1 'Training Details' and Table 3",
         published=(Published("STS avg", 77.30, "paper 001 Table 2; Tables 5-7"),),
@@ -334,20 +253,16 @@ _RECIPES = (
         ),
         notes=(
             "The paper's Table 3 setting, not the released run_unsup_example.sh: that script is SimCSE's example "
-            "(lr 5e-5, cls_before_pooler without MLP, reconstruction weight 1.0, and train.py's default MLM term "
-            "at 0.1), the paper's 'w/ MLM' variant at 63.25 (Table 6), which cannot have produced 77.30 "
-            "(docs/REPRODUCING.md).",
-            "Paper 001 reports no STS-B dev score; max length, evaluation interval and fp16 are not stated in the "
-            "paper and come from the released script.",
+            "(lr 5e-5, cls_before_pooler without MLP, reconstruction weight 1.0, train.py's MLM term at 0.1), the "
+            "paper's 'w/ MLM' variant at 63.25 (Table 6), which cannot have produced 77.30 (docs/REPRODUCING.md).",
+            "Paper 001 reports no STS-B dev score.",
         ),
     ),
-    _recipe(
+    Recipe(
         "cmlm-cse-bert-base",
         source="paper 003 (CMLM-CSE) §3.2, §4.1 and Tables 2-6; no code released",
-        published=(
-            Published("STS avg", 76.80, "paper 003 Table 6, row 8-3"),
-            Published("STS-B dev", 83.76, "paper 003 Tables 2-6"),
-        ),
+        published=(Published("STS avg", 76.80, "paper 003 Table 6, row 8-3"),
+                   Published("STS-B dev", 83.76, "paper 003 Tables 2-6")),
         settings=(
             ("--objective", "cmlm-cse", "paper 003 §3, eq. 6 (contrastive + lambda * conditional MLM)"),
             ("--model", "bert-base-uncased", f"paper 003 §4.1 'Bert' (casing {_NOT_STATED_003})"),
@@ -369,25 +284,17 @@ _RECIPES = (
             ("--fp16", "true", _NOT_STATED_003),
         ),
         notes=(
-            "Paper 003 states no learning rate, epochs, batch size, temperature, maximum length, evaluation "
-            "interval or precision, only 'the same settings as the unsupervised SimCSE' (§4.1): those values are "
-            "SimCSE's run_unsup_example.sh (the simcse-bert-base recipe), the package's documented defaults.",
             "Without code, three choices are the package's (docs/REPRODUCING.md): fresh fusion layers, the "
             "checkpoint's own MLM head (untied) and the frozen extractor in eval mode.",
-            "Mask 0.15, not Table 4's best 0.40 (84.09 dev in that ablation only): the headline 83.76 / 76.80 row "
-            "is the 15% one. Table 1's own CMLM-CSE-BERT-base row is unreadable in the paper's text; 76.80 is "
-            "Table 6's 8-3 row, SimCSE's 76.25 + the 0.55 the abstract states.",
+            "Mask 0.15, not Table 4's best 0.40 (84.09 dev in that ablation only): the headline 83.76 / 76.80 row is "
+            "the 15% one. Table 1's own CMLM-CSE-BERT-base row is unreadable in the paper's text; 76.80 is Table 6's "
+            "8-3 row, SimCSE's 76.25 + the 0.55 the abstract states.",
         ),
     ),
-    # Not a paper's run: the setting under which InfoCSE's own decoder reads the sentence embedding, measured on a
-    # pretrained sentence-transformers model (docs/auxiliary-objective.md).
-    _recipe(
+    Recipe(
         "infocse-minilm-decoder-first",
         source=f"benchmarks/aux_mechanism.py, setting weight-1 (measured by this package on {_MINILM})",
-        published=(
-            Published("STS avg", 77.94, _MEASURED),
-            Published("STS-B dev", 84.98, _MEASURED),
-        ),
+        published=(Published("STS avg", None, _AUX_MECHANISM), Published("STS-B dev", None, _AUX_MECHANISM)),
         settings=(
             ("--objective", "infocse", "paper 000: contrastive + lambda * conditional MLM"),
             ("--model", _MINILM, "a contrastively pre-trained sentence-transformers model (the benchmark's)"),
@@ -408,79 +315,62 @@ _RECIPES = (
             ("--save_steps", "50", "a checkpoint at every evaluation, so the best one can be kept"),
         ),
         notes=(
-            "Measured on CPU in fp32 over 3 seeds: +1.65 STS avg (p = 0.002) and +0.38 STS-B dev (p = 0.03) over "
-            "SimCSE, +1.09 STS avg over InfoCSE as released, in the same 200 steps; the decoder's information gain "
-            "grows from 0.12 to 0.65 nats (benchmarks/results/aux_mechanism.md).",
-            "The benchmark trained on the first 12,800 sentences of a Wikipedia dump, warmed the decoder on other "
-            "sentences and scored the last step; this recipe warms it on the training texts and keeps the best STS-B "
-            "dev checkpoint. Not measured on BERT-base or with longer training: check it on your own model with "
-            "ConditionalMLMEvaluator (docs/auxiliary-objective.md).",
-            "Measured on STS after re-pooling the model with [CLS], not on retrieval in a user's domain: adapting "
-            "all-MiniLM-L6-v2 as shipped to SciFact's abstracts with it lowered SciFact nDCG@10 from 64.51 to 58.28 "
-            "(CLS) and 51.25 (its own mean pooling) in 60 steps, while STS-B dev stayed at 86.48. To adapt your own "
-            "model, measure it on your own queries (--eval_retrieval) and let the run hand back the model you "
-            "started with when training made it worse (docs/your-own-model.md).",
+            "Measured on CPU in fp32 over seeds 0-2, 200 steps on 12,800 Wikipedia sentences from the model re-pooled "
+            "with [CLS], scored at the last step: above SimCSE and InfoCSE as released on STS avg and STS-B dev, with "
+            "the decoder reading the sentence embedding. This recipe warms the decoder on your texts and keeps the "
+            "best STS-B dev checkpoint. Not measured on BERT-base or longer runs (docs/auxiliary-objective.md).",
+            "Not for retrieval in your domain: on SciFact it lowered nDCG@10 while STS-B dev held "
+            "(docs/your-own-model.md); the adapt-* recipes measure your own queries and hand back your model.",
         ),
         released=False,
     ),
-    # Not a paper's run: the adaptation benchmark's best row for a trained model on its own domain (issue 29).
-    _recipe(
+    Recipe(
         "adapt-idc-mpnet",
-        source="benchmarks/adaptation.py, row idc-mpnet-mnrl-r1 (measured by this package on all-MiniLM-L6-v2 as "
-        "shipped)",
-        published=(
-            Published("Reuters article -> headline nDCG@10", _ADAPT_REUTERS,
-                      f"{_ADAPTATION}; as shipped 58.09; {_REUTERS_HALF} {_CONFIRMED['idc-mpnet-mnrl-r1']['reuters']}"),
-            Published("SciFact nDCG@10", _ADAPT_SCIFACT,
-                      f"{_ADAPTATION}; as shipped 64.51; {_SCIFACT_HALF} {_CONFIRMED['idc-mpnet-mnrl-r1']['scifact']}"),
-        ),
+        source="benchmarks/adaptation.py, row idc-mpnet-mnrl-r1 (measured by this package on all-MiniLM-L6-v2)",
+        published=_adaptation("idc-mpnet-mnrl-r1"),
         settings=(
             ("--objective", "idc", "paper 002: pairs of sentences of one document, clustered by a model"),
-            ("--model", _MINILM, "the benchmark's start model; give yours: its own pooling, Normalize and length stay"),
+            _ADAPT_MODEL,
             ("--idc_annotator", "sentence-transformers/all-mpnet-base-v2", "paper 002 Table 3 (5): a stronger "
              "model's annotations for the first round (the benchmark's best row)"),
             ("--idc_max_docs", "500", "the benchmark mined a seeded 500-document subset (all-mpnet-base-v2 encodes "
-             "about five times slower than all-MiniLM-L6-v2)"),
+             "several times slower than all-MiniLM-L6-v2)"),
             ("--rounds", "1", "one round: the benchmark's row (round 2 not measured)"),
             ("--idc_loss", "mnrl", "MultipleNegativesRankingLoss on the mined pairs, document-aware batches"),
             *_ADAPT_BUDGET,
-            _KEEP_RELIABLE,
         ),
         notes=(
-            "Measured with one budget for every row (benchmarks/results/adaptation.md) and judged on test queries "
-            "no choice had used: on Reuters-21578 news it raised article -> headline nDCG@10 well above the model "
-            f"as shipped ({_CONFIRMED['idc-mpnet-mnrl-r1']['reuters']}); on SciFact the change was within noise "
-            f"({_CONFIRMED['idc-mpnet-mnrl-r1']['scifact']}). Expect a gain on some domains and none on others: "
-            "only your own held-out queries can tell.",
-            "So the recipe requires --eval_retrieval: a folder of your own queries and documents in BEIR's layout "
-            "(docs/your-own-model.md), not built from the training documents. The round is scored on it before and "
-            "after training, and the run keeps it only when its gain on your queries is reliable (the 95% interval "
-            "over them above zero), else hands back your model.",
+            "Measured with the benchmark's one budget for every row: nDCG@10 over seeds 0-2, the confirmation half "
+            "(test queries no choice used) for seed 0's model only: on Reuters-21578 news well above the model as "
+            "shipped, on SciFact within noise.",
+            _ADAPT_CHECK,
             "--docs: documents as `st-infocse mine --docs` reads them; 500 of them (a --seed sample) are mined by "
             "all-mpnet-base-v2 (downloaded once from the hub) and trained on. No STS-B dev unless you add it.",
         ),
         released=False,
         requires=("--docs", "--eval_retrieval"),
     ),
-    # The benchmark's row that raised STS avg and gained on news, with no annotator and no documents.
-    _recipe(
+    Recipe(
         "adapt-informin",
-        source="benchmarks/adaptation.py, row informin (measured by this package on all-MiniLM-L6-v2 as shipped)",
-        published=(
-            Published("Reuters article -> headline nDCG@10", _INFORMIN_REUTERS,
-                      f"{_ADAPTATION}; as shipped 58.09; {_REUTERS_HALF} {_CONFIRMED['informin']['reuters']}"),
-            Published("SciFact nDCG@10", _INFORMIN_SCIFACT,
-                      f"{_ADAPTATION}; as shipped 64.51; {_SCIFACT_HALF} {_CONFIRMED['informin']['scifact']}"),
+        source="benchmarks/adaptation.py, row informin (measured by this package on all-MiniLM-L6-v2)",
+        published=_adaptation("informin"),
+        settings=(
+            ("--objective", "informin", "paper 001: SimCSE's contrastive loss plus the reconstruction term, defaults"),
+            _ADAPT_MODEL,
+            ("--split_sentences", "true", "the benchmark trained on the domain's sentences, not whole documents"),
+            ("--projection", "mlp", "InforMinReconstructionLoss's default head, as the benchmark trained it"),
+            *_ADAPT_BUDGET,
+            ("--eval_steps", "100", "one evaluation, at the end: the benchmark scored the last step"),
+            ("--save_steps", "100", "a checkpoint at that evaluation"),
         ),
-        settings=_ADAPT_INFORMIN,
         notes=(
-            "Measured with one budget for every row (benchmarks/results/adaptation.md) and judged on test queries "
-            "no choice had used: on Reuters-21578 news article -> headline nDCG@10 "
-            f"{_CONFIRMED['informin']['reuters']}; on SciFact {_CONFIRMED['informin']['scifact']}; STS avg rose "
-            "from 78.87 to about 79.5. It needs neither an annotator nor documents; adapt-idc-mpnet gains more on "
-            "news but needs documents and a stronger model, and costs about 1 point of STS avg. Half of the change "
-            "(--weight_anchor 0.5) kept less of the news gain and was within noise on SciFact too.",
-            *_OWN_TEXT_NOTES,
+            "Measured as adapt-idc-mpnet, seeds 0-2 (the confirmation half too): on Reuters-21578 news a gain, on "
+            "SciFact within noise; STS avg rose. No annotator and no documents needed; adapt-idc-mpnet gains more on "
+            "news but needs both and lowers STS avg. Half of the change (--weight_anchor 0.5) kept less of the news "
+            "gain, within noise on SciFact.",
+            _ADAPT_CHECK,
+            "--train_data: your unlabelled text (a text file, one text per line, or JSON lines / CSV with a text "
+            "column); each text is split into sentences. The benchmark kept sentences of five words or more.",
         ),
         released=False,
         requires=("--train_data", "--eval_retrieval"),
@@ -499,13 +389,9 @@ def recipe_names() -> list[str]:
 def get_recipe(name: str) -> Recipe:
     """The recipe called ``name``; :class:`UnknownRecipeError` (a ``ValueError``) naming the known ones otherwise.
 
-    >>> get_recipe("cmlm-cse-bert-base").flags["--k"]
-    '8'
-    >>> try:
-    ...     get_recipe("nope")
-    ... except ValueError as error:
-    ...     print(str(error)[:57])
-    unknown recipe 'nope'; known recipes: simcse-bert-base, i
+    >>> recipe = get_recipe("infocse-bert-base")
+    >>> recipe.flags["--learning_rate"], recipe.flags["--mask_rate"], recipe.precision
+    ('7e-6', '0.4', 'fp16')
     """
     try:
         return RECIPES[name]
@@ -526,38 +412,28 @@ def _published(recipe: Recipe) -> str:
     return "; ".join(str(number) for number in recipe.published)
 
 
-def _key_settings(recipe: Recipe) -> str:
-    flags = recipe.flags
-    epochs = flags["--num_train_epochs"]
-    parts = [
-        f"{recipe.objective} on {recipe.model}",
-        f"lr {flags['--learning_rate']}",
-        f"{epochs} epoch{'' if epochs == '1' else 's'}",
-        f"batch {flags['--per_device_train_batch_size']}",
-    ]
-    parts += [f"{label} {flags[flag]}" for flag, label in _SHOWN if flag in flags]
-    return ", ".join(parts)
-
-
 _SHOWN = (("--lambda", "lambda"), ("--k", "k"), ("--n", "n"), ("--mask_rate", "mask"), ("--projection", "head"))
+
+
+def _key_settings(recipe: Recipe) -> str:
+    flags, epochs = recipe.flags, recipe.flags["--num_train_epochs"]
+    parts = [f"{recipe.objective} on {flags['--model']}", f"lr {flags['--learning_rate']}",
+             f"{epochs} epoch{'' if epochs == '1' else 's'}", f"batch {flags['--per_device_train_batch_size']}"]
+    return ", ".join(parts + [f"{label} {flags[flag]}" for flag, label in _SHOWN if flag in flags])
 
 
 def format_recipe_list() -> str:
     """What ``st-infocse recipes`` (or ``train --recipe list``) prints: each recipe's key settings, source and
     published numbers with their tables.
 
-    >>> text = format_recipe_list()
-    >>> "infocse-bert-base" in text and "STS avg 78.85 (paper 000 Table 2)" in text
+    >>> "STS avg 78.85 (paper 000 Table 2)" in format_recipe_list()
     True
     """
-    lines = ["Recipes for st-infocse train --recipe NAME (Spearman x100 as published, or as measured here):", ""]
+    lines = ["Recipes for st-infocse train --recipe NAME (x100, Spearman for STS; a measured recipe names the results "
+             "file that holds its numbers):", ""]
     for recipe in RECIPES.values():
-        lines += [
-            f"{recipe.name}",
-            f"    settings   {_key_settings(recipe)}",
-            f"    source     {recipe.source}",
-            f"    published  {_published(recipe)}",
-        ]
+        lines += [recipe.name, f"    settings   {_key_settings(recipe)}", f"    source     {recipe.source}",
+                  f"    published  {_published(recipe)}"]
     lines += [
         "",
         "st-infocse train --recipe NAME [--train_data wiki1m_for_simcse.txt] [--output_dir DIR] [any other flag]",

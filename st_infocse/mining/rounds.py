@@ -179,7 +179,8 @@ def train_idc_rounds(
         raise ValueError("keep_trained_if='reliable' needs an evaluator that keeps per-query (per-pair) scores")
     fresh_documents = _reiterable(documents, rounds)
     mining_kwargs = {"seed": seed, **(mining_kwargs or {})}
-    # Checked now: with an adjacent first round, a bad value would otherwise surface after training.
+    # Checked before any round: when the first round pairs adjacent sentences, a bad value would surface only after
+    # it has trained.
     check_similarity(mining_kwargs.get("similarity", "cosine"))
     greater = bool(getattr(evaluator, "greater_is_better", True))
     tmp = tempfile.TemporaryDirectory(prefix="idc-rounds-") if output_dir is None else None

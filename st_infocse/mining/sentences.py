@@ -1,10 +1,8 @@
 """Sentence splitting and document normalisation for IDC mining.
 
-Splitting uses ``sentencex`` (Wikimedia's rule-based segmenter, ~300 languages, a compiled
-wheel with no runtime downloads). ``pysbd`` was tried first and rejected: it hangs on
-Wikipedia-style strings such as ``"..[111 111 111 ...]"`` (catastrophic regex backtracking,
-pySBD issue #79, still open) and was ~300x slower on our Wikipedia documents (13,438 documents:
-0.4 s with sentencex, ~6 min extrapolated with pysbd).
+Splitting uses ``sentencex`` (Wikimedia's rule-based segmenter, ~300 languages, a compiled wheel with no runtime
+downloads), not ``pysbd``: pysbd's regular expressions backtrack catastrophically on Wikipedia-style strings such as
+``"..[111 111 111 ...]"`` (pySBD issue #79), so a mining run could hang, and it splits orders of magnitude slower.
 """
 
 from __future__ import annotations

@@ -202,10 +202,8 @@ class AuxiliaryDecoder(nn.Module):
 
         A config rebuilt from a dict gets the library's default implementation, not the one the encoder was loaded
         with; the results agree up to rounding either way, but speed and memory follow the implementation.
-
-        transformers (5.24.0) exposes the implementation in use only as the config's ``_attn_implementation``
-        property, which its attention documentation reads; it is set through the public ``set_attn_implementation``.
-        ``tests/test_library_touchpoints.py`` pins both.
+        transformers exposes the implementation in use only as the config's ``_attn_implementation`` property (which
+        its attention documentation reads) and sets it through the public ``set_attn_implementation``.
         """
         wanted = getattr(config, "_attn_implementation", None)
         if wanted and wanted != self.lower.config._attn_implementation:

@@ -8,9 +8,9 @@ computed by the same single matrix product, then each block of rows is turned in
 it is still in cache (max and argmax, exp, sum, normalise, subtract the target), so one buffer serves from the
 logits to the weight gradients; backward is the two matrix products autograd would run.
 
-On this project's CPU an InfoCSE step on all-MiniLM-L6-v2 at batch 64 took 8.25 s with it against 8.97 s without, in
-the same rounds at one thread (5.08 against 5.91 s at two; ``benchmarks/results/profile_step.md``). PyTorch's own ``F.linear_cross_entropy(..., options=...)`` chunks the
-matrix products as well and ran 2.4x slower than the reference path on the same shapes here, so it is not used.
+The saving is memory traffic, which is what bounds an MLM step on a CPU. PyTorch's own
+``F.linear_cross_entropy(..., options=...)`` is not used: it chunks the matrix products as well, and on these
+shapes the smaller products cost more than the buffer they save.
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ def vocab_cross_entropy(
         and weight.dtype == torch.float32
         and (bias is None or bias.dtype == torch.float32)
         and not _autocast_enabled(hidden.device.type)
-        # Compiled, the in-place work on slices of one buffer is functionalised into copies of the whole buffer
-        # (a step took 4.8x as long); the plain form is what inductor fuses well.
+        # Compiled, the in-place work on slices of one buffer is functionalised into copies of the whole buffer,
+        # undoing the saving; the plain form is what inductor fuses well.
         and not compiling()
     )
     if blockwise and not possible:
