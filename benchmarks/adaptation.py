@@ -2,10 +2,10 @@
 on its own domain's retrieval, or should the user not train?
 
     W=/path/outside/the/repo
-    HF_HUB_OFFLINE=1 nohup python benchmarks/adaptation.py run --work-dir $W > w1.log 2>&1 &   # one worker per core,
-    HF_HUB_OFFLINE=1 nohup python benchmarks/adaptation.py run --work-dir $W > w2.log 2>&1 &   # sharing one queue
-    HF_HUB_OFFLINE=1 python benchmarks/adaptation.py report --work-dir $W    # JSON, markdown, PNG, README block
-    HF_HUB_OFFLINE=1 python benchmarks/adaptation.py plot                    # the PNG again, from the committed JSON
+    HF_HUB_OFFLINE=1 nohup python -m benchmarks.adaptation run --work-dir $W > w1.log 2>&1 &   # one worker per core,
+    HF_HUB_OFFLINE=1 nohup python -m benchmarks.adaptation run --work-dir $W > w2.log 2>&1 &   # sharing one queue
+    HF_HUB_OFFLINE=1 python -m benchmarks.adaptation report --work-dir $W    # JSON, markdown, PNG, README block
+    HF_HUB_OFFLINE=1 python -m benchmarks.adaptation plot                    # the PNG again, from the committed JSON
 
 Two domains (``adaptation_domains.py``): SciFact (train on the corpus abstracts; test: the 300 test queries, nDCG@10
 and Recall@100) and Reuters-21578 (train on the TRAIN bodies; test: each TEST article, as the mean of its
@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import sys
 import tempfile
 import time
 from dataclasses import asdict
@@ -54,11 +53,9 @@ from sentence_transformers.sentence_transformer import losses as st_losses
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
 # This checkout's package before the virtual environment's editable install (a worktree at a fixed commit).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adaptation_config import DOMAINS, Config  # noqa: E402
-from adaptation_domains import Domain, load_reuters, load_scifact  # noqa: E402
-from adaptation_rows import (  # noqa: E402
+from benchmarks.adaptation_config import DOMAINS, Config  # noqa: E402
+from benchmarks.adaptation_domains import Domain, load_reuters, load_scifact  # noqa: E402
+from benchmarks.adaptation_rows import (  # noqa: E402
     MINING_SEED,
     ROWS,
     Row,
@@ -66,7 +63,7 @@ from adaptation_rows import (  # noqa: E402
     ict_pairs,
     mining_subset,
 )
-from harness import (  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
     MPNET,
     REPO,
     SHARED,
@@ -78,7 +75,6 @@ from harness import (  # noqa: E402
     sts_scores,
     sts_suite_scores,
 )
-
 from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import LexicalSettings  # noqa: E402
 from st_infocse.mining import (  # noqa: E402
@@ -505,7 +501,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main() -> None:
     ns = parser().parse_args()
-    from adaptation_report import plot_from_results, report
+    from benchmarks.adaptation_report import plot_from_results, report
 
     if ns.part == "plot":
         plot_from_results()

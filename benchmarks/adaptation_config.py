@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from adaptation_domains import Sizes
-from adaptation_rows import ROWS, Row
+from benchmarks.adaptation_domains import Sizes
+from benchmarks.adaptation_rows import ROWS, Row
 
 DOMAINS = ("scifact", "reuters")
 TITLES = {"scifact": "SciFact", "reuters": "Reuters-21578"}

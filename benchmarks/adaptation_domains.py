@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from harness import read_jsonl
 
+from benchmarks.harness import read_jsonl
 from st_infocse.evaluation import (
     LexicalSettings,
     RetrievalData,

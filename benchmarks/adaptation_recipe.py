@@ -1,7 +1,7 @@
 """What a user's run of an adaptation recipe (``adapt-idc-mpnet``, ``adapt-informin``)
 costs and gives, end to end on the command line (issue 29, item 5).
 
-    HF_HUB_OFFLINE=1 python benchmarks/adaptation_recipe.py --recipe adapt-informin --work-dir /tmp/adapt-recipe
+    HF_HUB_OFFLINE=1 python -m benchmarks.adaptation_recipe --recipe adapt-informin --work-dir /tmp/adapt-recipe
 
 The user's side, as a user would have it: 5,000 documents of their domain (the first 5,000 Reuters-21578 ``TRAIN``
 articles with a body) and their own queries, held out from training: the headlines of the next 300 ``TRAIN``
@@ -38,10 +38,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adaptation_domains import Sizes, load_reuters  # noqa: E402
-from harness import MPNET, RESULTS, SHARED, machine, minilm_path, read_jsonl, update_block  # noqa: E402
+from benchmarks.adaptation_domains import Sizes, load_reuters  # noqa: E402
+from benchmarks.harness import MPNET, RESULTS, SHARED, machine, minilm_path, read_jsonl, update_block  # noqa: E402
 
 SEED = 0
 
@@ -156,7 +154,7 @@ def render(results: dict[str, dict[str, Any]]) -> str:
               "Reuters TEST headline -> article nDCG@10, shipped -> saved",
               "torch threads, 1-minute load at the start, code"]
     lines = [
-        f"Command: `python benchmarks/adaptation_recipe.py --recipe NAME --work-dir DIR [--threads N]` "
+        f"Command: `python -m benchmarks.adaptation_recipe --recipe NAME --work-dir DIR [--threads N]` "
         f"({first['machine']['cores']} cores), {first['data']['documents']:,} documents, "
         f"{first['data']['own_queries']} own queries over {first['data']['own_corpus']:,} documents. The user's "
         "commands:",

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from adaptation_config import HEADLINE, QUERY_METRICS, TITLES, Config
-from adaptation_plot import plot, plot_confirmation, plot_deltas
-from adaptation_rows import ROWS
-from harness import (
+
+from benchmarks.adaptation_config import HEADLINE, QUERY_METRICS, TITLES, Config
+from benchmarks.adaptation_plot import plot, plot_confirmation, plot_deltas
+from benchmarks.adaptation_rows import ROWS
+from benchmarks.harness import (
     README,
     RESULTS,
     JobQueue,
@@ -27,7 +28,6 @@ from harness import (
     mean_std,
     update_block,
 )
-
 from st_infocse.evaluation import paired_change, queries_needed
 
 STEM = "adaptation"
@@ -457,7 +457,7 @@ def render(collected: dict[str, Any], cfg: Config, command: str, flags: str = ""
         lines += confirmation_lines(name, data)
         if (chosen := follow_up(name, data)) is not None:
             rows, nearest = chosen
-            command = f"python benchmarks/adaptation.py run --work-dir W{flags} --domains {name} --rows"
+            command = f"python -m benchmarks.adaptation run --work-dir W{flags} --domains {name} --rows"
             screened = [r for r in rows if not any("test" in d for d in data["rows"][r] if d["seed"] == 0)]
             first = (f"`{command} {' '.join(screened)} --test-only --sts-only` (seed 0's whole test and STS suite, "
                      "from its saved model), then " if screened else "")
@@ -511,7 +511,7 @@ def report(cfg: Config, defaults: argparse.Namespace, ns: argparse.Namespace) ->
     collected["gpu_full"] = {path.stem: json.loads(path.read_text()) for path in sorted(GPU_FULL.glob("*.json"))}
     collected["queries"] = {name: query_statistics(name, data) for name, data in collected["domains"].items()}
     flags = budget_flags(cfg, defaults)
-    command = (f"HF_HUB_OFFLINE=1 python benchmarks/adaptation.py run --work-dir W{flags} (2 workers), then "
+    command = (f"HF_HUB_OFFLINE=1 python -m benchmarks.adaptation run --work-dir W{flags} (2 workers), then "
                f"report --work-dir W{flags}")
     markdown = render(collected, cfg, command, flags)
     payload = {"command": command, "budget": cfg.budget(), "scale": "x100",

@@ -1,9 +1,9 @@
 """When does InfoCSE's auxiliary MLM matter? The decoder's learning settings, the loss weight, and every objective.
 
-    HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py run --workers 6    # one queue, several processes
-    HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py report             # JSON, markdown, PNGs, README block
-    HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py restore            # a new checkout: committed rows to the cache
-    HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py plot               # the PNGs again, from the committed JSON
+    HF_HUB_OFFLINE=1 python -m benchmarks.aux_mechanism run --workers 6    # one queue, several processes
+    HF_HUB_OFFLINE=1 python -m benchmarks.aux_mechanism report             # JSON, markdown, PNGs, README block
+    HF_HUB_OFFLINE=1 python -m benchmarks.aux_mechanism restore            # a new checkout: committed rows to the cache
+    HF_HUB_OFFLINE=1 python -m benchmarks.aux_mechanism plot               # the PNGs again, from the committed JSON
 
 The setting of ``benchmarks/long_budget.py`` (all-MiniLM-L6-v2 with CLS pooling, 200 steps of 64 Wikipedia sentences,
 max length 32, lr 3e-5 with linear decay, joint gradient clipping at 1.0, STS-B dev and the h-shuffle diagnostic
@@ -33,7 +33,6 @@ import multiprocessing
 import os
 import platform
 import statistics
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,9 +46,8 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from aux_mechanism_plot import plot  # noqa: E402
-from harness import (  # noqa: E402
+from benchmarks.aux_mechanism_plot import plot  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
     README,
     REPO,
     RESULTS,
@@ -62,9 +60,8 @@ from harness import (  # noqa: E402
     update_block,
     welch,
 )
-from long_budget import HELD_OUT  # noqa: E402
-from long_budget import Bench as LongBudgetBench  # noqa: E402
-
+from benchmarks.long_budget import HELD_OUT  # noqa: E402
+from benchmarks.long_budget import Bench as LongBudgetBench  # noqa: E402
 from st_infocse import losses  # noqa: E402
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
 
@@ -531,7 +528,7 @@ def main() -> None:
     elif ns.part == "restore":
         print(f"restored {restore(cfg, ns.stem)} rows into {cfg.work_dir / 'done'}")
     else:
-        markdown = report(cfg, "HF_HUB_OFFLINE=1 python benchmarks/aux_mechanism.py run (workers sharing one queue), "
+        markdown = report(cfg, "HF_HUB_OFFLINE=1 python -m benchmarks.aux_mechanism run (workers sharing one queue), "
                           "then report", ns.stem)
         # The block goes to the benchmarks README and to the guide that quotes it.
         update_block(markdown, ns.stem, (README, REPO / "docs" / "auxiliary-objective.md"))

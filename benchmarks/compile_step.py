@@ -1,7 +1,7 @@
 """torch.compile on the CPU: each objective's training step eager, as the trainer compiles it, and compiled whole.
 
-    HF_HUB_OFFLINE=1 python benchmarks/compile_step.py                       # 1 thread, batch 64, length 32
-    HF_HUB_OFFLINE=1 python benchmarks/compile_step.py --objectives infocse --repeats 3
+    HF_HUB_OFFLINE=1 python -m benchmarks.compile_step                       # 1 thread, batch 64, length 32
+    HF_HUB_OFFLINE=1 python -m benchmarks.compile_step --objectives infocse --repeats 3
 
 Three ways to run the same step (tokenisation, loss forward, backward, fused AdamW update, as
 ``benchmarks/step_time.py`` times it) on all-MiniLM-L6-v2 with CLS pooling:
@@ -38,11 +38,9 @@ import torch
 from sentence_transformers import SentenceTransformerTrainer
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from graph_breaks import graph_breaks  # noqa: E402
-from harness import REPO, RESULTS, SHARED, commit, provenance, read_lines  # noqa: E402
-from step_time import cpu_info, setup, step  # noqa: E402
-
+from benchmarks.graph_breaks import graph_breaks  # noqa: E402
+from benchmarks.harness import REPO, RESULTS, SHARED, commit, provenance, read_lines  # noqa: E402
+from benchmarks.step_time import cpu_info, setup, step  # noqa: E402
 from st_infocse.losses import training_losses  # noqa: E402
 
 MODES = ("eager", "model", "loss")
@@ -158,7 +156,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     sentences = read_lines(args.sentences, args.batch_size)
     report: dict[str, Any] = {
-        "command": ("HF_HUB_OFFLINE=1 python benchmarks/compile_step.py " + " ".join(sys.argv[1:])).strip(),
+        "command": ("HF_HUB_OFFLINE=1 python -m benchmarks.compile_step " + " ".join(sys.argv[1:])).strip(),
         "commit": commit(),
         "cpu": cpu_info().get("model_name") or platform.processor(),
         "threads": args.threads,

