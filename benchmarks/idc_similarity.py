@@ -45,12 +45,15 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 from sentence_transformers.sentence_transformer.modules import Pooling
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
-REPO = Path(__file__).resolve().parents[1]
-
-from benchmarks.harness import commit, minilm_path, provenance  # noqa: E402
+from benchmarks.harness import REPO, commit, minilm_path, provenance  # noqa: E402
 from st_infocse.evaluation import stsb_dev_evaluator  # noqa: E402
-from st_infocse.mining import DocumentAwareBatchSampler, Skipped, cluster_documents, mine_pairs  # noqa: E402
-from st_infocse.mining.sentences import prepare_documents  # noqa: E402
+from st_infocse.mining import (  # noqa: E402
+    DocumentAwareBatchSampler,
+    Skipped,
+    cluster_documents,
+    mine_pairs,
+    prepare_documents,
+)
 
 SHARED = REPO.parent / "shared" / "data"
 RESULTS = REPO / "benchmarks" / "results"
