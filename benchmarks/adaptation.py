@@ -4,7 +4,7 @@ on its own domain's retrieval, or should the user not train?
     W=/path/outside/the/repo
     HF_HUB_OFFLINE=1 nohup python -m benchmarks.adaptation run --work-dir $W > w1.log 2>&1 &   # one worker per core,
     HF_HUB_OFFLINE=1 nohup python -m benchmarks.adaptation run --work-dir $W > w2.log 2>&1 &   # sharing one queue
-    HF_HUB_OFFLINE=1 python -m benchmarks.adaptation report --work-dir $W    # JSON, markdown, PNG, README block
+    HF_HUB_OFFLINE=1 python -m benchmarks.adaptation report    # from the jobs store: JSON, markdown, PNG, README
     HF_HUB_OFFLINE=1 python -m benchmarks.adaptation plot                    # the PNG again, from the committed JSON
 
 Two domains (``adaptation_domains.py``): SciFact (train on the corpus abstracts; test: the 300 test queries, nDCG@10
@@ -26,9 +26,9 @@ first trained alone on the domain's sentences, then its full gradient at lr ``--
 ``informin``; IDC (paper 002): pairs mined from the domain's documents (a seeded subset of ``--mine-docs``, the
 same for every annotator and round) by the shipped model or by all-mpnet-base-v2, trained with MNRL or InfoCSE;
 round 2 re-mines with the round-1 model and trains it for the same budget again (twice the steps in all).
-Jobs finished are JSON files under ``--work-dir``; a repeated command skips them, several workers share the queue.
-Over 500 lines: one worker class runs every kind of job (shipped, references, mining, probe, rows, merges, later
-scoring), which share its domain cache and scoring; the rows, the configuration and the report live beside it.
+Finished jobs are JSON files in ``--jobs-dir`` (``benchmarks/results/adaptation_jobs``, the store the report
+reads); a repeated command skips them, several workers share the queue (``runner.py``). The rows, the
+configuration and the report live beside this file.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -50,9 +49,9 @@ import torch
 from datasets import Dataset
 from sentence_transformers.base.evaluation import BaseEvaluator
 from sentence_transformers.sentence_transformer import losses as st_losses
-from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
 # This checkout's package before the virtual environment's editable install (a worktree at a fixed commit).
+from benchmarks import runner  # noqa: E402
 from benchmarks.adaptation_config import DOMAINS, Config  # noqa: E402
 from benchmarks.adaptation_domains import Domain, load_reuters, load_scifact  # noqa: E402
 from benchmarks.adaptation_rows import (  # noqa: E402
@@ -66,15 +65,13 @@ from benchmarks.adaptation_rows import (  # noqa: E402
 from benchmarks.harness import (  # noqa: E402
     REPO,
     SHARED,
-    CurveCallback,
-    JobQueue,
-    log,
     machine,
     minilm_path,
     mpnet_path,
     sts_scores,
     sts_suite_scores,
 )
+from benchmarks.runner import log  # noqa: E402
 from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import LexicalSettings  # noqa: E402
 from st_infocse.mining import (  # noqa: E402
@@ -87,7 +84,6 @@ from st_infocse.training import (  # noqa: E402
     AtLengthEvaluator,
     LoRASettings,
     add_lora,
-    build_trainer,
     load_model,
     merge_lora,
     save_model,
@@ -117,17 +113,24 @@ class CurveEvaluator(BaseEvaluator):
         return scores
 
 
-class Worker:
+class Worker(runner.Worker):
+    """A worker of the adaptation queue: every kind of job (shipped, references, mining, probe, rows, merges, later
+    scoring), which share its domain cache and scoring. Finished jobs go to ``--jobs-dir``, the store the report
+    reads; models, pairs and decoders stay in ``--work-dir``."""
+
     def __init__(self, cfg: Config) -> None:
+        super().__init__(cfg.work_dir, cfg.jobs_dir)
         self.cfg = cfg
-        self.queue = JobQueue(cfg.work_dir)
         self._domains: dict[str, Domain] = {}
 
     # ------------------------------------------------------------------------------------------- plumbing
 
     def run(self) -> list[str]:
         torch.set_num_threads(self.cfg.threads)
-        return self.queue.run(self.cfg.jobs(), self.run_job, keep_going=True)
+        return super().run()
+
+    def jobs(self) -> list[str]:
+        return self.cfg.jobs()
 
     def run_job(self, job: str) -> None:
         domain, what, *seed = job.split("__")
@@ -155,10 +158,11 @@ class Worker:
     def path(self, *parts: str) -> Path:
         return self.cfg.work_dir.joinpath(*parts)
 
-    def store(self, job: str, payload: dict[str, Any], started: dict[str, Any]) -> None:
+    def store(self, job: str, payload: dict[str, Any], started: dict[str, Any] | None = None) -> None:
+        """The job with the budget, the threads, the machine at its start (``started``) and the load at its end."""
         end = os.getloadavg()[0]
-        self.queue.store(job, {"budget": self.cfg.budget(), "threads": self.cfg.threads, "machine": started,
-                               "load_1min_end": round(end, 2)} | payload)
+        super().store(job, {"budget": self.cfg.budget(), "threads": self.cfg.threads, "machine": started or machine(),
+                            "load_1min_end": round(end, 2)} | payload)
 
     @staticmethod
     def headline(domain: str) -> str:
@@ -269,7 +273,7 @@ class Worker:
         if spec.data == "ict":
             pairs = ict_pairs(domain.documents)
         elif spec.round == 1:
-            self.queue.wait_for(f"{name}__mine-{spec.annotator}", self.run_job)
+            self.wait_for(f"{name}__mine-{spec.annotator}")
             pairs = Dataset.load_from_disk(str(self.path(name, f"pairs-{spec.annotator}")))
         else:  # round 2: the round-1 model mines the same documents again
             documents, selection = mining_subset(domain.documents, self.cfg.mine_docs)
@@ -302,7 +306,7 @@ class Worker:
             return distillation_loss(model, "kl"), None
         if not spec.decoder_first:
             return losses.InfoCSELoss(model), None
-        self.queue.wait_for(f"{name}__probe", self.run_job)
+        self.wait_for(f"{name}__probe")
         loss = losses.InfoCSELoss(model, lambda_=spec.lambda_, decoder=str(self.path(name, "probe_decoder")),
                                   aux_gradient="full")
         return loss, {r"^(?!model\.)": self.cfg.aux_lr}  # docs/auxiliary-objective.md, "What to set"
@@ -310,23 +314,10 @@ class Worker:
     def train(self, model: Any, loss: torch.nn.Module, dataset: Dataset, seed: int, evaluator: Any,
               curve: list[dict[str, Any]], offset: int, sampler: Any, mapping: dict[str, float] | None,
               learning_rate: float) -> tuple[float, list[dict[str, Any]]]:
-        with tempfile.TemporaryDirectory() as out:
-            args = SentenceTransformerTrainingArguments(
-                output_dir=out, max_steps=self.cfg.steps, per_device_train_batch_size=self.cfg.batch_size,
-                learning_rate=learning_rate, lr_scheduler_type="linear", warmup_steps=self.cfg.warmup,
-                seed=seed, data_seed=seed, logging_steps=min(10, self.cfg.steps), eval_strategy="steps", eval_steps=self.cfg.eval_steps,
-                save_strategy="no", report_to="none", dataloader_drop_last=True, disable_tqdm=True,
-                use_cpu=not torch.cuda.is_available(),
-                learning_rate_mapping=mapping or {}, **({"batch_sampler": sampler} if sampler is not None else {}),
-            )
-            trainer = build_trainer(model, loss, dataset, args, evaluator=evaluator)
-            trainer.add_callback(CurveCallback(curve, offset))
-            start = time.perf_counter()
-            trainer.train()
-            seconds = time.perf_counter() - start
-        history = [{k: v for k, v in entry.items() if not k.startswith("eval_")}
-                   for entry in trainer.state.log_history if "loss" in entry]
-        return seconds, history
+        return runner.train(model, loss, dataset, steps=self.cfg.steps, batch_size=self.cfg.batch_size,
+                            learning_rate=learning_rate, seed=seed, evaluator=evaluator, eval_steps=self.cfg.eval_steps,
+                            curve=curve, offset=offset, warmup=self.cfg.warmup, logging_steps=min(10, self.cfg.steps),
+                            mapping=mapping, sampler=sampler, use_cpu=not torch.cuda.is_available())
 
     def finished_model(self, name: str, row: str, seed: int) -> Any:
         """A finished row's model as the user would get it: its saved folder, or the merge made again from it."""
@@ -342,7 +333,7 @@ class Worker:
         """The STS suite (``--sts-only``) or the whole test and pseudo-dev (``--test-only``) of a finished row's
         model, scored after a screen left them out; the report merges them into the row."""
         started = machine()
-        self.queue.wait_for(f"{name}__{row}__s{seed}", self.run_job)
+        self.wait_for(f"{name}__{row}__s{seed}")
         model = self.finished_model(name, row, seed).model  # loaded at its own length
         model.eval()
         begin = time.perf_counter()
@@ -359,7 +350,7 @@ class Worker:
         started = machine()
         spec, job = ROWS[row], f"{name}__{row}__s{seed}"
         base_job = f"{name}__{spec.merge_of}__s{seed}"
-        self.queue.wait_for(base_job, self.run_job)
+        self.wait_for(base_job)
         base = self.queue.load(base_job)
         begin = time.perf_counter()
         trained = self.finished_model(name, row, seed)
@@ -389,7 +380,7 @@ class Worker:
         source, offset = self.cfg.model, 0
         if spec.round == 2:
             first = f"{name}__{row.removesuffix('-r2')}-r1__s{seed}"
-            self.queue.wait_for(first, self.run_job)
+            self.wait_for(first)
             source, offset = str(self.path("models", first)), self.cfg.steps
         loaded = load_model(source, max_seq_length=self.cfg.max_length)
         model, own = loaded.model, loaded.own_length
@@ -439,7 +430,7 @@ class Worker:
         else:
             spec = ROWS[row]
             if spec.merge_of:
-                self.queue.wait_for(f"{name}__{spec.merge_of}__s{seed}__queries", self.run_job)
+                self.wait_for(f"{name}__{spec.merge_of}__s{seed}__queries")
             elif not self.path("models", job).exists():
                 retrained = self.train_row(name, row, seed)[2]["train_seconds"]
             model = self.finished_model(name, row, seed).model  # loaded at its own length
@@ -501,7 +492,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mpnet", type=Path, default=None,
                    help="all-mpnet-base-v2, a sentence-transformers folder (default: $ST_INFOCSE_MPNET); IDC rows "
                    "mined by it need one")
-    p.add_argument("--work-dir", type=Path, default=REPO / "benchmarks" / "work" / "adaptation")
+    p.add_argument("--work-dir", type=Path, default=REPO / "benchmarks" / "work" / "adaptation",
+                   help="the queue's claims and what jobs hand on (models, pairs, decoders)")
+    p.add_argument("--jobs-dir", type=Path, default=None,
+                   help="the store of finished jobs, which the report reads (default: benchmarks/results/"
+                   "adaptation_jobs; with --smoke, WORK_DIR/done)")
     return p
 
 

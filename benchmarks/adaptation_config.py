@@ -9,8 +9,11 @@ from typing import Any
 
 from benchmarks.adaptation_domains import Sizes
 from benchmarks.adaptation_rows import ROWS, Row
+from benchmarks.harness import RESULTS
 
 DOMAINS = ("scifact", "reuters")
+# The store of finished jobs behind the committed report: the run writes each job there and the report reads it.
+JOBS = RESULTS / "adaptation_jobs"
 TITLES = {"scifact": "SciFact", "reuters": "Reuters-21578"}
 HEADLINE = {"scifact": "ndcg@10", "reuters": "a2h_ndcg@10"}
 # The per-query metrics the report tests (the headline first); SciFact's Recall@100 and Reuters' headline -> article
@@ -50,9 +53,12 @@ class Config:
     model: str
     mpnet: Path | None
     work_dir: Path
+    jobs_dir: Path | None = None
     sizes: Sizes = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.jobs_dir is None:  # a smoke run's jobs never reach the committed store
+            self.jobs_dir = self.work_dir / "done" if self.smoke else JOBS
         self.sizes = Sizes(self.curve_docs, self.pseudo_queries, self.pseudo_docs, self.max_docs,
                            150 if self.smoke else None)
 

@@ -22,12 +22,12 @@ from benchmarks.adaptation_rows import ROWS
 from benchmarks.harness import (
     README,
     RESULTS,
-    JobQueue,
     against_fixed,
     job_commit,
     mean_std,
     update_block,
 )
+from benchmarks.runner import read_store
 from st_infocse.evaluation import paired_change, queries_needed
 
 STEM = "adaptation"
@@ -507,12 +507,12 @@ def budget_flags(cfg: Config, defaults: argparse.Namespace) -> str:
 
 
 def report(cfg: Config, defaults: argparse.Namespace, ns: argparse.Namespace) -> str:
-    collected = collect(JobQueue(cfg.work_dir).done(), cfg)
+    collected = collect(read_store(cfg.jobs_dir), cfg)
     collected["gpu_full"] = {path.stem: json.loads(path.read_text()) for path in sorted(GPU_FULL.glob("*.json"))}
     collected["queries"] = {name: query_statistics(name, data) for name, data in collected["domains"].items()}
     flags = budget_flags(cfg, defaults)
     command = (f"HF_HUB_OFFLINE=1 python -m benchmarks.adaptation run --work-dir W{flags} (2 workers), then "
-               f"report --work-dir W{flags}")
+               f"report{flags}")
     markdown = render(collected, cfg, command, flags)
     payload = {"command": command, "budget": cfg.budget(), "scale": "x100",
                "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(ns).items() if k != "part"},

@@ -1,9 +1,8 @@
-"""What the queue-based benchmarks share (``long_budget.py``, ``aux_mechanism.py``, ``adaptation.py``).
+"""What the benchmarks share (the queue, its worker and the training run are in ``runner.py``).
 
-- paths and models: the repository, the committed results, the shared data, the all-MiniLM-L6-v2 wheel;
-- :class:`JobQueue`: jobs shared by several worker processes through one folder: a job is claimed by creating
-  ``claims/<job>`` (holding the worker's pid; a claim whose process has died is taken over) and is done when
-  ``done/<job>.json`` exists, so a repeated command skips it and an interrupted run resumes;
+- paths and models: the repository, the committed results, the shared data, the models' folders (from an argument
+  or an environment variable);
+- the machine and the commit a result names;
 - statistics and their formatting: mean ± sample std, Welch's t-test, the one-sample t-test against a fixed value;
 - the figure style (PNGs legible at the documentation's column width) and :func:`update_block`, which writes a
   report between two markers of a markdown file.
@@ -20,13 +19,9 @@ import os
 import platform
 import statistics
 import subprocess
-import time
-import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-from transformers import TrainerCallback
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -169,124 +164,6 @@ def commits_line(jobs: dict[str, dict[str, Any]]) -> str:
         parts.append(f"{len(by_commit['not recorded'])} job(s) from before the bench recorded its commit (the git "
                      "history of this file names the commit that added them)")
     return "Commits: " + "; ".join(parts) + "."
-
-
-# ------------------------------------------------------------------------------------------------ the queue
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {os.getpid()} {message}", flush=True)
-
-
-class JobQueue:
-    """Jobs shared by worker processes through ``work_dir``: ``claims/<job>`` while one runs, ``done/<job>.json``
-    once finished. Job names are file names (no ``/``)."""
-
-    def __init__(self, work_dir: Path) -> None:
-        self.work_dir = Path(work_dir)
-        self.done_dir = self.work_dir / "done"
-        self.claims = self.work_dir / "claims"
-        for folder in (self.done_dir, self.claims):
-            folder.mkdir(parents=True, exist_ok=True)
-
-    def result_path(self, job: str) -> Path:
-        return self.done_dir / f"{job}.json"
-
-    def is_done(self, job: str) -> bool:
-        return self.result_path(job).exists()
-
-    def load(self, job: str) -> dict[str, Any] | None:
-        path = self.result_path(job)
-        return json.loads(path.read_text()) if path.exists() else None
-
-    def claim(self, job: str) -> bool:
-        """Claim ``job`` for this process; a claim left by a process that no longer runs is taken over."""
-        path = self.claims / job
-        for _ in range(2):
-            try:
-                handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                owner = path.read_text().strip()
-                if owner.isdigit() and not _alive(int(owner)):
-                    path.unlink(missing_ok=True)
-                    continue
-                return False
-            os.write(handle, str(os.getpid()).encode())
-            os.close(handle)
-            return True
-        return False
-
-    def release(self, job: str) -> None:
-        (self.claims / job).unlink(missing_ok=True)
-
-    def store(self, job: str, payload: dict[str, Any]) -> None:
-        """Write the finished job; written to a temporary name first so a reader never sees half a file."""
-        path = self.result_path(job)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(json.dumps({"job": job} | payload, indent=1))
-        os.replace(partial, path)
-
-    def done(self) -> dict[str, dict[str, Any]]:
-        return {path.stem: json.loads(path.read_text()) for path in sorted(self.done_dir.glob("*.json"))}
-
-    def execute(self, job: str, run_job: Callable[[str], None]) -> None:
-        """Run a claimed job; on failure its claim is released so a later worker retries it."""
-        log(f"start {job}")
-        start = time.perf_counter()
-        try:
-            run_job(job)
-        except BaseException:
-            self.release(job)
-            raise
-        log(f"done {job} in {time.perf_counter() - start:.0f}s")
-
-    def wait_for(self, job: str, run_job: Callable[[str], None] | None = None, poll: float = 30) -> None:
-        """Block until ``job`` is done; with ``run_job``, a job nobody has claimed is run here instead."""
-        while not self.is_done(job):
-            # claim() also takes over a claim whose process is gone: a killed worker must not stall the queue.
-            if run_job is not None and self.claim(job):
-                self.execute(job, run_job)
-                continue
-            log(f"waiting for {job} ...")
-            time.sleep(poll)
-
-    def run(self, jobs: Iterable[str], run_job: Callable[[str], None], keep_going: bool = False) -> list[str]:
-        """Run every job not done and not claimed, in order; returns the jobs that failed (with ``keep_going``)."""
-        failed = []
-        for job in jobs:
-            if self.is_done(job) or not self.claim(job):
-                continue
-            try:
-                self.execute(job, run_job)
-            except Exception:
-                if not keep_going:
-                    raise
-                traceback.print_exc()  # one failed job must not stop the queue
-                log(f"FAILED {job}")
-                failed.append(job)
-        return failed
-
-
-class CurveCallback(TrainerCallback):
-    """Keeps every evaluation's metrics with its step (the trainer's log history mixes them with losses)."""
-
-    def __init__(self, curve: list[dict[str, Any]], offset: int = 0) -> None:
-        self.curve = curve
-        self.offset = offset
-
-    def on_evaluate(self, args, state, control, metrics=None, **kwargs):  # noqa: ANN001, ANN201
-        point = {k: float(v) for k, v in (metrics or {}).items() if isinstance(v, int | float)}
-        self.curve.append({"step": self.offset + state.global_step} | point)
 
 
 # ------------------------------------------------------------------------------------------------ statistics

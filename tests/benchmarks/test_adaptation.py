@@ -80,7 +80,8 @@ def test_training_text_and_pairs(bench):
 
 
 def _config(adaptation, tmp_path, **overrides):
-    ns = adaptation.parser().parse_args(["run", "--work-dir", str(tmp_path / "work")])
+    ns = adaptation.parser().parse_args(["run", "--work-dir", str(tmp_path / "work"), "--jobs-dir",
+                                         str(tmp_path / "jobs")])
     ns.model = "unused"
     for key, value in overrides.items():
         setattr(ns, key, value)
@@ -178,7 +179,7 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
     readme = tmp_path / "README.md"
     readme.write_text("a\n<!-- adaptation:start -->\nold\n<!-- adaptation:end -->\nb\n")
     monkeypatch.setattr(report, "README", readme)
-    other = cfg.work_dir / "done" / "scifact__informin__s0.json"  # another budget: never mixed in
+    other = cfg.jobs_dir / "scifact__informin__s0.json"  # another budget: never mixed in
     other.write_text(json.dumps(simcse | {"row": "informin", "budget": {"steps": 1}}))
     defaults = adaptation.parser().parse_args(["run"])
     markdown = report.report(cfg, defaults, argparse.Namespace(part="report", work_dir=cfg.work_dir))
@@ -302,8 +303,8 @@ def test_a_screen_scores_the_curve_corpus_and_the_whole_test_comes_later(bench, 
     # The shipped model with its whole test, so the main table has a reference; the screen ranks every row.
     shipped = dict(done["scifact__shipped"]) | {"test": {"ndcg@10": 50.0, "recall@100": 90.0},
                                                 "pseudo_dev": {"ndcg@10": 40.0}}
-    (cfg.work_dir / "done" / "scifact__shipped.json").write_text(json.dumps(shipped))
-    collected = report.collect(adaptation.JobQueue(cfg.work_dir).done(), cfg)
+    (cfg.jobs_dir / "scifact__shipped.json").write_text(json.dumps(shipped))
+    collected = report.collect(worker.queue.done(), cfg)
     data = collected["domains"]["scifact"]
     assert data["rows"]["simcse"][0]["test"] == scored["test"]  # merged into its row
     assert "test" not in data["rows"]["tsdae"][0]
@@ -367,7 +368,7 @@ def test_rows_scored_query_by_query_and_the_report_splits_the_queries(bench, tmp
     shutil.rmtree(cfg.work_dir / "models")
     for job, data in done.items():
         stripped = {k: v for k, v in data.items() if k != "test_per_query"}
-        (cfg.work_dir / "done" / f"{job}.json").write_text(json.dumps(stripped))
+        (cfg.jobs_dir / f"{job}.json").write_text(json.dumps(stripped))
     again = _config(adaptation, tmp_path, rows=["shipped", "simcse", "simcse-merge0.5"], queries_only=True, **common)
     assert again.jobs() == ["scifact__shipped__queries", "reuters__shipped__queries", "scifact__simcse__s0__queries",
                             "reuters__simcse__s0__queries", "scifact__simcse-merge0.5__s0__queries",
@@ -380,7 +381,7 @@ def test_rows_scored_query_by_query_and_the_report_splits_the_queries(bench, tmp
     assert scored["test_per_query"]["ndcg@10"] == per_query  # trained again, the same model
     assert queries_worker.queue.load("scifact__simcse-merge0.5__s0__queries")["retrain_seconds"] is None
 
-    collected = report.collect(adaptation.JobQueue(cfg.work_dir).done(), cfg)
+    collected = report.collect(worker.queue.done(), cfg)
     data = collected["domains"]["scifact"]
     assert data["rows"]["simcse"][0]["queries_reproduced"] is True
     stats = report.query_statistics("scifact", data)
@@ -424,7 +425,7 @@ def test_distillation_row_and_the_lexical_reference_lines(bench, tmp_path, tiny_
     again = task.lexical_references(adaptation.load_model(str(tiny_bert_dir)).model, adaptation.LexicalSettings())
     assert again["BM25"][task.ids[0]] == 1.0
 
-    collected = report.collect(adaptation.JobQueue(cfg.work_dir).done(), cfg)
+    collected = report.collect(worker.queue.done(), cfg)
     stats = report.query_statistics("scifact", collected["domains"]["scifact"])
     assert set(stats["references"]) == {"BM25", "hybrid"} and stats["chosen_on_selection"] in ("distill",
                                                                                                 "distill-merge0.5")
