@@ -40,7 +40,8 @@ from torch import nn
 
 from benchmarks.graph_breaks import graph_breaks  # noqa: E402
 from benchmarks.harness import REPO, RESULTS, SHARED, commit, provenance, read_lines  # noqa: E402
-from benchmarks.step_time import cpu_info, setup, step  # noqa: E402
+from benchmarks.step_time import cpu_info, setup  # noqa: E402
+from benchmarks.timing import TrainingStep  # noqa: E402
 from st_infocse.losses import training_losses  # noqa: E402
 
 MODES = ("eager", "model", "loss")
@@ -88,10 +89,8 @@ def prepare(name: str, mode: str) -> tuple[nn.Module, nn.Module, torch.optim.Opt
 
 
 def timed_step(model: nn.Module, loss: nn.Module, optimizer: torch.optim.Optimizer, sentences: list[str]) -> float:
-    seconds = step(model, loss, optimizer, sentences, bf16=False)
-    for module in training_losses(loss):
-        module.raise_step_checks()
-    return seconds
+    """Seconds of one step, its deferred checks read after it."""
+    return TrainingStep(model, loss, optimizer, deferred_checks=True).seconds(sentences)
 
 
 def run_objective(name: str, sentences: list[str], repeats: int) -> dict[str, Any]:

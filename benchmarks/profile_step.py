@@ -47,6 +47,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from benchmarks.harness import RESULTS, SHARED, commit, provenance, read_lines  # noqa: E402
 from benchmarks.step_time import batch_flops, cpu_info, setup, time_matmul  # noqa: E402
+from benchmarks.timing import TrainingStep  # noqa: E402
 from st_infocse.modeling import auxiliary_decoder  # noqa: E402
 
 SCOPE = "component::"
@@ -151,16 +152,8 @@ def setup_objective(name: str) -> tuple[nn.Module, nn.Module, torch.optim.Optimi
 
 
 def run_step(model: nn.Module, loss: nn.Module, optimizer: torch.optim.Optimizer, sentences: list[str]) -> None:
-    model.train()
-    with record_function(SCOPE + "tokenisation"):
-        features = model.preprocess(sentences)
-    with record_function(SCOPE + "loss"):
-        out = loss([features])
-        total = sum(out.values()) if isinstance(out, dict) else out
-    total.backward()
-    with record_function(SCOPE + "optimizer"):
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    """One step, its tokenisation, loss and optimizer update each in a profiler scope of its own."""
+    TrainingStep(model, loss, optimizer, scope=lambda name: record_function(SCOPE + name))(sentences)
 
 
 def attribute(events: list[Any]) -> dict[str, float]:

@@ -45,11 +45,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 from sentence_transformers import SentenceTransformer
 
-from benchmarks.harness import commit, load_pooled_model, log, provenance, read_lines
+from benchmarks.harness import REPO, commit, load_pooled_model, provenance, read_lines
+from benchmarks.runner import log
+from benchmarks.timing import TrainingStep
 from st_infocse import losses
 from st_infocse.training.precision import cpu_flags, cpu_has_native_bf16
 
-REPO = Path(__file__).resolve().parents[1]
 OBJECTIVES = ("simcse", "infocse", "cmlm-cse", "informin")
 CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni")
 
@@ -94,17 +95,9 @@ def ideal_cost(name: str, loss, depth: int, rows: int, seq: int, hidden: int, in
 
 
 def step(model, loss, optimizer, sentences: list[str], bf16: bool) -> float:
-    """One training step; forward and loss under bf16 autocast when asked, backward and update outside it."""
-    model.train()
-    start = time.perf_counter()
-    features = model.preprocess(sentences)
-    with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
-        out = loss([features])
-        total = sum(out.values()) if isinstance(out, dict) else out
-    total.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    return time.perf_counter() - start
+    """Seconds of one training step on ``sentences`` (tokenisation included); forward and loss under bf16 autocast
+    when asked, backward and update outside it."""
+    return TrainingStep(model, loss, optimizer, bf16=bf16).seconds(sentences)
 
 
 def batch_flops(setups: dict, sentences: list[str]) -> dict:
