@@ -28,7 +28,8 @@ from benchmarks.harness import (
 from benchmarks.runner import read_store
 
 STEM = "adaptation"
-# Full fine-tunes repeated on the GPU that trained the LoRA rows, for the cost table only (never mixed into the rows).
+# Full fine-tunes repeated on the GPU that trained the LoRA rows, for the cost table only (never mixed into the rows):
+# the store of ``adaptation.py run --jobs-dir benchmarks/results/adaptation_gpu_full``.
 GPU_FULL = RESULTS / "adaptation_gpu_full"
 # Per domain: (column label, metric key, followed by a "Δ (p)" column against the shipped model).
 COLUMNS = {

@@ -74,3 +74,20 @@ def test_a_result_names_the_commit_it_ran_at(harness, monkeypatch):
     )
     assert harness.provenance({"command": "python x.py", "commit": "abc"}) == "`python x.py` at commit abc"
     assert harness.provenance({"command": "c", "commit": "d", "commit_note": "from git"}) == "`c` at commit d (from git)"
+
+
+def test_model_paths_come_from_an_argument_or_the_environment_and_a_missing_one_names_both(harness, tmp_path,
+                                                                                          monkeypatch):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    monkeypatch.delenv(harness.MPNET_ENV, raising=False)
+    with pytest.raises(SystemExit, match="--mpnet DIR or set ST_INFOCSE_MPNET"):
+        harness.mpnet_path()
+    assert harness.mpnet_path(folder) == folder
+    monkeypatch.setenv(harness.MPNET_ENV, str(folder))
+    assert harness.mpnet_path() == folder
+    monkeypatch.setenv(harness.MINILM_ENV, str(tmp_path / "missing"))
+    with pytest.raises(SystemExit, match="--model DIR, set ST_INFOCSE_MINILM"):
+        harness.minilm_path()
+    assert harness.minilm_path(str(folder)) == str(folder)  # the argument first
