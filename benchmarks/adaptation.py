@@ -87,7 +87,6 @@ from st_infocse.training import (  # noqa: E402
     toward_start,
     train_probe_decoder,
 )
-from st_infocse.training.lora import lora_parameters  # noqa: E402  (not exported by st_infocse.training)
 
 
 def _x100(scores: dict[str, float]) -> dict[str, float]:
@@ -402,7 +401,8 @@ class Worker(runner.Worker):
         if torch.cuda.is_available():
             extra["peak_memory_mb"] = round(torch.cuda.max_memory_allocated() / 2**20)
         if spec.lora_r:
-            extra["trained_weights"] = sum(p.numel() for _, p in lora_parameters(model))
+            # add_lora leaves the adapter's weights alone trainable in the model
+            extra["trained_weights"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
             merge_lora(model)
         # Saved as the user would get it (own length): round 2 and the merges start from it.
         save_model(model, self.path("models", job), own)
