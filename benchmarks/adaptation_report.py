@@ -2,36 +2,34 @@
 two halves of the queries, the follow-up seeds, the cost of a LoRA adapter against a full fine-tune and each row's
 commits; the plots are in ``adaptation_plot.py``.
 
-Over 500 lines: one report over two domains, thirty-odd rows and the jobs that score them later; each section is a
-function of its own, and splitting them across files would only scatter the one table layout they share."""
+The statistics over queries and their table are in ``adaptation_queries.py``."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 from pathlib import Path
 from typing import Any
 
 import torch
-from adaptation_config import HEADLINE, QUERY_METRICS, TITLES, Config
-from adaptation_plot import plot, plot_confirmation, plot_deltas
-from adaptation_rows import ROWS
-from harness import (
+
+from benchmarks.adaptation_config import HEADLINE, TITLES, Config
+from benchmarks.adaptation_plot import plot, plot_confirmation, plot_deltas
+from benchmarks.adaptation_queries import query_statistics, query_table, values_of, versus
+from benchmarks.adaptation_rows import ROWS
+from benchmarks.harness import (
     README,
     RESULTS,
-    JobQueue,
-    against_fixed,
     job_commit,
     mean_std,
     update_block,
 )
-
-from st_infocse.evaluation import paired_change, queries_needed
+from benchmarks.runner import read_store
 
 STEM = "adaptation"
-# Full fine-tunes repeated on the GPU that trained the LoRA rows, for the cost table only (never mixed into the rows).
+# Full fine-tunes repeated on the GPU that trained the LoRA rows, for the cost table only (never mixed into the rows):
+# the store of ``adaptation.py run --jobs-dir benchmarks/results/adaptation_gpu_full``.
 GPU_FULL = RESULTS / "adaptation_gpu_full"
 # Per domain: (column label, metric key, followed by a "Δ (p)" column against the shipped model).
 COLUMNS = {
@@ -51,112 +49,6 @@ CONFIRMATIONS = [
     # against the shipped model) and their STS avg drops by less than 0.5 from the shipped model's.
     {"domain": "scifact", "row": "informin-merge0.5", "seeds": (3, 4, 5, 6, 7)},
 ]
-# Rows are chosen on the selection half of each domain's test queries and claims are made on the confirmation half,
-# which no choice has used: the sorted query ids shuffled by random.Random(SPLIT_SEED), the first half selecting.
-SPLIT_SEED = 0
-
-
-def split_queries(ids: list[str]) -> tuple[list[str], list[str]]:
-    """(selection, confirmation): two halves of the query ids, fixed by ``SPLIT_SEED``."""
-    order = sorted(ids)
-    random.Random(SPLIT_SEED).shuffle(order)
-    half = len(order) // 2
-    return sorted(order[:half]), sorted(order[half:])
-
-
-def seed_mean(group: list[dict[str, Any]], key: str) -> tuple[dict[str, float], list[int]] | None:
-    """Each query's score averaged over the row's seeds that kept per-query scores, and those seeds."""
-    runs = [d for d in group if key in d.get("test_per_query", {})]
-    if not runs:
-        return None
-    ids = runs[0]["test_per_query"][key]
-    return {q: statistics.mean(d["test_per_query"][key][q] for d in runs) for q in ids}, [d["seed"] for d in runs]
-
-
-def query_statistics(name: str, data: dict[str, Any]) -> dict[str, Any] | None:
-    """Every row with per-query scores against the shipped model: the change with its paired-bootstrap 95% interval
-    and p over the queries (each query's score averaged over the row's seeds), on the whole test and on each half;
-    the row chosen on the selection half and its confirmation."""
-    shipped = data["shipped"]
-    if not shipped or "test_per_query" not in shipped:
-        return None
-    headline = QUERY_METRICS[name][0]
-    ids = sorted(shipped["test_per_query"][headline])
-    selection, confirmation = split_queries(ids)
-    halves = {"whole": ids, "selection": selection, "confirmation": confirmation}
-    rows: dict[str, Any] = {}
-    for row, group in data["rows"].items():
-        out: dict[str, Any] = {}
-        for key in QUERY_METRICS[name]:
-            averaged = seed_mean(group, key)
-            if averaged is None or key not in shipped["test_per_query"]:
-                continue
-            scores, seeds = averaged
-            base = shipped["test_per_query"][key]
-            out[key] = {part: paired_change({q: base[q] for q in chosen}, {q: scores[q] for q in chosen}).to_dict()
-                        for part, chosen in halves.items()}
-            out["seeds"] = seeds
-            out["reproduced"] = [d.get("queries_reproduced") for d in group if "test_per_query" in d]
-        if out:
-            rows[row] = out
-    if not rows:
-        return None
-    chosen = max(rows, key=lambda r: rows[r][headline]["selection"]["delta"])
-    base = shipped["test_per_query"][headline]
-    averaged = {r: seed_mean(data["rows"][r], headline)[0] for r in rows}
-    differences = [statistics.pstdev([averaged[r][q] - base[q] for q in selection]) for r in rows]
-    spread = statistics.median(differences)
-    lexical = data["jobs"].get("references", {})  # issue 38: BM25 and the hybrid, reference lines, never chosen
-    references = {ref: {part: paired_change({q: base[q] for q in chosen_ids},
-                                            {q: scores[q] for q in chosen_ids}).to_dict()
-                        for part, chosen_ids in halves.items()}
-                  for ref, scores in lexical.get("test_per_query", {}).items()}
-    return {"split_seed": SPLIT_SEED, "selection": selection, "confirmation": confirmation, "rows": rows,
-            "references": references, "lexical": lexical.get("lexical"), "chosen_on_selection": chosen, "per_query_sd": round(spread, 2),
-            "queries_for_1_point": queries_needed(1.0, spread),
-            "half_width_on_confirmation": round(1.96 * spread / len(confirmation) ** 0.5, 2)}
-
-
-def _change_cell(change: dict[str, Any]) -> str:
-    p = "p < 0.001" if change["p"] < 0.001 else f"p = {change['p']:.3f}"
-    return f"{change['delta']:+.2f} ({change['low']:+.2f} to {change['high']:+.2f}, {p})"
-
-
-def query_table(name: str, stats: dict[str, Any], data: dict[str, Any]) -> list[str]:
-    """The rows' changes over queries, on the selection half (where rows are chosen) and the confirmation half
-    (where claims are made), beside the seeds' spread on the whole test."""
-    headline, other = QUERY_METRICS[name]
-    n_sel, n_conf = len(stats["selection"]), len(stats["confirmation"])
-    lines = [f"Over queries ({headline}; each query's score averaged over the row's seeds; Δ against the shipped model "
-             "with its paired-bootstrap 95% interval over queries and p; selection and confirmation: two fixed halves "
-             f"of the test queries, split seed {stats['split_seed']}):", "",
-             f"| Row | seeds | whole test Δ over seeds (t-test) | selection Δ ({n_sel} queries) | confirmation Δ "
-             f"({n_conf} queries) | confirmation verdict | {other}, confirmation Δ |", "|---|---|---|---|---|---|---|"]
-    shipped = data["shipped"]["test"][headline]
-    order = sorted(stats["rows"], key=lambda r: stats["rows"][r][headline]["selection"]["delta"], reverse=True)
-    for row in order:
-        entry = stats["rows"][row]
-        group = [d for d in data["rows"][row] if "test" in d]
-        seeds_cell = versus(_values(group, headline), shipped) if group else "-"
-        confirm = entry[headline]["confirmation"]
-        second = _change_cell(entry[other]["confirmation"]) if other in entry else "-"
-        mark = " (chosen)" if row == stats["chosen_on_selection"] else ""
-        lines.append(f"| {row}{mark} | {','.join(map(str, entry['seeds']))} | {seeds_cell} | "
-                     f"{_change_cell(entry[headline]['selection'])} | {_change_cell(confirm)} | {confirm['verdict']} | "
-                     f"{second} |")
-    for ref, parts in stats.get("references", {}).items():
-        lines.append(f"| {ref} (reference: not trained) | - | {parts['whole']['delta']:+.2f} | "
-                     f"{_change_cell(parts['selection'])} | {_change_cell(parts['confirmation'])} | "
-                     f"{parts['confirmation']['verdict']} | - |")
-    if stats.get("lexical"):
-        lines += ["", f"{stats['lexical']}, the hybrid fusing BM25 with the shipped model."]
-    lines += ["", f"Each query's change has a standard deviation of about {stats['per_query_sd']:.1f} points here "
-              f"(median over the rows, selection half): {n_conf} queries resolve a change of about "
-              f"±{stats['half_width_on_confirmation']:.1f} points, and a true change of +1.0 needs about "
-              f"{stats['queries_for_1_point']:,} queries for its interval to exclude zero half of the time.", ""]
-    return lines
-
-
 def collect(done: dict[str, dict[str, Any]], cfg: Config) -> dict[str, Any]:
     """The finished jobs of this budget, by domain: the shipped model, each row's seeds, the prerequisites."""
     out: dict[str, Any] = {d: {"shipped": None, "rows": {}, "confirmation": {}, "jobs": {}} for d in cfg.domains}
@@ -249,10 +141,6 @@ def commit_lines(domains: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def _values(group: list[dict[str, Any]], key: str) -> list[float]:
-    return [d["test"][key] for d in group if key in d.get("test", {})]
-
-
 def screen_value(run: dict[str, Any], key: str) -> float | None:
     """A run's score on the curve corpus (the sub-sampled test) at its last step: the measure every row has,
     whether or not the whole test scored it (``adaptation.py --no-test-set``)."""
@@ -271,13 +159,6 @@ def screen(name: str, data: dict[str, Any]) -> dict[str, float]:
         if value is not None:
             out[row] = value - shipped
     return out
-
-
-def versus(values: list[float], reference: float) -> str:
-    """The mean change against the shipped model and, with several seeds, the one-sample t-test's p."""
-    diff = statistics.mean(values) - reference
-    tested = against_fixed(values, reference)
-    return f"{diff:+.2f}" + ((" (p < 0.001)" if tested[1] < 0.001 else f" (p = {tested[1]:.3f})") if tested else "")
 
 
 def _minutes(group: list[dict[str, Any]]) -> str:
@@ -317,7 +198,7 @@ def domain_table(name: str, data: dict[str, Any], rows: list[str]) -> list[str]:
             continue
         cells = []
         for _, key, delta in columns:
-            values = _values(group, key)
+            values = values_of(group, key)
             cells.append(mean_std(values))
             if delta:
                 cells.append(versus(values, shipped["test"][key]) if shipped else "-")
@@ -364,7 +245,7 @@ def confirmation_lines(name: str, data: dict[str, Any]) -> list[str]:
         if len(runs) < len(plan["seeds"]):
             lines += [f"{head}: {len(runs)} of {len(plan['seeds'])} seeds scored; no test before all have run.", ""]
             continue
-        cells = [f"{key} {mean_std(_values(runs, key))}, Δ {versus(_values(runs, key), shipped['test'][key])}"
+        cells = [f"{key} {mean_std(values_of(runs, key))}, Δ {versus(values_of(runs, key), shipped['test'][key])}"
                  for _, key, delta in COLUMNS[name] if delta]
         sts = [d["sts_avg"] for d in runs if "sts_avg" in d]
         if sts and shipped.get("sts_avg") is not None:
@@ -450,14 +331,14 @@ def render(collected: dict[str, Any], cfg: Config, command: str, flags: str = ""
             fresh = [d for d in group if d["seed"] != 0]
             key = HEADLINE[name]
             lines.append(f"- {row}: seeds {','.join(str(d['seed']) for d in group)}, {key} Δ "
-                         f"{versus(_values(group, key), shipped['test'][key])}; the seeds other than 0 alone: "
-                         f"{versus(_values(fresh, key), shipped['test'][key])}.")
+                         f"{versus(values_of(group, key), shipped['test'][key])}; the seeds other than 0 alone: "
+                         f"{versus(values_of(fresh, key), shipped['test'][key])}.")
         if several:
             lines.append("")
         lines += confirmation_lines(name, data)
         if (chosen := follow_up(name, data)) is not None:
             rows, nearest = chosen
-            command = f"python benchmarks/adaptation.py run --work-dir W{flags} --domains {name} --rows"
+            command = f"python -m benchmarks.adaptation run --work-dir W{flags} --domains {name} --rows"
             screened = [r for r in rows if not any("test" in d for d in data["rows"][r] if d["seed"] == 0)]
             first = (f"`{command} {' '.join(screened)} --test-only --sts-only` (seed 0's whole test and STS suite, "
                      "from its saved model), then " if screened else "")
@@ -507,12 +388,12 @@ def budget_flags(cfg: Config, defaults: argparse.Namespace) -> str:
 
 
 def report(cfg: Config, defaults: argparse.Namespace, ns: argparse.Namespace) -> str:
-    collected = collect(JobQueue(cfg.work_dir).done(), cfg)
+    collected = collect(read_store(cfg.jobs_dir), cfg)
     collected["gpu_full"] = {path.stem: json.loads(path.read_text()) for path in sorted(GPU_FULL.glob("*.json"))}
     collected["queries"] = {name: query_statistics(name, data) for name, data in collected["domains"].items()}
     flags = budget_flags(cfg, defaults)
-    command = (f"HF_HUB_OFFLINE=1 python benchmarks/adaptation.py run --work-dir W{flags} (2 workers), then "
-               f"report --work-dir W{flags}")
+    command = (f"HF_HUB_OFFLINE=1 python -m benchmarks.adaptation run --work-dir W{flags} (2 workers), then "
+               f"report{flags}")
     markdown = render(collected, cfg, command, flags)
     payload = {"command": command, "budget": cfg.budget(), "scale": "x100",
                "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(ns).items() if k != "part"},

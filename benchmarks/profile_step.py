@@ -1,9 +1,9 @@
 """Where a training step's time goes: SimCSE against InfoCSE on all-MiniLM-L6-v2, profiled with torch.profiler.
 
-    HF_HUB_OFFLINE=1 python benchmarks/profile_step.py                  # 1 and 2 threads, batch 64, length 32
-    HF_HUB_OFFLINE=1 python benchmarks/profile_step.py --threads 1 --batch-size 8   # a quick look
+    HF_HUB_OFFLINE=1 python -m benchmarks.profile_step                  # 1 and 2 threads, batch 64, length 32
+    HF_HUB_OFFLINE=1 python -m benchmarks.profile_step --threads 1 --batch-size 8   # a quick look
     # the blockwise vocabulary cross-entropy against its plain form, side by side in the same rounds:
-    HF_HUB_OFFLINE=1 python benchmarks/profile_step.py --threads 1 --objectives simcse infocse infocse-plain-ce
+    HF_HUB_OFFLINE=1 python -m benchmarks.profile_step --threads 1 --objectives simcse infocse infocse-plain-ce
 
 Steps (tokenisation, loss forward, backward, AdamW update, as ``benchmarks/step_time.py`` times it) run under
 ``torch.profiler`` after warm-up steps, each profiled separately (``--profiled-steps``; the per-component medians
@@ -45,10 +45,9 @@ import torch
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import RESULTS, SHARED, commit, provenance, read_lines  # noqa: E402
-from step_time import batch_flops, cpu_info, setup, time_matmul  # noqa: E402
-
+from benchmarks.harness import RESULTS, SHARED, commit, provenance, read_lines  # noqa: E402
+from benchmarks.step_time import batch_flops, cpu_info, setup, time_matmul  # noqa: E402
+from benchmarks.timing import TrainingStep  # noqa: E402
 from st_infocse.modeling import auxiliary_decoder  # noqa: E402
 
 SCOPE = "component::"
@@ -153,16 +152,8 @@ def setup_objective(name: str) -> tuple[nn.Module, nn.Module, torch.optim.Optimi
 
 
 def run_step(model: nn.Module, loss: nn.Module, optimizer: torch.optim.Optimizer, sentences: list[str]) -> None:
-    model.train()
-    with record_function(SCOPE + "tokenisation"):
-        features = model.preprocess(sentences)
-    with record_function(SCOPE + "loss"):
-        out = loss([features])
-        total = sum(out.values()) if isinstance(out, dict) else out
-    total.backward()
-    with record_function(SCOPE + "optimizer"):
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    """One step, its tokenisation, loss and optimizer update each in a profiler scope of its own."""
+    TrainingStep(model, loss, optimizer, scope=lambda name: record_function(SCOPE + name))(sentences)
 
 
 def attribute(events: list[Any]) -> dict[str, float]:
@@ -298,7 +289,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=RESULTS / "profile_step")
     args = parser.parse_args()
     sentences = read_lines(args.sentences, args.batch_size)
-    command = "HF_HUB_OFFLINE=1 python benchmarks/profile_step.py " + " ".join(sys.argv[1:])
+    command = "HF_HUB_OFFLINE=1 python -m benchmarks.profile_step " + " ".join(sys.argv[1:])
     if args.objectives[0] != "simcse":
         parser.error("the first objective must be simcse: ratios and counted FLOPs are relative to it")
     setups = {name: setup_objective(name) for name in args.objectives}

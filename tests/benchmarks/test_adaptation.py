@@ -7,7 +7,6 @@ import argparse
 import importlib
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,9 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    adaptation = importlib.import_module("adaptation")
-    return adaptation, importlib.import_module("adaptation_domains"), importlib.import_module("adaptation_report")
+    adaptation = importlib.import_module("benchmarks.adaptation")
+    return adaptation, importlib.import_module("benchmarks.adaptation_domains"), importlib.import_module("benchmarks.adaptation_report")
 
 
 class TableModel:
@@ -82,7 +80,8 @@ def test_training_text_and_pairs(bench):
 
 
 def _config(adaptation, tmp_path, **overrides):
-    ns = adaptation.parser().parse_args(["run", "--work-dir", str(tmp_path / "work")])
+    ns = adaptation.parser().parse_args(["run", "--work-dir", str(tmp_path / "work"), "--jobs-dir",
+                                         str(tmp_path / "jobs")])
     ns.model = "unused"
     for key, value in overrides.items():
         setattr(ns, key, value)
@@ -137,7 +136,7 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
                   probe_steps=2, smoke=True, model=str(tiny_bert_dir))
     worker = adaptation.Worker(cfg)
     worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
-    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
+    monkeypatch.setattr(importlib.import_module("benchmarks.harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     simcse = done["scifact__simcse__s0"]
@@ -180,7 +179,7 @@ def test_worker_runs_rows_end_to_end_and_the_report_reads_them(bench, tmp_path, 
     readme = tmp_path / "README.md"
     readme.write_text("a\n<!-- adaptation:start -->\nold\n<!-- adaptation:end -->\nb\n")
     monkeypatch.setattr(report, "README", readme)
-    other = cfg.work_dir / "done" / "scifact__informin__s0.json"  # another budget: never mixed in
+    other = cfg.jobs_dir / "scifact__informin__s0.json"  # another budget: never mixed in
     other.write_text(json.dumps(simcse | {"row": "informin", "budget": {"steps": 1}}))
     defaults = adaptation.parser().parse_args(["run"])
     markdown = report.report(cfg, defaults, argparse.Namespace(part="report", work_dir=cfg.work_dir))
@@ -224,8 +223,7 @@ def test_report_tests_several_seeds_against_the_shipped_value_and_marks_rows_not
 
 
 def test_the_recipe_benchmark_writes_the_users_documents_and_a_valid_own_query_folder(tmp_path):
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    recipe = importlib.import_module("adaptation_recipe")
+    recipe = importlib.import_module("benchmarks.adaptation_recipe")
     import gzip
 
     rows = [{"id": str(i), "lewissplit": "TRAIN" if i < 30 else "TEST", "title": f"Headline {i}",
@@ -245,8 +243,7 @@ def test_the_recipe_benchmark_writes_the_users_documents_and_a_valid_own_query_f
 
 
 def test_the_recipe_benchmark_reads_both_kinds_of_run_summary_and_renders_one_column_per_recipe():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    recipe = importlib.import_module("adaptation_recipe")
+    recipe = importlib.import_module("benchmarks.adaptation_recipe")
     change = {"delta": 2.0, "low": 0.5, "high": 3.5, "p": 0.01, "verdict": "a gain"}
     idc = {"rounds": {"initial_metrics": {"eval_own_ndcg@10": 0.70}, "final_metrics": {"eval_own_ndcg@10": 0.70},
                       "rounds": [{"score": 0.68}], "best_round": 0, "keep_trained_if": "reliable"}}
@@ -283,7 +280,7 @@ def test_a_screen_scores_the_curve_corpus_and_the_whole_test_comes_later(bench, 
     cfg = _config(adaptation, tmp_path, rows=["shipped", "simcse", "tsdae"], test_set=False, **common)
     worker = adaptation.Worker(cfg)
     worker._domains = {"scifact": _domain(domains, "scifact")}
-    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
+    monkeypatch.setattr(importlib.import_module("benchmarks.harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     screened = done["scifact__simcse__s0"]
@@ -306,8 +303,8 @@ def test_a_screen_scores_the_curve_corpus_and_the_whole_test_comes_later(bench, 
     # The shipped model with its whole test, so the main table has a reference; the screen ranks every row.
     shipped = dict(done["scifact__shipped"]) | {"test": {"ndcg@10": 50.0, "recall@100": 90.0},
                                                 "pseudo_dev": {"ndcg@10": 40.0}}
-    (cfg.work_dir / "done" / "scifact__shipped.json").write_text(json.dumps(shipped))
-    collected = report.collect(adaptation.JobQueue(cfg.work_dir).done(), cfg)
+    (cfg.jobs_dir / "scifact__shipped.json").write_text(json.dumps(shipped))
+    collected = report.collect(worker.queue.done(), cfg)
     data = collected["domains"]["scifact"]
     assert data["rows"]["simcse"][0]["test"] == scored["test"]  # merged into its row
     assert "test" not in data["rows"]["tsdae"][0]
@@ -357,7 +354,7 @@ def test_rows_scored_query_by_query_and_the_report_splits_the_queries(bench, tmp
     cfg = _config(adaptation, tmp_path, rows=["shipped", "simcse", "simcse-merge0.5"], **common)
     worker = adaptation.Worker(cfg)
     worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
-    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
+    monkeypatch.setattr(importlib.import_module("benchmarks.harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     row = done["scifact__simcse__s0"]
@@ -371,7 +368,7 @@ def test_rows_scored_query_by_query_and_the_report_splits_the_queries(bench, tmp
     shutil.rmtree(cfg.work_dir / "models")
     for job, data in done.items():
         stripped = {k: v for k, v in data.items() if k != "test_per_query"}
-        (cfg.work_dir / "done" / f"{job}.json").write_text(json.dumps(stripped))
+        (cfg.jobs_dir / f"{job}.json").write_text(json.dumps(stripped))
     again = _config(adaptation, tmp_path, rows=["shipped", "simcse", "simcse-merge0.5"], queries_only=True, **common)
     assert again.jobs() == ["scifact__shipped__queries", "reuters__shipped__queries", "scifact__simcse__s0__queries",
                             "reuters__simcse__s0__queries", "scifact__simcse-merge0.5__s0__queries",
@@ -384,13 +381,13 @@ def test_rows_scored_query_by_query_and_the_report_splits_the_queries(bench, tmp
     assert scored["test_per_query"]["ndcg@10"] == per_query  # trained again, the same model
     assert queries_worker.queue.load("scifact__simcse-merge0.5__s0__queries")["retrain_seconds"] is None
 
-    collected = report.collect(adaptation.JobQueue(cfg.work_dir).done(), cfg)
+    collected = report.collect(worker.queue.done(), cfg)
     data = collected["domains"]["scifact"]
     assert data["rows"]["simcse"][0]["queries_reproduced"] is True
     stats = report.query_statistics("scifact", data)
     selection, confirmation = stats["selection"], stats["confirmation"]
     assert len(selection) == len(confirmation) == 3 and sorted(selection + confirmation) == sorted(per_query)
-    assert (selection, confirmation) == report.split_queries(list(per_query))  # fixed by the split seed
+    assert (selection, confirmation) == importlib.import_module("benchmarks.adaptation_queries").split_queries(list(per_query))  # fixed by the split seed
     shipped = data["shipped"]["test_per_query"]["ndcg@10"]
     change = stats["rows"]["simcse"]["ndcg@10"]["confirmation"]
     expected = sum(per_query[q] - shipped[q] for q in confirmation) / 3
@@ -410,7 +407,7 @@ def test_distillation_row_and_the_lexical_reference_lines(bench, tmp_path, tiny_
                   sts_suite=False)
     worker = adaptation.Worker(cfg)
     worker._domains = {name: _domain(domains, name) for name in ("scifact", "reuters")}
-    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
+    monkeypatch.setattr(importlib.import_module("benchmarks.harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     done = worker.queue.done()
     for name, headline in (("scifact", "ndcg@10"), ("reuters", "a2h_ndcg@10")):
@@ -428,7 +425,7 @@ def test_distillation_row_and_the_lexical_reference_lines(bench, tmp_path, tiny_
     again = task.lexical_references(adaptation.load_model(str(tiny_bert_dir)).model, adaptation.LexicalSettings())
     assert again["BM25"][task.ids[0]] == 1.0
 
-    collected = report.collect(adaptation.JobQueue(cfg.work_dir).done(), cfg)
+    collected = report.collect(worker.queue.done(), cfg)
     stats = report.query_statistics("scifact", collected["domains"]["scifact"])
     assert set(stats["references"]) == {"BM25", "hybrid"} and stats["chosen_on_selection"] in ("distill",
                                                                                                 "distill-merge0.5")
@@ -449,7 +446,7 @@ def test_a_lora_row_trains_the_adapter_and_saves_the_merged_model(bench, tmp_pat
                   eval_steps=2, max_length=32, smoke=True, model=str(tiny_bert_dir), sts_suite=False)
     worker = adaptation.Worker(cfg)
     worker._domains = {"scifact": _domain(domains, "scifact")}
-    monkeypatch.setattr(importlib.import_module("harness"), "stsb_dev", lambda senteval: Dev())
+    monkeypatch.setattr(importlib.import_module("benchmarks.harness"), "stsb_dev", lambda senteval: Dev())
     assert worker.run() == []
     row = worker.queue.done()["scifact__informin-lora__s0"]
     start = adaptation.load_model(str(tiny_bert_dir)).model.state_dict()

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,12 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("aux_mechanism_benchmark", REPO / "benchmarks" / "aux_mechanism.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("benchmarks.aux_mechanism")
 
 
 def _config(bench, tmp_path, settings):
@@ -67,8 +61,13 @@ def _row(job, setting, seed, sts_avg, dev, gains):
             "sts_avg": sts_avg, "stsb_dev": dev, "device_name": "cpu"}
 
 
-def test_report_compares_with_simcse_and_reads_the_curves(bench, tmp_path, monkeypatch):
-    monkeypatch.setattr(bench, "RESULTS", tmp_path / "results")
+@pytest.fixture(scope="module")
+def reporter():
+    return importlib.import_module("benchmarks.aux_mechanism_report")
+
+
+def test_report_compares_with_simcse_and_reads_the_curves(bench, reporter, tmp_path, monkeypatch):
+    monkeypatch.setattr(reporter, "RESULTS", tmp_path / "results")
     cfg = _config(bench, tmp_path, list(bench.SETTINGS))
     done = cfg.work_dir / "done"
     done.mkdir(parents=True)
@@ -76,7 +75,7 @@ def test_report_compares_with_simcse_and_reads_the_curves(bench, tmp_path, monke
             _row("weight-1-s0", "weight-1", 0, 78.0, 85.1, [0.1156, 0.3, 0.5, 0.6, 0.65])]
     for row in rows:
         (done / f"{row['job']}.json").write_text(json.dumps(row))
-    markdown = bench.report(cfg, "cmd", "aux_test")
+    markdown = reporter.report(cfg, "cmd", "aux_test")
     line = next(line for line in markdown.splitlines() if line.startswith("| InfoCSE, decoder trained alone first, full gradient, aux lr 1e-4, lambda 1 |"))
     cells = [c.strip() for c in line.split("|")[1:-1]]
     assert cells[2:5] == ["0.1156", "0.5000", "0.6500"]  # own gain at start, middle, end
@@ -85,10 +84,10 @@ def test_report_compares_with_simcse_and_reads_the_curves(bench, tmp_path, monke
     assert (tmp_path / "results" / "aux_test.json").exists() and (tmp_path / "results" / "aux_test_gain.png").exists()
 
 
-def test_restore_copies_long_budget_rows_once(bench, tmp_path):
+def test_restore_copies_long_budget_rows_once(bench, reporter, tmp_path):
     cfg = _config(bench, tmp_path, ["simcse"])
-    first = bench.restore(cfg, "no_such_results")
+    first = reporter.restore(cfg, "no_such_results")
     assert first == 6  # SimCSE and InfoCSE, 3 seeds each, from the committed long_budget.json
     row = json.loads((cfg.work_dir / "done" / "simcse-s0.json").read_text())
     assert row["setting"] == "simcse" and row["source"] == "long_budget.json" and row["sts_avg"] == pytest.approx(76.4, abs=0.5)
-    assert bench.restore(cfg, "no_such_results") == 0
+    assert reporter.restore(cfg, "no_such_results") == 0

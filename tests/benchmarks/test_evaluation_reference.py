@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import json
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def reference():
     pytest.importorskip("mteb")
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        yield importlib.import_module("evaluation_reference")
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+    return importlib.import_module("benchmarks.evaluation_reference")
 
 
 def _toy(folder: Path, corpus: dict[str, str], queries: dict[str, str], qrels: list[tuple[str, str, int]]) -> Path:

@@ -1,13 +1,11 @@
-"""The benchmarks' shared harness: the job queue, the statistics, the README block, and the two scripts built on it
+"""The benchmarks' shared harness: the statistics, the README block, the model paths, and the two reports built on it
 still reporting their committed results exactly."""
 
 from __future__ import annotations
 
 import importlib
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,46 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def harness():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    return importlib.import_module("harness")
-
-
-def _dead_pid() -> int:
-    process = subprocess.Popen([sys.executable, "-c", "pass"])
-    process.wait()
-    return process.pid
-
-
-def test_a_job_is_claimed_once_and_a_dead_workers_claim_is_taken_over(harness, tmp_path):
-    queue = harness.JobQueue(tmp_path)
-    assert queue.claim("a") and not queue.claim("a")  # this process holds it now
-    (queue.claims / "b").write_text(str(_dead_pid()))
-    assert queue.claim("b") and (queue.claims / "b").read_text() == str(os.getpid())
-    queue.store("a", {"x": 1})
-    assert queue.load("a") == {"job": "a", "x": 1} and queue.done() == {"a": {"job": "a", "x": 1}}
-    assert not list(queue.done_dir.glob("*.partial"))
-
-
-def test_the_queue_runs_what_is_left_and_releases_a_failed_claim(harness, tmp_path):
-    queue = harness.JobQueue(tmp_path)
-    queue.store("done", {})
-    ran = []
-
-    def run_job(job):
-        ran.append(job)
-        if job == "bad":
-            raise RuntimeError("boom")
-        queue.store(job, {})
-
-    assert queue.run(["done", "bad", "good"], run_job, keep_going=True) == ["bad"]
-    assert ran == ["bad", "good"] and not (queue.claims / "bad").exists()  # a later worker retries it
-    with pytest.raises(RuntimeError):
-        queue.run(["bad"], run_job)
-    queue.wait_for("later", run_job)  # unclaimed: run here instead of waiting
-    assert queue.is_done("later")
-    (queue.claims / "orphan").write_text(str(_dead_pid()))  # a killed worker's claim on a prerequisite
-    queue.wait_for("orphan", run_job, poll=0.01)  # taken over and run here, not waited for forever
-    assert queue.is_done("orphan") and ran[-1] == "orphan"
+    return importlib.import_module("benchmarks.harness")
 
 
 def test_statistics(harness):
@@ -79,25 +38,25 @@ def test_update_block_replaces_only_between_the_markers(harness, tmp_path):
     assert without.read_text() == "nothing\n"
 
 
-def _committed_report(module, stem, title, tmp_path, monkeypatch, *extra):
+def _committed_report(module, reporter, stem, title, tmp_path, monkeypatch, *extra):
     payload = json.loads((REPO / "benchmarks" / "results" / f"{stem}.json").read_text())
     done = tmp_path / "work" / "done"
     done.mkdir(parents=True)
     for job, data in payload["jobs"].items():
         (done / f"{job}.json").write_text(json.dumps(data))
-    monkeypatch.setattr(module, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(reporter, "RESULTS", tmp_path / "results")
     config = payload["config"] | {"work_dir": tmp_path / "work"}
     config |= {key: Path(config[key]) for key in ("sentences", "senteval")}
-    markdown = module.report(module.Config(**config), payload["command"], *extra)
+    markdown = reporter.report(module.Config(**config), payload["command"], *extra)
     return (REPO / "benchmarks" / "results" / f"{stem}.md").read_text() == f"# {title}\n\n" + markdown
 
 
 def test_long_budget_and_aux_mechanism_report_their_committed_results_unchanged(harness, tmp_path, monkeypatch):
-    long_budget = importlib.import_module("long_budget")
-    aux_mechanism = importlib.import_module("aux_mechanism")
-    assert _committed_report(long_budget, "long_budget", "SimCSE vs InfoCSE, longer budget", tmp_path / "lb",
+    long_budget = importlib.import_module("benchmarks.long_budget")
+    aux_mechanism = importlib.import_module("benchmarks.aux_mechanism")
+    assert _committed_report(long_budget, importlib.import_module("benchmarks.long_budget_report"), "long_budget", "SimCSE vs InfoCSE, longer budget", tmp_path / "lb",
                              monkeypatch)
-    assert _committed_report(aux_mechanism, "aux_mechanism", "When does the auxiliary MLM matter?", tmp_path / "am",
+    assert _committed_report(aux_mechanism, importlib.import_module("benchmarks.aux_mechanism_report"), "aux_mechanism", "When does the auxiliary MLM matter?", tmp_path / "am",
                              monkeypatch, "aux_mechanism")
     assert (tmp_path / "lb" / "results" / "long_budget_curves.png").stat().st_size > 0
 
@@ -115,3 +74,20 @@ def test_a_result_names_the_commit_it_ran_at(harness, monkeypatch):
     )
     assert harness.provenance({"command": "python x.py", "commit": "abc"}) == "`python x.py` at commit abc"
     assert harness.provenance({"command": "c", "commit": "d", "commit_note": "from git"}) == "`c` at commit d (from git)"
+
+
+def test_model_paths_come_from_an_argument_or_the_environment_and_a_missing_one_names_both(harness, tmp_path,
+                                                                                          monkeypatch):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    monkeypatch.delenv(harness.MPNET_ENV, raising=False)
+    with pytest.raises(SystemExit, match="--mpnet DIR or set ST_INFOCSE_MPNET"):
+        harness.mpnet_path()
+    assert harness.mpnet_path(folder) == folder
+    monkeypatch.setenv(harness.MPNET_ENV, str(folder))
+    assert harness.mpnet_path() == folder
+    monkeypatch.setenv(harness.MINILM_ENV, str(tmp_path / "missing"))
+    with pytest.raises(SystemExit, match="--model DIR, set ST_INFOCSE_MINILM"):
+        harness.minilm_path()
+    assert harness.minilm_path(str(folder)) == str(folder)  # the argument first

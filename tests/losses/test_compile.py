@@ -4,7 +4,6 @@ its layer hook for the model's forward pass (declared eager: a hook handle canno
 the model between steps), and the trainer's ``torch_compile=True`` trains with the losses.
 """
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,13 +11,11 @@ import sentence_transformers
 import torch
 from datasets import Dataset
 
+from benchmarks.graph_breaks import graph_breaks  # benchmark tooling, not part of the package
 from st_infocse import losses
 from st_infocse.training import AuxiliaryStateCallback
 
 from ..conftest import random_sentences
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from graph_breaks import graph_breaks  # noqa: E402  (benchmark tooling, not part of the package)
 
 SENTENCE_TRANSFORMERS = str(Path(sentence_transformers.__file__).parent)
 

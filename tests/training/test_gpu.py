@@ -8,8 +8,6 @@ themselves on a machine without a GPU.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -123,10 +121,7 @@ def test_no_host_synchronisation_in_the_package(make_model, name, record_propert
     """A training step (forward, backward, fused AdamW) with the step checks deferred, as under
     AuxiliaryStateCallback: no host synchronisation is called from the package's code. Those of the libraries
     (sentence-transformers, transformers) are recorded, not judged."""
-    benchmarks = str(Path(__file__).resolve().parents[2] / "benchmarks")
-    if benchmarks not in sys.path:
-        sys.path.insert(0, benchmarks)
-    from gpu_check import host_syncs, in_package  # the step-time table counts them the same way
+    from benchmarks.gpu_check import host_syncs, in_package  # the step-time table counts them the same way
 
     model, loss, features = _on_device(make_model, name)
     checks = list(losses.training_losses(loss))
