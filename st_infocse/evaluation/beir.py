@@ -18,7 +18,7 @@ from .beir_tasks import CQADUPSTACK_FORUMS, beir_task_info
 from .encoding import model_name
 from .lexical import LexicalSettings
 from .loaders import PathLike, RetrievalData, load_beir_folder, load_mteb_retrieval
-from .retrieval import DEFAULT_K_VALUES, BEIRResult, RetrievalResult, evaluate_retrieval, quiet_beir
+from .retrieval import DEFAULT_K_VALUES, BEIRResult, RetrievalResult, evaluate_retrieval, quiet_logs
 
 __all__ = ["download_beir", "evaluate_beir"]
 
@@ -153,5 +153,5 @@ def download_beir(name: str, out_dir: PathLike) -> Path:
     """
     util = require("beir.util", "Downloading BEIR datasets")
     url = f"https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
-    with quiet_beir():
+    with quiet_logs():
         return Path(util.download_and_unzip(url, str(out_dir)))

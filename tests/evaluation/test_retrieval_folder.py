@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from st_infocse.evaluation import (
+    RetrievalEvaluator,
     RetrievalFolderInfo,
     check_retrieval_folder,
     resolve_retrieval_split,
@@ -201,14 +202,15 @@ def test_the_evaluator_is_sentence_transformers_own(folder):
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
     evaluator, _ = retrieval_evaluator(folder, name="mine", batch_size=7)
-    # sentence-transformers' own, keeping each query's nDCG@10 (QueryScoredRetrievalEvaluator) and nothing else
+    # sentence-transformers' own, scored by pytrec_eval (RetrievalEvaluator) and nothing else
     assert isinstance(evaluator, InformationRetrievalEvaluator)
-    assert type(evaluator).__mro__[1] is InformationRetrievalEvaluator
+    assert type(evaluator).__mro__[1] is InformationRetrievalEvaluator and type(evaluator) is RetrievalEvaluator
     assert (evaluator.name, evaluator.batch_size, evaluator.write_csv) == ("mine", 7, False)
     assert evaluator.ndcg_at_k == [10] and evaluator.precision_recall_at_k == [10, 100]
     assert evaluator.mrr_at_k == [10] and evaluator.map_at_k == [100] and evaluator.accuracy_at_k == [1, 10]
     assert evaluator.queries_ids == ["q1", "q2"]
-    assert evaluator.relevant_docs == {"q1": {"d1", "d2"}, "q2": {"d3"}}
+    # the judged queries with their graded qrels, score-0 rows kept (pytrec_eval reads them as not relevant)
+    assert evaluator.relevant_docs == {"q1": {"d1": 1, "d2": 1}, "q2": {"d3": 1, "d4": 0}}
 
 
 @pytest.mark.parametrize("similarity", ["cosine", "dot"])
