@@ -74,11 +74,6 @@ def evaluate_beir(
 
     Example:
         >>> print(evaluate_beir(model, "scifact", source="../shared/data/beir"))  # doctest: +SKIP
-        all-MiniLM-L6-v2
-        Dataset  nDCG@10
-        scifact    64.51
-        average    64.51
-          scores x100 (the JSON keeps beir's 0-1 values)
     """
     names = [datasets] if isinstance(datasets, str) else list(datasets)
     out: dict[str, RetrievalResult] = {}

@@ -61,7 +61,7 @@ class RetrievalFolderInfo:
         n_judged_docs: Distinct documents judged relevant to some query of the split.
         n_corpus_used: Documents the evaluator searches (``n_corpus`` unless the corpus was sampled).
         seed: The sampling seed, when the corpus was sampled.
-        max_corpus: The corpus cap the evaluator was built with (None: no cap, or not built yet).
+        max_corpus: The corpus cap the evaluator was built with (None: no cap, or no evaluator built).
     """
 
     folder: Path
