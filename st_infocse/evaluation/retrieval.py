@@ -25,13 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
 from ._deps import require
 from ._format import SCALE_UNIT, markdown_table, text_table, x100
 from .beir_tasks import beir_task_info
-from .encoding import PROGRESS_BAR_MIN_TEXTS, encode_unique
+from .encoding import PROGRESS_BAR_MIN_TEXTS
 from .lexical import FUSION_DEPTH, LexicalSettings, reference_runs
 from .loaders import RetrievalData
 from .paired import PairedChange, UnitScores, unit_change
@@ -347,32 +346,26 @@ def document_text(doc: Mapping[str, str]) -> str:
 
 def search(model: Any, data: RetrievalData, top_k: int = 1000, batch_size: int = 64,
            show_progress_bar: bool | None = None) -> Run:
-    """Exact nearest-neighbour search of every query over the corpus, with the model's own similarity.
-
-    Args:
-        model: A ``SentenceTransformer``; ``encode_query``/``encode_document`` and ``similarity`` are used when
-            present (so models with query/document prompts get them, as in mteb), else ``encode`` and cosine.
-        data: The dataset.
-        top_k: Documents kept per query.
-        batch_size: Encoding batch size.
-        show_progress_bar: ``None``: shown for 1,000+ texts.
+    """Each judged query's ``top_k`` documents by the model's own similarity: a :class:`RetrievalEvaluator`'s hits.
 
     Returns:
         Query id -> {document id -> score}, the format pytrec_eval, beir and mteb read.
     """
-    from sentence_transformers.util import cos_sim, semantic_search
+    evaluator = _evaluator(data, (top_k,), False, batch_size, show_progress_bar)
+    with quiet_logs():
+        evaluator(model)
+    return evaluator.hits or {}
 
-    doc_ids, query_ids = list(data.corpus), list(data.queries)
-    if not doc_ids or not query_ids:
+
+def _evaluator(data: RetrievalData, k_values: Sequence[int], ignore_identical_ids: bool, batch_size: int,
+               show_progress_bar: bool | None) -> RetrievalEvaluator:
+    if not data.corpus or not data.queries:
         raise ValueError(f"{data.name}: empty corpus or no queries")
-    documents = encode_unique(model, [document_text(data.corpus[d]) for d in doc_ids], batch_size, show_progress_bar,
-                              kind="document")
-    queries = encode_unique(model, [data.queries[q] for q in query_ids], batch_size, show_progress_bar, kind="query")
-    similarity = getattr(model, "similarity", None) or cos_sim
-    hits = semantic_search(torch.as_tensor(queries), torch.as_tensor(documents), top_k=min(top_k, len(doc_ids)),
-                           score_function=lambda a, b: torch.as_tensor(similarity(a, b)).float())
-    return {query_id: {doc_ids[hit["corpus_id"]]: float(hit["score"]) for hit in query_hits}
-            for query_id, query_hits in zip(query_ids, hits, strict=True)}
+    if show_progress_bar is None:
+        show_progress_bar = len(data.corpus) >= PROGRESS_BAR_MIN_TEXTS
+    return RetrievalEvaluator(data.queries, {d: document_text(doc) for d, doc in data.corpus.items()}, data.qrels,
+                              k_values, ignore_identical_ids, batch_size=batch_size,
+                              show_progress_bar=show_progress_bar, write_csv=False)
 
 
 def evaluate_retrieval(
@@ -408,13 +401,8 @@ def evaluate_retrieval(
     """
     if ignore_identical_ids is None:
         ignore_identical_ids = beir_task_info(data.name).ignore_identical_ids
-    if not data.corpus or not data.queries:
-        raise ValueError(f"{data.name}: empty corpus or no queries")
     start = time.perf_counter()
-    evaluator = RetrievalEvaluator(data.queries, {d: document_text(doc) for d, doc in data.corpus.items()}, data.qrels,
-                                   k_values, ignore_identical_ids, batch_size=batch_size, write_csv=False,
-                                   show_progress_bar=(len(data.corpus) >= PROGRESS_BAR_MIN_TEXTS
-                                                      if show_progress_bar is None else show_progress_bar))
+    evaluator = _evaluator(data, k_values, ignore_identical_ids, batch_size, show_progress_bar)
     with quiet_logs():
         evaluator(model)
     if lexical is not None:

@@ -48,7 +48,7 @@ def test_search_ranks_by_cosine_and_reads_title_plus_text(ev):
     results = search(stub, data, top_k=2)
     assert list(results["qa"]) == ["d1", "d2"] and list(results["qb"]) == ["d3", "d2"]
     assert results["qa"]["d1"] == pytest.approx(math.cos(math.radians(10)), abs=1e-6)
-    assert "doc three" in stub.calls[0]  # title + " " + text, as mteb reads documents
+    assert any("doc three" in call for call in stub.calls)  # title + " " + text, as mteb reads documents
 
 
 def test_metrics_by_hand(ev):
