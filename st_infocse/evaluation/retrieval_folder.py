@@ -56,7 +56,7 @@ class RetrievalFolderInfo:
     Attributes:
         folder: The dataset folder.
         split: The qrels split (``qrels/<split>.tsv``).
-        n_corpus: Documents in ``corpus.jsonl`` (also :attr:`n_corpus_total`).
+        n_corpus: Documents in ``corpus.jsonl``.
         n_queries: Judged queries: those with at least one relevant document (qrels score above 0).
         n_judged_docs: Distinct documents judged relevant to some query of the split.
         n_corpus_used: Documents the evaluator searches (``n_corpus`` unless the corpus was sampled).
@@ -76,11 +76,6 @@ class RetrievalFolderInfo:
     def __post_init__(self) -> None:
         if self.n_corpus_used < 0:  # not given: the whole corpus
             object.__setattr__(self, "n_corpus_used", self.n_corpus)
-
-    @property
-    def n_corpus_total(self) -> int:
-        """Documents in ``corpus.jsonl`` (the same as :attr:`n_corpus`)."""
-        return self.n_corpus
 
     @property
     def sampled(self) -> bool:

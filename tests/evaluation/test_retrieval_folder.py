@@ -60,7 +60,7 @@ def test_check_counts_judged_queries_and_relevant_documents(folder):
     info = check_retrieval_folder(folder)
     # q3 has only a score-0 row on dev, and d4/d5 score 0: neither counts as judged relevant
     assert info == RetrievalFolderInfo(folder, "dev", n_corpus=6, n_queries=2, n_judged_docs=3)
-    assert info.n_corpus_used == info.n_corpus_total == 6 and not info.sampled
+    assert info.n_corpus_used == info.n_corpus == 6 and not info.sampled
     assert info.describe() == "mydata-dev: 2 queries, 6 documents (3 judged)"
     test = check_retrieval_folder(folder, "test")
     assert (test.split, test.n_queries, test.n_judged_docs) == ("test", 1, 1)
@@ -163,7 +163,7 @@ def test_sampling_keeps_every_judged_document_and_max_corpus_in_all(big_folder):
     assert len(evaluator.corpus_ids) == 10 and judged <= set(evaluator.corpus_ids)
     assert len(set(evaluator.corpus_ids)) == 10
     assert evaluator.corpus_ids == sorted(evaluator.corpus_ids)  # file order kept
-    assert info.sampled and (info.n_corpus_total, info.n_corpus_used, info.n_judged_docs) == (60, 10, 4)
+    assert info.sampled and (info.n_corpus, info.n_corpus_used, info.n_judged_docs) == (60, 10, 4)
     assert info.describe() == "big-dev: 3 queries, 10 of 60 documents (all 4 judged + a seed-0 sample)"
 
     again, _ = retrieval_evaluator(big_folder, max_corpus=10, seed=0)
