@@ -44,6 +44,8 @@ _TREC_MEASURES = {"accuracy": "success", "precision": "P", "recall": "recall", "
 # the evaluator's cut-off attribute of each metric
 _CUTOFFS = {"accuracy": "accuracy_at_k", "precision": "precision_recall_at_k", "recall": "precision_recall_at_k",
             "mrr": "mrr_at_k", "ndcg": "ndcg_at_k", "map": "map_at_k"}
+# the metrics a result reports, as beir's EvaluateRetrieval and mteb's retrieval tasks name them
+_BEIR_METRICS = ("ndcg", "map", "recall", "precision")
 _IR_LOGGER = "sentence_transformers.sentence_transformer.evaluation.information_retrieval"
 #: The loggers whose per-metric INFO lines ``st-infocse evaluate`` holds back unless given a level (``--verbose``).
 RETRIEVAL_LOGGERS = ("beir", _IR_LOGGER)
@@ -117,7 +119,7 @@ def retrieval_metrics(qrels: Mapping[str, Mapping[str, int]], run: Run, k_values
         >>> retrieval_metrics({"q": {"d1": 1}}, {"q": {"d1": 0.9, "d2": 0.1}}, k_values=(1,))["ndcg@1"]
         1.0
     """
-    names = [f"{name}@{k}" for name in ("ndcg", "map", "recall", "precision") for k in k_values]
+    names = [f"{name}@{k}" for name in _BEIR_METRICS for k in k_values]
     return {metric: float(np.mean(list(scores.values())))
             for metric, scores in per_query_metrics(qrels, run, names, ignore_identical_ids).items()}
 
@@ -383,7 +385,7 @@ def evaluate_retrieval(
     Args:
         model: A ``SentenceTransformer``.
         data: The dataset (:func:`~st_infocse.evaluation.load_beir_folder`, ``load_mteb_retrieval``).
-        k_values: Cut-offs of every metric.
+        k_values: Cut-offs of nDCG, MAP, recall and precision (the metrics reported, as beir reports them).
         ignore_identical_ids: ``None``: mteb's setting for this dataset (see :func:`beir_task_info`).
         batch_size: Encoding batch size.
         show_progress_bar: ``None``: shown for 1,000+ texts.
@@ -409,7 +411,9 @@ def evaluate_retrieval(
         per_query = sorted({*per_query, "ndcg@10"})
 
     def result(name: str, scores: dict[str, dict[str, float]], keep: Sequence[str]) -> RetrievalResult:
-        return RetrievalResult(name, {metric: float(np.mean(list(v.values()))) for metric, v in scores.items()},
+        means = {metric: float(np.mean(list(v.values()))) for metric, v in scores.items()
+                 if metric.partition("@")[0] in _BEIR_METRICS}
+        return RetrievalResult(name, means,
                                len(data.queries), len(data.corpus), data.source, data.split,
                                per_query={metric: scores[metric] for metric in keep})
 
