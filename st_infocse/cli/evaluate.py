@@ -81,8 +81,9 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
     from st_infocse import evaluation
 
     if eval_args.verbose:
-        # an explicit level on beir's logger is what the evaluators leave alone
-        logging.getLogger("beir").setLevel(logging.INFO)
+        # an explicit level on these loggers is what the evaluators leave alone
+        for name in evaluation.RETRIEVAL_LOGGERS:
+            logging.getLogger(name).setLevel(logging.INFO)
     results = _evaluate(model_args, eval_args, lexical_args.settings())
     settings = results.pop("_")
     written = evaluation.save_report(results, eval_args.output_dir, plots=eval_args.plots, settings=settings)

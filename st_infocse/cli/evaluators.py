@@ -162,15 +162,13 @@ def lexical_reference_callback(retrieval: Any, settings: Any):
 def lexical_reference_rows(callback: Any, description: str) -> tuple[dict[str, str], dict[str, Any]]:
     """Summary rows (BM25's and the hybrid's nDCG@10 on the run's queries, and the model as given's and the trained
     model's change against each, with its interval over the queries) and their record for ``run_summary.json``."""
-    from st_infocse.evaluation import paired_change, x100
+    from st_infocse.evaluation import UnitScores, unit_change, x100
 
     rows: dict[str, str] = {}
     record: dict[str, Any] = {"settings": description}
-    scaled = {name: {q: 100 * v for q, v in scores.items()}
-              for name, scores in (("start", callback.start), ("end", callback.end))}
     for name, scores in (callback.references or {}).items():
-        reference = {q: 100 * v for q, v in scores.items()}
-        start, end = paired_change(reference, scaled["start"]), paired_change(reference, scaled["end"])
+        reference = UnitScores("queries", scores)
+        start, end = (unit_change(reference, UnitScores("queries", own)) for own in (callback.start, callback.end))
         label = "BM25 on your queries" if name == "BM25" else "hybrid (BM25 + the model as given)"
         rows[label] = (f"{x100(sum(scores.values()) / len(scores))}; the model as given against it "
                        f"{start.describe()}; at the last step {end.describe()}")

@@ -3,7 +3,8 @@ alignment/uniformity, a training-time STS-B dev evaluator, and JSON/markdown/plo
 
 Online sources go through mteb (Hugging Face hub); offline sources are a SentEval ``data/downstream`` folder,
 jsonl/csv/Hugging Face folders of sentence1/sentence2/score, and BEIR folders (also as a training-time retrieval
-evaluator on the user's own folder, :func:`retrieval_evaluator`).
+evaluator on the user's own folder, :func:`retrieval_evaluator`); retrieval is scored by one evaluator,
+:class:`RetrievalEvaluator`, at training time and on the command line.
 mteb, beir, scikit-learn and matplotlib (the ``eval`` extra) are imported only when a function needs them.
 """
 
@@ -30,6 +31,8 @@ _WHERE = {
     "InDomainRetrievalResult": "in_domain",
     "evaluate_in_domain_retrieval": "in_domain",
     "FUSIONS": "lexical",
+    "FUSION_DEPTH": "lexical",
+    "reference_runs": "lexical",
     "LexicalSettings": "lexical",
     "bm25_search": "lexical",
     "fuse_runs": "lexical",
@@ -55,6 +58,9 @@ _WHERE = {
     "retrieval_evaluator": "retrieval_folder",
     "retrieval_metric_keys": "retrieval_folder",
     "PairedChange": "paired",
+    "UnitScores": "paired",
+    "paired_changes": "paired",
+    "unit_change": "paired",
     "paired_change": "paired",
     "paired_spearman_change": "paired",
     "queries_needed": "paired",
@@ -68,15 +74,14 @@ _WHERE = {
     "EvaluationResult": "results",
     "TaskTableResult": "results",
     "BEIRResult": "retrieval",
+    "RETRIEVAL_LOGGERS": "retrieval",
+    "RetrievalEvaluator": "retrieval",
     "RetrievalResult": "retrieval",
     "evaluate_retrieval": "retrieval",
     "per_query_metrics": "retrieval",
     "retrieval_metrics": "retrieval",
     "search": "retrieval",
     "PairScoredSimilarityEvaluator": "scored_units",
-    "QueryScoredRetrievalEvaluator": "scored_units",
-    "UnitScores": "scored_units",
-    "paired_changes": "scored_units",
     "primary_unit_key": "scored_units",
     "unit_scores": "scored_units",
     "STSB_DEV_METRIC": "sts",

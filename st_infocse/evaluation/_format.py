@@ -14,8 +14,8 @@ def x100(value: float | None) -> str:
     """A [0, 1] score as the papers print it: x100, two decimals ("-" when missing; NaN prints as nan).
 
     Example:
-        >>> x100(0.64508)
-        '64.51'
+        >>> x100(0.4321)
+        '43.21'
     """
     return "-" if value is None else f"{100 * value:.2f}"
 

@@ -6,6 +6,7 @@ BEIR authors' server.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from .beir_tasks import CQADUPSTACK_FORUMS, beir_task_info
 from .encoding import model_name
 from .lexical import LexicalSettings
 from .loaders import PathLike, RetrievalData, load_beir_folder, load_mteb_retrieval
-from .retrieval import DEFAULT_K_VALUES, BEIRResult, RetrievalResult, evaluate_retrieval, quiet_beir
+from .retrieval import DEFAULT_K_VALUES, BEIRResult, RetrievalResult, evaluate_retrieval, quiet_logs
 
 __all__ = ["download_beir", "evaluate_beir"]
 
@@ -74,11 +75,6 @@ def evaluate_beir(
 
     Example:
         >>> print(evaluate_beir(model, "scifact", source="../shared/data/beir"))  # doctest: +SKIP
-        all-MiniLM-L6-v2
-        Dataset  nDCG@10
-        scifact    64.51
-        average    64.51
-          scores x100 (the JSON keeps beir's 0-1 values)
     """
     names = [datasets] if isinstance(datasets, str) else list(datasets)
     out: dict[str, RetrievalResult] = {}
@@ -86,36 +82,25 @@ def evaluate_beir(
         local = Path(given).expanduser()
         # a BEIR folder given by its path is read by its layout, whatever its name
         name, where = (local.name, local) if local.is_dir() else (given, source)
-        info = beir_task_info(name)
-        the_split = split or info.split
-        if split is None and not (isinstance(where, str) and where == "mteb"):
-            the_split = beir_split(_folder_of(name, where), info.split)
-        loaded = _load_retrieval(name, where, the_split)
+        loaded = _load_retrieval(name, where, split)
         if len(loaded) == 1 and loaded[0][0] == "":
             out[name] = evaluate_retrieval(model, loaded[0][1], k_values, None, batch_size, show_progress_bar,
                                            per_query, lexical)
             continue
-        parts = {}
-        for part_name, data in loaded:
-            parts[part_name] = evaluate_retrieval(model, data, k_values, None, batch_size, show_progress_bar,
-                                                  per_query)
+        parts = {part: evaluate_retrieval(model, data, k_values, None, batch_size, show_progress_bar, per_query)
+                 for part, data in loaded}
         out[name] = _average(name, parts, source=str(source))
     return BEIRResult(model_label or model_name(model), out)
 
 
-def _folder_of(name: str, source: PathLike) -> Path:
-    """The folder a local dataset is read from: ``source/name``, or ``source`` itself when it is that dataset."""
-    root = Path(source)
-    return root / name if (root / name).is_dir() else root
-
-
-def _load_retrieval(name: str, source: PathLike, split: str) -> list[tuple[str, RetrievalData]]:
-    """[("", data)] for a plain dataset, [(part, data), ...] for one made of several (CQADupStack)."""
+def _load_retrieval(name: str, source: PathLike, split: str | None) -> list[tuple[str, RetrievalData]]:
+    """[("", data)] for a plain dataset, [(part, data), ...] for one made of several (CQADupStack); ``split`` None:
+    the dataset's own, or in a local folder without that file, ``dev``."""
     info = beir_task_info(name)
     if isinstance(source, str) and source == "mteb":
         if info.name == "cqadupstack":
-            return [(f, load_mteb_retrieval(f"cqadupstack/{f}", split)) for f in CQADUPSTACK_FORUMS]
-        return [("", _renamed(load_mteb_retrieval(info.mteb_name or name, split), info.name))]
+            return [(f, load_mteb_retrieval(f"cqadupstack/{f}", split or info.split)) for f in CQADUPSTACK_FORUMS]
+        return [("", replace(load_mteb_retrieval(info.mteb_name or name, split or info.split), name=info.name))]
     root = Path(source)
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: folder not found (expected BEIR dataset folders or 'mteb')")
@@ -125,17 +110,13 @@ def _load_retrieval(name: str, source: PathLike, split: str) -> list[tuple[str, 
             folder = root
         else:
             raise FileNotFoundError(f"{folder}: folder not found (no BEIR dataset {name!r} under {root})")
+    split = split or beir_split(folder, info.split)
     if (folder / "corpus.jsonl").is_file():
         return [("", load_beir_folder(folder, split, name=info.name))]
     subfolders = sorted(p for p in folder.iterdir() if (p / "corpus.jsonl").is_file())
     if not subfolders:
         raise FileNotFoundError(f"{folder}: no corpus.jsonl here or in its subfolders")
     return [(p.name, load_beir_folder(p, split, name=f"{info.name}/{p.name}")) for p in subfolders]
-
-
-def _renamed(data: RetrievalData, name: str) -> RetrievalData:
-    data.name = name
-    return data
 
 
 def download_beir(name: str, out_dir: PathLike) -> Path:
@@ -153,5 +134,5 @@ def download_beir(name: str, out_dir: PathLike) -> Path:
     """
     util = require("beir.util", "Downloading BEIR datasets")
     url = f"https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
-    with quiet_beir():
+    with quiet_logs():
         return Path(util.download_and_unzip(url, str(out_dir)))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._format import markdown_table, text_table
-from .paired import PairedChange, paired_change, paired_spearman_change
+from .paired import PairedChange, UnitScores, unit_change
 from .retrieval import BEIRResult
 from .sts import STSResult
 
@@ -69,21 +69,14 @@ def compare_results(before: dict[str, Any], after: dict[str, Any], seed: int = 0
         if isinstance(first, STSResult) and isinstance(second, STSResult):
             names = [first.model, second.model]
             for task, b in first.tasks.items():
-                a = second.tasks.get(task)
-                if a is None:
-                    continue
-                change = (paired_spearman_change(b.gold, b.similarities, a.similarities, seed=seed)
-                          if b.similarities and b.gold == a.gold and len(a.similarities) == len(b.similarities)
-                          else None)
-                rows.append(("STS", task, b.spearman, a.spearman, change))
+                if (a := second.tasks.get(task)) is not None:
+                    change = unit_change(UnitScores("pairs", gold=b.gold, similarities=b.similarities),
+                                         UnitScores("pairs", gold=a.gold, similarities=a.similarities), seed=seed)
+                    rows.append(("STS", task, b.spearman, a.spearman, change))
         elif isinstance(first, BEIRResult) and isinstance(second, BEIRResult):
             names = [first.model, second.model]
             for dataset, b in first.datasets.items():
-                a = second.datasets.get(dataset)
-                if a is None:
-                    continue
-                one, two = b.per_query.get("ndcg@10"), a.per_query.get("ndcg@10")
-                change = (paired_change({q: 100 * v for q, v in one.items()}, {q: 100 * v for q, v in two.items()},
-                                        seed=seed) if one and two and set(one) == set(two) else None)
-                rows.append(("BEIR nDCG@10", dataset, 100 * b.ndcg_at_10, 100 * a.ndcg_at_10, change))
+                if (a := second.datasets.get(dataset)) is not None:
+                    rows.append(("BEIR nDCG@10", dataset, 100 * b.ndcg_at_10, 100 * a.ndcg_at_10,
+                                 unit_change(b.units(), a.units(), seed=seed)))
     return Comparison(names[0], names[1], rows)

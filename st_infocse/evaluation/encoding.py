@@ -36,7 +36,7 @@ def encode_unique(
         longest_first: Hand ``encode`` the texts sorted longest first (mining does): a multi-process pool
             (``pool=`` in ``encode_kwargs``) splits its input into chunks before sorting, and sorted chunks pad
             little. Off, ``encode`` gets them in first-appearance order; the order changes a few embeddings in their
-            last bits (batches are padded differently), so each caller keeps the one its committed numbers used.
+            last bits (batches are padded differently), so each caller keeps one order for repeatable numbers.
         encode_kwargs: More arguments for ``encode`` (``normalize_embeddings``, ``pool``, ``device``...).
 
     Returns:

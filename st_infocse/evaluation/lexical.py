@@ -5,6 +5,11 @@ BM25 is ``bm25s``'s (Lucene's variant, k1 1.5, b 0.75) over the documents' title
 (lower-cased word tokens of two or more characters) with a Snowball stemmer and a stop-word list of one language
 (:class:`LexicalSettings`). The hybrid fuses a dense run and the BM25 run per query (:func:`fuse_runs`): the two
 scores min-max normalised over each run's hits and summed with a weight, or reciprocal rank fusion.
+
+:func:`reference_runs` is the one builder of the BM25 and hybrid runs. Min-max fusion normalises over the hits each run
+contributes, so the hybrid depends on how deep each run goes: both runs are cut to :data:`FUSION_DEPTH` documents per
+query, whatever depth the dense search itself kept, so that the training-time evaluator, ``st-infocse evaluate`` and
+the distillation teacher fuse the same runs.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ from typing import Literal
 
 from ._deps import require
 
-__all__ = ["FUSIONS", "LexicalSettings", "bm25_search", "fuse_runs"]
+__all__ = ["FUSIONS", "FUSION_DEPTH", "LexicalSettings", "bm25_search", "fuse_runs", "reference_runs"]
 
 Run = dict[str, dict[str, float]]  # query id -> {document id -> score}, the format beir and pytrec_eval read
 FUSIONS = ("minmax", "rrf")
+#: Documents per query each run contributes to the hybrid (the training-time evaluator's deepest cut-off, Recall@100).
+FUSION_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,31 @@ def fuse_runs(dense: Run, lexical: Run, settings: LexicalSettings | None = None)
             fused[query_id] = {doc: (1 - settings.weight) * norm_a.get(doc, 0.0) + settings.weight * norm_b.get(doc, 0.0)
                                for doc in sorted(a.keys() | b.keys())}
     return fused
+
+
+def reference_runs(dense: Run, corpus: Mapping[str, str], queries: Mapping[str, str],
+                   settings: LexicalSettings | None = None, depth: int = FUSION_DEPTH) -> dict[str, Run]:
+    """BM25's run and its hybrid with ``dense``, each cut to ``depth`` documents per query before fusion.
+
+    Args:
+        dense: The model's run (query id -> {document id -> score}), at least ``depth`` deep where the corpus allows.
+        corpus: Document id -> text, as the dense search read it.
+        queries: Query id -> text.
+        settings: BM25's tokenisation and the fusion.
+        depth: Documents per query of each run.
+
+    Returns:
+        ``{"BM25": run, "hybrid": run}``.
+
+    Example:
+        >>> runs = reference_runs({"q": {"d2": 0.9, "d1": 0.1}}, {"d1": "cats sit", "d2": "dogs run"}, {"q": "a cat"})
+        >>> list(runs["BM25"]["q"]), runs["hybrid"]["q"]
+        (['d1'], {'d1': 0.5, 'd2': 0.5})
+    """
+    bm25 = bm25_search(corpus, queries, top_k=depth, settings=settings)
+    top = {query_id: dict(sorted(hits.items(), key=lambda hit: (-hit[1], hit[0]))[:depth])
+           for query_id, hits in dense.items()}
+    return {"BM25": bm25, "hybrid": fuse_runs(top, bm25, settings)}
 
 
 def _ranks(scores: Mapping[str, float]) -> dict[str, int]:

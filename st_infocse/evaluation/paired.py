@@ -20,12 +20,13 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 GAIN, NOISE, LOSS = "a gain", "within noise", "a loss"
-RESAMPLES = 10_000
+RESAMPLES = 10_000  # over queries
+SPEARMAN_RESAMPLES = 2_000  # over pairs: each resample ranks every pair twice, so fewer
 CONFIDENCE = 0.95
 
 
@@ -114,14 +115,14 @@ def paired_change(before: Mapping[str, float], after: Mapping[str, float], resam
 
 
 def paired_spearman_change(gold: Sequence[float], before: Sequence[float], after: Sequence[float],
-                           resamples: int = 2_000, seed: int = 0, scale: float = 100.0) -> PairedChange:
+                           resamples: int = SPEARMAN_RESAMPLES, seed: int = 0, scale: float = 100.0) -> PairedChange:
     """The change in Spearman's correlation with ``gold`` (x``scale``), the pairs resampled jointly.
 
     Example:
         >>> gold = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
         >>> change = paired_spearman_change(gold, [0, 2, 1, 3, 5, 4], [0, 1, 2, 3, 4, 5], resamples=200)
         >>> round(change.delta, 2)
-        14.29
+        11.43
     """
     from scipy.stats import spearmanr
 
@@ -142,6 +143,50 @@ def paired_spearman_change(gold: Sequence[float], before: Sequence[float], after
     if np.array_equal(arrays[1], arrays[2]):
         return PairedChange(0.0, 0.0, 0.0, 1.0, len(gold), "pairs")
     return _interval_and_p(arrays, statistic, observed, len(gold), "pairs", resamples, seed, vectorized=False)
+
+
+@dataclass(frozen=True)
+class UnitScores:
+    """What one evaluation's score is made of, for comparing two evaluations of the same set unit by unit.
+
+    Attributes:
+        kind: ``"queries"`` (the score is the mean of ``scores``) or ``"pairs"`` (Spearman of ``gold`` and
+            ``similarities``).
+        scores: Query id -> score in [0, 1] (``"queries"``).
+        gold, similarities: The gold scores and the model's similarity of each pair, in order (``"pairs"``).
+    """
+
+    kind: Literal["queries", "pairs"]
+    scores: Mapping[str, float] | None = None
+    gold: tuple[float, ...] = ()
+    similarities: tuple[float, ...] = ()
+
+
+def unit_change(before: UnitScores, after: UnitScores, scale: float = 100.0, seed: int = 0) -> PairedChange | None:
+    """The change from ``before`` to ``after`` (x``scale``, as scores are printed) with its bootstrap interval over
+    the units; None when the two were not scored on the same units (other queries, other pairs, no unit scores).
+
+    Example:
+        >>> unit_change(UnitScores("queries", {"a": 0.5, "b": 0.7}), UnitScores("queries", {"a": 0.6, "b": 0.8})).delta
+        10.0
+    """
+    if before.kind != after.kind:
+        return None
+    if before.kind == "queries":
+        if not before.scores or after.scores is None or set(before.scores) != set(after.scores):
+            return None
+        return paired_change({q: scale * v for q, v in before.scores.items()},
+                             {q: scale * v for q, v in after.scores.items()}, seed=seed)
+    if not before.similarities or before.gold != after.gold or len(before.similarities) != len(after.similarities):
+        return None
+    return paired_spearman_change(before.gold, before.similarities, after.similarities, seed=seed, scale=scale)
+
+
+def paired_changes(before: Mapping[str, UnitScores], after: Mapping[str, UnitScores], scale: float = 100.0,
+                   seed: int = 0) -> dict[str, PairedChange]:
+    """Each metric's :func:`unit_change` from ``before`` to ``after``, for the metrics both hold on the same units."""
+    changes = {key: unit_change(first, after[key], scale, seed) for key, first in before.items() if key in after}
+    return {key: change for key, change in changes.items() if change is not None}
 
 
 def queries_needed(delta: float, spread: float, confidence: float = CONFIDENCE) -> int:

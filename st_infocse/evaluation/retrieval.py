@@ -1,63 +1,222 @@
-"""Retrieval: exact search, nDCG@10 and recall@k of one dataset, its result types, and BM25 beside it (the BEIR
+"""Retrieval: one evaluator for training time and the command line, its result types, and BM25 beside it (the BEIR
 datasets by name or folder are read and averaged in :mod:`~st_infocse.evaluation.beir`).
 
-The model encodes with ``encode_query``/``encode_document`` (one length-sorted call each); the search is exact, with
-the model's own similarity; the metrics are beir's ``EvaluateRetrieval.evaluate`` (pytrec_eval), the numbers mteb
-gives on the same data (``benchmarks/evaluation_reference.py`` checks it on SciFact).
+:class:`RetrievalEvaluator` is sentence-transformers' ``InformationRetrievalEvaluator`` (its encoding with
+``encode_query``/``encode_document``, its exact search with the model's own similarity, its logged keys), with every
+metric taken from one pytrec_eval evaluation of its hits: graded relevance and trec_eval's tie order, as beir and mteb
+score, so each query's score is kept and the logged mean is the queries' mean. Its run is also what BM25's hybrid is
+fused with (:func:`~st_infocse.evaluation.lexical.reference_runs`).
 
 Documents are read as ``title + " " + text`` (stripped) as mteb does, and query-document id collisions are
 ignored only for the datasets where mteb does so (ArguAna, FiQA, Quora, FEVER, MS MARCO), not beir's blanket
 default.
 
-Scales: the BEIR metrics stay in [0, 1] as beir and mteb return them (attributes and ``to_dict``, labelled
-``"scale": "0-1"``); printed and markdown tables show them x100 as the papers do. In-domain recall is x100.
-beir's INFO logging (about 30 lines per evaluated dataset) is held back unless the ``beir`` logger has been
-given a level (``logging.getLogger("beir").setLevel(logging.INFO)``, or ``st-infocse evaluate --verbose``).
+Scales: the metrics stay in [0, 1] as beir and mteb return them (attributes and ``to_dict``, labelled
+``"scale": "0-1"``); printed and markdown tables show them x100 as the papers do.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
+from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
 from ._deps import require
 from ._format import SCALE_UNIT, markdown_table, text_table, x100
 from .beir_tasks import beir_task_info
-from .encoding import encode_unique
-from .lexical import LexicalSettings, bm25_search, fuse_runs
+from .encoding import PROGRESS_BAR_MIN_TEXTS
+from .lexical import FUSION_DEPTH, LexicalSettings, reference_runs
 from .loaders import RetrievalData
-from .paired import PairedChange, paired_change
+from .paired import PairedChange, UnitScores, unit_change
 
-logger = logging.getLogger(__name__)
+Run = dict[str, dict[str, float]]  # query id -> {document id -> score}
 
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 100, 1000)
-@contextmanager
-def quiet_beir() -> Iterator[None]:
-    """Hold back beir's INFO records (it logs every metric at every k) while keeping its warnings and errors.
 
-    A level already set on the ``beir`` logger is the user's choice and is left alone.
+# sentence-transformers' metric name -> pytrec_eval's measure
+_TREC_MEASURES = {"accuracy": "success", "precision": "P", "recall": "recall", "ndcg": "ndcg_cut", "map": "map_cut"}
+# the evaluator's cut-off attribute of each metric
+_CUTOFFS = {"accuracy": "accuracy_at_k", "precision": "precision_recall_at_k", "recall": "precision_recall_at_k",
+            "mrr": "mrr_at_k", "ndcg": "ndcg_at_k", "map": "map_at_k"}
+# the metrics a result reports, as beir's EvaluateRetrieval and mteb's retrieval tasks name them
+_BEIR_METRICS = ("ndcg", "map", "recall", "precision")
+_IR_LOGGER = "sentence_transformers.sentence_transformer.evaluation.information_retrieval"
+#: The loggers whose per-metric INFO lines ``st-infocse evaluate`` holds back unless given a level (``--verbose``).
+RETRIEVAL_LOGGERS = ("beir", _IR_LOGGER)
+
+
+@contextmanager
+def quiet_logs(names: Sequence[str] = RETRIEVAL_LOGGERS) -> Iterator[None]:
+    """Hold back the INFO records of ``names`` (a line per metric and cut-off) while keeping warnings and errors; a
+    level already set on one of them is the user's choice and is left alone.
 
     Example:
-        >>> with quiet_beir():
+        >>> with quiet_logs():
         ...     logging.getLogger("beir.retrieval.evaluation").isEnabledFor(logging.INFO)
         False
     """
-    beir_logger = logging.getLogger("beir")
-    if beir_logger.level != logging.NOTSET:
-        yield
-        return
-    beir_logger.setLevel(logging.WARNING)
+    quieted = [logging.getLogger(name) for name in names if logging.getLogger(name).level == logging.NOTSET]
+    for one in quieted:
+        one.setLevel(logging.WARNING)
     try:
         yield
     finally:
-        beir_logger.setLevel(logging.NOTSET)
+        for one in quieted:
+            one.setLevel(logging.NOTSET)
+
+
+def per_query_metrics(qrels: Mapping[str, Mapping[str, int]], run: Run, metrics: Sequence[str] = ("ndcg@10",),
+                      ignore_identical_ids: bool = False) -> dict[str, dict[str, float]]:
+    """Each query's score for ``metrics`` from one pytrec_eval evaluation (graded relevance, trec_eval's order:
+    score, then document id descending); their mean over queries is what beir and mteb report.
+
+    Args:
+        qrels: Query id -> {document id -> relevance}.
+        run: Query id -> {document id -> score}.
+        metrics: ``"ndcg@10"``, ``"map@100"``, ``"recall@100"``, ``"precision@10"``, ``"accuracy@1"`` (a relevant
+            document in the top k) or ``"mrr@10"`` (reciprocal rank of the first relevant document in the top k).
+        ignore_identical_ids: Drop retrieved documents whose id equals the query id.
+
+    Returns:
+        Metric -> {query id -> score in [0, 1]}, for every query that has both judgements and results.
+
+    Example:
+        >>> per_query_metrics({"q": {"d1": 1}}, {"q": {"d2": 0.9, "d1": 0.1}}, ["ndcg@1", "recall@2", "mrr@10"])
+        {'ndcg@1': {'q': 0.0}, 'recall@2': {'q': 1.0}, 'mrr@10': {'q': 0.5}}
+    """
+    pytrec_eval = require("pytrec_eval", "Retrieval metrics")
+    parsed = {}
+    for metric in metrics:
+        name, _, k = metric.partition("@")
+        if name not in (*_TREC_MEASURES, "mrr") or not k.isdigit():
+            raise ValueError(f"{metric!r}: expected one of {sorted(_CUTOFFS)} with '@k', e.g. 'ndcg@10'")
+        parsed[metric] = (name, int(k))
+    run = {q: {d: s for d, s in docs.items() if not (ignore_identical_ids and d == q)} for q, docs in run.items()}
+    measures = {f"{_TREC_MEASURES[name]}.{k}" for name, k in parsed.values() if name != "mrr"}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures | {"recip_rank"})
+    scores = evaluator.evaluate(run)
+    out = {metric: {q: float(s[f"{_TREC_MEASURES[name]}_{k}"]) for q, s in scores.items()}
+           for metric, (name, k) in parsed.items() if name != "mrr"}
+    for metric, (name, k) in parsed.items():
+        if name == "mrr":  # recip_rank has no cut-off in trec_eval: the run is cut in trec_eval's own order
+            top = {q: dict(sorted(docs.items(), key=lambda hit: (hit[1], hit[0]), reverse=True)[:k])
+                   for q, docs in run.items()}
+            out[metric] = {q: float(s["recip_rank"]) for q, s in evaluator.evaluate(top).items()}
+    return {metric: out[metric] for metric in metrics}
+
+
+def retrieval_metrics(qrels: Mapping[str, Mapping[str, int]], run: Run, k_values: Sequence[int] = DEFAULT_K_VALUES,
+                      ignore_identical_ids: bool = False) -> dict[str, float]:
+    """nDCG, MAP, recall and precision at each k: the queries' means of :func:`per_query_metrics`.
+
+    Example:
+        >>> retrieval_metrics({"q": {"d1": 1}}, {"q": {"d1": 0.9, "d2": 0.1}}, k_values=(1,))["ndcg@1"]
+        1.0
+    """
+    names = [f"{name}@{k}" for name in _BEIR_METRICS for k in k_values]
+    return {metric: float(np.mean(list(scores.values())))
+            for metric, scores in per_query_metrics(qrels, run, names, ignore_identical_ids).items()}
+
+
+class RetrievalEvaluator(InformationRetrievalEvaluator):
+    """sentence-transformers' ``InformationRetrievalEvaluator`` scored by pytrec_eval, keeping each query's scores.
+
+    It searches as its parent does (``encode_query``/``encode_document``, the model's similarity, each query's top
+    hits down to the deepest cut-off) and logs the same keys (``{name}_{similarity}_ndcg@10``...), but every metric is
+    the queries' mean of :func:`per_query_metrics` on those hits: graded relevance, trec_eval's tie order, a document
+    whose id is the query's dropped when ``ignore_identical_ids``, as beir and mteb score. After a call, ``hits`` is
+    the run, ``query_scores`` each query's score of every metric, and ``per_query`` those of the primary metric
+    (nDCG at the largest ``ndcg_at_k``), whose mean is the logged primary metric.
+
+    Args:
+        queries: Query id -> text.
+        corpus: Document id -> text.
+        qrels: Query id -> {document id -> relevance}; relevance above 0 is relevant, higher grades count more in
+            nDCG. Queries without judgements are not evaluated.
+        k_values: Cut-offs for every metric (accuracy, precision, recall, MRR, nDCG, MAP); None leaves the parent's
+            keyword arguments (``ndcg_at_k=[10]``...) or its defaults.
+        ignore_identical_ids: Drop a retrieved document whose id equals the query id.
+        kwargs: The parent's (``name``, ``batch_size``, ``show_progress_bar``, ``write_csv``...).
+
+    Example:
+        >>> evaluator = RetrievalEvaluator(queries, corpus, qrels, name="dev")  # doctest: +SKIP
+        >>> evaluator(model)["dev_cosine_ndcg@10"] == np.mean(list(evaluator.per_query.values()))  # doctest: +SKIP
+        True
+    """
+
+    hits: Run | None = None
+    query_scores: dict[str, dict[str, float]] | None = None
+
+    def __init__(self, queries: Mapping[str, str], corpus: Mapping[str, str], qrels: Mapping[str, Mapping[str, int]],
+                 k_values: Sequence[int] | None = None, ignore_identical_ids: bool = False, **kwargs: Any) -> None:
+        if k_values is not None:
+            kwargs |= {attribute: list(k_values) for attribute in set(_CUTOFFS.values())}
+        super().__init__(dict(queries), dict(corpus), {q: dict(rel) for q, rel in qrels.items()}, **kwargs)
+        self.ignore_identical_ids = ignore_identical_ids
+
+    @property
+    def metric_names(self) -> list[str]:
+        """Every metric reported, ``"ndcg@10"``, ``"recall@100"``... (without the name and similarity)."""
+        return [f"{metric}@{k}" for metric, attribute in _CUTOFFS.items() for k in getattr(self, attribute)]
+
+    @property
+    def primary_key(self) -> str:
+        """The primary metric without the name and similarity: ``"ndcg@10"``."""
+        return f"ndcg@{max(self.ndcg_at_k)}"
+
+    @property
+    def per_query(self) -> dict[str, float] | None:
+        """Each query's primary metric of the last call."""
+        return None if self.query_scores is None else self.query_scores[self.primary_key]
+
+    @property
+    def depth(self) -> int:
+        """Documents kept per query: the deepest cut-off."""
+        return max(max(getattr(self, attribute)) for attribute in set(_CUTOFFS.values()))
+
+    def metrics_of(self, run: Run) -> dict[str, dict[str, float]]:
+        """Each query's score of every metric for a run (query id -> {document id -> score}), as for the model's."""
+        return per_query_metrics(self.relevant_docs, run, self.metric_names, self.ignore_identical_ids)
+
+    def score_run(self, run: Run) -> dict[str, float]:
+        """Each query's primary metric for a run."""
+        return self.metrics_of(run)[self.primary_key]
+
+    def compute_metrics(self, queries_result_list: list[object]) -> dict[str, dict[int, float]]:
+        self.hits = {query_id: {hit["corpus_id"]: float(hit["score"]) for hit in hits}
+                     for query_id, hits in zip(self.queries_ids, queries_result_list, strict=True)}
+        self.query_scores = self.metrics_of(self.hits)
+        means: dict[str, dict[int, float]] = {}
+        for metric, scores in self.query_scores.items():
+            name, _, k = metric.partition("@")
+            means.setdefault(f"{name}@k", {})[int(k)] = float(np.mean(list(scores.values())))
+        return means
+
+    def lexical_references(self, settings: LexicalSettings | None = None) -> dict[str, dict[str, float]]:
+        """BM25's and the hybrid's (BM25 fused with the last call's hits) primary metric per query, on this
+        evaluator's queries and corpus."""
+        return {name: scores[self.primary_key] for name, scores in self.reference_scores(settings).items()}
+
+    def reference_scores(self, settings: LexicalSettings | None = None) -> dict[str, dict[str, dict[str, float]]]:
+        """BM25's and the hybrid's score of every metric per query (:func:`~.lexical.reference_runs`)."""
+        if self.hits is None:
+            raise ValueError("the references fuse BM25 with the last evaluation's hits: call the evaluator first")
+        if self.depth < min(FUSION_DEPTH, len(self.corpus)):
+            raise ValueError(f"the hybrid fuses the top {FUSION_DEPTH} hits; this evaluator keeps {self.depth}")
+        runs = reference_runs(self.hits, dict(zip(self.corpus_ids, self.corpus, strict=True)),
+                              dict(zip(self.queries_ids, self.queries, strict=True)), settings)
+        return {name: self.metrics_of(run) for name, run in runs.items()}
+
+    def units(self) -> dict[str, UnitScores]:
+        if self.per_query is None or not self.primary_metric:
+            return {}
+        return {self.primary_metric: UnitScores("queries", scores=dict(self.per_query))}
 
 
 @dataclass
@@ -76,6 +235,7 @@ class RetrievalResult:
             :func:`evaluate_retrieval`); their mean over queries is ``metrics[metric]``.
         references: ``"BM25"`` and ``"hybrid"`` (BM25 fused with this model) on the same queries, each with its
             nDCG@10 per query (``lexical=`` of :func:`evaluate_retrieval`).
+        lexical: The references' settings, described.
     """
 
     name: str
@@ -94,30 +254,26 @@ class RetrievalResult:
     def ndcg_at_10(self) -> float:
         return self.metrics["ndcg@10"]
 
+    def units(self) -> UnitScores:
+        """Each query's nDCG@10, for a paired comparison (none kept: no scores)."""
+        return UnitScores("queries", scores=self.per_query.get("ndcg@10"))
+
     def reference_changes(self) -> dict[str, PairedChange]:
         """This model's nDCG@10 (x100) against each reference's, query by query, with its 95% interval."""
-        own = self.per_query.get("ndcg@10", {})
-        return {name: paired_change({q: 100 * v for q, v in ref.per_query["ndcg@10"].items()},
-                                    {q: 100 * v for q, v in own.items()})
-                for name, ref in self.references.items() if own and "ndcg@10" in ref.per_query}
+        changes = {name: unit_change(ref.units(), self.units()) for name, ref in self.references.items()}
+        return {name: change for name, change in changes.items() if change is not None}
 
     def reference_lines(self) -> list[str]:
-        """``BM25 68.63, this model -4.12 (95% CI ...): a loss`` for each reference."""
+        """``BM25 68.63; this model against it: -4.12 (95% CI ...): a loss`` for each reference."""
         changes = self.reference_changes()
         return [f"{name} {x100(ref.ndcg_at_10)}" + (f"; this model against it: {changes[name].describe()}"
                                                     if name in changes else "")
                 for name, ref in self.references.items()]
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "scale": SCALE_UNIT,
-            "metrics": self.metrics,
-            "n_queries": self.n_queries,
-            "n_documents": self.n_documents,
-            "source": self.source,
-            "split": self.split,
-            "seconds": self.seconds,
-        }
+        out: dict[str, Any] = {"scale": SCALE_UNIT, "metrics": self.metrics, "n_queries": self.n_queries,
+                               "n_documents": self.n_documents, "source": self.source, "split": self.split,
+                               "seconds": self.seconds}
         if self.parts:
             out["parts"] = {name: part.to_dict() for name, part in self.parts.items()}
         if self.per_query:
@@ -155,30 +311,27 @@ class BEIRResult:
         averages = [float(np.mean([r.metrics.get(m, np.nan) for r in self.datasets.values()])) for m in metrics]
         return [*rows, ["average"] + [x100(a) for a in averages]]
 
+    def _references(self) -> tuple[list[tuple[str, str]], str]:
+        lines = [(name, line) for name, result in self.datasets.items() for line in result.reference_lines()]
+        return lines, next((result.lexical for result in self.datasets.values() if result.lexical), "")
+
     def to_markdown(self, metrics: Sequence[str] = ("ndcg@10", "recall@100")) -> str:
         """A markdown table (x100): one row per dataset, one column per metric, then the average; then BM25's and
         the hybrid's nDCG@10 on the same queries where they were scored."""
-        notes = [f"- {name}, on the same queries: {line}" for name, result in self.datasets.items()
-                 for line in result.reference_lines()]
-        lexical = next((result.lexical for result in self.datasets.values() if result.lexical), "")
+        lines, lexical = self._references()
+        notes = [f"- {name}, on the same queries: {line}" for name, line in lines]
         notes += [f"- references: {lexical}"] if lexical else []
         return "\n".join([markdown_table(["Dataset", *metrics], self._rows(metrics)), "", *notes,
                           f"- {_BEIR_SCALE_NOTE}"])
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "scale": SCALE_UNIT,
-            "average_ndcg@10": self.average,
-            "datasets": {name: r.to_dict() for name, r in self.datasets.items()},
-        }
+        return {"model": self.model, "scale": SCALE_UNIT, "average_ndcg@10": self.average,
+                "datasets": {name: r.to_dict() for name, r in self.datasets.items()}}
 
     def __str__(self) -> str:
         table = text_table(["Dataset", "nDCG@10"], self._rows(["ndcg@10"]))
-        references = [f"  {name}: {line}" for name, result in self.datasets.items()
-                      for line in result.reference_lines()]
-        lexical = next((result.lexical for result in self.datasets.values() if result.lexical), "")
-        notes = ([f"  on the same queries ({lexical}):", *references] if references else [])
+        lines, lexical = self._references()
+        notes = [f"  on the same queries ({lexical}):", *(f"  {name}: {line}" for name, line in lines)] if lines else []
         return "\n".join([self.model, table, *notes, f"  {_BEIR_SCALE_NOTE}"])
 
 
@@ -186,135 +339,35 @@ class BEIRResult:
 _BEIR_SCALE_NOTE = "scores x100 (the JSON keeps beir's 0-1 values)"
 
 
-def document_text(doc: dict[str, str]) -> str:
+def document_text(doc: Mapping[str, str]) -> str:
     """A BEIR document as one text, as mteb's ``_corpus_to_dict`` and beir join it: the title, a space, the text,
     stripped; the text alone when there is no title."""
     title = doc.get("title") or ""
     return (title + " " + doc["text"]).strip() if title else doc["text"].strip()
 
 
-def search(
-    model: Any,
-    data: RetrievalData,
-    top_k: int = 1000,
-    batch_size: int = 64,
-    show_progress_bar: bool | None = None,
-    corpus_chunk_size: int = 50_000,
-    query_chunk_size: int = 1024,
-) -> dict[str, dict[str, float]]:
-    """Exact nearest-neighbour search of every query over the corpus.
-
-    Args:
-        model: A ``SentenceTransformer``; ``encode_query``/``encode_document`` and ``similarity`` are used when
-            present (so models with query/document prompts get them, as in mteb), else ``encode`` and cosine.
-        data: The dataset.
-        top_k: Documents kept per query.
-        batch_size: Encoding batch size.
-        show_progress_bar: ``None``: shown for 1,000+ texts.
-        corpus_chunk_size, query_chunk_size: Bound the size of each similarity matrix.
+def search(model: Any, data: RetrievalData, top_k: int = 1000, batch_size: int = 64,
+           show_progress_bar: bool | None = None) -> Run:
+    """Each judged query's ``top_k`` documents by the model's own similarity: a :class:`RetrievalEvaluator`'s hits.
 
     Returns:
         Query id -> {document id -> score}, the format pytrec_eval, beir and mteb read.
-
-    Example:
-        >>> results = search(model, load_beir_folder("../shared/data/beir/scifact"))  # doctest: +SKIP
     """
-    from sentence_transformers.util import cos_sim, semantic_search
+    evaluator = _evaluator(data, (top_k,), False, batch_size, show_progress_bar)
+    with quiet_logs():
+        evaluator(model)
+    return evaluator.hits or {}
 
-    doc_ids = list(data.corpus)
-    query_ids = list(data.queries)
-    if not doc_ids or not query_ids:
+
+def _evaluator(data: RetrievalData, k_values: Sequence[int], ignore_identical_ids: bool, batch_size: int,
+               show_progress_bar: bool | None) -> RetrievalEvaluator:
+    if not data.corpus or not data.queries:
         raise ValueError(f"{data.name}: empty corpus or no queries")
-    documents = encode_unique(
-        model, [document_text(data.corpus[d]) for d in doc_ids], batch_size, show_progress_bar, kind="document"
-    )
-    queries = encode_unique(model, [data.queries[q] for q in query_ids], batch_size, show_progress_bar, kind="query")
-    similarity = getattr(model, "similarity", None) or cos_sim
-    hits = semantic_search(
-        torch.as_tensor(queries),
-        torch.as_tensor(documents),
-        query_chunk_size=query_chunk_size,
-        corpus_chunk_size=corpus_chunk_size,
-        top_k=min(top_k, len(doc_ids)),
-        score_function=lambda a, b: torch.as_tensor(similarity(a, b)).float(),
-    )
-    return {
-        query_id: {doc_ids[hit["corpus_id"]]: float(hit["score"]) for hit in query_hits}
-        for query_id, query_hits in zip(query_ids, hits, strict=True)
-    }
-
-
-def retrieval_metrics(
-    qrels: dict[str, dict[str, int]],
-    results: dict[str, dict[str, float]],
-    k_values: Sequence[int] = DEFAULT_K_VALUES,
-    ignore_identical_ids: bool = False,
-) -> dict[str, float]:
-    """nDCG, MAP, recall and precision at each k through beir's ``EvaluateRetrieval.evaluate`` (pytrec_eval).
-
-    Args:
-        qrels: Query id -> {document id -> relevance}.
-        results: Query id -> {document id -> score}.
-        k_values: Cut-offs.
-        ignore_identical_ids: Drop retrieved documents whose id equals the query id.
-
-    Returns:
-        ``{"ndcg@10": ..., "map@10": ..., "recall@10": ..., "precision@10": ...}`` for each k, in [0, 1].
-
-    Example:
-        >>> retrieval_metrics({"q": {"d1": 1}}, {"q": {"d1": 0.9, "d2": 0.1}}, k_values=(1,))["ndcg@1"]
-        1.0
-    """
-    evaluation = require("beir.retrieval.evaluation", "BEIR metrics")
-    # beir edits ``results`` in place when ignoring identical ids
-    results = {q: dict(docs) for q, docs in results.items()}
-    with quiet_beir():
-        ndcg, _map, recall, precision = evaluation.EvaluateRetrieval.evaluate(
-            qrels, results, list(k_values), ignore_identical_ids=ignore_identical_ids
-        )
-    out: dict[str, float] = {}
-    for prefix, scores in (("ndcg", ndcg), ("map", _map), ("recall", recall), ("precision", precision)):
-        for key, value in scores.items():
-            out[f"{prefix}@{key.split('@')[1]}"] = float(value)
-    return out
-
-
-# pytrec_eval's measure for each of beir's metric names (beir asks pytrec_eval for the same ones)
-_TREC_MEASURES = {"ndcg": "ndcg_cut", "map": "map_cut", "recall": "recall", "precision": "P"}
-
-
-def per_query_metrics(
-    qrels: dict[str, dict[str, int]],
-    results: dict[str, dict[str, float]],
-    metrics: Sequence[str] = ("ndcg@10",),
-    ignore_identical_ids: bool = False,
-) -> dict[str, dict[str, float]]:
-    """Each query's score for ``metrics``, the values whose mean :func:`retrieval_metrics` reports (pytrec_eval).
-
-    Args:
-        qrels: Query id -> {document id -> relevance}.
-        results: Query id -> {document id -> score}.
-        metrics: beir's names: ``"ndcg@10"``, ``"recall@100"``, ``"map@10"``, ``"precision@1"``.
-        ignore_identical_ids: Drop retrieved documents whose id equals the query id.
-
-    Returns:
-        Metric -> {query id -> score in [0, 1]}, for every query that has both judgements and results.
-
-    Example:
-        >>> per_query_metrics({"q": {"d1": 1}}, {"q": {"d2": 0.9, "d1": 0.1}}, ["ndcg@1", "recall@2"])
-        {'ndcg@1': {'q': 0.0}, 'recall@2': {'q': 1.0}}
-    """
-    pytrec_eval = require("pytrec_eval", "Per-query retrieval metrics")
-    measures = {}
-    for metric in metrics:
-        name, _, k = metric.partition("@")
-        if name not in _TREC_MEASURES or not k.isdigit():
-            raise ValueError(f"{metric!r}: expected one of {sorted(_TREC_MEASURES)} with '@k', e.g. 'ndcg@10'")
-        measures[metric] = (f"{_TREC_MEASURES[name]}.{k}", f"{_TREC_MEASURES[name]}_{k}")
-    results = {q: {d: s for d, s in docs.items() if not (ignore_identical_ids and d == q)} for q, docs in results.items()}
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {m for m, _ in measures.values()})
-    scores = evaluator.evaluate(results)
-    return {metric: {q: float(s[key]) for q, s in scores.items()} for metric, (_, key) in measures.items()}
+    if show_progress_bar is None:
+        show_progress_bar = len(data.corpus) >= PROGRESS_BAR_MIN_TEXTS
+    return RetrievalEvaluator(data.queries, {d: document_text(doc) for d, doc in data.corpus.items()}, data.qrels,
+                              k_values, ignore_identical_ids, batch_size=batch_size,
+                              show_progress_bar=show_progress_bar, write_csv=False)
 
 
 def evaluate_retrieval(
@@ -327,17 +380,17 @@ def evaluate_retrieval(
     per_query: Sequence[str] = (),
     lexical: LexicalSettings | None = None,
 ) -> RetrievalResult:
-    """Zero-shot retrieval metrics of ``model`` on one dataset.
+    """Zero-shot retrieval metrics of ``model`` on one dataset, by a :class:`RetrievalEvaluator`.
 
     Args:
         model: A ``SentenceTransformer``.
         data: The dataset (:func:`~st_infocse.evaluation.load_beir_folder`, ``load_mteb_retrieval``).
-        k_values: Cut-offs for nDCG/MAP/recall/precision.
+        k_values: Cut-offs of nDCG, MAP, recall and precision (the metrics reported, as beir reports them).
         ignore_identical_ids: ``None``: mteb's setting for this dataset (see :func:`beir_task_info`).
         batch_size: Encoding batch size.
         show_progress_bar: ``None``: shown for 1,000+ texts.
         per_query: Metrics also kept query by query (``RetrievalResult.per_query``), for a paired comparison of two
-            models on the same queries (:func:`~st_infocse.evaluation.paired_change`).
+            models on the same queries (:func:`~st_infocse.evaluation.compare_results`).
         lexical: Also score BM25 and the hybrid of BM25 with this model on the same queries
             (``RetrievalResult.references``, with nDCG@10 per query; :mod:`~st_infocse.evaluation.lexical`).
 
@@ -347,35 +400,27 @@ def evaluate_retrieval(
     Example:
         >>> data = load_beir_folder("../shared/data/beir/scifact")  # doctest: +SKIP
         >>> evaluate_retrieval(model, data).ndcg_at_10  # doctest: +SKIP
-        0.64508
     """
     if ignore_identical_ids is None:
         ignore_identical_ids = beir_task_info(data.name).ignore_identical_ids
     start = time.perf_counter()
-    results = search(model, data, top_k=max(k_values), batch_size=batch_size, show_progress_bar=show_progress_bar)
-    metrics = retrieval_metrics(data.qrels, results, k_values, ignore_identical_ids)
+    evaluator = _evaluator(data, k_values, ignore_identical_ids, batch_size, show_progress_bar)
+    with quiet_logs():
+        evaluator(model)
     if lexical is not None:
         per_query = sorted({*per_query, "ndcg@10"})
-    kept = per_query_metrics(data.qrels, results, per_query, ignore_identical_ids) if per_query else {}
-    references = {}
+
+    def result(name: str, scores: dict[str, dict[str, float]], keep: Sequence[str]) -> RetrievalResult:
+        means = {metric: float(np.mean(list(v.values()))) for metric, v in scores.items()
+                 if metric.partition("@")[0] in _BEIR_METRICS}
+        return RetrievalResult(name, means,
+                               len(data.queries), len(data.corpus), data.source, data.split,
+                               per_query={metric: scores[metric] for metric in keep})
+
+    own = result(data.name, evaluator.query_scores or {}, per_query)
     if lexical is not None:
-        texts = {doc_id: document_text(doc) for doc_id, doc in data.corpus.items()}
-        bm25 = bm25_search(texts, data.queries, top_k=max(k_values), settings=lexical)
-        for name, run in (("BM25", bm25), ("hybrid", fuse_runs(results, bm25, lexical))):
-            references[name] = RetrievalResult(
-                name=f"{data.name} {name}", metrics=retrieval_metrics(data.qrels, run, k_values, ignore_identical_ids),
-                n_queries=len(data.queries), n_documents=len(data.corpus), source=data.source, split=data.split,
-                per_query=per_query_metrics(data.qrels, run, ["ndcg@10"], ignore_identical_ids),
-            )
-    return RetrievalResult(
-        name=data.name,
-        metrics=metrics,
-        n_queries=len(data.queries),
-        n_documents=len(data.corpus),
-        source=data.source,
-        split=data.split,
-        seconds=time.perf_counter() - start,
-        per_query=kept,
-        references=references,
-        lexical=lexical.describe() if lexical is not None else "",
-    )
+        own.references = {name: result(f"{data.name} {name}", scores, ["ndcg@10"])
+                          for name, scores in evaluator.reference_scores(lexical).items()}
+        own.lexical = lexical.describe()
+    own.seconds = time.perf_counter() - start
+    return own

@@ -1,18 +1,17 @@
 """The user's own BEIR-layout retrieval folder as a training-time evaluator.
 
-A folder holding ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (the layout beir's
-``GenericDataLoader`` reads, loaded here by :func:`~st_infocse.evaluation.loaders.load_beir_folder`) becomes
-sentence-transformers' own ``InformationRetrievalEvaluator``, so ``SentenceTransformerTrainer`` logs its nDCG@10 and
-Recall@100 at every evaluation and can keep the best checkpoint by them.
+A folder holding ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (read by
+:func:`~st_infocse.evaluation.loaders.load_beir_folder`) becomes a :class:`~st_infocse.evaluation.RetrievalEvaluator`,
+sentence-transformers' ``InformationRetrievalEvaluator`` scored by pytrec_eval as beir and mteb score, so
+``SentenceTransformerTrainer`` logs its nDCG@10 and Recall@100 at every evaluation and can keep the best checkpoint by
+them, and each query's nDCG@10 is kept for an interval over the queries.
 
 :func:`check_retrieval_folder` validates the folder cheaply (it reads the files, loads no model) and reports every
 problem as one :class:`~st_infocse.files.InputError`; :func:`retrieval_evaluator` builds the evaluator, with a large
 corpus cut down to every judged document plus a seeded random sample of the rest; :func:`retrieval_metric_keys` names
-the keys the trainer logs. Relevance is a qrels score above 0 (score-0 rows are judged non-relevant), and it is
-binary, as ``InformationRetrievalEvaluator`` scores it: a grade-2 document counts as much as a grade-1 one, where
-beir and mteb (pytrec_eval) use the grades, so on graded qrels this nDCG@10 differs from theirs; it also keeps a
-document whose id equals the query id, which beir skips. Use :func:`~st_infocse.evaluation.evaluate_retrieval` for
-numbers to report; this evaluator is for choosing checkpoints.
+the keys the trainer logs. Queries are those with a relevant document (a qrels score above 0); grades above 1 count
+more in nDCG, as in beir and mteb. On a sampled corpus the scores are higher than on the whole one: they compare
+checkpoints of one run, not models across papers.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import logging
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +43,10 @@ RETRIEVAL_EVALUATOR_NAME = "retrieval"
 #: The splits tried, in order, when no split is named.
 DEFAULT_SPLITS: tuple[str, ...] = ("dev", "test")
 
-# The cut-offs handed to InformationRetrievalEvaluator; nDCG@10 (the largest ndcg_at_k) is its primary metric.
-_ACCURACY_AT_K = (1, 10)
-_PRECISION_RECALL_AT_K = (10, 100)
-_MRR_AT_K = (10,)
-_NDCG_AT_K = (10,)
-_MAP_AT_K = (100,)
+# The cut-offs of the training-time evaluator; nDCG@10 (the largest ndcg_at_k) is its primary metric, and Recall@100
+# reaches the depth the BM25 hybrid is fused at (lexical.FUSION_DEPTH).
+_CUTOFFS = {"accuracy_at_k": [1, 10], "precision_recall_at_k": [10, 100], "mrr_at_k": [10], "ndcg_at_k": [10],
+            "map_at_k": [100]}
 
 
 @dataclass(frozen=True)
@@ -59,12 +56,12 @@ class RetrievalFolderInfo:
     Attributes:
         folder: The dataset folder.
         split: The qrels split (``qrels/<split>.tsv``).
-        n_corpus: Documents in ``corpus.jsonl`` (also :attr:`n_corpus_total`).
+        n_corpus: Documents in ``corpus.jsonl``.
         n_queries: Judged queries: those with at least one relevant document (qrels score above 0).
         n_judged_docs: Distinct documents judged relevant to some query of the split.
         n_corpus_used: Documents the evaluator searches (``n_corpus`` unless the corpus was sampled).
         seed: The sampling seed, when the corpus was sampled.
-        max_corpus: The corpus cap the evaluator was built with (None: no cap, or not built yet).
+        max_corpus: The corpus cap the evaluator was built with (None: no cap, or no evaluator built).
     """
 
     folder: Path
@@ -79,11 +76,6 @@ class RetrievalFolderInfo:
     def __post_init__(self) -> None:
         if self.n_corpus_used < 0:  # not given: the whole corpus
             object.__setattr__(self, "n_corpus_used", self.n_corpus)
-
-    @property
-    def n_corpus_total(self) -> int:
-        """Documents in ``corpus.jsonl`` (the same as :attr:`n_corpus`)."""
-        return self.n_corpus
 
     @property
     def sampled(self) -> bool:
@@ -257,20 +249,17 @@ def retrieval_evaluator(
     batch_size: int = 32,
     show_progress_bar: bool = False,
 ) -> tuple[Any, RetrievalFolderInfo]:
-    """sentence-transformers' ``InformationRetrievalEvaluator`` on the user's own BEIR-layout folder, keeping each
-    query's nDCG@10 (:class:`~st_infocse.evaluation.QueryScoredRetrievalEvaluator`) so that a change between two
-    evaluations gets an interval over the queries.
+    """A :class:`~st_infocse.evaluation.RetrievalEvaluator` on the user's own BEIR-layout folder.
 
-    Queries are the judged ones (at least one qrels score above 0), relevant documents those scoring above 0, and a
-    document is read as mteb and beir read it: ``title + " " + text``, stripped (just the text when there is no
-    title). The evaluator reports Accuracy@1/10, Precision and Recall@10/100, MRR@10, nDCG@10 and MAP@100 under the
-    model's own similarity; its primary metric is nDCG@10, so the trainer logs e.g.
-    ``eval_retrieval_cosine_ndcg@10`` (:func:`retrieval_metric_keys` gives the exact keys).
+    Queries are the judged ones (at least one qrels score above 0), and a document is read as mteb and beir read it:
+    ``title + " " + text``, stripped (just the text when there is no title). The evaluator reports Accuracy@1/10,
+    Precision and Recall@10/100, MRR@10, nDCG@10 and MAP@100 under the model's own similarity; its primary metric is
+    nDCG@10, so the trainer logs e.g. ``eval_retrieval_cosine_ndcg@10`` (:func:`retrieval_metric_keys` gives the
+    exact keys).
 
     A corpus larger than ``max_corpus`` is cut down to every judged document plus a ``random.Random(seed)`` sample of
     the others, ``max_corpus`` documents in all (all judged documents when they alone reach ``max_corpus``); the same
-    seed gives the same documents. Scores on a sampled corpus are higher than on the whole one: they compare
-    checkpoints of one run, not models across papers.
+    seed gives the same documents.
 
     Args:
         folder: The folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
@@ -296,11 +285,8 @@ def retrieval_evaluator(
         >>> args = SentenceTransformerTrainingArguments(  # doctest: +SKIP
         ...     "out", eval_strategy="steps", eval_steps=125, save_steps=125,
         ...     load_best_model_at_end=True, metric_for_best_model=keys["ndcg@10"])
-        >>> trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=train,  # doctest: +SKIP
-        ...                                      loss=loss, evaluator=evaluator)
     """
-    # mteb's _corpus_to_dict and beir's SentenceBERT.encode_corpus (sep=" ") join a document the same way
-    from .retrieval import document_text
+    from .retrieval import RetrievalEvaluator, document_text
 
     if max_corpus is not None and (isinstance(max_corpus, bool) or not isinstance(max_corpus, int) or max_corpus < 1):
         raise InputError(f"max_corpus must be a whole number of documents above 0, or None; got {max_corpus!r}")
@@ -308,44 +294,16 @@ def retrieval_evaluator(
     judged = {d for docs in relevant.values() for d in docs}
     keep = _sample_corpus(list(data.corpus), judged, max_corpus, seed)
     corpus = {doc_id: document_text(doc) for doc_id, doc in data.corpus.items() if doc_id in keep}
-    queries = {qid: data.queries[qid] for qid in relevant}
-    from .scored_units import QueryScoredRetrievalEvaluator
-
-    evaluator = QueryScoredRetrievalEvaluator(
-        queries=queries,
-        corpus=corpus,
-        relevant_docs=relevant,
-        accuracy_at_k=list(_ACCURACY_AT_K),
-        precision_recall_at_k=list(_PRECISION_RECALL_AT_K),
-        mrr_at_k=list(_MRR_AT_K),
-        ndcg_at_k=list(_NDCG_AT_K),
-        map_at_k=list(_MAP_AT_K),
-        batch_size=batch_size,
-        show_progress_bar=show_progress_bar,
-        name=name,
-        write_csv=False,
-    )
-    # No primary_metric is set here: the evaluator scores with the model's own similarity, resets primary_metric at
-    # its first call and then sets it to "{name}_{similarity}_ndcg@{max(ndcg_at_k)}", i.e. nDCG@10.
+    evaluator = RetrievalEvaluator({qid: data.queries[qid] for qid in relevant}, corpus,
+                                   {qid: data.qrels[qid] for qid in relevant}, name=name, batch_size=batch_size,
+                                   show_progress_bar=show_progress_bar, write_csv=False, **_CUTOFFS)
     sampled = len(corpus) < len(data.corpus)
-    info = RetrievalFolderInfo(
-        info.folder,
-        info.split,
-        info.n_corpus,
-        info.n_queries,
-        info.n_judged_docs,
-        n_corpus_used=len(corpus),
-        seed=seed if sampled else None,
-        max_corpus=max_corpus,
-    )
-    return evaluator, info
+    return evaluator, replace(info, n_corpus_used=len(corpus), seed=seed if sampled else None, max_corpus=max_corpus)
 
 
 def retrieval_metric_keys(evaluator_or_name: Any, similarity_fn_name: str, *, prefix: str = "eval") -> dict[str, str]:
-    """The keys under which the trainer logs a :func:`retrieval_evaluator`'s metrics.
-
-    ``InformationRetrievalEvaluator`` returns ``{name}_{similarity}_{metric}@{k}`` (the similarity is the model's
-    ``similarity_fn_name``) and ``SentenceTransformerTrainer`` puts ``eval_`` in front.
+    """The keys under which the trainer logs a :func:`retrieval_evaluator`'s metrics:
+    ``{prefix}_{name}_{similarity}_{metric}@{k}`` (the similarity is the model's ``similarity_fn_name``).
 
     Args:
         evaluator_or_name: The evaluator (its name and cut-offs are read) or the name it was built with (the
@@ -354,8 +312,7 @@ def retrieval_metric_keys(evaluator_or_name: Any, similarity_fn_name: str, *, pr
         prefix: ``"eval"`` for the trainer's keys; ``""`` for the keys the evaluator itself returns.
 
     Returns:
-        Metric -> key for every metric the evaluator reports, e.g. ``"ndcg@10"`` ->
-        ``"eval_retrieval_cosine_ndcg@10"`` and ``"recall@100"`` -> ``"eval_retrieval_cosine_recall@100"``.
+        Metric -> key for every metric the evaluator reports.
 
     Example:
         >>> keys = retrieval_metric_keys("retrieval", "cosine")
@@ -364,30 +321,10 @@ def retrieval_metric_keys(evaluator_or_name: Any, similarity_fn_name: str, *, pr
         >>> retrieval_metric_keys("retrieval", "cosine", prefix="")["ndcg@10"]
         'retrieval_cosine_ndcg@10'
     """
+    from .retrieval import RetrievalEvaluator
+
+    evaluator = evaluator_or_name
     if isinstance(evaluator_or_name, str):
-        name = evaluator_or_name
-        cutoffs = {
-            "accuracy": _ACCURACY_AT_K,
-            "precision": _PRECISION_RECALL_AT_K,
-            "recall": _PRECISION_RECALL_AT_K,
-            "mrr": _MRR_AT_K,
-            "ndcg": _NDCG_AT_K,
-            "map": _MAP_AT_K,
-        }
-    else:
-        evaluator = evaluator_or_name
-        name = evaluator.name
-        cutoffs = {
-            "accuracy": evaluator.accuracy_at_k,
-            "precision": evaluator.precision_recall_at_k,
-            "recall": evaluator.precision_recall_at_k,
-            "mrr": evaluator.mrr_at_k,
-            "ndcg": evaluator.ndcg_at_k,
-            "map": evaluator.map_at_k,
-        }
-    keys = {}
-    for metric, ks in cutoffs.items():
-        for k in ks:
-            parts = (prefix, name, similarity_fn_name, f"{metric}@{k}")
-            keys[f"{metric}@{k}"] = "_".join(part for part in parts if part)
-    return keys
+        evaluator = RetrievalEvaluator({}, {}, {}, name=evaluator_or_name, **_CUTOFFS)
+    return {metric: "_".join(part for part in (prefix, evaluator.name, similarity_fn_name, metric) if part)
+            for metric in evaluator.metric_names}

@@ -2,8 +2,7 @@
 
 STS12-16 use SentEval's "all" setting: one Spearman over all subsets concatenated. mteb's STS12-16 test sets
 are those same concatenations (3,108 / 1,500 / 3,750 / 3,000 / 1,186 pairs), so mteb's published per-task
-``cosine_spearman`` is the "all" number; measured on all-MiniLM-L6-v2 from a SentEval folder, the two agree to
-0.01 (``benchmarks/evaluation_reference.py``). The metric is computed the way sentence-transformers'
+``cosine_spearman`` is the "all" number. The metric is computed the way sentence-transformers'
 ``EmbeddingSimilarityEvaluator`` and mteb compute it (``pairwise_cos_sim`` then ``scipy.stats.spearmanr``);
 only the encoding is shared: every unique sentence of the suite goes through one length-sorted
 ``model.encode`` call.

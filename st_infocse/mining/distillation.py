@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from st_infocse.evaluation import LexicalSettings, RetrievalData, bm25_search, fuse_runs, search
+from st_infocse.evaluation import LexicalSettings, RetrievalData, reference_runs, search
 from st_infocse.mining.sentences import PreparedDocument, prepare_documents
 
 __all__ = ["DISTILLATION_LOSSES", "QUERY_KINDS", "DistillationReport", "PseudoQueries", "distillation_loss",
@@ -200,8 +200,7 @@ def hybrid_teacher_dataset(
                          queries=drawn.queries, qrels={q: {d: 1} for q, d in drawn.positives.items()},
                          source="documents", split="pseudo")
     dense = search(model, data, top_k=top_k, batch_size=batch_size, show_progress_bar=show_progress_bar)
-    lexical = bm25_search(drawn.corpus, drawn.queries, top_k=top_k, settings=settings)
-    teacher = fuse_runs(dense, lexical, settings)
+    teacher = reference_runs(dense, drawn.corpus, drawn.queries, settings, depth=top_k)["hybrid"]
     wanted = candidates - 1 if loss == "kl" else 1
     rows: list[dict[str, Any]] = []
     own_first = 0

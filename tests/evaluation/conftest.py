@@ -47,6 +47,11 @@ class StubEncoder:
         out = torch.tensor(rows, dtype=torch.float32)
         return out if convert_to_tensor else out.numpy()
 
+    def encode_query(self, sentences, **kwargs):
+        return self.encode(sentences, **kwargs)
+
+    encode_document = encode_query
+
     def similarity(self, a, b):
         return cos_sim(a, b)
 

@@ -1,4 +1,4 @@
-"""``st-infocse evaluate`` end to end on a tiny model: one x100 scale, the length used, a quiet beir."""
+"""``st-infocse evaluate`` end to end on a tiny model: one x100 scale, the length used, a quiet metric log."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from st_infocse.cli import main
+from st_infocse.evaluation import RETRIEVAL_LOGGERS
 
 pytest.importorskip("beir")
 
@@ -22,11 +23,11 @@ def beir_root(ev, tmp_path):
 
 @pytest.fixture
 def beir_level():
-    """``--verbose`` sets a level on beir's logger for the whole process: put it back."""
-    beir_logger = logging.getLogger("beir")
-    level = beir_logger.level
+    """``--verbose`` sets a level on the retrieval loggers for the whole process: put them back."""
+    levels = {name: logging.getLogger(name).level for name in RETRIEVAL_LOGGERS}
     yield
-    beir_logger.setLevel(level)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 def _evaluate(tiny_bert_dir, out, *flags: str) -> list[str]:
@@ -34,7 +35,7 @@ def _evaluate(tiny_bert_dir, out, *flags: str) -> list[str]:
 
 
 def _beir_info(caplog) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name.startswith("beir") and r.levelno < logging.WARNING]
+    return [r for r in caplog.records if r.name.startswith(RETRIEVAL_LOGGERS) and r.levelno < logging.WARNING]
 
 
 def test_one_scale_and_the_length_everywhere(tiny_bert_dir, senteval_tree, beir_root, tmp_path, capsys, caplog):
@@ -58,7 +59,7 @@ def test_one_scale_and_the_length_everywhere(tiny_bert_dir, senteval_tree, beir_
     assert printed.split("scifact")[1].split()[0] == f"{100 * ndcg:.2f}"
     assert f"| scifact | {100 * ndcg:.2f} |" in markdown
 
-    # beir logs every metric at every k at INFO: none of it by default
+    # the evaluator logs every metric at every k at INFO: none of it by default
     assert _beir_info(caplog) == []
     assert "NDCG@" not in printed
 
@@ -71,7 +72,7 @@ def test_max_seq_length_override_is_recorded(tiny_bert_dir, senteval_tree, tmp_p
     assert "- max_seq_length: 16" in (out / "evaluation.md").read_text()
 
 
-def test_verbose_shows_beirs_log(tiny_bert_dir, beir_root, tmp_path, caplog, beir_level):
+def test_verbose_shows_the_metric_log(tiny_bert_dir, beir_root, tmp_path, caplog, beir_level):
     caplog.set_level(logging.INFO)
     argv = _evaluate(tiny_bert_dir, tmp_path / "eval", "--beir", "scifact", "--beir_source", str(beir_root))
     assert main([*argv, "--verbose", "true"]) == 0

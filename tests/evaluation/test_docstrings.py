@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["_deps", "encoding", "_format", "loaders.common", "loaders.sts", "loaders.transfer", "geometry", "report", "retrieval", "sts", "transfer"]
+MODULES = ["_deps", "encoding", "_format", "loaders.common", "loaders.sts", "loaders.transfer", "geometry", "lexical", "paired",
+           "report", "retrieval", "retrieval_folder", "sts", "transfer"]
 
 
 @pytest.mark.parametrize("name", MODULES)

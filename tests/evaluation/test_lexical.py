@@ -69,3 +69,39 @@ def test_evaluate_retrieval_sets_bm25_and_the_hybrid_beside_the_model(make_model
     lines = result.reference_lines()
     assert lines[0].startswith("BM25 100.00; this model against it: ") and lines[1].startswith("hybrid ")
     assert result.to_dict()["references"]["BM25"]["model_against_it"]["n"] == 3
+
+
+def test_training_time_and_the_command_line_fuse_the_same_hybrid(ev, tmp_path):
+    """One builder at one depth: the training-time evaluator (hits 100 deep) and ``evaluate`` (every document here)
+    give each query the same BM25 and hybrid scores on a corpus three times deeper than the fusion; fusing
+    ``evaluate``'s whole run instead changes the hybrid of several queries."""
+    import random
+
+    import numpy as np
+
+    from st_infocse.evaluation import FUSION_DEPTH, load_beir_folder, reference_runs, retrieval_evaluator, search
+
+    rng, gen = random.Random(0), np.random.default_rng(0)
+    corpus = {f"d{i}": " ".join(rng.choices(ev.WORDS, k=8)) + f" {i}" for i in range(3 * FUSION_DEPTH)}
+    table = {text: gen.normal(size=16).tolist() for text in corpus.values()}
+    queries, qrels = {}, []
+    for i in range(20):  # two words of its document, and its document's vector plus noise
+        doc = f"d{rng.randrange(len(corpus))}"
+        queries[f"q{i}"] = " ".join(rng.sample(corpus[doc].split()[:8], 2)) + f" query{i}"
+        table[queries[f"q{i}"]] = (np.asarray(table[corpus[doc]]) + gen.normal(scale=1.5, size=16)).tolist()
+        qrels.append((f"q{i}", doc, 1))
+    folder = ev.write_beir(tmp_path / "deep", corpus, queries, qrels)
+    stub = ev.StubEncoder(table)
+
+    training, _ = retrieval_evaluator(folder, "test", max_corpus=None)
+    training(stub)
+    assert {len(hits) for hits in training.hits.values()} == {FUSION_DEPTH}
+    references = training.lexical_references(LexicalSettings())
+    result = evaluate_retrieval(stub, load_beir_folder(folder), lexical=LexicalSettings())
+    for name in ("BM25", "hybrid"):
+        assert references[name] == pytest.approx(result.references[name].per_query["ndcg@10"], abs=1e-12)
+    assert training.per_query == pytest.approx(result.per_query["ndcg@10"], abs=1e-6)
+    # what the depth decides: the whole run fused gives another hybrid
+    whole = reference_runs(search(stub, load_beir_folder(folder)), corpus, queries, depth=len(corpus))["hybrid"]
+    deeper = training.score_run(whole)
+    assert sum(abs(deeper[q] - references["hybrid"][q]) > 1e-9 for q in queries) >= 3

@@ -78,3 +78,38 @@ def test_describe_and_to_dict():
 def test_queries_needed_follows_the_normal_approximation():
     assert queries_needed(1.0, 11.0) == 465  # (1.96 * 11 / 1)^2
     assert queries_needed(2.0, 11.0) == 117  # a gain twice as large needs a quarter of the queries
+
+
+def test_the_declared_resample_counts_reach_scipy(monkeypatch):
+    import scipy.stats
+
+    from st_infocse.evaluation import paired
+
+    seen = []
+    real = scipy.stats.bootstrap
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["n_resamples"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scipy.stats, "bootstrap", spy)
+    paired_change(_scores(30), _scores(30, seed=1))
+    gold = np.arange(20.0)
+    paired_spearman_change(gold, gold[::-1], gold)
+    assert seen == [paired.RESAMPLES, paired.SPEARMAN_RESAMPLES]
+    paired_change(_scores(30), _scores(30, seed=1), resamples=123)
+    assert seen[-1] == 123
+
+
+def test_unit_changes_pair_only_the_same_units():
+    from st_infocse.evaluation import UnitScores, paired_changes, unit_change
+
+    before, after = UnitScores("queries", {"a": 0.5, "b": 0.7}), UnitScores("queries", {"a": 0.6, "b": 0.9})
+    assert unit_change(before, after).delta == pytest.approx(15.0)  # x100
+    assert unit_change(before, UnitScores("queries", {"a": 0.6})) is None  # other queries
+    assert unit_change(UnitScores("queries"), after) is None  # no per-query scores kept
+    gold = (0.0, 1.0, 2.0, 3.0)
+    pairs = UnitScores("pairs", gold=gold, similarities=(0.0, 2.0, 1.0, 3.0))
+    assert unit_change(pairs, UnitScores("pairs", gold=gold, similarities=gold)).unit == "pairs"
+    assert unit_change(pairs, before) is None  # other kinds
+    assert set(paired_changes({"m": before, "s": pairs}, {"m": after})) == {"m"}

@@ -1,5 +1,5 @@
-"""Retrieval: hand-computed BEIR metrics, mteb's per-task settings, in-domain recall (the cross-check against
-mteb.evaluate is benchmarks/evaluation_reference.py's, tested in tests/benchmarks)."""
+"""Retrieval: hand-computed BEIR metrics, the one evaluator against pytrec_eval and sentence-transformers' own,
+mteb's per-task settings, in-domain recall."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from st_infocse.evaluation import (
     search,
 )
 from st_infocse.evaluation.beir_tasks import _BEIR_TASKS
-from st_infocse.evaluation.retrieval import quiet_beir
+from st_infocse.evaluation.retrieval import RETRIEVAL_LOGGERS, quiet_logs
 
 pytest.importorskip("beir")
 
@@ -48,7 +48,7 @@ def test_search_ranks_by_cosine_and_reads_title_plus_text(ev):
     results = search(stub, data, top_k=2)
     assert list(results["qa"]) == ["d1", "d2"] and list(results["qb"]) == ["d3", "d2"]
     assert results["qa"]["d1"] == pytest.approx(math.cos(math.radians(10)), abs=1e-6)
-    assert "doc three" in stub.calls[0]  # title + " " + text, as mteb reads documents
+    assert any("doc three" in call for call in stub.calls)  # title + " " + text, as mteb reads documents
 
 
 def test_metrics_by_hand(ev):
@@ -127,27 +127,27 @@ def test_evaluate_beir_folders_and_cqadupstack_average(ev, tmp_path):
         evaluate_beir(stub, "nfcorpus", source=tmp_path)
 
 
-def _beir_info_records(caplog) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name.startswith("beir") and r.levelno < logging.WARNING]
+def _metric_records(caplog) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name.startswith(RETRIEVAL_LOGGERS) and r.levelno < logging.WARNING]
 
 
-def test_beir_info_log_is_held_back_by_default(ev, tmp_path, caplog):
+def test_the_metric_log_is_held_back_by_default(ev, tmp_path, caplog):
     stub, data = _toy(ev)
     corpus = {d: (doc["title"] + " " + doc["text"]).strip() for d, doc in data.corpus.items()}
     ev.write_beir(tmp_path / "toy", corpus, data.queries, [("qa", "d2", 1), ("qb", "d3", 1)])
     caplog.set_level(logging.INFO)  # what the st-infocse command configures
     evaluate_beir(stub, "toy", source=tmp_path)
-    assert _beir_info_records(caplog) == []
-    assert logging.getLogger("beir").level == logging.NOTSET  # restored afterwards
-    # the user's own level on beir's logger wins: beir's metric lines come back
-    caplog.set_level(logging.INFO, logger="beir")
+    assert _metric_records(caplog) == []
+    assert all(logging.getLogger(name).level == logging.NOTSET for name in RETRIEVAL_LOGGERS)  # restored afterwards
+    # the user's own level on the evaluator's logger wins: its metric lines come back
+    caplog.set_level(logging.INFO, logger=RETRIEVAL_LOGGERS[-1])
     evaluate_beir(stub, "toy", source=tmp_path)
-    assert any(r.getMessage().startswith("NDCG@10:") for r in _beir_info_records(caplog))
+    assert any(r.getMessage().startswith("NDCG@10:") for r in _metric_records(caplog))
 
 
-def test_quiet_beir_keeps_warnings(caplog):
+def test_quiet_logs_keeps_warnings(caplog):
     caplog.set_level(logging.INFO)
-    with quiet_beir():
+    with quiet_logs():
         logging.getLogger("beir.retrieval.evaluation").info("hidden")
         logging.getLogger("beir.retrieval.evaluation").warning("shown")
     assert [r.getMessage() for r in caplog.records if r.name.startswith("beir")] == ["shown"]
@@ -207,3 +207,50 @@ def test_download_beir_uses_beirs_downloader(monkeypatch, tmp_path):
     monkeypatch.setattr(util, "download_and_unzip", fake_download)
     assert download_beir("scifact", tmp_path) == tmp_path / "scifact"
     assert calls == [("https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip", str(tmp_path))]
+
+
+def test_the_evaluator_agrees_with_pytrec_eval_and_sentence_transformers(ev):
+    """On a random corpus (no ties, binary relevance): each query's nDCG@10 is pytrec_eval's on the full ranking, and
+    the logged mean is sentence-transformers' InformationRetrievalEvaluator's and beir's."""
+    import numpy as np
+    import pytrec_eval
+    from beir.retrieval.evaluation import EvaluateRetrieval
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+
+    from st_infocse.evaluation import RetrievalEvaluator
+
+    rng = np.random.default_rng(0)
+    corpus = {f"d{i}": f"document {i}" for i in range(40)}
+    queries = {f"q{i}": f"query {i}" for i in range(12)}
+    qrels = {q: {d: 1 for d in rng.choice(list(corpus), size=rng.integers(1, 4), replace=False)} for q in queries}
+    vectors = rng.normal(size=(52, 8))
+    stub = ev.StubEncoder(dict(zip([*corpus.values(), *queries.values()], vectors.tolist(), strict=True)))
+
+    ours = RetrievalEvaluator(queries, corpus, qrels, name="x")
+    logged = ours(stub)["x_cosine_ndcg@10"]
+    theirs = InformationRetrievalEvaluator(queries, corpus, {q: set(rel) for q, rel in qrels.items()}, name="x")
+    assert logged == pytest.approx(theirs(stub)["x_cosine_ndcg@10"], abs=1e-6)
+
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    cosine = unit[40:] @ unit[:40].T
+    run = {q: {d: float(cosine[i, j]) for j, d in enumerate(corpus)} for i, q in enumerate(queries)}
+    direct = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
+    assert ours.per_query == pytest.approx({q: s["ndcg_cut_10"] for q, s in direct.items()}, abs=1e-6)
+    assert logged == pytest.approx(np.mean(list(ours.per_query.values())), abs=1e-12)
+    assert logged == pytest.approx(EvaluateRetrieval.evaluate(qrels, run, [10], False)[0]["NDCG@10"], abs=1e-5)
+    # the command line's path is the same evaluator
+    data = RetrievalData("random", {d: {"title": "", "text": t} for d, t in corpus.items()}, queries, qrels, "test")
+    result = evaluate_retrieval(stub, data, per_query=["ndcg@10"])
+    assert result.per_query["ndcg@10"] == pytest.approx(ours.per_query, abs=1e-6)
+    assert result.ndcg_at_10 == pytest.approx(logged, abs=1e-6)
+
+
+def test_mrr_is_cut_in_trec_evals_order():
+    from st_infocse.evaluation.retrieval import per_query_metrics
+
+    # d2 and d1 tie for the top; trec_eval puts the larger id first, so the relevant d1 is second
+    scores = per_query_metrics({"q": {"d1": 1}}, {"q": {"d1": 0.5, "d2": 0.5, "d0": 0.1}}, ["mrr@1", "mrr@2",
+                                                                                           "accuracy@1"])
+    assert scores == {"mrr@1": {"q": 0.0}, "mrr@2": {"q": 0.5}, "accuracy@1": {"q": 0.0}}
+    with pytest.raises(ValueError, match="'dcg@10'"):
+        per_query_metrics({"q": {"d1": 1}}, {"q": {"d1": 1.0}}, ["dcg@10"])

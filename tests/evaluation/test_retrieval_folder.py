@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from st_infocse.evaluation import (
+    RetrievalEvaluator,
     RetrievalFolderInfo,
     check_retrieval_folder,
     resolve_retrieval_split,
@@ -59,7 +60,7 @@ def test_check_counts_judged_queries_and_relevant_documents(folder):
     info = check_retrieval_folder(folder)
     # q3 has only a score-0 row on dev, and d4/d5 score 0: neither counts as judged relevant
     assert info == RetrievalFolderInfo(folder, "dev", n_corpus=6, n_queries=2, n_judged_docs=3)
-    assert info.n_corpus_used == info.n_corpus_total == 6 and not info.sampled
+    assert info.n_corpus_used == info.n_corpus == 6 and not info.sampled
     assert info.describe() == "mydata-dev: 2 queries, 6 documents (3 judged)"
     test = check_retrieval_folder(folder, "test")
     assert (test.split, test.n_queries, test.n_judged_docs) == ("test", 1, 1)
@@ -162,7 +163,7 @@ def test_sampling_keeps_every_judged_document_and_max_corpus_in_all(big_folder):
     assert len(evaluator.corpus_ids) == 10 and judged <= set(evaluator.corpus_ids)
     assert len(set(evaluator.corpus_ids)) == 10
     assert evaluator.corpus_ids == sorted(evaluator.corpus_ids)  # file order kept
-    assert info.sampled and (info.n_corpus_total, info.n_corpus_used, info.n_judged_docs) == (60, 10, 4)
+    assert info.sampled and (info.n_corpus, info.n_corpus_used, info.n_judged_docs) == (60, 10, 4)
     assert info.describe() == "big-dev: 3 queries, 10 of 60 documents (all 4 judged + a seed-0 sample)"
 
     again, _ = retrieval_evaluator(big_folder, max_corpus=10, seed=0)
@@ -201,14 +202,15 @@ def test_the_evaluator_is_sentence_transformers_own(folder):
     from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
 
     evaluator, _ = retrieval_evaluator(folder, name="mine", batch_size=7)
-    # sentence-transformers' own, keeping each query's nDCG@10 (QueryScoredRetrievalEvaluator) and nothing else
+    # sentence-transformers' own, scored by pytrec_eval (RetrievalEvaluator) and nothing else
     assert isinstance(evaluator, InformationRetrievalEvaluator)
-    assert type(evaluator).__mro__[1] is InformationRetrievalEvaluator
+    assert type(evaluator).__mro__[1] is InformationRetrievalEvaluator and type(evaluator) is RetrievalEvaluator
     assert (evaluator.name, evaluator.batch_size, evaluator.write_csv) == ("mine", 7, False)
     assert evaluator.ndcg_at_k == [10] and evaluator.precision_recall_at_k == [10, 100]
     assert evaluator.mrr_at_k == [10] and evaluator.map_at_k == [100] and evaluator.accuracy_at_k == [1, 10]
     assert evaluator.queries_ids == ["q1", "q2"]
-    assert evaluator.relevant_docs == {"q1": {"d1", "d2"}, "q2": {"d3"}}
+    # the judged queries with their graded qrels, score-0 rows kept (pytrec_eval reads them as not relevant)
+    assert evaluator.relevant_docs == {"q1": {"d1": 1, "d2": 1}, "q2": {"d3": 1, "d4": 0}}
 
 
 @pytest.mark.parametrize("similarity", ["cosine", "dot"])

@@ -23,10 +23,6 @@ from .common import (
 logger = logging.getLogger(__name__)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# retrieval: BEIR folders and mteb tasks
-
-
 def _beir_jsonl(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, dict[str, Any]]]:
     if not any(line.strip() for line in data_lines(path)):
         raise DataFormatError(path, None, "file is empty")
@@ -40,8 +36,12 @@ def _beir_jsonl(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, di
 def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = None) -> RetrievalData:
     """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
 
-    Like beir's ``GenericDataLoader``: ids are strings, a missing title is ``""``, the qrels header line is
-    skipped, and only queries with qrels are kept. Unlike it, every problem is reported with file and line.
+    What beir's ``GenericDataLoader`` reads, read the same way: ids are strings, a missing title is ``""``, the qrels
+    header line is skipped, and only queries with qrels are kept. It is not used because it reports a bad file as a
+    traceback without its line (``JSONDecodeError``, ``IndexError``, ``ValueError``, a ``KeyError`` for a qrels row
+    naming an unknown query) or not at all (a missing text is ``None``, a duplicate id overwrites the first); here the
+    files go through the package's line readers, so each of those is one :class:`DataFormatError` naming the file and
+    the line, before any model loads.
 
     Args:
         folder: The dataset folder (e.g. ``.../beir/scifact``).
