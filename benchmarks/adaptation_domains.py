@@ -29,11 +29,10 @@ from benchmarks.harness import read_jsonl
 from st_infocse.evaluation import (
     LexicalSettings,
     RetrievalData,
-    bm25_search,
     evaluate_retrieval,
-    fuse_runs,
     load_beir_folder,
     per_query_metrics,
+    reference_runs,
     retrieval_metrics,
 )
 from st_infocse.mining import split_sentences
@@ -111,8 +110,9 @@ class HeadlineTask:
         """Each article's a2h nDCG@10 with BM25 (the article's text against the headlines) and with the hybrid of
         BM25 and ``model``: the reference lines, not trainable rows."""
         articles = {doc_id: " ".join(article) for doc_id, article in zip(self.ids, self.articles, strict=True)}
-        bm25 = bm25_search(dict(zip(self.ids, self.headlines, strict=True)), articles, max(K_VALUES), settings)
-        runs = {"BM25": bm25, "hybrid": fuse_runs(self.runs(model)["a2h"], bm25, settings)}
+        headlines = dict(zip(self.ids, self.headlines, strict=True))
+        # the package's one reference builder; the dense run is already max(K_VALUES) deep, so the cut changes nothing
+        runs = reference_runs(self.runs(model)["a2h"], headlines, articles, settings, depth=max(K_VALUES))
         return {name: per_query_metrics(self.qrels, run, ["ndcg@10"])["ndcg@10"] for name, run in runs.items()}
 
     def runs(self, model: Any) -> dict[str, dict[str, dict[str, float]]]:
