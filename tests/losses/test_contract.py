@@ -94,8 +94,9 @@ def test_training_without_the_callback_warns_once_naming_it(make_model, run_trai
     own = [n for n, p in loss.named_parameters() if p.requires_grad and not n.startswith("model.")]
     assert said == [f"InfoCSELoss is training {len(own)} tensors of its own (projection head, decoder) without "
                     "st_infocse.training.AuxiliaryStateCallback: they are not clipped with the model's gradients and "
-                    "not saved in checkpoints, so a resumed run restarts them. Pass callbacks=[AuxiliaryStateCallback"
-                    "(loss)] to SentenceTransformerTrainer, or build it with st_infocse.training.build_trainer."]
+                    "not saved in checkpoints, so a resumed run restarts them. Train with "
+                    "st_infocse.training.AuxiliaryLossTrainer (or pass callbacks=[AuxiliaryStateCallback(loss)] to "
+                    "SentenceTransformerTrainer to keep them in checkpoints)."]
     monkeypatch.setattr(contract, "warned_without_callback", False)
     model = make_model()
     loss = losses.InfoCSELoss(model)
