@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from st_infocse.files import FileFormatError, InvalidJSONLineError, NotDecodableError, read_json_records, read_lines
+from st_infocse.files import FileFormatError, InvalidJSONLineError, NotDecodableError, read_json_objects, read_lines
 from st_infocse.modeling.random_state import global_random_state_kept
 
 from .._deps import require
@@ -194,15 +194,12 @@ def data_lines(path: Path, fallback: str | None = None) -> list[str]:
 
 def json_objects(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     """``(line, object)`` for each JSON object of a JSON-lines file, through the package's one JSON-lines reader
-    (:func:`st_infocse.files.read_json_records`); anything but an object is an error naming its line."""
+    (:func:`st_infocse.files.read_json_objects`); anything but an object is an error naming its line."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: file not found")
     try:
-        for where, row in read_json_records(path):
-            unit, number = where.split()
-            if not isinstance(row, dict):
-                raise DataFormatError(path, int(number), f"expected a JSON object, got {type(row).__name__}", unit)
-            yield int(number), row
+        for where, row in read_json_objects(path, error=DataFormatError):
+            yield int(where.split()[1]), row
     except InvalidJSONLineError as exc:
         raise DataFormatError(path, exc.line, f"invalid JSON ({exc.error.msg})") from None
     except NotDecodableError as exc:
