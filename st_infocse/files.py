@@ -39,6 +39,7 @@ __all__ = [
     "read_json_objects",
     "read_json_records",
     "read_lines",
+    "text_problem",
 ]
 
 _KINDS = {".txt": "txt", ".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
@@ -233,7 +234,17 @@ def read_json_objects(
 
 def is_text(value: Any) -> bool:
     """Whether ``value`` is usable text: a string with something besides whitespace (what every reader keeps)."""
-    return isinstance(value, str) and bool(value.strip())
+    return text_problem(value) is None
+
+
+def text_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be trained on: ``"missing"`` (None), ``"not text"`` (not a string) or ``"blank"`` (only
+    whitespace); None for usable text. The one rule behind every check of training text."""
+    if value is None:
+        return "missing"
+    if not isinstance(value, str):
+        return "not text"
+    return None if value.strip() else "blank"
 
 
 @dataclass
@@ -252,20 +263,17 @@ class TextReport:
 def clean_text_values(values: Iterable[Any], deduplicate: bool = False) -> tuple[list[str], TextReport]:
     """The non-blank strings of ``values`` in order, and a :class:`TextReport` of what was dropped and why.
 
-    Each row is ``missing`` (None), ``not text`` (not a string), ``blank`` (see :func:`is_text`) or, with
-    ``deduplicate``, a ``duplicate`` of an earlier text after stripping whitespace; the rest are kept.
+    Each row is dropped for its :func:`text_problem` or, with ``deduplicate``, as a ``duplicate`` of an earlier text
+    after stripping whitespace; the rest are kept.
     """
     report = TextReport()
     seen: set[str] = set()
     kept: list[str] = []
     for value in values:
         report.total += 1
-        if value is None:
-            report.dropped["missing"] += 1
-        elif not isinstance(value, str):
-            report.dropped["not text"] += 1
-        elif not is_text(value):
-            report.dropped["blank"] += 1
+        problem = text_problem(value)
+        if problem is not None:
+            report.dropped[problem] += 1
         elif deduplicate and value.strip() in seen:
             report.dropped["duplicate"] += 1
         else:
