@@ -1,17 +1,14 @@
 """The trainer for a loss that trains modules of its own: the model's and the loss's gradients clipped under one norm.
 
-``SentenceTransformerTrainer`` clips ``model.parameters()`` alone to ``args.max_grad_norm``, so a projection head,
-fusion layers or MLM head owned by the loss are never clipped and their gradients do not count in the norm. The
-papers' training code held all of them in one model object and clipped them together: one exploding auxiliary
-gradient then shrinks the whole update instead of being applied in full. :class:`AuxiliaryLossTrainer` replaces the
-trainer's clipping step with that joint clipping, so ``args`` are never rewritten and the logged ``grad_norm`` is the
-joint norm the trainer itself reports.
+``SentenceTransformerTrainer`` clips ``model.parameters()`` alone, so a projection head, fusion layers or MLM head
+owned by the loss are never clipped and do not count in the norm. The papers' training code held all of them in one
+model and clipped them together: one exploding auxiliary gradient then shrinks the whole update instead of being
+applied in full.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -24,18 +21,6 @@ from st_infocse.training.callbacks import AuxiliaryStateCallback, own_parameters
 logger = logging.getLogger(__name__)
 
 __all__ = ["AuxiliaryLossTrainer", "clip_gradients_jointly"]
-
-
-def _jointly_trained_parameters(loss: nn.Module) -> Iterator[nn.Parameter]:
-    """The model's and the loss's own trainable parameters, each once (tied weights share one tensor)."""
-    model = getattr(loss, "model", None)
-    modules = [loss] + ([model] if isinstance(model, nn.Module) else [])
-    seen: set[int] = set()
-    for module in modules:
-        for param in module.parameters():
-            if param.requires_grad and id(param) not in seen:
-                seen.add(id(param))
-                yield param
 
 
 def clip_gradients_jointly(loss: nn.Module, max_norm: float) -> torch.Tensor:
@@ -52,11 +37,13 @@ def clip_gradients_jointly(loss: nn.Module, max_norm: float) -> torch.Tensor:
     Returns:
         The total 2-norm of the jointly clipped gradients before clipping, as a tensor.
     """
+    # loss.model is a submodule of the loss, and parameters() yields a tied weight once.
+    trained = [param for param in loss.parameters() if param.requires_grad]
     own = list(loss.separately_clipped_parameters()) if isinstance(loss, TrainingLoss) else []
     if not own:
-        return torch.nn.utils.clip_grad_norm_(list(_jointly_trained_parameters(loss)), max_norm)
+        return torch.nn.utils.clip_grad_norm_(trained, max_norm)
     own_ids = {id(param) for param in own}
-    joint = [param for param in _jointly_trained_parameters(loss) if id(param) not in own_ids]
+    joint = [param for param in trained if id(param) not in own_ids]
     norm = torch.nn.utils.clip_grad_norm_(joint, max_norm)
     torch.nn.utils.clip_grad_norm_(own, max_norm)
     return norm
