@@ -53,9 +53,8 @@ class AuxiliaryLossTrainer(SentenceTransformerTrainer):
     """A ``SentenceTransformerTrainer`` that clips the model's and the loss's own gradients under one norm and runs
     :class:`~st_infocse.training.AuxiliaryStateCallback` first.
 
-    Takes the arguments of ``SentenceTransformerTrainer`` (one loss, not a dict of them) and ``clip_jointly``.
-
-    Joint clipping (``clip_jointly=True``, the default) replaces the trainer's clipping step: where the trainer would
+    Takes the arguments of ``SentenceTransformerTrainer`` (one loss, not a dict of them) and ``clip_jointly``. Joint
+    clipping (``clip_jointly=True``, the default) replaces the trainer's clipping step: where the trainer would
     clip the model's gradients to ``args.max_grad_norm``, this one averages the loss's own gradients across
     processes, unscales fp16 gradients (``Accelerator.unscale_gradients``) and clips the model's and the loss's own
     gradients under that one norm with :func:`clip_gradients_jointly`. The logged ``grad_norm`` is the joint norm
@@ -90,24 +89,23 @@ class AuxiliaryLossTrainer(SentenceTransformerTrainer):
         self.auxiliary.in_auxiliary_trainer = True
 
     def _joint_clipping_possible(self) -> bool:
-        """Whether this trainer may clip jointly (no DeepSpeed or FSDP engine clips instead); says which applies."""
-        if not (self.args.max_grad_norm and self.args.max_grad_norm > 0):
-            return True  # nothing is clipped; the check is made again if a later run clips
+        """Whether this trainer may clip jointly: no DeepSpeed or FSDP engine clips (sharded) gradients instead."""
         engine = "DeepSpeed" if self.is_deepspeed_enabled else "FSDP" if self.is_fsdp_enabled else None
-        if engine is not None:
+        clips = bool(self.args.max_grad_norm and self.args.max_grad_norm > 0)
+        if engine is not None and clips:
             logger.warning(
                 "%s clips (sharded) gradients itself and its norm need not cover the loss's own modules; "
                 "joint clipping (AuxiliaryLossTrainer(clip_jointly=True)) is off.",
                 engine,
             )
-            return False
-        logger.info(
-            "Gradient clipping: max_grad_norm=%s over the model and the loss's own modules together "
-            "(%d trainable tensors of the loss's own)",
-            self.args.max_grad_norm,
-            len(own_parameters(self.loss)),
-        )
-        return True
+        elif clips:
+            logger.info(
+                "Gradient clipping: max_grad_norm=%s over the model and the loss's own modules together "
+                "(%d trainable tensors of the loss's own)",
+                self.args.max_grad_norm,
+                len(own_parameters(self.loss)),
+            )
+        return engine is None
 
     def _clip_grad_norm(self, model: nn.Module) -> Any:
         # The trainer calls this only when args.max_grad_norm > 0, before on_pre_optimizer_step, and logs what it
