@@ -1,8 +1,11 @@
-"""The package's one line reader and one JSON-lines reader, for every file a user hands it.
+"""The package's one line reader, one JSON-lines reader and the checks every reader of user input applies.
 
 Training texts (``st_infocse.training``), documents for mining (``st_infocse.mining``) and evaluation data
 (``st_infocse.evaluation``) are all read here, so that a file with bad bytes, a truncated ``.gz`` or a malformed JSON
 line is reported the same way everywhere: one :class:`FileFormatError` naming the file and the line, never a traceback.
+The checks on what was read live here too: a missing, empty or unsupported file, a record that is not a JSON object,
+a missing text column, a saved dataset without a train split, and what a usable text is (:func:`is_text`, with
+:func:`clean_text_values` dropping and counting missing, non-string, blank and duplicate rows).
 Nothing here imports beyond the standard library, so the command line can check files before torch is loaded.
 """
 
@@ -11,7 +14,9 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,11 +25,21 @@ __all__ = [
     "InputError",
     "InvalidJSONLineError",
     "NotDecodableError",
+    "TextReport",
     "beir_split",
+    "check_at_least",
+    "check_local_file",
+    "check_saved_dataset",
+    "choose_column",
+    "clean_text_values",
+    "dataset_error",
     "file_kind",
+    "is_text",
     "looks_local",
+    "read_json_objects",
     "read_json_records",
     "read_lines",
+    "text_problem",
 ]
 
 _KINDS = {".txt": "txt", ".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
@@ -49,7 +64,7 @@ class FileFormatError(InputError):
         if whole:  # ``message`` is the whole sentence and names the file itself
             super().__init__(message)
             return
-        where = f"{self.path}" if line is None else f"{self.path}, {unit} {line}"
+        where = f"{path}" if line is None else f"{path}, {unit} {line}"  # the name as the user gave it
         super().__init__(f"{where}: {message}")
 
 
@@ -200,6 +215,143 @@ def read_json_records(path: str | Path) -> Iterator[tuple[str, Any]]:
             yield f"line {number}", _loads(line)
         except ValueError as exc:
             raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
+
+
+def read_json_objects(
+    path: str | Path, expected: str = "a JSON object", error: type[FileFormatError] = FileFormatError
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, object)`` for each record of :func:`read_json_records`; a record that is not a JSON object raises
+    ``error`` naming its line (or item): ``"<file>, line 3: expected <expected>, got list"``."""
+    for where, record in read_json_records(path):
+        if not isinstance(record, dict):
+            unit, number = where.split()
+            raise error(path, int(number), f"expected {expected}, got {type(record).__name__}", unit)
+        yield where, record
+
+
+# ----------------------------------------------------------------------------------------- checks of user input
+
+
+def is_text(value: Any) -> bool:
+    """Whether ``value`` is usable text: a string with something besides whitespace (what every reader keeps)."""
+    return text_problem(value) is None
+
+
+def text_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be trained on: ``"missing"`` (None), ``"not text"`` (not a string) or ``"blank"`` (only
+    whitespace); None for usable text. The one rule behind every check of training text."""
+    if value is None:
+        return "missing"
+    if not isinstance(value, str):
+        return "not text"
+    return None if value.strip() else "blank"
+
+
+@dataclass
+class TextReport:
+    """What :func:`clean_text_values` kept and dropped, by reason."""
+
+    total: int = 0
+    kept: int = 0
+    dropped: Counter = field(default_factory=Counter)
+
+    def __str__(self) -> str:
+        reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(self.dropped.items())) or "none"
+        return f"{self.kept} of {self.total} texts kept; dropped: {reasons}"
+
+
+def clean_text_values(values: Iterable[Any], deduplicate: bool = False) -> tuple[list[str], TextReport]:
+    """The non-blank strings of ``values`` in order, and a :class:`TextReport` of what was dropped and why.
+
+    Each row is dropped for its :func:`text_problem` or, with ``deduplicate``, as a ``duplicate`` of an earlier text
+    after stripping whitespace; the rest are kept.
+    """
+    report = TextReport()
+    seen: set[str] = set()
+    kept: list[str] = []
+    for value in values:
+        report.total += 1
+        problem = text_problem(value)
+        if problem is not None:
+            report.dropped[problem] += 1
+        elif deduplicate and value.strip() in seen:
+            report.dropped["duplicate"] += 1
+        else:
+            seen.add(value.strip())
+            kept.append(value)
+    report.kept = len(kept)
+    return kept, report
+
+
+def check_local_file(
+    source: str, label: str, kinds: Collection[str], formats: str, noun: str | None = None
+) -> tuple[Path, str | None] | None:
+    """The path of a user's ``source`` and its kind (see :func:`file_kind`; None for a folder), or None for a hub id
+    or a remote file.
+
+    Raises:
+        InputError: a local path that does not exist (``"<label> not found: <source>"``), a file of a kind not in
+            ``kinds`` (``"unsupported file type for <label>: <source>; use <formats>"``) or an empty file
+            (``"<noun> <source> is empty (0 bytes)"``; ``noun`` defaults to ``label``).
+    """
+    path = Path(source).expanduser()
+    if not path.exists():
+        if looks_local(source):
+            raise InputError(f"{label} not found: {source}")
+        return None
+    if path.is_dir():
+        return path, None
+    kind = file_kind(path)
+    if kind not in kinds:
+        raise InputError(f"unsupported file type for {label}: {source}; use {formats}")
+    if path.stat().st_size == 0:
+        raise InputError(f"{noun or label} {source} is empty (0 bytes)")
+    return path, kind
+
+
+def choose_column(source: str, columns: Sequence[str], strings: Sequence[str], text_column: str | None) -> str:
+    """The text column: the one asked for, else ``text``, else the only string column."""
+    if text_column is not None:
+        if text_column not in columns:
+            raise InputError(f"no column {text_column!r} in {source} (columns: {list(columns)})")
+        return text_column
+    if "text" in columns:
+        return "text"
+    if len(strings) == 1:
+        return strings[0]
+    raise InputError(
+        f"choose the text column with --text_column (columns in {source}: {list(columns)}; "
+        f"holding strings: {list(strings)})"
+    )
+
+
+def check_saved_dataset(source: str, path: Path) -> dict[str, Any]:
+    """The features of a ``save_to_disk`` folder (empty when not recorded); fails when it is not one."""
+    if (path / "dataset_dict.json").is_file():
+        splits = json.loads((path / "dataset_dict.json").read_text()).get("splits", [])
+        if "train" not in splits:
+            raise InputError(f"{source} is a DatasetDict without a 'train' split (splits: {splits})")
+        path = path / "train"
+    if not (path / "state.json").is_file():
+        raise InputError(f"{source} is not a dataset folder written by save_to_disk")
+    try:
+        return json.loads((path / "dataset_info.json").read_text()).get("features") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def check_at_least(flag: str, value: int | None, least: int = 1) -> None:
+    """A count the user gave is used as given: one that selects nothing is refused rather than ignored."""
+    if value is not None and value < least:
+        raise InputError(f"{flag} must be at least {least}, got {value}")
+
+
+def dataset_error(source: str, exc: Exception) -> InputError:
+    """One line from a datasets loading failure: the innermost cause is the one that names the problem."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return InputError(f"cannot read {source}: {message}")
 
 
 def beir_split(folder: str | Path, default: str = "test") -> str:

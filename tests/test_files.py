@@ -13,7 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from st_infocse.files import FileFormatError, InputError, NotDecodableError, read_json_records, read_lines
+from st_infocse.files import (
+    FileFormatError,
+    InputError,
+    NotDecodableError,
+    is_text,
+    read_json_objects,
+    read_json_records,
+    read_lines,
+    text_problem,
+)
 from st_infocse.mining.documents import check_documents
 from st_infocse.training.texts import check_text_source, clean_text_values
 
@@ -151,3 +160,23 @@ def test_json_nested_too_deeply_is_one_line(tmp_path, name):
     path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(FileFormatError, match="nested too deeply"):
         list(read_json_records(path))
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "where"),
+    [("t.jsonl", '{"text": "a"}\n\n["a"]\n', "line 3"), ("t.json", '[{"text": "a"}, "a"]', "item 2")],
+)
+def test_a_record_that_is_not_an_object_is_named(tmp_path, name, text, where):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(FileFormatError, match=rf"{name}, {where}: expected an object with text, got (list|str)$"):
+        list(read_json_objects(path, "an object with text"))
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"), [(None, "missing"), (3, "not text"), (["a"], "not text"), (" \t\n", "blank"), ("", "blank"),
+                           (" a ", None)],
+)
+def test_one_rule_says_why_a_value_is_not_text(value, problem):
+    assert text_problem(value) == problem
+    assert is_text(value) is (problem is None)

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import ast
 import inspect
-import re
 from pathlib import Path
 
 import pytest
-import torch
 
 import st_infocse
 
@@ -24,7 +22,7 @@ MODULES = sorted(
     {
         *PACKAGE.glob("losses/*.py"),
         *PACKAGE.glob("modeling/*.py"),
-        *(PACKAGE / "training" / f"{name}.py" for name in ("callbacks", "probe_decoder", "start_end", "at_length")),
+        *(PACKAGE / "training" / f"{name}.py" for name in ("callbacks", "trainer", "probe_decoder", "start_end", "at_length")),
         PACKAGE / "evaluation" / "h_shuffle.py",
         PACKAGE / "evaluation" / "retrieval_folder.py",
         PACKAGE / "evaluation" / "retrieval.py",
@@ -39,6 +37,7 @@ ALLOWED = {
     "torch._dynamo": "torch < 2.3 only, where torch.compiler.is_compiling does not exist",
     "loss._lower_outputs": "the package's own stage-1 loss",
     "report._skip": "the package's own MiningReport",
+    "super()._clip_grad_norm": "the trainer's clipping step, which AuxiliaryLossTrainer overrides; pinned below",
 }
 
 
@@ -78,65 +77,38 @@ def _in_order(source: str, *snippets: str) -> None:
     assert positions == sorted(positions), dict(zip(snippets, positions, strict=True))
 
 
-def test_the_trainer_reads_max_grad_norm_between_step_begin_and_pre_optimizer_step():
-    """AuxiliaryStateCallback turns the trainer's model-only clipping off by zeroing ``args.max_grad_norm`` in
-    ``on_step_begin`` and restores it in ``on_pre_optimizer_step``; that works only while the trainer reads it in
-    between, once per step (transformers 5.24.0: ``Trainer._run_epoch``, called by ``_inner_training_loop``)."""
+def test_the_trainer_clips_in_its_clipping_step_and_logs_what_it_returns():
+    """AuxiliaryLossTrainer overrides ``Trainer._clip_grad_norm(model)``, the trainer's clipping step: the trainer
+    calls it only when ``args.max_grad_norm > 0``, before ``on_pre_optimizer_step`` and ``optimizer.step()``, and
+    logs what it returns as ``grad_norm`` (transformers 5.24.0: ``Trainer._run_epoch``, called by
+    ``_inner_training_loop``)."""
     from transformers import Trainer
 
     assert "self._run_epoch(" in inspect.getsource(Trainer._inner_training_loop)
     loop = inspect.getsource(Trainer._run_epoch)
     _in_order(
         loop,
-        "self.callback_handler.on_step_begin(",
         "if self.args.max_grad_norm > 0:",
         "grad_norm = self._clip_grad_norm(model)",
+        "grad_norm = self._get_grad_norm(model, grad_norm=grad_norm)",
         "self.callback_handler.on_pre_optimizer_step(",
         "self.optimizer.step()",
+        "self._maybe_log_save_evaluate(",
     )
-    assert loop.count("max_grad_norm") == 1
-    clip = inspect.getsource(Trainer._clip_grad_norm)
-    assert "model.parameters(), self.args.max_grad_norm" in clip  # the model's parameters alone
-
-
-def test_the_trainer_unscales_fp16_gradients_before_the_callbacks_see_them():
-    """Without clipping the trainer still computes the norm through ``Accelerator.clip_grad_norm_`` (which unscales),
-    so the callback finds the gradients unscaled and must not unscale them again."""
-    from transformers import Trainer
-
+    assert loop.count("_clip_grad_norm(") == 1
+    assert list(inspect.signature(Trainer._clip_grad_norm).parameters) == ["self", "model"]
     norm = inspect.getsource(Trainer._get_grad_norm)
-    assert 'self.accelerator.clip_grad_norm_(model.parameters(), float("inf"))' in norm
+    assert "if grad_norm is None:" in norm  # a norm given is kept, not recomputed over the model alone
 
 
-# ------------------------------------------------------------------------------------ torch and accelerate: fp16
+def test_the_accelerator_unscales_fp16_gradients_through_its_scaler():
+    """AuxiliaryLossTrainer unscales with the public ``Accelerator.unscale_gradients`` before clipping, as
+    ``Accelerator.clip_grad_norm_`` does (accelerate 1.15.0)."""
+    from accelerate import Accelerator
 
-
-def test_a_second_unscale_raises_the_documented_error_in_the_words_the_callback_reads():
-    from st_infocse.training.callbacks import _ALREADY_UNSCALED
-
-    assert "twice" in inspect.getdoc(torch.amp.GradScaler.unscale_) and "RuntimeError" in inspect.getdoc(
-        torch.amp.GradScaler.unscale_
-    )
-    param = torch.nn.Parameter(torch.zeros(2))
-    optimizer = torch.optim.SGD([param], lr=1.0)
-    scaler = torch.amp.GradScaler("cpu", init_scale=8.0)
-    scaler.scale(param.sum()).backward()
-    scaler.unscale_(optimizer)
-    with pytest.raises(RuntimeError, match=re.escape(_ALREADY_UNSCALED)):
-        scaler.unscale_(optimizer)
-
-
-def test_accelerates_optimizer_wrapper_keeps_its_optimizer_scaler_and_state():
-    """The callback unwraps ``AcceleratedOptimizer.optimizer``, reads its ``scaler`` and, for DeepSpeed or FSDP, its
-    ``accelerator_state.distributed_type`` (accelerate 1.15.0; building one needs an ``Accelerator``, which the
-    trainer makes, so the constructor is read rather than run)."""
-    from accelerate.optimizer import AcceleratedOptimizer
-    from accelerate.utils import DistributedType
-
-    init = inspect.getsource(AcceleratedOptimizer.__init__)
-    for line in ("self.optimizer = optimizer", "self.scaler = scaler", "self.accelerator_state = AcceleratorState()"):
-        assert line in init, line
-    assert {"DEEPSPEED", "FSDP"} <= set(DistributedType.__members__)
+    unscale = inspect.getsource(Accelerator.unscale_gradients)
+    assert "self.scaler.unscale_(" in unscale
+    assert "self.unscale_gradients()" in inspect.getsource(Accelerator.clip_grad_norm_)
 
 
 # ------------------------------------------------------------------------------------ transformers: attention

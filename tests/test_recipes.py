@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import st_infocse.training.callbacks
 import st_infocse.training.precision
+import st_infocse.training.trainer
 from st_infocse.cli import main
 from st_infocse.cli import recipe_runs as cli_recipes
 from st_infocse.cli import train as cli_train
@@ -505,18 +505,16 @@ def _tiny_run(tiny12: dict[str, Path], name: str, *flags: str) -> list[str]:
 
 @pytest.mark.parametrize("name", [name for name in EXPECTED if RECIPES[name].objective != "idc"])
 def test_every_recipe_builds_its_loss_and_clips_jointly(name, tiny12, monkeypatch, cpu_without_bf16):
-    """Up to the trainer, cheaply: the recipe's loss with the recipe's settings, handed to a callback that clips the
+    """Up to the trainer, cheaply: the recipe's loss with the recipe's settings, handed to a trainer that clips the
     encoder and the loss's own modules together."""
     seen: dict = {}
-    real = st_infocse.training.callbacks.AuxiliaryStateCallback
 
-    class Spy(real):  # type: ignore[misc, valid-type]
-        def __init__(self, loss, *args, **kwargs):
-            super().__init__(loss, *args, **kwargs)
-            seen.update(loss=loss, clip_jointly=self.clip_jointly)
+    class Spy:
+        def __init__(self, *args, loss, clip_jointly, **kwargs):
+            seen.update(loss=loss, clip_jointly=clip_jointly)
             raise _Stop
 
-    monkeypatch.setattr(st_infocse.training.callbacks, "AuxiliaryStateCallback", Spy)
+    monkeypatch.setattr(st_infocse.training.trainer, "AuxiliaryLossTrainer", Spy)
     with pytest.raises(_Stop):
         main(_tiny_run(tiny12, name))
     assert seen["clip_jointly"] is True

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_labels
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import OBJECTIVES, Preset, resolve_preset
+from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import (
     AuxiliaryDecoder,
     FusionInit,
@@ -284,13 +285,14 @@ class ConditionalMLMLoss(TrainingLoss):
         self.metrics.update(output)
         return output
 
-    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> LossTerms:
         refuse_labels(self, labels)
         features = list(sentence_features)
         embeddings = embed_columns(self.model, features)
         output = self.compute_loss_from_embeddings(embeddings, features)
-        check_finite(self, {"cmlm": output.loss}, self.empty_texts(features), overflow=output.overflow)
-        return output.loss
+        losses = LossTerms(cmlm=output.loss)
+        check_finite(self, losses, self.empty_texts(features), overflow=output.overflow)
+        return losses
 
     def get_config_dict(self) -> dict[str, Any]:
         """Every argument of the objective as applied: the preset, the decoder's shape and start, the mask rate."""

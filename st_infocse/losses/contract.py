@@ -47,8 +47,8 @@ def _warn_without_callback(module: TrainingLoss, args: Any) -> None:
     warnings.warn(
         f"{type(module).__name__} is training {len(own)} tensors of its own (projection head, decoder) without "
         "st_infocse.training.AuxiliaryStateCallback: they are not clipped with the model's gradients and not saved in "
-        "checkpoints, so a resumed run restarts them. Pass callbacks=[AuxiliaryStateCallback(loss)] to "
-        "SentenceTransformerTrainer, or build it with st_infocse.training.build_trainer.",
+        "checkpoints, so a resumed run restarts them. Train with st_infocse.training.AuxiliaryLossTrainer (or "
+        "pass callbacks=[AuxiliaryStateCallback(loss)] to SentenceTransformerTrainer to keep them in checkpoints).",
         UserWarning,
         stacklevel=3,
     )

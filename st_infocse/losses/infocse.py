@@ -75,7 +75,7 @@ class InfoCSELoss(TrainingLoss):
         ``decoder``, ``fusion_init``, ``mlm_head_source``, and ``detach``, ``mlm_gather``, ``aux_gradient`` at a value
         other than their default) then have nothing to apply to and are refused with a ``ValueError`` naming them.
 
-        For the authors' optimisation as well, train with :class:`~st_infocse.training.AuxiliaryStateCallback`
+        For the authors' optimisation as well, train with :class:`~st_infocse.training.AuxiliaryLossTrainer`
         (it clips the encoder and the loss's own modules under one ``max_grad_norm``, as their trainer did) and
         start from a CLS-pooled model; ``docs/REPRODUCING.md`` lists the remaining differences.
 
@@ -115,7 +115,7 @@ class InfoCSELoss(TrainingLoss):
                 gradient elements fall below AdamW's ``eps`` and it learns slowly. ``"full"``: the decoder receives
                 the unweighted MLM gradient while the encoder still receives exactly ``lambda_`` times it through
                 the sentence embedding (a gradient scale on ``h`` where it enters the decoder); the logged ``cmlm``
-                term keeps its value ``lambda_ * L_aux``, and :class:`~st_infocse.training.AuxiliaryStateCallback`
+                term keeps its value ``lambda_ * L_aux``, and :class:`~st_infocse.training.AuxiliaryLossTrainer`
                 clips the decoder's gradients under their own norm so that they do not shrink the encoder's step.
 
         References:
@@ -145,20 +145,18 @@ class InfoCSELoss(TrainingLoss):
             ::
 
                 from datasets import Dataset
-                from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from sentence_transformers import SentenceTransformer
                 from sentence_transformers.base.modules import Transformer
                 from sentence_transformers.sentence_transformer.modules import Pooling
                 from st_infocse import losses
-                from st_infocse.training import AuxiliaryStateCallback, check_training_dataset
+                from st_infocse.training import AuxiliaryLossTrainer, check_training_dataset
 
                 encoder = Transformer("bert-base-uncased", max_seq_length=32)
                 model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.InfoCSELoss(model, lambda_=1e-5)
-                trainer = SentenceTransformerTrainer(
-                    model=model, train_dataset=train_dataset, loss=loss, callbacks=[AuxiliaryStateCallback(loss)]
-                )
+                trainer = AuxiliaryLossTrainer(model=model, train_dataset=train_dataset, loss=loss)
                 trainer.train()
         """
         super().__init__()

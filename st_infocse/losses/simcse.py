@@ -13,6 +13,7 @@ from torch import Tensor
 from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_labels
 from st_infocse.losses.citations import SIMCSE_CITATION
 from st_infocse.losses.contract import TrainingLoss
+from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.heads import ProjectionHead, ProjectionKind, at_least_fp32, initializer_range
 
 
@@ -146,13 +147,13 @@ class SimCSELoss(TrainingLoss):
         """The contrastive loss of precomputed sentence embeddings (projection applied here)."""
         return self.info_nce(self.project(embeddings))
 
-    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> LossTerms:
         refuse_labels(self, labels)
         features = list(sentence_features)
         embeddings, _ = self.embed(features)
-        loss = self.compute_loss_from_embeddings(embeddings)
-        check_finite(self, {"contrastive": loss}, self.empty_flag(features))
-        return loss
+        losses = LossTerms(contrastive=self.compute_loss_from_embeddings(embeddings))
+        check_finite(self, losses, self.empty_flag(features))
+        return losses
 
     def get_config_dict(self) -> dict[str, Any]:
         return {

@@ -10,8 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from st_infocse.files import InputError, file_kind, looks_local, read_json_records, read_lines
-from st_infocse.training.texts import check_at_least, check_saved_dataset, dataset_error, is_text
+from st_infocse.files import (
+    InputError,
+    check_at_least,
+    check_local_file,
+    check_saved_dataset,
+    dataset_error,
+    file_kind,
+    is_text,
+    read_json_records,
+    read_lines,
+)
 
 __all__ = ["DOCUMENT_FORMATS", "check_documents", "load_documents"]
 
@@ -28,23 +37,22 @@ def _document_has_text(record: Any) -> bool:
     return is_text(record) or (isinstance(record, list) and any(is_text(s) for s in record))
 
 
+def _check_columns(source: str, columns: list[str]) -> None:
+    if not ({"sentences", "text"} & set(columns)):
+        raise InputError(f"documents in {source} need a 'sentences' (list) or 'text' column; found {columns}")
+
+
 def check_documents(source: str) -> None:
     """Cheap checks of the documents for mining: a local file must exist, be non-empty and hold a usable document."""
-    path = Path(source).expanduser()
-    if not path.exists():
-        if looks_local(source):
-            raise InputError(f"documents not found: {source}")
+    found = check_local_file(source, "documents", ("txt", "json"), DOCUMENT_FORMATS, noun="documents file")
+    if found is None:
         return
-    if path.is_dir():
+    path, kind = found
+    if kind is None:
         features = check_saved_dataset(source, path)
-        if features and not ({"sentences", "text"} & set(features)):
-            raise InputError(f"documents in {source} need a 'sentences' (list) or 'text' column; found {list(features)}")
+        if features:
+            _check_columns(source, list(features))
         return
-    kind = file_kind(path)
-    if kind not in ("txt", "json"):
-        raise InputError(f"unsupported file type for documents: {source}; use {DOCUMENT_FORMATS}")
-    if path.stat().st_size == 0:
-        raise InputError(f"documents file {source} is empty (0 bytes)")
     if kind == "txt":
         if not any(line.strip() for _, line in read_lines(path)):
             raise InputError(f"no text in {source}: all of its lines are blank")
@@ -98,6 +106,5 @@ def load_documents(source: str, max_docs: int | None = None) -> Any:
         raise
     if hasattr(docs, "keys") and not hasattr(docs, "column_names"):
         docs = docs["train"]
-    if not ({"sentences", "text"} & set(docs.column_names)):
-        raise InputError(f"documents in {source} need a 'sentences' (list) or 'text' column; found {docs.column_names}")
+    _check_columns(source, docs.column_names)
     return docs if max_docs is None else docs.select(range(min(max_docs, len(docs))))

@@ -1,8 +1,8 @@
 """The one place a model is loaded for training, a trainer is built around a loss, and the trained model is saved.
 
 The command line, the demo and the IDC rounds all go through :func:`build_trainer`, so they share three decisions:
-the :class:`~st_infocse.training.AuxiliaryStateCallback` runs first (reporting integrations then see the joint
-``grad_norm`` and the loss's metrics it adds), memory is pinned only when the model trains on an accelerator, and
+the trainer is an :class:`~st_infocse.training.AuxiliaryLossTrainer` (the loss's own modules checkpointed and
+clipped with the model), memory is pinned only when the model trains on an accelerator, and
 a model's own maximum length is read by one rule (:func:`own_max_length`) and is what :func:`save_model` saves.
 :func:`load_model` is the one rule for what a loaded model is: a saved Sentence Transformer keeps its own modules,
 a plain encoder gets the papers' ``cls`` pooling, and re-pooling replaces only the Pooling module.
@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 from st_infocse.files import InputError, looks_local
 
 if TYPE_CHECKING:
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers import SentenceTransformer
     from torch import nn
     from transformers import TrainingArguments
+
+    from st_infocse.training.trainer import AuxiliaryLossTrainer
 
 __all__ = [
     "LENGTH_SENTINEL",
@@ -182,8 +184,8 @@ def build_trainer(
     args: TrainingArguments,
     evaluator: Any = None,
     clip_jointly: bool = True,
-) -> SentenceTransformerTrainer:
-    """A ``SentenceTransformerTrainer`` for ``loss`` with the package's callback first and memory pinned by device.
+) -> AuxiliaryLossTrainer:
+    """An :class:`~st_infocse.training.AuxiliaryLossTrainer` for ``loss`` with memory pinned by device.
 
     Args:
         model: the model ``loss`` trains.
@@ -193,20 +195,13 @@ def build_trainer(
             (pinned memory only speeds up copies to an accelerator, and torch warns about it at every dataloader).
         evaluator: an optional sentence-transformers evaluator.
         clip_jointly: ``--max_grad_norm`` bounds the model's and the loss's own gradients together, as in the
-            papers' trainer (see :class:`~st_infocse.training.AuxiliaryStateCallback`).
+            papers' trainer.
     """
-    from sentence_transformers import SentenceTransformerTrainer
-
-    from st_infocse.training.callbacks import AuxiliaryStateCallback
     from st_infocse.training.precision import unpin_memory_without_accelerator, warn_if_slow_bf16
+    from st_infocse.training.trainer import AuxiliaryLossTrainer
 
     unpin_memory_without_accelerator(args)
     warn_if_slow_bf16(bool(args.bf16), args.device.type == "cpu")
-    auxiliary = AuxiliaryStateCallback(loss, clip_jointly=clip_jointly)
-    trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, callbacks=[auxiliary]
+    return AuxiliaryLossTrainer(
+        model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, clip_jointly=clip_jointly
     )
-    # Reporting integrations (--report_to) receive the logs before user callbacks; going first lets them record
-    # the joint grad_norm and the auxiliary metrics this callback adds.
-    trainer.callback_handler.callbacks.insert(0, trainer.callback_handler.pop_callback(auxiliary))
-    return trainer

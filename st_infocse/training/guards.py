@@ -11,10 +11,10 @@ import logging
 from collections.abc import Mapping
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from datasets import Dataset, IterableDataset
 from sentence_transformers.util.dataset import DEFAULT_LABEL_COLUMNS
 
+from st_infocse.files import text_problem
 from st_infocse.losses import clean_texts_hint
 
 logger = logging.getLogger(__name__)
@@ -24,29 +24,32 @@ NON_TEXT_COLUMNS = frozenset(DEFAULT_LABEL_COLUMNS) | {"dataset_name"}
 SHOWN_INDICES = 5
 
 
-def _indices(mask: pa.ChunkedArray | pa.Array) -> str:
-    found = pc.indices_nonzero(pc.fill_null(mask, False)).to_pylist()
+def _indices(found: list[int]) -> str:
     shown = ", ".join(str(i) for i in found[:SHOWN_INDICES])
     return f"{shown}, ..." if len(found) > SHOWN_INDICES else shown
 
 
 def _column_problem(dataset: Dataset, column: str) -> str | None:
     """What stops ``column`` from training, or None; some blank texts are only logged."""
-    # The arrow view honours select/shuffle indices and reads no Python objects, so large datasets check quickly.
+    # The arrow view honours select/shuffle indices; its type says whether the column holds text at all.
     values = dataset.with_format("arrow")[column]
     rows = len(values)
     if pa.types.is_null(values.type):
         return f"column {column!r} has no text at all ({rows} None rows)"
     if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
         return f"column {column!r} holds {values.type} values, not text"
-    if values.null_count:
-        missing = values.null_count
+    problems: dict[str, list[int]] = {"missing": [], "blank": []}
+    for index, value in enumerate(values.to_pylist()):
+        problem = text_problem(value)
+        if problem is not None:
+            problems[problem].append(index)
+    if problems["missing"]:
+        missing = len(problems["missing"])
         return (
             f"column {column!r} has {missing} None {'row' if missing == 1 else 'rows'} of {rows} "
-            f"(at {_indices(pc.is_null(values))})"
+            f"(at {_indices(problems['missing'])})"
         )
-    blank = pc.equal(pc.utf8_trim_whitespace(values), "")
-    blanks = pc.sum(blank).as_py() or 0
+    blanks = len(problems["blank"])
     if blanks == rows:
         return f"column {column!r} has only blank texts (all {rows} empty or whitespace), which train on nothing"
     if blanks:
@@ -55,7 +58,7 @@ def _column_problem(dataset: Dataset, column: str) -> str | None:
             column,
             blanks,
             rows,
-            _indices(blank),
+            _indices(problems["blank"]),
             clean_texts_hint(column),
         )
     return None

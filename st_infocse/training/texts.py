@@ -9,60 +9,33 @@ Every problem with the input is an :class:`~st_infocse.files.InputError`: one li
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import os
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from st_infocse.files import InputError, file_kind, looks_local, read_json_records, read_lines
+from st_infocse.files import (
+    InputError,
+    TextReport,
+    check_at_least,
+    check_local_file,
+    check_saved_dataset,
+    choose_column,
+    clean_text_values,
+    dataset_error,
+    file_kind,
+    is_text,
+    read_json_objects,
+    read_lines,
+)
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class TextReport:
-    """What :func:`clean_texts` kept and dropped, by reason."""
-
-    total: int = 0
-    kept: int = 0
-    dropped: Counter = field(default_factory=Counter)
-
-    def __str__(self) -> str:
-        reasons = ", ".join(f"{count} {reason}" for reason, count in sorted(self.dropped.items())) or "none"
-        return f"{self.kept} of {self.total} texts kept; dropped: {reasons}"
-
-
-def clean_text_values(values: Iterable[Any], deduplicate: bool = False) -> tuple[list[str], TextReport]:
-    """The non-blank strings of ``values`` in order, and a :class:`TextReport` of what was dropped and why.
-
-    The plain-Python core of :func:`clean_texts`, for values that are not in a ``Dataset`` yet (Arrow cannot hold a
-    column that mixes strings with numbers or lists, so such input is cleaned before it becomes one).
-    """
-    report = TextReport()
-    seen: set[str] = set()
-    kept: list[str] = []
-    for value in values:
-        report.total += 1
-        if value is None:
-            report.dropped["missing"] += 1
-        elif not isinstance(value, str):
-            report.dropped["not text"] += 1
-        elif not is_text(value):
-            report.dropped["blank"] += 1
-        elif deduplicate and value.strip() in seen:
-            report.dropped["duplicate"] += 1
-        else:
-            seen.add(value.strip())
-            kept.append(value)
-    report.kept = len(kept)
-    return kept, report
 
 
 def clean_texts(
@@ -125,35 +98,12 @@ TEXT_FORMATS = (
 )
 
 
-def is_text(value: Any) -> bool:
-    """Whether ``value`` is usable text: a string with something besides whitespace (what every reader keeps)."""
-    return isinstance(value, str) and bool(value.strip())
-
-
-def choose_column(source: str, columns: Sequence[str], strings: Sequence[str], text_column: str | None) -> str:
-    """The text column: the one asked for, else ``text``, else the only string column."""
-    if text_column is not None:
-        if text_column not in columns:
-            raise InputError(f"no column {text_column!r} in {source} (columns: {list(columns)})")
-        return text_column
-    if "text" in columns:
-        return "text"
-    if len(strings) == 1:
-        return strings[0]
-    raise InputError(
-        f"choose the text column with --text_column (columns in {source}: {list(columns)}; "
-        f"holding strings: {list(strings)})"
-    )
-
-
-def _check_records(source: str, records: Iterator[tuple[str, Any]], text_column: str | None) -> str:
+def _check_records(source: str, path: Path, text_column: str | None) -> str:
     """The text column (asked for, or chosen from the first record); reads on until a non-blank string in it."""
     column = text_column
     rows = present = 0
     first_keys: list[str] = []
-    for where, record in records:
-        if not isinstance(record, dict):
-            raise InputError(f"{source}, {where}: expected a JSON object with a text field, got {type(record).__name__}")
+    for _, record in read_json_objects(path, "a JSON object with a text field"):
         rows += 1
         if rows == 1:
             first_keys = list(record)
@@ -216,43 +166,22 @@ def _check_parquet(source: str, path: Path, text_column: str | None) -> str:
     return column
 
 
-def check_saved_dataset(source: str, path: Path) -> dict[str, Any]:
-    """The features of a ``save_to_disk`` folder (empty when not recorded); fails when it is not one."""
-    if (path / "dataset_dict.json").is_file():
-        splits = json.loads((path / "dataset_dict.json").read_text()).get("splits", [])
-        if "train" not in splits:
-            raise InputError(f"{source} is a DatasetDict without a 'train' split (splits: {splits})")
-        path = path / "train"
-    if not (path / "state.json").is_file():
-        raise InputError(f"{source} is not a dataset folder written by save_to_disk")
-    try:
-        return json.loads((path / "dataset_info.json").read_text()).get("features") or {}
-    except (OSError, ValueError):
-        return {}
-
-
 def check_text_source(source: str, text_column: str | None = None) -> str | None:
     """Cheap checks of training text before anything heavy is loaded: the text column, or None for hub data.
 
     Local files must exist, be non-empty, parse (as far as read), have the text column and hold at least one
     non-blank text; reading stops at the first such row, so this is quick on any size of file.
     """
-    path = Path(source).expanduser()
-    if not path.exists():
-        if looks_local(source):
-            raise InputError(f"training data not found: {source}")
+    found = check_local_file(source, "training data", ("txt", "json", "csv", "parquet"), TEXT_FORMATS)
+    if found is None:
         return text_column  # a hub dataset or hf:// file: checked when it is loaded
-    if path.is_dir():
+    path, kind = found
+    if kind is None:
         features = check_saved_dataset(source, path)
         if not features:
             return text_column
         strings = [name for name, f in features.items() if isinstance(f, dict) and f.get("dtype") == "string"]
         return choose_column(source, list(features), strings, text_column)
-    kind = file_kind(path)
-    if kind is None:
-        raise InputError(f"unsupported file type for training data: {source}; use {TEXT_FORMATS}")
-    if path.stat().st_size == 0:
-        raise InputError(f"training data {source} is empty (0 bytes)")
     if kind == "txt":
         if text_column not in (None, "text"):
             raise InputError(f"{source} is plain text, one text per line, without columns: leave out --text_column")
@@ -262,24 +191,10 @@ def check_text_source(source: str, text_column: str | None = None) -> str | None
                 return "text"
         raise InputError(f"no text in {source}: all of its {lines} lines are blank")
     if kind == "json":
-        return _check_records(source, read_json_records(path), text_column)
+        return _check_records(source, path, text_column)
     if kind == "csv":
         return _check_csv(source, path, text_column)
     return _check_parquet(source, path, text_column)
-
-
-def check_at_least(flag: str, value: int | None, least: int = 1) -> None:
-    """A count the user gave is used as given: one that selects nothing is refused rather than ignored."""
-    if value is not None and value < least:
-        raise InputError(f"{flag} must be at least {least}, got {value}")
-
-
-def dataset_error(source: str, exc: Exception) -> InputError:
-    """One line from a datasets loading failure: the innermost cause is the one that names the problem."""
-    while exc.__cause__ is not None or exc.__context__ is not None:
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return InputError(f"cannot read {source}: {message}")
 
 
 def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None) -> Dataset:
@@ -298,14 +213,8 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
         if kind == "json":
             # Read here rather than by datasets: one field is kept, whatever its type, and cleaned before Arrow types
             # it (a field mixing strings and numbers becomes datasets' Json type, which cannot train).
-            values = []
-            for where, record in read_json_records(path):
-                if max_samples is not None and len(values) >= max_samples:
-                    break
-                if not isinstance(record, dict):
-                    raise InputError(f"{source}, {where}: expected a JSON object, got {type(record).__name__}")
-                values.append(record.get(column))
-            kept, report = clean_text_values(values)
+            records = islice(read_json_objects(path), max_samples)  # read no further than kept
+            kept, report = clean_text_values(record.get(column) for _, record in records)
             dataset = Dataset.from_dict({"text": kept}, features=Features({"text": Value("string")}))
             column = "text"
         else:

@@ -21,6 +21,25 @@ def test_every_loss_follows_the_contract(make_model, cls):
     assert loss.separately_clipped_parameters() == []
 
 
+@pytest.mark.parametrize(
+    ("cls", "terms"),
+    [
+        (losses.SimCSELoss, {"contrastive"}),
+        (losses.InfoCSELoss, {"contrastive", "cmlm"}),
+        (losses.CMLMCSELoss, {"contrastive", "cmlm"}),
+        (losses.ConditionalMLMLoss, {"cmlm"}),
+        (losses.InforMinReconstructionLoss, {"contrastive", "reconstruction"}),
+        (losses.AuxiliaryPretrainingLoss, {"mlm", "aux"}),
+    ],
+)
+def test_every_loss_returns_named_scalar_terms(make_model, cls, terms):
+    # One return shape for every loss: the trainer sums the terms into the loss and logs each under its name.
+    model = make_model()
+    out = cls(model)([model.preprocess(random_sentences(8))])
+    assert isinstance(out, losses.LossTerms) and set(out) == terms
+    assert all(value.dim() == 0 and value.requires_grad for value in out.values())
+
+
 def test_infocse_exposes_its_parts_and_their_metrics(make_model):
     model = make_model()
     loss = losses.InfoCSELoss(model, lambda_=0.5)
@@ -75,8 +94,9 @@ def test_training_without_the_callback_warns_once_naming_it(make_model, run_trai
     own = [n for n, p in loss.named_parameters() if p.requires_grad and not n.startswith("model.")]
     assert said == [f"InfoCSELoss is training {len(own)} tensors of its own (projection head, decoder) without "
                     "st_infocse.training.AuxiliaryStateCallback: they are not clipped with the model's gradients and "
-                    "not saved in checkpoints, so a resumed run restarts them. Pass callbacks=[AuxiliaryStateCallback"
-                    "(loss)] to SentenceTransformerTrainer, or build it with st_infocse.training.build_trainer."]
+                    "not saved in checkpoints, so a resumed run restarts them. Train with "
+                    "st_infocse.training.AuxiliaryLossTrainer (or pass callbacks=[AuxiliaryStateCallback(loss)] to "
+                    "SentenceTransformerTrainer to keep them in checkpoints)."]
     monkeypatch.setattr(contract, "warned_without_callback", False)
     model = make_model()
     loss = losses.InfoCSELoss(model)

@@ -54,7 +54,7 @@ def test_batch_with_some_empty_rows_trains(make_model, sentences, name):
 def test_one_column_with_text_is_enough(make_model, sentences):
     # A batch is refused as empty only when every column is: a column of blanks beside a column of text trains.
     model = make_model()
-    value = losses.SimCSELoss(model)([model.preprocess(["", ""]), model.preprocess(sentences[:2])])
+    value = losses.SimCSELoss(model)([model.preprocess(["", ""]), model.preprocess(sentences[:2])])["contrastive"]
     assert torch.isfinite(value) and value.item() > 0
     value.backward()
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())

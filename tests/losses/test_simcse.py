@@ -14,7 +14,7 @@ def test_single_column_matches_hand_computed_info_nce(make_model, sentences):
     model = make_model()
     model.eval()  # no dropout: both views are identical, so the loss is computable by hand
     loss = losses.SimCSELoss(model, temperature=0.05, projection=None)
-    value = loss([_features(model, sentences[:8])])
+    value = loss([_features(model, sentences[:8])])["contrastive"]
     with torch.no_grad():
         emb = model.encode(sentences[:8], convert_to_tensor=True)
         scores = F.normalize(emb, dim=-1) @ F.normalize(emb, dim=-1).T / 0.05
@@ -35,7 +35,7 @@ def test_matches_multiple_negatives_ranking_loss_on_pairs(make_model, sentences)
     model = make_model()
     model.eval()
     anchor, positive, negative = (_features(model, sentences[i : i + 8]) for i in (0, 8, 16))
-    ours = losses.SimCSELoss(model, temperature=0.05, projection=None)([anchor, positive, negative])
+    ours = losses.SimCSELoss(model, temperature=0.05, projection=None)([anchor, positive, negative])["contrastive"]
     anchor, positive, negative = (_features(model, sentences[i : i + 8]) for i in (0, 8, 16))
     theirs = MultipleNegativesRankingLoss(model, scale=20.0)([anchor, positive, negative], None)
     assert ours.item() == pytest.approx(theirs.item(), rel=1e-5)
@@ -45,7 +45,7 @@ def test_matches_multiple_negatives_ranking_loss_on_pairs(make_model, sentences)
 def test_projection_head_is_owned_by_the_loss(make_model, sentences, kind, tmp_path):
     model = make_model()
     loss = losses.SimCSELoss(model, projection=kind)
-    value = loss([_features(model, sentences[:8])])
+    value = loss([_features(model, sentences[:8])])["contrastive"]
     value.backward()
     assert any(p.grad is not None for p in loss.projection.parameters())
     model.save(str(tmp_path / "saved"))
@@ -61,7 +61,7 @@ def test_bn_projection_normalises_a_batch_of_one_over_its_two_views(make_model):
     seen = []
     last_norm.register_forward_hook(lambda module, inputs, output: seen.append((inputs[0].shape, output)))
     # One sentence still gives BatchNorm two rows (its two views), as in the authors' stacked batch.
-    assert torch.isfinite(loss([_features(model, ["only one sentence"])]))
+    assert torch.isfinite(loss([_features(model, ["only one sentence"])])["contrastive"])
     (shape, output), = seen
     assert shape[0] == 2  # both views, stacked
     torch.testing.assert_close(output.mean(0), torch.zeros(output.shape[1]), atol=1e-5, rtol=0)  # normalised over them
@@ -72,8 +72,8 @@ def test_empty_string_in_batch_is_handled(make_model, sentences):
     model = make_model()
     model.eval()  # identical views, so the two losses below differ only by the empty row
     loss = losses.SimCSELoss(model)
-    with_empty = loss([_features(model, ["", *sentences[:7]])])
-    without = loss([_features(model, sentences[:7])])
+    with_empty = loss([_features(model, ["", *sentences[:7]])])["contrastive"]
+    without = loss([_features(model, sentences[:7])])["contrastive"]
     assert torch.isfinite(with_empty) and with_empty.item() != pytest.approx(without.item())
     with_empty.backward()
     grads = [p.grad for p in model.parameters() if p.grad is not None]

@@ -9,6 +9,7 @@ import torch.distributed as dist
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
+from transformers import TrainerState
 
 from st_infocse import losses
 from st_infocse.training import AuxiliaryStateCallback
@@ -33,7 +34,7 @@ def main(model_dir: str, out_path: str, anchors: list[str], positives: list[str]
     rows = slice(rank * per_rank, (rank + 1) * per_rank)
 
     loss = losses.SimCSELoss(model, gather_across_devices=True)
-    value = loss([batch(anchors[rows]), batch(positives[rows])])
+    value = loss([batch(anchors[rows]), batch(positives[rows])])["contrastive"]
     value.backward()
     # What DistributedDataParallel does to the model's gradients.
     for p in model.parameters():
@@ -54,7 +55,7 @@ def main(model_dir: str, out_path: str, anchors: list[str], positives: list[str]
     local = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in aux])
     gathered_local = [torch.zeros_like(local) for _ in range(world)]
     dist.all_gather(gathered_local, local)
-    AuxiliaryStateCallback(info).on_pre_optimizer_step(None, None, None)  # what the trainer calls before each update
+    AuxiliaryStateCallback(info).on_pre_optimizer_step(None, TrainerState(), None)  # what the trainer calls before each update
     synced = torch.cat([p.grad.reshape(-1) for p in aux])
     gathered_synced = [torch.zeros_like(synced) for _ in range(world)]
     dist.all_gather(gathered_synced, synced)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from st_infocse.files import FileFormatError, InvalidJSONLineError, NotDecodableError, read_json_records, read_lines
+from st_infocse.files import FileFormatError, InvalidJSONLineError, NotDecodableError, read_json_objects, read_lines
 from st_infocse.modeling.random_state import global_random_state_kept
 
 from .._deps import require
@@ -181,32 +182,32 @@ def canonical_sts_name(name: str) -> str:
     return name
 
 
-def data_lines(path: Path, fallback: str | None = None) -> list[str]:
-    """The file's lines without line terminators, through the package's one line reader
-    (:func:`st_infocse.files.read_lines`); a final newline does not make an extra line."""
+@contextmanager
+def _data_errors(path: Path) -> Iterator[None]:
+    """A missing file, and the shared readers' errors worded for evaluation data as :class:`DataFormatError`."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: file not found")
     try:
-        return [line for _, line in read_lines(path, fallback_encoding=fallback)]
-    except NotDecodableError as exc:
-        raise DataFormatError(path, exc.line, "not valid utf-8 text") from None
-
-
-def json_objects(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
-    """``(line, object)`` for each JSON object of a JSON-lines file, through the package's one JSON-lines reader
-    (:func:`st_infocse.files.read_json_records`); anything but an object is an error naming its line."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: file not found")
-    try:
-        for where, row in read_json_records(path):
-            unit, number = where.split()
-            if not isinstance(row, dict):
-                raise DataFormatError(path, int(number), f"expected a JSON object, got {type(row).__name__}", unit)
-            yield int(number), row
+        yield
     except InvalidJSONLineError as exc:
         raise DataFormatError(path, exc.line, f"invalid JSON ({exc.error.msg})") from None
     except NotDecodableError as exc:
         raise DataFormatError(path, exc.line, "not valid utf-8 text") from None
+
+
+def data_lines(path: Path, fallback: str | None = None) -> list[str]:
+    """The file's lines without line terminators, through the package's one line reader
+    (:func:`st_infocse.files.read_lines`); a final newline does not make an extra line."""
+    with _data_errors(path):
+        return [line for _, line in read_lines(path, fallback_encoding=fallback)]
+
+
+def json_objects(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+    """``(line, object)`` for each JSON object of a JSON-lines file, through the package's one JSON-lines reader
+    (:func:`st_infocse.files.read_json_objects`); anything but an object is an error naming its line."""
+    with _data_errors(path):
+        for where, row in read_json_objects(path, error=DataFormatError):
+            yield int(where.split()[1]), row
 
 
 def parse_score(value: Any, path: Path, line: int, unit: str = "line", column: str = "score") -> float:

@@ -1,0 +1,117 @@
+"""The trainer for a loss that trains modules of its own: the model's and the loss's gradients clipped under one norm.
+
+``SentenceTransformerTrainer`` clips ``model.parameters()`` alone, so a projection head, fusion layers or MLM head
+owned by the loss are never clipped and do not count in the norm. The papers' training code held all of them in one
+model and clipped them together: one exploding auxiliary gradient then shrinks the whole update instead of being
+applied in full.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+from sentence_transformers import SentenceTransformerTrainer
+from torch import nn
+
+from st_infocse.losses.contract import TrainingLoss
+from st_infocse.training.callbacks import AuxiliaryStateCallback, own_parameters
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["AuxiliaryLossTrainer", "clip_gradients_jointly"]
+
+
+def clip_gradients_jointly(loss: nn.Module, max_norm: float) -> torch.Tensor:
+    """Clip the gradients of ``loss.model`` and of the loss's own modules together, under one norm.
+
+    This is what one ``torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`` did when the model object held
+    the encoder, the projection head and the auxiliary decoder. Call it after ``backward()`` (and after unscaling, if
+    a ``GradScaler`` is used) and before ``optimizer.step()``; :class:`AuxiliaryLossTrainer` does.
+
+    A loss may name parameters to clip under a norm of their own with
+    :meth:`~st_infocse.losses.TrainingLoss.separately_clipped_parameters` (``InfoCSELoss(aux_gradient="full")``
+    does, for its decoder); the rest are clipped together as above.
+
+    Returns:
+        The total 2-norm of the jointly clipped gradients before clipping, as a tensor.
+    """
+    # loss.model is a submodule of the loss, and parameters() yields a tied weight once.
+    trained = [param for param in loss.parameters() if param.requires_grad]
+    own = list(loss.separately_clipped_parameters()) if isinstance(loss, TrainingLoss) else []
+    if not own:
+        return torch.nn.utils.clip_grad_norm_(trained, max_norm)
+    own_ids = {id(param) for param in own}
+    joint = [param for param in trained if id(param) not in own_ids]
+    norm = torch.nn.utils.clip_grad_norm_(joint, max_norm)
+    torch.nn.utils.clip_grad_norm_(own, max_norm)
+    return norm
+
+
+class AuxiliaryLossTrainer(SentenceTransformerTrainer):
+    """A ``SentenceTransformerTrainer`` that clips the model's and the loss's own gradients under one norm and runs
+    :class:`~st_infocse.training.AuxiliaryStateCallback` first.
+
+    Takes the arguments of ``SentenceTransformerTrainer`` (one loss, not a dict of them) and ``clip_jointly``. Joint
+    clipping (``clip_jointly=True``, the default) replaces the trainer's clipping step: where the trainer would
+    clip the model's gradients to ``args.max_grad_norm``, this one averages the loss's own gradients across
+    processes, unscales fp16 gradients (``Accelerator.unscale_gradients``) and clips the model's and the loss's own
+    gradients under that one norm with :func:`clip_gradients_jointly`. The logged ``grad_norm`` is the joint norm
+    before clipping; ``args`` are read, never changed, so the model card and the saved training arguments hold the
+    value given. With ``max_grad_norm=0`` nothing is clipped, as in the trainer. Under DeepSpeed or FSDP, whose
+    engines clip (sharded) gradients themselves, the trainer warns and leaves clipping to the engine, whose norm
+    need not cover the loss's modules. With ``clip_jointly=False`` the model is clipped alone, as by
+    ``SentenceTransformerTrainer``.
+
+    The callback goes first in the callback list, so reporting integrations (``report_to``) receive the auxiliary
+    metrics it adds to each log.
+
+    Example:
+        ::
+
+            from st_infocse import losses
+            from st_infocse.training import AuxiliaryLossTrainer
+
+            loss = losses.InfoCSELoss(model, lambda_=1e-5)
+            args = SentenceTransformerTrainingArguments(output_dir="out", max_grad_norm=1.0)
+            trainer = AuxiliaryLossTrainer(model=model, args=args, train_dataset=ds, loss=loss)
+            trainer.train()  # encoder, head and decoder clipped under one norm of 1.0
+    """
+
+    def __init__(self, *args: Any, clip_jointly: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if isinstance(self.loss, dict):
+            raise TypeError("AuxiliaryLossTrainer trains one loss; give a dict of losses to SentenceTransformerTrainer")
+        self.auxiliary = AuxiliaryStateCallback(self.loss)
+        self.callback_handler.callbacks.insert(0, self.auxiliary)
+        self.clip_jointly = clip_jointly and self._joint_clipping_possible()
+        self.auxiliary.in_auxiliary_trainer = True
+
+    def _joint_clipping_possible(self) -> bool:
+        """Whether this trainer may clip jointly: no DeepSpeed or FSDP engine clips (sharded) gradients instead."""
+        engine = "DeepSpeed" if self.is_deepspeed_enabled else "FSDP" if self.is_fsdp_enabled else None
+        clips = bool(self.args.max_grad_norm and self.args.max_grad_norm > 0)
+        if engine is not None and clips:
+            logger.warning(
+                "%s clips (sharded) gradients itself and its norm need not cover the loss's own modules; "
+                "joint clipping (AuxiliaryLossTrainer(clip_jointly=True)) is off.",
+                engine,
+            )
+        elif clips:
+            logger.info(
+                "Gradient clipping: max_grad_norm=%s over the model and the loss's own modules together "
+                "(%d trainable tensors of the loss's own)",
+                self.args.max_grad_norm,
+                len(own_parameters(self.loss)),
+            )
+        return engine is None
+
+    def _clip_grad_norm(self, model: nn.Module) -> Any:
+        # The trainer calls this only when args.max_grad_norm > 0, before on_pre_optimizer_step, and logs what it
+        # returns as grad_norm; tests/test_library_touchpoints.py pins that call site.
+        if not self.clip_jointly:
+            return super()._clip_grad_norm(model)
+        self.auxiliary.average_gradients(self.state.global_step)  # every process then clips by the same factor
+        self.accelerator.unscale_gradients()
+        return clip_gradients_jointly(self.loss, self.args.max_grad_norm)
