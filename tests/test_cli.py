@@ -242,9 +242,9 @@ def test_evaluate_sts_and_beir_offline(workspace, capsys):
         (["frobnicate"], "unknown command"),
         # Explicit zeros reach the loss, which refuses them, instead of being replaced by a default.
         (["pretrain-aux", "--n", "0", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "n (fusion layers) must be a positive integer, got 0"),
-        (["pretrain-aux", "--mask_rate", "0", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "mask_rate must be in (0, 1), got 0.0"),
+        (["pretrain-aux", "--mask_rate", "0", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "--mask_rate must lie in (0, 1), got 0"),
         (["train", "--n", "0", "--stsb_dev", "none", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "n (fusion layers) must be a positive integer, got 0"),
-        (["train", "--mask_rate", "0", "--stsb_dev", "none", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "mask_rate must be in (0, 1), got 0.0"),
+        (["train", "--mask_rate", "0", "--stsb_dev", "none", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "--mask_rate must lie in (0, 1), got 0"),
     ],
 )
 def test_clear_errors_exit_with_code_2(workspace, argv, message, capsys, monkeypatch):
@@ -706,7 +706,7 @@ def _one_step(command: str) -> list[str]:
     ("argv", "message"),
     [
         (["train", "--k", "0", "--train_data", "sentences.txt"], "k (frozen lower layers) must be between 1 and 3"),
-        (["train", "--temperature", "0", "--train_data", "sentences.txt"], "temperature must be positive, got 0.0"),
+        (["train", "--temperature", "0", "--train_data", "sentences.txt"], "--temperature must be positive, got 0"),
         (["pretrain-aux", "--k", "0", "--train_data", "sentences.txt"], "k (frozen lower layers) must be between 1"),
         (["train", "--max_train_samples", "0", "--train_data", "sentences.txt"], "--max_train_samples must be at least 1, got 0"),
         (["train", "--objective", "idc", "--docs", "docs.jsonl", "--rounds", "0"], "rounds must be >= 1, got 0"),
@@ -923,6 +923,17 @@ def test_evaluate_reads_a_beir_folder_of_any_name_by_its_layout_and_its_dev_spli
         (["train", "--aux_learning_rate", "-0.1"], "--aux_learning_rate must be positive, got -0.1"),
         (["pretrain-aux", "--learning_rate", "-1"], "--learning_rate must be positive, got -1"),
         (["train", "--output_dir", "/proc/no-such-place/out"], "--output_dir: cannot write into /proc/no-such-place/out"),
+        # every bad value names its flag (not the Python name), from the loss's own bounds
+        (["train", "--lambda", "-1"], "--lambda must be at least 0, got -1"),
+        (["train", "--objective", "cmlm", "--mask_rate", "1.5"], "--mask_rate must lie in (0, 1), got 1.5"),
+        (["train", "--eval_retrieval", "beir/scifact", "--bm25_language", "klingon"],
+         "--bm25_language klingon is not a language of the stemmer"),
+        (["train", "--eval_retrieval", "beir/scifact", "--bm25_language", "armenian"],
+         "--bm25_language armenian: bm25s has no stop-word list for it"),
+        (["train", "--eval_retrieval", "beir/scifact", "--hybrid_weight", "2"], "--hybrid_weight must lie in [0, 1]"),
+        (["train", "--lamda", "0.1"], "--lamda is not a flag of --objective infocse"),
+        (["train", "--lamda", "0.1"], "did you mean --lambda?"),
+        (["train", "--learning_rat", "0.1"], "did you mean --learning_rate?"),
     ],
 )
 def test_input_errors_come_before_the_model_loads(workspace, argv, message, capsys, monkeypatch):
@@ -935,6 +946,51 @@ def test_input_errors_come_before_the_model_loads(workspace, argv, message, caps
     assert main(full) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert len(errors) == 1 and message in errors[0], errors
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evaluate", "--sts", "downstream", "--bm25_language", "klingon"], "--bm25_language klingon is not a"),
+        (["evaluate", "--sts", "downstream", "--hybrid_weight", "2"], "--hybrid_weight must lie in [0, 1]"),
+        (["evaluate", "--sts", "downstream", "--splt", "dev"], "did you mean --split?"),
+        (["mine", "--docs", "docs.jsonl", "--similarty", "dot"], "did you mean --similarity?"),
+        (["demo", "--step", "3"], "did you mean --steps?"),
+    ],
+)
+def test_every_command_names_the_flag_at_fault_before_loading(workspace, argv, message, capsys, monkeypatch):
+    monkeypatch.chdir(workspace["root"])
+    assert main([*argv, "--model", "no-such-org/no-such-model"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_a_yaml_config_gives_typed_values_and_the_command_line_wins(workspace, capsys, monkeypatch):
+    """The file is read as a mapping (floats, lists and booleans as they are), a key no section takes is refused by
+    name, and a flag given on the command line wins over the file's."""
+    from st_infocse.cli import train as cli_train
+
+    monkeypatch.chdir(workspace["root"])
+    config = workspace["root"] / "run.yaml"
+    config.write_text("objective: simcse\ntemperature: 0.07\nlearning_rate: 1e-4\nlora_r: 2\n"
+                      "lora_target_modules: [query, value]\nsplit_sentences: true\nmax_steps: 3\n")
+    seen = {}
+
+    def stop(argv, command, sources=None):
+        seen["flags"] = real(argv, command, sources)
+        raise SystemExit(0)
+
+    real = cli_train.read_training_flags
+    monkeypatch.setattr(cli_train, "read_training_flags", stop)
+    with pytest.raises(SystemExit):
+        main(["train", "--config", str(config), "--train_data", "sentences.txt", "--max_steps", "1"])
+    flags = seen["flags"]
+    assert flags.objective == "simcse" and flags.loss.temperature == pytest.approx(0.07)
+    assert flags.trainer.learning_rate == pytest.approx(1e-4) and flags.trainer.max_steps == 1
+    assert flags.lora.lora_target_modules == ["query", "value"] and flags.data.split_sentences is True
+    config.write_text("objective: simcse\nlambda: 0.1\n")
+    assert main(["train", "--config", str(config), "--train_data", "sentences.txt"]) == 2
+    assert "--lambda (a flag of" in capsys.readouterr().err
 
 
 def test_an_unknown_idc_loss_is_refused_by_the_parser_with_its_choices(workspace, capsys, monkeypatch):

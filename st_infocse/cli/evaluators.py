@@ -77,8 +77,6 @@ def run_evaluation(run_args: RunEvaluationArguments, training_args: Any, given: 
         from st_infocse.evaluation import retrieval_evaluator
 
         max_corpus = run_args.eval_retrieval_max_corpus or None
-        if max_corpus is not None and max_corpus < 0:
-            raise CLIError(f"--eval_retrieval_max_corpus must be 0 (all) or positive, got {max_corpus}")
         try:
             retrieval, info = retrieval_evaluator(
                 run_args.eval_retrieval, run_args.eval_retrieval_split, max_corpus=max_corpus, seed=training_args.seed

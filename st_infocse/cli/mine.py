@@ -38,8 +38,6 @@ def cmd_mine(argv: Sequence[str]) -> int:
     check_output_dir(mine_args.output_dir)
     from st_infocse.mining import mine_pairs
 
-    if mine_args.min_sentences < 2:  # the miner would raise it to 2 without a word
-        raise CLIError(f"--min_sentences must be at least 2 (a pair needs two sentences), got {mine_args.min_sentences}")
     documents = load_documents(mine_args.docs, mine_args.max_docs)
     loaded = model_from_args(model_args)
     model = loaded.model

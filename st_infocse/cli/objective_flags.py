@@ -8,12 +8,13 @@ A loss flag defaults to None, "the loss's own": the defaults are written once, i
 """
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
 
 from st_infocse.cli.arguments import DataArguments, KeepArguments
+from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
-from st_infocse.losses.registry import PRESETS, STAGE1, flag_value, objective_names
+from st_infocse.losses.registry import PRESETS, STAGE1, flag_value, objective_names, out_of_bounds
 from st_infocse.training.lora import DEFAULT_TARGETS, LoRASettings
 
 __all__ = [
@@ -53,6 +54,22 @@ class ObjectiveArguments:
     )
 
 
+class LossFlags:
+    """Loss flags: each value given is checked against the loss argument's range (:data:`~st_infocse.losses.registry.BOUNDS`)
+    and refused under its flag's name before anything loads."""
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            why = out_of_bounds(item.name, getattr(self, item.name))
+            if why:
+                raise CLIError(f"{flag_name(item)} {why}, got {getattr(self, item.name):g}")
+
+
+def flag_name(item: Any) -> str:
+    """The flag a field is given by: its alias where it has one (``lambda_`` is ``--lambda``)."""
+    return (item.metadata.get("aliases") or [f"--{item.name}"])[0]
+
+
 def _lambda(help_text: str) -> Any:
     return field(default=None, metadata={"aliases": ["--lambda"], "help": help_text})
 
@@ -69,7 +86,7 @@ def _mask_rate_help(*names: str) -> str:
 
 
 @dataclass
-class ContrastiveFlags:
+class ContrastiveFlags(LossFlags):
     """SimCSE's contrastive term, which every sentence objective but CMLM trains."""
 
     _argument_group_name = _LOSS
@@ -86,7 +103,7 @@ class ContrastiveFlags:
 
 
 @dataclass
-class DecoderShapeFlags:
+class DecoderShapeFlags(LossFlags):
     """The auxiliary decoder's shape (paper 000 section 3.1): frozen lower layers, then fusion layers."""
 
     _argument_group_name = _LOSS
@@ -150,7 +167,7 @@ class Stage1Flags(DecoderShapeFlags):
 
 
 @dataclass
-class MNRLFlags:
+class MNRLFlags(LossFlags):
     """IDC's pair loss with ``--idc_loss mnrl``: sentence-transformers' MultipleNegativesRankingLoss."""
 
     _argument_group_name = "the pair loss (--idc_loss mnrl)"
@@ -169,6 +186,10 @@ class AuxiliaryRateFlags:
         default=None, metadata={"help": "Own learning rate for the loss's modules (projection head, decoder)."}
     )
 
+    def __post_init__(self) -> None:
+        if self.aux_learning_rate is not None and not self.aux_learning_rate > 0:
+            raise CLIError(f"--aux_learning_rate must be positive, got {self.aux_learning_rate:g}")
+
 
 @dataclass
 class DecoderWarmupFlags:
@@ -185,6 +206,12 @@ class DecoderWarmupFlags:
     decoder_warmup_learning_rate: float = field(
         default=5e-4, metadata={"help": "Learning rate of --decoder_warmup_steps (AdamW, the decoder's own)."}
     )
+
+    def __post_init__(self) -> None:
+        if self.decoder_warmup_steps is not None and self.decoder_warmup_steps < 1:
+            raise CLIError(f"--decoder_warmup_steps must be at least 1, got {self.decoder_warmup_steps}")
+        if not self.decoder_warmup_learning_rate > 0:
+            raise CLIError(f"--decoder_warmup_learning_rate must be positive, got {self.decoder_warmup_learning_rate:g}")
 
 
 _DOCS_HELP = "Documents, in any form that `st-infocse mine --docs` reads."
@@ -219,6 +246,13 @@ class IDCFlags:
     idc_max_docs: int | None = field(
         default=None, metadata={"help": "Mine and train on a --seed sample of this many documents (in their order)."}
     )
+
+    def __post_init__(self) -> None:
+        if self.idc_annotator is not None and self.initial_annotation != "model":
+            raise CLIError(f"--idc_annotator mines the first round, which --initial_annotation "
+                           f"{self.initial_annotation} does not mine")
+        if self.idc_max_docs is not None and self.idc_max_docs < 1:
+            raise CLIError(f"--idc_max_docs must be at least 1, got {self.idc_max_docs}")
 
 
 @dataclass
@@ -265,6 +299,16 @@ class DistillFlags:
         default=None, metadata={"help": "Train on a --seed sample of this many pseudo-queries (all by default)."}
     )
 
+    def __post_init__(self) -> None:
+        if self.distill_candidates < 2:
+            raise CLIError(f"--distill_candidates must be at least 2 (the query's document and one other), got "
+                           f"{self.distill_candidates}")
+        for flag in ("student_temperature", "teacher_temperature"):
+            if not getattr(self, flag) > 0:
+                raise CLIError(f"--{flag} must be positive, got {getattr(self, flag):g}")
+        if self.distill_max_queries is not None and self.distill_max_queries < 1:
+            raise CLIError(f"--distill_max_queries must be at least 1, got {self.distill_max_queries}")
+
 
 @dataclass
 class LoRAFlags:
@@ -282,6 +326,27 @@ class LoRAFlags:
         metadata={"help": "Names of the linear layers to adapt (BERT family: query key value; MPNet: q k v)."},
     )
     lora_dropout: float = field(default=LoRASettings.dropout, metadata={"help": "Dropout on the adapter's input."})
+
+    def __post_init__(self) -> None:
+        """The adapter's flags, and PEFT's presence, before the model loads."""
+        import importlib.util
+
+        from st_infocse.training.lora import LORA_INSTALL_HINT
+
+        if self.lora_r < 0:
+            raise CLIError(f"--lora_r must be 0 (no adapter) or a rank of 1 or more, got {self.lora_r}")
+        if not self.lora_r:
+            given = [f"--{item.name}" for item in fields(self) if item.name != "lora_r" and getattr(self, item.name)
+                     != (item.default_factory() if item.default is MISSING else item.default)]
+            if given:
+                raise CLIError(f"{', '.join(given)}: the adapter's settings apply with --lora_r R (a rank of 1 or more)")
+            return
+        if not self.lora_target_modules:
+            raise CLIError("--lora_target_modules: name at least one linear layer to adapt")
+        if not 0 <= self.lora_dropout < 1:
+            raise CLIError(f"--lora_dropout must lie in [0, 1), got {self.lora_dropout}")
+        if importlib.util.find_spec("peft") is None:
+            raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")
 
 
 @dataclass(frozen=True)

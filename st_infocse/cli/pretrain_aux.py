@@ -20,7 +20,6 @@ from st_infocse.cli.interrupt import Interrupted
 from st_infocse.cli.objective_flags import loss_options
 from st_infocse.cli.objectives import learning_rate_mapping
 from st_infocse.cli.output import lengths, start_summary, summary
-from st_infocse.cli.parsing import expand_config
 from st_infocse.cli.train import run_trainer
 from st_infocse.cli.training_flags import read_training_flags
 from st_infocse.losses.registry import STAGE1
@@ -31,7 +30,7 @@ __all__ = ["cmd_pretrain_aux"]
 
 
 def cmd_pretrain_aux(argv: Sequence[str]) -> int:
-    flags = read_training_flags(expand_config(argv), "pretrain-aux")
+    flags = read_training_flags(argv, "pretrain-aux")
     if flags is None:  # --help
         return 0
     training_args = flags.trainer

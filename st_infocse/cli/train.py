@@ -31,8 +31,7 @@ from st_infocse.cli.inputs import (
 from st_infocse.cli.interrupt import Interrupted
 from st_infocse.cli.objectives import build_loss, learning_rate_mapping, warm_up_decoder
 from st_infocse.cli.output import lengths, start_summary, summary
-from st_infocse.cli.parsing import expand_config
-from st_infocse.cli.recipe_runs import recipe_by_name, take_recipe
+from st_infocse.cli.parsing import asks_for_help, read_sources
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
 from st_infocse.mining.documents import load_documents
 from st_infocse.recipes import format_recipe_list
@@ -68,11 +67,11 @@ def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
 
 
 def cmd_train(argv: Sequence[str]) -> int:
-    recipe_name, user_argv = take_recipe(expand_config(argv))
-    if recipe_name == "list":
+    sources = read_sources(argv, "st-infocse train", recipes=True) if not asks_for_help(argv) else None
+    if sources is not None and sources.recipe == "list":
         print(format_recipe_list())
         return 0
-    flags = read_training_flags(user_argv, "train", recipe_by_name(recipe_name) if recipe_name else None)
+    flags = read_training_flags(argv, "train", sources)
     if flags is None:  # --help
         return 0
     training_args, objective = flags.trainer, flags.objective

@@ -13,7 +13,7 @@ refused in one line that names the objective's flags.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,11 @@ from st_infocse.cli.arguments import (
     LexicalArguments,
     ModelArguments,
     OutputArguments,
-    RecipeArguments,
     RunEvaluationArguments,
     training_arguments_class,
 )
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import (
-    check_idc_annotator,
     check_learning_rates,
     check_model_source,
     check_output_dir,
@@ -45,13 +43,22 @@ from st_infocse.cli.objective_flags import (
     IDCFlags,
     IDCPairLoss,
     LoRAFlags,
-    MNRLFlags,
     ObjectiveArguments,
     objective_sections,
     takers,
 )
-from st_infocse.cli.parsing import FlagParser, asks_for_help, flag_of, refuse_unknown
-from st_infocse.cli.recipe_runs import check_requires, recipe_argv, recipe_precision, recipe_summary
+from st_infocse.cli.parsing import (
+    ConfigArguments,
+    FlagParser,
+    RecipeArguments,
+    Sources,
+    asks_for_help,
+    flag_of,
+    read_sources,
+    refuse_unknown,
+    unknown_flags,
+)
+from st_infocse.cli.recipe_runs import check_requires, recipe_precision, recipe_summary
 from st_infocse.losses.registry import STAGE1
 from st_infocse.mining.documents import check_documents
 from st_infocse.training.texts import check_text_source
@@ -113,13 +120,16 @@ _ATTRIBUTES = {ModelArguments: "model", OutputArguments: "output", RunEvaluation
                LoRAFlags: "lora"}
 
 
-def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -> TrainingFlags | None:
-    """The run's flags from ``argv`` (the user's, ``--config`` expanded and ``--recipe`` taken out), after
-    ``recipe``'s; None when ``--help`` was asked for (the help of the objective's flags is printed)."""
+def read_training_flags(argv: Sequence[str], command: str, sources: Sources | None = None) -> TrainingFlags | None:
+    """The run's flags from ``sources`` (the recipe's, the config file's, then the command line's, which win);
+    None when ``--help`` was asked for (the help of the objective's flags is printed)."""
     prog = f"st-infocse {command}"
-    sources = [recipe_argv(recipe) if recipe is not None else [], list(argv)]
+    sources = sources if sources is not None else read_sources(argv, prog)
+    recipe = sources.recipe
     if command == "train":
-        chosen, _ = FlagParser([ObjectiveArguments, IDCPairLoss], prog).read([*sources[0], *sources[1]])
+        chosen = {}
+        for layer in sources.layers:
+            chosen.update(FlagParser([ObjectiveArguments, IDCPairLoss], prog).read(layer)[0])
         objective, idc_loss = chosen.get("objective", "infocse"), chosen.get("idc_loss", "mnrl")
         common = [ModelArguments, ObjectiveArguments, RunEvaluationArguments, OutputArguments]
         if objective != "idc":  # IDC's rounds set no BM25 reference beside their scores (yet)
@@ -129,10 +139,12 @@ def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -
     sections = objective_sections(objective, idc_loss)
     own = FlagParser([*common, *sections.all], prog)
     if asks_for_help(argv):
-        print(FlagParser([*([RecipeArguments] if command == "train" else []), *own.dataclass_types,
-                          training_arguments_class()], prog).format_help())
+        print(FlagParser([ConfigArguments, *([RecipeArguments] if command == "train" else []),
+                          *own.dataclass_types, training_arguments_class()], prog).format_help())
         return None
-    (recipe_own, recipe_rest), (user_own, user_rest) = own.read(sources[0]), own.read(sources[1])
+    (recipe_own, recipe_rest), (config_own, config_rest), (argv_own, argv_rest) = map(own.read, sources.layers)
+    user_own = {**config_own, **argv_own}
+    user_rest = [*unknown_flags(config_rest), *argv_rest]
     what = f"--objective {objective}" + (f" --idc_loss {idc_loss}" if objective == "idc" else "")
     what = what if command == "train" else command
     own_flags = ", ".join(f"--{item.name.rstrip('_')}" for dtype in sections.all
@@ -154,8 +166,12 @@ def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -
     check_before_loading(flags)
 
     trainer = FlagParser([training_arguments_class()], prog)
-    (recipe_trainer, recipe_left), (user_trainer, user_left) = trainer.read(recipe_rest), trainer.read(user_rest)
-    refuse_unknown([*recipe_left, *user_left], what, takes, others)
+    (recipe_trainer, recipe_left), (config_trainer, _), (argv_trainer, argv_left) = (
+        trainer.read(recipe_rest), trainer.read(config_rest), trainer.read(argv_rest))
+    config_left = [f"--{key}" for key in config_rest if key not in config_trainer]
+    user_trainer = {**config_trainer, **argv_trainer}
+    refuse_unknown([*recipe_left, *config_left, *argv_left], what, takes, others,
+                   known=[*own.flags, *trainer.flags])
     flags.given = frozenset({*recipe_own, *user_own, *recipe_trainer, *user_trainer})
     flags.typed = frozenset({*user_own, *user_trainer})
     trainer_values = {**recipe_trainer, **user_trainer}
@@ -188,24 +204,19 @@ def check_before_loading(flags: TrainingFlags) -> None:
                            "queries.jsonl, qrels/)")
         if run.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(run.stsb_dev).expanduser().exists():
             raise CLIError(f"STS-B dev data not found: {run.stsb_dev}")
-    if flags.distill is not None:
-        check_distillation(flags)
-    elif flags.lexical is not None and not (run is not None and run.eval_retrieval):
+    if flags.distill is not None and not flags.lexical.bm25:
+        raise CLIError("--bm25 false leaves --objective distill no teacher: it distils BM25 fused with your model")
+    if flags.distill is None and flags.lexical is not None and not (run is not None and run.eval_retrieval):
         given = [f"--{item.name}" for item in fields(LexicalArguments)
                  if getattr(flags.lexical, item.name) != item.default]
         if given:
             raise CLIError(f"{', '.join(given)}: BM25 is scored beside --eval_retrieval, which this run does not have")
-    if flags.lora is not None:
-        check_lora(flags.lora)
     decoder = getattr(flags.loss, "decoder", None)
     if decoder and not Path(decoder).expanduser().exists():
         raise CLIError(f"--decoder: not found: {decoder}")
     check_decoder_warmup(flags)
-    if isinstance(flags.loss, MNRLFlags) and flags.loss.temperature is not None and not flags.loss.temperature > 0:
-        # its scale is the inverse; the package's losses check their own temperature
-        raise CLIError(f"--temperature must be positive, got {flags.loss.temperature:g}")
-    if flags.idc is not None:
-        check_idc_annotator(flags.idc)
+    if flags.idc is not None and flags.idc.idc_annotator is not None:
+        check_model_source(flags.idc.idc_annotator, "--idc_annotator")
     if flags.idc is not None or flags.ict is not None or flags.distill is not None:
         if not flags.docs:
             what = ("to mine pairs from" if flags.idc is not None else "whose sentences and rests are the pairs"
@@ -216,51 +227,8 @@ def check_before_loading(flags: TrainingFlags) -> None:
         check_text_source(text_source(flags.data.train_data), flags.data.text_column)
 
 
-def check_distillation(flags: TrainingFlags) -> None:
-    """The teacher needs BM25; the candidates, temperatures and query sample need sensible values."""
-    distill = flags.distill
-    if not flags.lexical.bm25:
-        raise CLIError("--bm25 false leaves --objective distill no teacher: it distils BM25 fused with your model")
-    if distill.distill_candidates < 2:
-        raise CLIError(f"--distill_candidates must be at least 2 (the query's document and one other), got "
-                       f"{distill.distill_candidates}")
-    for flag in ("student_temperature", "teacher_temperature"):
-        if not getattr(distill, flag) > 0:
-            raise CLIError(f"--{flag} must be positive, got {getattr(distill, flag):g}")
-    if distill.distill_max_queries is not None and distill.distill_max_queries < 1:
-        raise CLIError(f"--distill_max_queries must be at least 1, got {distill.distill_max_queries}")
-
-
 def check_decoder_warmup(flags: TrainingFlags) -> None:
-    """``--decoder_warmup_steps`` needs no ``--decoder`` of its own and a positive step count and rate."""
-    warmup = flags.warmup
-    if warmup is None or warmup.decoder_warmup_steps is None:
-        return
-    if getattr(flags.loss, "decoder", None) is not None:
+    """``--decoder_warmup_steps`` trains the decoder ``--decoder`` would give."""
+    if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None and \
+            getattr(flags.loss, "decoder", None) is not None:
         raise CLIError("give --decoder (a trained decoder) or --decoder_warmup_steps (train one first), not both")
-    if warmup.decoder_warmup_steps < 1:
-        raise CLIError(f"--decoder_warmup_steps must be at least 1, got {warmup.decoder_warmup_steps}")
-    if not warmup.decoder_warmup_learning_rate > 0:
-        raise CLIError(f"--decoder_warmup_learning_rate must be positive, got {warmup.decoder_warmup_learning_rate:g}")
-
-
-def check_lora(lora: LoRAFlags) -> None:
-    """The adapter's flags, and PEFT's presence, before the model loads."""
-    import importlib.util
-
-    from st_infocse.training.lora import LORA_INSTALL_HINT
-
-    if lora.lora_r < 0:
-        raise CLIError(f"--lora_r must be 0 (no adapter) or a rank of 1 or more, got {lora.lora_r}")
-    if not lora.lora_r:
-        given = [f"--{item.name}" for item in fields(LoRAFlags) if item.name != "lora_r"
-                 and getattr(lora, item.name) != (item.default_factory() if item.default is MISSING else item.default)]
-        if given:
-            raise CLIError(f"{', '.join(given)}: the adapter's settings apply with --lora_r R (a rank of 1 or more)")
-        return
-    if not lora.lora_target_modules:
-        raise CLIError("--lora_target_modules: name at least one linear layer to adapt")
-    if not 0 <= lora.lora_dropout < 1:
-        raise CLIError(f"--lora_dropout must lie in [0, 1), got {lora.lora_dropout}")
-    if importlib.util.find_spec("peft") is None:
-        raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")

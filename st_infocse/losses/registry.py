@@ -50,8 +50,10 @@ __all__ = [
     "Objective",
     "Preset",
     "flag_value",
+    "BOUNDS",
     "get_objective",
     "objective_names",
+    "out_of_bounds",
     "resolve_preset",
 ]
 
@@ -270,6 +272,33 @@ STAGE1 = Objective(
     INFOCSE_CITATION,
     mask_rate=MLM_MASK_RATE,
 )
+
+
+#: The range each loss argument must lie in, as ``(low, high, low included, high included)`` (None: unbounded). The
+#: command line checks a flag against it before anything loads; a loss's own check of the same argument holds it.
+BOUNDS: Mapping[str, tuple[float | None, float | None, bool, bool]] = MappingProxyType({
+    "lambda_": (0, None, True, False),
+    "informin_weight": (0, None, True, False),
+    "temperature": (0, None, False, False),
+    "mask_rate": (0, 1, False, False),
+    "k": (0, None, True, False),
+    "n": (0, None, True, False),
+})
+
+
+def out_of_bounds(name: str, value: float) -> str | None:
+    """Why ``value`` is outside :data:`BOUNDS`'s range for the argument ``name``, e.g. ``"must be at least 0"``;
+    None when it lies inside (or the argument has no bounds)."""
+    if name not in BOUNDS or value is None:
+        return None
+    low, high, low_in, high_in = BOUNDS[name]
+    if low is not None and (value < low or (value == low and not low_in)):
+        if high is not None:
+            return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+        return f"must be {'at least' if low_in else 'above' if low else 'positive'}{f' {low:g}' if low_in or low else ''}"
+    if high is not None and (value > high or (value == high and not high_in)):
+        return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+    return None
 
 
 def objective_names() -> tuple[str, ...]:
