@@ -339,10 +339,9 @@ def test_resume_after_interruption_matches_uninterrupted_run(workspace):
     ],
 )
 def test_each_objective_gets_its_papers_head_unless_told(make_model, objective, projection, expected):
-    from st_infocse.cli.objective_flags import objective_sections
-    from st_infocse.cli.objectives import build_loss
+    from st_infocse.cli.objectives import build_loss, entry_of
 
-    loss = build_loss(make_model(), objective, objective_sections(objective).loss(projection=projection))
+    loss = build_loss(make_model(), objective, entry_of(objective).loss_flags(projection=projection))
     contrastive = getattr(loss, "contrastive", loss)
     assert contrastive.projection_kind == expected
     if objective in ("infocse", "cmlm-cse"):
@@ -749,11 +748,11 @@ def test_explicit_zero_threshold_is_used(workspace, capsys, monkeypatch):
 
 
 def test_explicit_zero_weights_reach_every_loss(make_model):
-    from st_infocse.cli.objective_flags import ConditionalMLMFlags, objective_sections
-    from st_infocse.cli.objectives import build_loss
+    from st_infocse.cli.objective_flags import ConditionalMLMFlags
+    from st_infocse.cli.objectives import build_loss, entry_of
 
     for objective in ("infocse", "cmlm-cse", "informin"):
-        flags = objective_sections(objective).loss
+        flags = entry_of(objective).loss_flags
         assert build_loss(make_model(), objective, flags(lambda_=0.0)).lambda_ == 0.0
     assert build_loss(make_model(), "infocse", ConditionalMLMFlags(informin_weight=0.0)).informin_weight == 0.0
     # Unset, each takes the registry's default.
@@ -778,12 +777,12 @@ def test_explicit_zero_decoder_sizes_reach_the_loss(make_model):
 def test_decoder_warmup_trains_a_decoder_first_and_the_loss_starts_from_it(workspace, capsys, monkeypatch):
     import torch
 
-    import st_infocse.cli.train as cli_train
+    import st_infocse.cli.objectives as cli_objectives
     from st_infocse.modeling import AuxiliaryDecoder
 
     monkeypatch.chdir(workspace["root"])
     seen = {}
-    real_build_loss = cli_train.build_loss
+    real_build_loss = cli_objectives.build_loss
 
     def spy(model, args, objective=None):
         loss = real_build_loss(model, args, objective)
@@ -791,7 +790,7 @@ def test_decoder_warmup_trains_a_decoder_first_and_the_loss_starts_from_it(works
         seen["config"] = loss.get_config_dict()
         return loss
 
-    monkeypatch.setattr(cli_train, "build_loss", spy)
+    monkeypatch.setattr(cli_objectives, "build_loss", spy)
     argv = ["train", "--objective", "infocse", "--train_data", "sentences.txt", "--model", str(workspace["model"]),
             "--decoder_warmup_steps", "3", "--per_device_train_batch_size", "8", "--lambda_", "1",
             "--aux_gradient", "full", *_TRAIN_ONE_STEP]
@@ -837,18 +836,18 @@ def test_the_same_seed_builds_the_same_loss(workspace, monkeypatch):
     trainer seeds: two runs with one seed start from the same weights, another seed from others."""
     import torch
 
-    import st_infocse.cli.train as cli_train
+    import st_infocse.cli.objectives as cli_objectives
 
     monkeypatch.chdir(workspace["root"])
     starts = []
-    real_build_loss = cli_train.build_loss
+    real_build_loss = cli_objectives.build_loss
 
     def spy(model, args, objective=None):
         loss = real_build_loss(model, args, objective)
         starts.append({k: v.detach().clone() for k, v in loss.state_dict().items() if not k.startswith("model.")})
         return loss
 
-    monkeypatch.setattr(cli_train, "build_loss", spy)
+    monkeypatch.setattr(cli_objectives, "build_loss", spy)
     for seed in ("7", "7", "8"):
         argv = ["train", "--objective", "infocse", "--train_data", "sentences.txt", "--model", str(workspace["model"]),
                 "--seed", seed, *_TRAIN_ONE_STEP, "--overwrite_output_dir", "true"]  # one folder, three runs
@@ -1095,14 +1094,14 @@ def test_every_objective_takes_exactly_its_flags():
     from dataclasses import fields
 
     from st_infocse.cli.arguments import DataArguments, KeepArguments
-    from st_infocse.cli.objective_flags import objective_sections
+    from st_infocse.cli.objectives import entry_of
 
     for objective, loss_flags in EXPECTED_LOSS_FLAGS.items():
         name, _, idc_loss = objective.partition(" ")
-        sections = objective_sections(name, idc_loss or "mnrl")
-        loss = {item.name for item in fields(sections.loss)} if sections.loss is not None else set()
+        sections = entry_of(name, idc_loss or "mnrl")
+        loss = {item.name for item in fields(sections.loss_flags)} if sections.loss_flags is not None else set()
         assert loss == loss_flags or (objective == "idc" and loss == {"temperature"}), objective
-        own = {item.name for dtype in sections.own if dtype not in (DataArguments, KeepArguments)
+        own = {item.name for dtype in sections.sections if dtype not in (DataArguments, KeepArguments)
                for item in fields(dtype)}
         assert own == EXPECTED_OWN_FLAGS[objective], objective
 

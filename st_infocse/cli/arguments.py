@@ -5,6 +5,7 @@ measurement, the output folder, mining and evaluation. The objectives' flags are
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from st_infocse.cli.errors import CLIError
@@ -117,6 +118,11 @@ class RunEvaluationArguments:
     )
 
     def __post_init__(self) -> None:
+        if self.eval_retrieval and not Path(self.eval_retrieval).expanduser().is_dir():
+            raise CLIError(f"--eval_retrieval: no folder at {self.eval_retrieval} (a BEIR-layout folder: "
+                           "corpus.jsonl, queries.jsonl, qrels/)")
+        if self.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(self.stsb_dev).expanduser().exists():
+            raise CLIError(f"STS-B dev data not found: {self.stsb_dev}")
         if self.eval_retrieval_max_corpus is not None and self.eval_retrieval_max_corpus < 0:
             raise CLIError(f"--eval_retrieval_max_corpus must be 0 (all) or positive, got "
                            f"{self.eval_retrieval_max_corpus}")

@@ -15,10 +15,11 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import dev_evaluator
 from st_infocse.files import InputError
 
-__all__ = ["RunEvaluation", "kept_line", "lexical_reference_callback", "lexical_reference_rows", "run_evaluation",
+__all__ = ["NOT_MEASURED", "RunEvaluation", "kept_line", "lexical_reference_callback", "lexical_reference_rows", "run_evaluation",
            "worse_at_end", "write_run_summary"]
 
 RUN_SUMMARY_NAME = "run_summary.json"
+NOT_MEASURED = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
 
 
 @dataclass

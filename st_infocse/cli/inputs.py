@@ -25,7 +25,6 @@ __all__ = [
     "check_planned_steps",
     "check_step_counts",
     "dev_evaluator",
-    "finish_training_args",
     "model_from_args",
     "planned_steps",
     "text_source",
@@ -109,8 +108,6 @@ def dev_evaluator(source: str):
 
         return demo_stsb_dev_evaluator()
     path = Path(source).expanduser()
-    if source != "hub" and not path.exists():
-        raise CLIError(f"STS-B dev data not found: {source}")
     try:
         return stsb_dev_evaluator(source if source == "hub" else path)
     except (OSError, RuntimeError) as exc:
@@ -122,14 +119,6 @@ def dev_evaluator(source: str):
                 "data/downstream folder or a sentence1/sentence2/score file, or --stsb_dev none"
             ) from exc
         raise CLIError(f"cannot load STS-B dev from {source!r}: {exc}".splitlines()[0]) from exc
-
-
-def finish_training_args(training_args, evaluator) -> None:
-    """Without an evaluator there is no dev score to evaluate or to keep the best checkpoint by."""
-    if evaluator is None:
-        training_args.eval_strategy = "no"
-        training_args.load_best_model_at_end = False
-        training_args.metric_for_best_model = None
 
 
 def apply_weight_anchor(share: float, training_args, steps: int, given: set[str]) -> str | None:

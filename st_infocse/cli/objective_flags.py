@@ -1,7 +1,7 @@
-"""Each objective's own flags: one dataclass per group of loss arguments, and :func:`objective_sections`, which
-names the sections an objective (and stage 1) takes. The command line reads only these, so a flag of another
-objective is an unknown flag by construction, refused by name (``st-infocse train --objective NAME --help`` lists
-an objective's flags).
+"""Each objective's own flags: one dataclass per group of loss arguments and per other section an objective takes
+(which it takes is its entry in :mod:`~st_infocse.cli.objectives`). The command line reads only an objective's
+sections, so a flag of another objective is an unknown flag by construction, refused by name
+(``st-infocse train --objective NAME --help`` lists an objective's flags).
 
 A loss flag defaults to None, "the loss's own": the defaults are written once, in
 :mod:`st_infocse.losses.registry` and the losses, and the help text here is generated from the registry.
@@ -11,7 +11,6 @@ A loss flag defaults to None, "the loss's own": the defaults are written once, i
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
 
-from st_infocse.cli.arguments import DataArguments, KeepArguments
 from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
 from st_infocse.losses.registry import PRESETS, STAGE1, flag_value, objective_names, out_of_bounds
@@ -32,11 +31,8 @@ __all__ = [
     "LoRAFlags",
     "MNRLFlags",
     "ObjectiveArguments",
-    "ObjectiveSections",
     "Stage1Flags",
     "loss_options",
-    "objective_sections",
-    "takers",
 ]
 
 OBJECTIVES = objective_names()
@@ -218,16 +214,22 @@ _DOCS_HELP = "Documents, in any form that `st-infocse mine --docs` reads."
 
 
 @dataclass
-class IDCFlags:
-    _argument_group_name = "IDC's documents and rounds"
+class IDCPairLoss:
+    """Read first, with ``--objective``: which pair loss, and so which loss flags, IDC takes."""
 
-    docs: str | None = field(default=None, metadata={"help": f"{_DOCS_HELP} Required."})
-    rounds: int = field(default=3, metadata={"help": "Maximum mine -> train rounds."})
     idc_loss: Literal["mnrl", "infocse"] = field(
         default="mnrl",
         metadata={"help": "Loss trained on the mined pairs; --idc_loss infocse takes InfoCSE's loss flags "
                   "(`--objective idc --idc_loss infocse --help`)."},
     )
+
+
+@dataclass
+class IDCFlags(IDCPairLoss):
+    _argument_group_name = "IDC's documents and rounds"
+
+    docs: str | None = field(default=None, metadata={"help": f"{_DOCS_HELP} Required."})
+    rounds: int = field(default=3, metadata={"help": "Maximum mine -> train rounds."})
     idc_k: int = field(default=1, metadata={"help": "Top-K neighbours per sentence."})
     idc_similarity: Literal["cosine", "dot"] = field(
         default="cosine", metadata={"help": "Sentence score for mining, cosine or dot (inner product, paper 002 eq. 2)."}
@@ -253,13 +255,6 @@ class IDCFlags:
                            f"{self.initial_annotation} does not mine")
         if self.idc_max_docs is not None and self.idc_max_docs < 1:
             raise CLIError(f"--idc_max_docs must be at least 1, got {self.idc_max_docs}")
-
-
-@dataclass
-class IDCPairLoss:
-    """Read first, with ``--objective``: which pair loss, and so which loss flags, IDC takes."""
-
-    idc_loss: Literal["mnrl", "infocse"] = "mnrl"
 
 
 @dataclass
@@ -347,62 +342,6 @@ class LoRAFlags:
             raise CLIError(f"--lora_dropout must lie in [0, 1), got {self.lora_dropout}")
         if importlib.util.find_spec("peft") is None:
             raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")
-
-
-@dataclass(frozen=True)
-class ObjectiveSections:
-    """The flags one objective takes besides the model's, the run's and the trainer's.
-
-    Attributes:
-        loss: the dataclass of its loss's keyword arguments (None: a loss of sentence-transformers' own defaults).
-        own: its other sections: the corpus (text or documents), the model handed back, its modules' learning rate,
-            the decoder warm-up, IDC's rounds.
-    """
-
-    loss: type | None
-    own: tuple[type, ...]
-
-    @property
-    def all(self) -> tuple[type, ...]:
-        return (*self.own, *((self.loss,) if self.loss is not None else ()))
-
-
-_TEXT = (DataArguments, KeepArguments)
-_SECTIONS: dict[str, ObjectiveSections] = {
-    "simcse": ObjectiveSections(ContrastiveFlags, (*_TEXT, AuxiliaryRateFlags, LoRAFlags)),
-    "infocse": ObjectiveSections(ConditionalMLMFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags, LoRAFlags)),
-    "cmlm-cse": ObjectiveSections(ConditionalMLMFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags, LoRAFlags)),
-    "informin": ObjectiveSections(InforMinFlags, (*_TEXT, AuxiliaryRateFlags, LoRAFlags)),
-    "cmlm": ObjectiveSections(DecoderFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags, LoRAFlags)),
-    "ict": ObjectiveSections(None, (ICTFlags, KeepArguments, LoRAFlags)),
-    "distill": ObjectiveSections(None, (DistillFlags, KeepArguments, LoRAFlags)),
-    # IDC's rounds keep their best round themselves; its pair loss decides the loss flags (see objective_sections).
-    "idc": ObjectiveSections(MNRLFlags, (IDCFlags,)),
-    STAGE1.name: ObjectiveSections(Stage1Flags, (DataArguments, AuxiliaryRateFlags)),
-}
-
-
-def objective_sections(objective: str, idc_loss: str = "mnrl") -> ObjectiveSections:
-    """The sections ``objective`` (or ``pretrain-aux``) takes; IDC with ``--idc_loss infocse`` takes InfoCSE's loss
-    flags and the auxiliary learning rate (its rounds mine their own pairs: no text corpus to warm a decoder on)."""
-    if objective == "idc" and idc_loss == "infocse":
-        return ObjectiveSections(ConditionalMLMFlags, (IDCFlags, AuxiliaryRateFlags))
-    return _SECTIONS[objective]
-
-
-def takers() -> dict[str, str]:
-    """Flag (field name) -> the objectives that take it, for the line that refuses it elsewhere."""
-    taken: dict[str, list[str]] = {}
-    variants = [(name, objective_sections(name)) for name in _SECTIONS]
-    variants.append(("idc --idc_loss infocse", objective_sections("idc", "infocse")))
-    for name, sections in variants:
-        for section in sections.all:
-            for item in fields(section):
-                for flag in (item.name, *(alias[2:] for alias in item.metadata.get("aliases", []))):
-                    names = taken.setdefault(flag, [])
-                    if name.split()[0] not in names:  # IDC once, whichever pair loss takes it
-                        names.append(name)
-    return {flag: ", ".join(names) for flag, names in taken.items()}
 
 
 def loss_options(flags: Any) -> dict[str, Any]:

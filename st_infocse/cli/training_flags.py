@@ -2,23 +2,25 @@
 
 Stages, each reading what the one before left (:class:`~st_infocse.cli.parsing.FlagParser`):
 
-1. ``--objective`` (and IDC's ``--idc_loss``) choose the sections the run takes (:func:`objective_sections`);
-2. the command's and the objective's sections, then the checks that need no torch (files, folders, sources);
+1. ``--objective`` (and IDC's ``--idc_loss``) choose the objective's entry (:mod:`~st_infocse.cli.objectives`),
+   which names the sections the run takes;
+2. the command's and the objective's sections (their ``__post_init__`` checks each value), then the checks that
+   need no torch (files, folders, sources);
 3. the trainer's flags (``PaperTrainingArguments``, which imports torch), then the checks on them.
 
-A recipe's flags are read by the same stages before the user's, and the user's win; a string no stage reads is
-refused in one line that names the objective's flags.
+Each stage reads the recipe's flags, then the config file's, then the command line's, which win; a string no stage
+reads is refused in one line that names the objective's flags.
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from st_infocse.cli.arguments import (
-    BUNDLED,
     DataArguments,
     KeepArguments,
     LexicalArguments,
@@ -28,13 +30,7 @@ from st_infocse.cli.arguments import (
     training_arguments_class,
 )
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.inputs import (
-    check_learning_rates,
-    check_model_source,
-    check_output_dir,
-    check_step_counts,
-    text_source,
-)
+from st_infocse.cli.inputs import check_learning_rates, check_model_source, check_output_dir, check_step_counts
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
     DecoderWarmupFlags,
@@ -44,9 +40,8 @@ from st_infocse.cli.objective_flags import (
     IDCPairLoss,
     LoRAFlags,
     ObjectiveArguments,
-    objective_sections,
-    takers,
 )
+from st_infocse.cli.objectives import Entry, entry_of, takers
 from st_infocse.cli.parsing import (
     ConfigArguments,
     FlagParser,
@@ -63,11 +58,10 @@ from st_infocse.losses.registry import STAGE1
 from st_infocse.mining.documents import check_documents
 from st_infocse.training.texts import check_text_source
 
-__all__ = ["IDC_REFUSED_TRAINER_FLAGS", "TrainingFlags", "read_training_flags"]
+__all__ = ["EVALUATION_OFF", "TrainingFlags", "read_training_flags"]
 
-# Trainer flags with no meaning inside IDC's rounds: the rounds evaluate and keep the best round themselves.
-IDC_REFUSED_TRAINER_FLAGS = ("eval_strategy", "eval_steps", "eval_delay", "load_best_model_at_end",
-                             "metric_for_best_model", "greater_is_better", "resume_from_checkpoint")
+#: The trainer's evaluation settings of a run without an evaluator: nothing to evaluate or keep a checkpoint by.
+EVALUATION_OFF = {"eval_strategy": "no", "load_best_model_at_end": False, "metric_for_best_model": None}
 
 
 @dataclass
@@ -75,16 +69,17 @@ class TrainingFlags:
     """A run's flags, parsed: one attribute per section (None where the objective takes no such section).
 
     Attributes:
-        objective: the objective trained, or ``pretrain-aux``.
+        objective: the objective trained, or ``pretrain-aux``; ``entry``: its entry.
         loss: the dataclass of its loss's keyword arguments (:mod:`~st_infocse.cli.objective_flags`), or None.
         trainer: the ``PaperTrainingArguments``.
         given: every flag set (the recipe's and the user's), by field name; ``typed``: the user's alone.
     """
 
     objective: str
+    entry: Entry
     model: ModelArguments
     output: OutputArguments
-    trainer: Any
+    trainer: Any = None
     run: RunEvaluationArguments | None = None
     keep: KeepArguments | None = None
     data: DataArguments | None = None
@@ -106,18 +101,29 @@ class TrainingFlags:
 
     @property
     def docs(self) -> str | None:
-        section = self.idc or self.ict or self.distill
-        return section.docs if section is not None else None
+        return next((section.docs for section in self.sections() if hasattr(section, "docs")), None)
 
     @property
     def aux_learning_rate(self) -> float | None:
         return self.aux.aux_learning_rate if self.aux is not None else None
 
+    def sections(self) -> list[Any]:
+        return [value for item in fields(self) if hasattr(value := getattr(self, item.name), "__dataclass_fields__")
+                and item.name != "entry"]
 
-_ATTRIBUTES = {ModelArguments: "model", OutputArguments: "output", RunEvaluationArguments: "run",
-               KeepArguments: "keep", DataArguments: "data", AuxiliaryRateFlags: "aux", DecoderWarmupFlags: "warmup",
-               IDCFlags: "idc", ICTFlags: "ict", LexicalArguments: "lexical", DistillFlags: "distill",
-               LoRAFlags: "lora"}
+    def settings(self) -> dict[str, Any]:
+        """The run's flags as parsed, every section's and the trainer's, for ``run_summary.json``."""
+        values = {"objective": self.objective}
+        for section in self.sections():
+            values.update(section.to_dict() if hasattr(section, "to_dict") else asdict(section))
+        return values
+
+
+def _attributes() -> dict[type, str]:
+    """Section class -> its attribute of :class:`TrainingFlags`, read from the attributes' own types."""
+    hints = typing.get_type_hints(TrainingFlags)
+    return {arg: name for name, hint in hints.items() for arg in (typing.get_args(hint) or (hint,))
+            if isinstance(arg, type) and hasattr(arg, "__dataclass_fields__")}
 
 
 def read_training_flags(argv: Sequence[str], command: str, sources: Sources | None = None) -> TrainingFlags | None:
@@ -127,17 +133,18 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     sources = sources if sources is not None else read_sources(argv, prog)
     recipe = sources.recipe
     if command == "train":
-        chosen = {}
-        for layer in sources.layers:
-            chosen.update(FlagParser([ObjectiveArguments, IDCPairLoss], prog).read(layer)[0])
-        objective, idc_loss = chosen.get("objective", "infocse"), chosen.get("idc_loss", "mnrl")
+        first = FlagParser([ObjectiveArguments, IDCPairLoss], prog)
+        chosen = {key: value for layer in sources.layers for key, value in first.read(layer)[0].items()}
+        chosen_objective, pair_loss = first.build(chosen)
+        objective, idc_loss = chosen_objective.objective, pair_loss.idc_loss
+        entry = entry_of(objective, idc_loss)
         common = [ModelArguments, ObjectiveArguments, RunEvaluationArguments, OutputArguments]
-        if objective != "idc":  # IDC's rounds set no BM25 reference beside their scores (yet)
+        if entry.bm25_beside:
             common.insert(3, LexicalArguments)
     else:
         objective, idc_loss, common = STAGE1.name, "mnrl", [ModelArguments, OutputArguments]
-    sections = objective_sections(objective, idc_loss)
-    own = FlagParser([*common, *sections.all], prog)
+        entry = entry_of(objective)
+    own = FlagParser([*common, *entry.all], prog)
     if asks_for_help(argv):
         print(FlagParser([ConfigArguments, *([RecipeArguments] if command == "train" else []),
                           *own.dataclass_types, training_arguments_class()], prog).format_help())
@@ -147,7 +154,7 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     user_rest = [*unknown_flags(config_rest), *argv_rest]
     what = f"--objective {objective}" + (f" --idc_loss {idc_loss}" if objective == "idc" else "")
     what = what if command == "train" else command
-    own_flags = ", ".join(f"--{item.name.rstrip('_')}" for dtype in sections.all
+    own_flags = ", ".join(f"--{item.name.rstrip('_')}" for dtype in entry.all
                           if dtype not in (DataArguments, KeepArguments) for item in fields(dtype))
     takes = (f"{own_flags or 'no loss flag'} besides the model's, {'the run' if command == 'train' else 'the output'}'s "
              "and the trainer's "
@@ -156,11 +163,9 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     others = takers()
     refuse_unknown([item for item in [*recipe_rest, *user_rest] if flag_of(item) in others], what, takes, others)
     built = dict(zip(own.dataclass_types, own.build({**recipe_own, **user_own}), strict=True))
-    flags = TrainingFlags(
-        objective=objective, model=built[ModelArguments], output=built[OutputArguments], trainer=None,
-        loss=built.get(sections.loss), **{_ATTRIBUTES[dtype]: value for dtype, value in built.items()
-                                          if dtype in _ATTRIBUTES and dtype not in (ModelArguments, OutputArguments)},
-    )
+    attributes = _attributes()
+    flags = TrainingFlags(objective=objective, entry=entry, loss=built.get(entry.loss_flags),
+                          **{attributes[dtype]: value for dtype, value in built.items() if dtype in attributes})
     if recipe is not None:
         check_requires(recipe, set(user_own))
     check_before_loading(flags)
@@ -179,31 +184,24 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
         precision, chosen_precision = recipe_precision(recipe, trainer_values, flags.typed)
         trainer_values.update(precision)
         recipe_summary(recipe, flags, chosen_precision)
-    if objective == "idc":
-        refused = [f"--{name}" for name in IDC_REFUSED_TRAINER_FLAGS if name in flags.given]
-        if refused:
-            raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
-                           "idc: its rounds train on pairs mined from --docs, evaluate after each round and keep the "
-                           "best round, the model as given included")
-    if not flags.evaluates:  # no dev score to evaluate or keep the best checkpoint by, unless the user says so
-        trainer_values = {"eval_strategy": "no", "load_best_model_at_end": False, **trainer_values}
+    refused = [f"--{name}" for name in entry.refused_trainer_flags if name in flags.given]
+    if refused:
+        raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
+                       f"{objective}: its rounds train on pairs mined from --docs, evaluate after each round and keep "
+                       "the best round, the model as given included")
+    if not flags.evaluates:
+        trainer_values.update(EVALUATION_OFF)
     (flags.trainer,) = trainer.build(trainer_values)  # the trainer's own value checks run here
     check_step_counts(flags.trainer.max_steps, flags.trainer.num_train_epochs)
-    check_learning_rates(flags.trainer, flags.aux_learning_rate)
+    check_learning_rates(flags.trainer)
     check_output_dir(flags.trainer.output_dir)
     return flags
 
 
 def check_before_loading(flags: TrainingFlags) -> None:
-    """What the command's and the objective's flags tell before torch loads: the model, the data, the folders."""
+    """What the flags of several sections tell together before torch loads: the model, the data, the folders."""
     check_model_source(flags.model.model)
     run = flags.run
-    if run is not None:
-        if run.eval_retrieval and not Path(run.eval_retrieval).expanduser().is_dir():
-            raise CLIError(f"--eval_retrieval: no folder at {run.eval_retrieval} (a BEIR-layout folder: corpus.jsonl, "
-                           "queries.jsonl, qrels/)")
-        if run.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(run.stsb_dev).expanduser().exists():
-            raise CLIError(f"STS-B dev data not found: {run.stsb_dev}")
     if flags.distill is not None and not flags.lexical.bm25:
         raise CLIError("--bm25 false leaves --objective distill no teacher: it distils BM25 fused with your model")
     if flags.distill is None and flags.lexical is not None and not (run is not None and run.eval_retrieval):
@@ -214,21 +212,16 @@ def check_before_loading(flags: TrainingFlags) -> None:
     decoder = getattr(flags.loss, "decoder", None)
     if decoder and not Path(decoder).expanduser().exists():
         raise CLIError(f"--decoder: not found: {decoder}")
-    check_decoder_warmup(flags)
+    if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None and decoder is not None:
+        raise CLIError("give --decoder (a trained decoder) or --decoder_warmup_steps (train one first), not both")
     if flags.idc is not None and flags.idc.idc_annotator is not None:
         check_model_source(flags.idc.idc_annotator, "--idc_annotator")
-    if flags.idc is not None or flags.ict is not None or flags.distill is not None:
+    if any(hasattr(section, "docs") for section in flags.sections()):
         if not flags.docs:
-            what = ("to mine pairs from" if flags.idc is not None else "whose sentences and rests are the pairs"
-                    if flags.ict is not None else "to draw pseudo-queries from")
-            raise CLIError(f"--objective {flags.objective} needs --docs (documents {what})")
+            raise CLIError(f"--objective {flags.objective} needs --docs (documents, in any form that "
+                           "`st-infocse mine --docs` reads)")
         check_documents(flags.docs)
     elif flags.data is not None:
+        from st_infocse.cli.inputs import text_source
+
         check_text_source(text_source(flags.data.train_data), flags.data.text_column)
-
-
-def check_decoder_warmup(flags: TrainingFlags) -> None:
-    """``--decoder_warmup_steps`` trains the decoder ``--decoder`` would give."""
-    if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None and \
-            getattr(flags.loss, "decoder", None) is not None:
-        raise CLIError("give --decoder (a trained decoder) or --decoder_warmup_steps (train one first), not both")

@@ -19,10 +19,10 @@ from st_infocse.losses.registry import (
 
 
 def test_every_objective_with_a_loss_names_a_training_loss_that_takes_its_options():
-    from st_infocse.cli.objective_flags import objective_sections
+    from st_infocse.cli.objectives import entry_of
 
     for objective in (*OBJECTIVES.values(), STAGE1):
-        sections = objective_sections(objective.name)
+        sections = entry_of(objective.name)
         if objective.loss is None:
             # IDC trains the loss --idc_loss names on mined pairs; ICT, MultipleNegativesRankingLoss on its pairs;
             # distill, sentence-transformers' distillation losses on the hybrid teacher's scores
@@ -32,7 +32,7 @@ def test_every_objective_with_a_loss_names_a_training_loss_that_takes_its_option
         assert issubclass(cls, losses.TrainingLoss)
         parameters = inspect.signature(cls.__init__).parameters
         accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-        for option in dataclasses.fields(sections.loss):
+        for option in dataclasses.fields(sections.loss_flags):
             assert option.name in parameters or accepts_any, (objective.name, option.name)
 
 
@@ -58,13 +58,13 @@ def test_presets_step_their_mask_rate_by_depth():
 
 def test_command_line_help_and_recipes_read_the_registry():
     from st_infocse.cli.objective_flags import OBJECTIVES as CLI_OBJECTIVES
-    from st_infocse.cli.objective_flags import objective_sections
+    from st_infocse.cli.objectives import entry_of
     from st_infocse.recipes import RECIPES
 
     assert CLI_OBJECTIVES == objective_names() == tuple(OBJECTIVES)
     for name in ("infocse", "cmlm-cse", "informin"):
         objective = OBJECTIVES[name]
-        helps = {field.name: field.metadata.get("help", "") for field in dataclasses.fields(objective_sections(name).loss)}
+        helps = {field.name: field.metadata.get("help", "") for field in dataclasses.fields(entry_of(name).loss_flags)}
         assert f"{objective.title} {flag_value(objective.lambda_)}" in helps["lambda_"]
         if name in PRESETS:
             assert f"{name} {PRESETS[name].describe_mask_rate()}" in helps["mask_rate"]
