@@ -992,6 +992,28 @@ def test_a_yaml_config_gives_typed_values_and_the_command_line_wins(workspace, c
     assert "--lambda (a flag of" in capsys.readouterr().err
 
 
+def test_the_training_time_stsb_dev_evaluator_reads_the_dev_split(workspace, monkeypatch):
+    """The SentEval folder holds dev and test pairs that differ: the evaluator the trainer gets holds dev's."""
+    import st_infocse.cli.train as cli_train
+
+    seen = {}
+
+    def capture(model, loss, dataset, training_args, evaluator, *args, **kwargs):
+        seen["evaluator"] = evaluator
+        raise _Built
+
+    monkeypatch.setattr(cli_train, "run_trainer", capture)
+    monkeypatch.chdir(workspace["root"])
+    with pytest.raises(_Built):
+        main(["train", "--objective", "simcse", "--train_data", "sentences.txt", "--model", str(workspace["model"]),
+              *_TRAIN_ONE_STEP, "--stsb_dev", "downstream"])
+    folder = workspace["senteval"] / "STS" / "STSBenchmark"
+    first = {split: (folder / f"sts-{split}.csv").read_text().splitlines()[0].split("\t")[5] for split in ("dev", "test")}
+    assert first["dev"] != first["test"]
+    evaluator = getattr(seen["evaluator"], "inner", seen["evaluator"])  # scored at the model's own length
+    assert evaluator.sentences1[0] == first["dev"]
+
+
 def test_an_unknown_idc_loss_is_refused_by_the_parser_with_its_choices(workspace, capsys, monkeypatch):
     monkeypatch.chdir(workspace["root"])
     argv = ["train", "--objective", "idc", "--docs", "docs.jsonl", "--idc_loss", "mnlr", *_TRAIN_ONE_STEP]

@@ -58,6 +58,9 @@ class DemoArguments:
                 raise CLIError(f"--{flag} must be at least {least}")
 
 
+SECTIONS = (DemoArguments,)
+
+
 def _own_length(base: Any, encoder: Any) -> int:
     """The base model's own length by the package's one rule; a model that states none is scored at its positions."""
     from st_infocse.training.builder import own_max_length
@@ -73,7 +76,7 @@ def _scores(log_history: list[dict[str, Any]]) -> list[tuple[int, float]]:
 
 
 def cmd_demo(argv: Sequence[str]) -> int:
-    parsed = parse_command([DemoArguments], argv, "st-infocse demo")
+    parsed = parse_command(SECTIONS, argv, "st-infocse demo")
     if parsed is None:  # --help
         return 0
     (args,) = parsed

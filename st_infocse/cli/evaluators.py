@@ -147,6 +147,9 @@ def lexical_reference_callback(retrieval: Any, settings: Any):
         start: dict[str, float] | None = None
         end: dict[str, float] | None = None
 
+        def __init__(self) -> None:
+            self.settings = settings
+
         def on_train_begin(self, args, state, control, **kwargs):
             self.references = retrieval.lexical_references(settings)
             self.start = self.end = dict(retrieval.per_query)

@@ -22,12 +22,14 @@ from st_infocse.cli.output import summary
 from st_infocse.cli.parsing import parse_command
 from st_infocse.mining.documents import DOCUMENT_FORMATS, check_documents, load_documents
 
-__all__ = ["cmd_mine"]
+__all__ = ["SECTIONS", "cmd_mine"]
+
+SECTIONS = (SavedModelArguments, MineArguments)
 
 
 def cmd_mine(argv: Sequence[str]) -> int:
     # Parsing loads neither torch nor the model: bad input is refused before either.
-    parsed = parse_command([SavedModelArguments, MineArguments], argv, "st-infocse mine")
+    parsed = parse_command(SECTIONS, argv, "st-infocse mine")
     if parsed is None:  # --help
         return 0
     model_args, mine_args = parsed

@@ -294,13 +294,19 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
         "rounds folder": Path(training_args.output_dir) / "rounds",
         "max length": lengths(model.max_seq_length, own_length),
     })
-    result = train_idc_rounds(
-        model, docs, factory, rounds=idc.rounds, initial_annotation=idc.initial_annotation,
-        evaluator=measured.evaluator, training_args=round_args,
-        mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity},
-        output_dir=Path(training_args.output_dir) / "rounds", seed=training_args.seed, annotator=annotator,
-        keep_trained_if=flags.run.keep_trained_if,
-    )
+    try:
+        result = train_idc_rounds(
+            model, docs, factory, rounds=idc.rounds, initial_annotation=idc.initial_annotation,
+            evaluator=measured.evaluator, training_args=round_args,
+            mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity},
+            output_dir=Path(training_args.output_dir) / "rounds", seed=training_args.seed, annotator=annotator,
+            keep_trained_if=flags.run.keep_trained_if,
+        )
+    except KeyboardInterrupt:  # a round's trainer stops where it is; the rounds done keep their pairs and reports
+        done = sorted(p.name for p in (Path(training_args.output_dir) / "rounds").glob("round-*"))
+        print(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in "
+              f"{Path(training_args.output_dir) / 'rounds'}); no model saved: run again to train")
+        return 130
     out = Path(training_args.output_dir)
     training_length = model.max_seq_length
     save_model(model, out, own_length)

@@ -58,7 +58,7 @@ from st_infocse.losses.registry import STAGE1
 from st_infocse.mining.documents import check_documents
 from st_infocse.training.texts import check_text_source
 
-__all__ = ["EVALUATION_OFF", "TrainingFlags", "read_training_flags"]
+__all__ = ["EVALUATION_OFF", "TrainingFlags", "command_sections", "read_training_flags"]
 
 #: The trainer's evaluation settings of a run without an evaluator: nothing to evaluate or keep a checkpoint by.
 EVALUATION_OFF = {"eval_strategy": "no", "load_best_model_at_end": False, "metric_for_best_model": None}
@@ -126,6 +126,15 @@ def _attributes() -> dict[type, str]:
             if isinstance(arg, type) and hasattr(arg, "__dataclass_fields__")}
 
 
+def command_sections(command: str, objective: str, idc_loss: str = "mnrl") -> list[type]:
+    """The sections ``train --objective objective`` (or ``pretrain-aux``) reads besides the trainer's."""
+    entry = entry_of(objective, idc_loss)
+    if command != "train":
+        return [ModelArguments, OutputArguments, *entry.all]
+    lexical = [LexicalArguments] if entry.bm25_beside else []
+    return [ModelArguments, ObjectiveArguments, RunEvaluationArguments, *lexical, OutputArguments, *entry.all]
+
+
 def read_training_flags(argv: Sequence[str], command: str, sources: Sources | None = None) -> TrainingFlags | None:
     """The run's flags from ``sources`` (the recipe's, the config file's, then the command line's, which win);
     None when ``--help`` was asked for (the help of the objective's flags is printed)."""
@@ -137,14 +146,10 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
         chosen = {key: value for layer in sources.layers for key, value in first.read(layer)[0].items()}
         chosen_objective, pair_loss = first.build(chosen)
         objective, idc_loss = chosen_objective.objective, pair_loss.idc_loss
-        entry = entry_of(objective, idc_loss)
-        common = [ModelArguments, ObjectiveArguments, RunEvaluationArguments, OutputArguments]
-        if entry.bm25_beside:
-            common.insert(3, LexicalArguments)
     else:
-        objective, idc_loss, common = STAGE1.name, "mnrl", [ModelArguments, OutputArguments]
-        entry = entry_of(objective)
-    own = FlagParser([*common, *entry.all], prog)
+        objective, idc_loss = STAGE1.name, "mnrl"
+    entry = entry_of(objective, idc_loss)
+    own = FlagParser(command_sections(command, objective, idc_loss), prog)
     if asks_for_help(argv):
         print(FlagParser([ConfigArguments, *([RecipeArguments] if command == "train" else []),
                           *own.dataclass_types, training_arguments_class()], prog).format_help())
