@@ -3,17 +3,23 @@
 sections, so a flag of another objective is an unknown flag by construction, refused by name
 (``st-infocse train --objective NAME --help`` lists an objective's flags).
 
-A loss flag defaults to None, "the loss's own": the defaults are written once, in
-:mod:`st_infocse.losses.registry` and the losses, and the help text here is generated from the registry.
+The loss flags are read from the losses' own signatures and docstrings (:func:`loss_flags`): a flag's type and
+choices are its argument's annotation, its help the docstring's ``Args:`` entry, and it defaults to None, "the loss's
+own", so a default is written once, in :mod:`st_infocse.losses.registry` and the losses.
 """
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
-from dataclasses import MISSING, dataclass, field, fields
+import ast
+import importlib.util
+import re
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
-from st_infocse.losses.registry import PRESETS, STAGE1, flag_value, objective_names, out_of_bounds
+from st_infocse.losses.registry import STAGE1, objective_names, out_of_bounds
 from st_infocse.training.lora import DEFAULT_TARGETS, LoRASettings
 
 __all__ = [
@@ -22,7 +28,7 @@ __all__ = [
     "ConditionalMLMFlags",
     "ContrastiveFlags",
     "DecoderFlags",
-    "DecoderShapeFlags",
+    "CMLMCSEFlags",
     "DecoderWarmupFlags",
     "DistillFlags",
     "ICTFlags",
@@ -66,100 +72,90 @@ def flag_name(item: Any) -> str:
     return (item.metadata.get("aliases") or [f"--{item.name}"])[0]
 
 
-def _lambda(help_text: str) -> Any:
-    return field(default=None, metadata={"aliases": ["--lambda"], "help": help_text})
+def _source(module: str) -> ast.Module:
+    """The parsed source of ``module``, read without importing it (the losses import torch)."""
+    return ast.parse(Path(importlib.util.find_spec(module).origin).read_text())
 
 
-def _lambda_help(*names: str) -> str:
-    defaults = ", ".join(f"{OBJECTIVE_REGISTRY[name].title} {flag_value(OBJECTIVE_REGISTRY[name].lambda_)}"
-                         for name in names)
-    return f"Weight of the auxiliary term (default: {defaults})."
+def _imported(tree: ast.Module, name: str, module: str) -> tuple[str, ast.Module] | None:
+    """The module ``name`` is imported from in ``tree`` (``module``'s), parsed; None where it is not imported."""
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
+            origin = importlib.util.resolve_name("." * node.level + (node.module or ""), module.rpartition(".")[0]) \
+                if node.level else node.module
+            return origin, _source(origin)
+    return None
 
 
-def _mask_rate_help(*names: str) -> str:
-    rates = "; ".join(f"{name} {PRESETS[name].describe_mask_rate()}" for name in names)
-    return f"Masking rate of the auxiliary MLM (default: {rates})."
+def _choices(tree: ast.Module, module: str, name: str) -> tuple[str, ...] | None:
+    """The values of ``name = Literal[...]`` where ``module`` defines or imports it."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            if isinstance(node.value, ast.Subscript) and getattr(node.value.value, "id", "") == "Literal":
+                return tuple(ast.literal_eval(node.value.slice))
+    found = _imported(tree, name, module)
+    return _choices(found[1], found[0], name) if found else None
 
 
-@dataclass
-class ContrastiveFlags(LossFlags):
-    """SimCSE's contrastive term, which every sentence objective but CMLM trains."""
-
-    _argument_group_name = _LOSS
-
-    temperature: float | None = field(default=None, metadata={"help": "Contrastive temperature (default 0.05)."})
-    projection: Literal["mlp", "bn-mlp", "none"] | None = field(
-        default=None,
-        metadata={"help": "Training-only projection head (default: bn-mlp for infocse, mlp for simcse, cmlm-cse and "
-                  "informin)."},
-    )
-    gather_across_devices: bool | None = field(
-        default=None, metadata={"help": "Contrast against the embeddings of all processes (multi-GPU; default false)."}
-    )
-
-
-@dataclass
-class DecoderShapeFlags(LossFlags):
-    """The auxiliary decoder's shape (paper 000 section 3.1): frozen lower layers, then fusion layers."""
-
-    _argument_group_name = _LOSS
-
-    k: int | None = field(default=None, metadata={"help": "Frozen lower layers of the decoder (default: the preset's)."})
-    n: int | None = field(default=None, metadata={"help": "Fusion layers of the decoder (default: the preset's)."})
-    fusion_init: Literal["fresh", "copy"] | None = field(
-        default=None,
-        metadata={"help": "fresh (default, as the authors' code) or copy (the encoder layers above k) fusion layers."},
-    )
+def _arguments(module: str, cls: str) -> dict[str, tuple[str, str, str, ast.Module, str]]:
+    """Keyword argument -> (annotation, default, docstring Args text, the tree and module that declare it) of
+    ``cls``'s ``__init__``, its bases' for what it passes on through ``**kwargs``."""
+    tree = _source(module)
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    init = next(n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    docs = re.split(r"\n\s*\n(?=\s*\w+:\n)", (ast.get_docstring(init) or "").partition("Args:\n")[2])[0]
+    helps = {m[1]: " ".join(m[2].split()) for m in re.finditer(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", docs, re.M | re.S)}
+    found: dict[str, tuple[str, str, str, ast.Module, str]] = {}
+    if init.args.kwarg is not None:  # the base's arguments, passed on
+        for base in node.bases:
+            origin = _imported(tree, base.id, module)
+            found.update(_arguments(origin[0] if origin else module, base.id))
+    positional = init.args.args[1:]
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(init.args.defaults):], init.args.defaults, strict=False))
+    defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True) if d is not None})
+    for arg in positional + init.args.kwonlyargs:
+        default = ast.unparse(defaults[arg.arg]) if arg.arg in defaults else ""
+        found[arg.arg] = (ast.unparse(arg.annotation), default, helps.get(arg.arg, ""), tree, module)
+    return found
 
 
-@dataclass
-class DecoderFlags(DecoderShapeFlags):
-    """The conditional MLM through the auxiliary decoder."""
-
-    mask_rate: float | None = field(default=None, metadata={"help": _mask_rate_help(*PRESETS)})
-    detach: bool | None = field(
-        default=None,
-        metadata={"help": "Freeze the decoder's lower copy (default true, as in paper 000; false is the 'w/o detach' "
-                  "ablation). Give a value: --detach false."},
-    )
-    decoder: str | None = field(default=None, metadata={"help": "Stage-1 decoder folder (from pretrain-aux)."})
-
-
-@dataclass
-class ConditionalMLMFlags(ContrastiveFlags, DecoderFlags):
-    """InfoCSE and CMLM-CSE: contrastive + lambda x the conditional MLM."""
-
-    lambda_: float | None = _lambda(_lambda_help("infocse", "cmlm-cse"))
-    aux_gradient: Literal["weighted", "full"] | None = field(
-        default=None,
-        metadata={"help": "What the decoder learns from: weighted (default, the released script: lambda times the MLM "
-                  "gradient, like the encoder) or full (the unweighted MLM gradient; the encoder still gets lambda "
-                  "times it)."},
-    )
-    informin_weight: float | None = field(
-        default=None, metadata={"help": "Add InforMin-CL's reconstruction term with this weight (default 0: off)."}
-    )
+def loss_flags(loss: str, names: Sequence[str]) -> type:
+    """The dataclass of the loss's keyword arguments ``names`` (``loss``: ``"module:Class"``), each a flag read from
+    the loss's own signature and docstring, without importing it: its type and choices from the annotation (a
+    ``Literal`` alias is followed to where it is defined), its help from the ``Args:`` entry. Every flag defaults to
+    None, "the loss's own", so the loss applies its default; ``lambda_`` is also ``--lambda``."""
+    module, _, cls = loss.partition(":")
+    arguments = _arguments(module, cls)
+    specs = []
+    for name in names:
+        annotation, default, help_text, tree, where = arguments[name]
+        parts = [part.strip() for part in annotation.split("|")]
+        choices = next((c for part in parts if (c := _choices(tree, where, part))), None)
+        kind: Any = next((k for k in (float, int, bool) if k.__name__ in parts), str)
+        if choices is not None:
+            # None as a choice of its own where it is not the default (no projection head): the flag's "none"
+            kind = Literal[(*choices, *(("none",) if "None" in parts and default != "None" else ()))]
+        help_text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: m[1].rsplit(".", 1)[-1], help_text).replace("``", "")
+        metadata = {"help": help_text, **({"aliases": [f"--{name[:-1]}"]} if name.endswith("_") else {})}
+        specs.append((name, kind | None, field(default=None, metadata=metadata)))
+    flags = make_dataclass(f"{cls}Flags", specs, bases=(LossFlags,))
+    flags._argument_group_name = _LOSS
+    return flags
 
 
-@dataclass
-class InforMinFlags(ContrastiveFlags):
-    lambda_: float | None = _lambda(_lambda_help("informin"))
+_CONTRASTIVE = ("temperature", "projection", "gather_across_devices")
+_DECODER = ("k", "n", "fusion_init", "mask_rate", "detach", "decoder")
+_CONDITIONAL_MLM = ("lambda_", "aux_gradient", "informin_weight", *_CONTRASTIVE, *_DECODER)
 
-
-@dataclass
-class Stage1Flags(DecoderShapeFlags):
-    """Stage 1: the decoder pre-trained with the encoder (Condenser's masked language modelling)."""
-
-    mask_rate: float | None = field(
-        default=None, metadata={"help": f"Masking rate of the MLM (default {STAGE1.mask_rate:.2f})."}
-    )
-    tie_head: bool | None = field(
-        default=None,
-        metadata={"help": "Tie the MLM head's output projection to the word embeddings (Condenser; default true)."},
-    )
-    masking: Literal["whole_word", "token"] | None = field(
-        default=None, metadata={"help": "whole_word (Condenser, default) or token masking."}
-    )
+#: The loss flags of each loss, read from its signature: SimCSE's contrastive term (which every sentence objective
+#: but CMLM trains), InfoCSE and CMLM-CSE (contrastive + lambda x the conditional MLM), InforMin-CL, the conditional
+#: MLM alone, and stage 1 (the decoder pre-trained with the encoder, Condenser's masked language modelling).
+ContrastiveFlags = loss_flags(OBJECTIVE_REGISTRY["simcse"].loss, _CONTRASTIVE)
+ConditionalMLMFlags = loss_flags(OBJECTIVE_REGISTRY["infocse"].loss, _CONDITIONAL_MLM)
+CMLMCSEFlags = loss_flags(OBJECTIVE_REGISTRY["cmlm-cse"].loss, _CONDITIONAL_MLM)
+InforMinFlags = loss_flags(OBJECTIVE_REGISTRY["informin"].loss, ("lambda_", *_CONTRASTIVE))
+DecoderFlags = loss_flags(OBJECTIVE_REGISTRY["cmlm"].loss, _DECODER)
+Stage1Flags = loss_flags(STAGE1.loss, ("k", "n", "fusion_init", "mask_rate", "tie_head", "masking"))
 
 
 @dataclass

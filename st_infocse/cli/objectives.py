@@ -20,6 +20,7 @@ from st_infocse.cli.evaluators import NOT_MEASURED, worse_at_end, write_run_summ
 from st_infocse.cli.inputs import text_source
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
+    CMLMCSEFlags,
     ConditionalMLMFlags,
     ContrastiveFlags,
     DecoderFlags,
@@ -358,7 +359,7 @@ _ROUNDS_OWN = ("eval_strategy", "eval_steps", "eval_delay", "load_best_model_at_
 ENTRIES: dict[str, Entry] = {
     "simcse": _sentence("simcse", ContrastiveFlags),
     "infocse": _sentence("infocse", ConditionalMLMFlags, DecoderWarmupFlags),
-    "cmlm-cse": _sentence("cmlm-cse", ConditionalMLMFlags, DecoderWarmupFlags),
+    "cmlm-cse": _sentence("cmlm-cse", CMLMCSEFlags, DecoderWarmupFlags),
     "informin": _sentence("informin", InforMinFlags),
     "cmlm": _sentence("cmlm", DecoderFlags, DecoderWarmupFlags),
     "ict": Entry("ict", None, (ICTFlags, KeepArguments, LoRAFlags), context_pairs, pair_loss),

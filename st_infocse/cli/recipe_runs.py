@@ -29,7 +29,7 @@ def choose_recipe_precision(wanted: str | None, device: str, native_bf16: bool |
     ``device``; ``native_bf16`` tells whether the CPU has native bf16 (None: unknown).
 
     The scripts' fp16 is a GPU setting: on an accelerator it is kept; on a CPU it becomes bf16 where the CPU computes
-    bf16 natively, and fp32 otherwise (bf16 without it is 13-16x slower than fp32 per step, measured).
+    bf16 natively, and fp32 otherwise (bf16 without native support is much slower than fp32 per step).
     """
     if wanted is None:
         return {}, "fp32 (the recipe's)"
@@ -69,7 +69,7 @@ def recipe_precision(recipe: Recipe, trainer_values: dict[str, Any], typed: froz
     if device == "cpu" and recipe.precision and not native:
         logger.warning(
             "recipe %s: its %s is a GPU setting, and on a CPU without native bf16 (no avx512_bf16 / AMX) bf16 is "
-            "much slower than fp32 (13-16x per training step measured on an AVX2 CPU): training in fp32; pass "
+            "much slower than fp32 per training step: training in fp32; pass "
             "--bf16 true or --fp16 true to insist.",
             recipe.name,
             recipe.precision,
