@@ -1,12 +1,12 @@
 """Every objective of the package in one table: its name, its loss class, its defaults and the paper to cite.
 
-The command line (``--objective``, its ``--help`` and the loss it builds; which flags each loss takes are the command
-line's own dataclasses, ``st_infocse.cli.objective_flags``), the recipes and the evaluators read the defaults here,
-and the losses take theirs from here too, so a default is written once.
+The command line (``--objective``, its ``--help``, the loss it builds and the range each loss flag must lie in, see
+:data:`BOUNDS`), the recipes and the evaluators read the defaults here, and the losses take theirs from here too, so
+a default is written once.
 
 Adding an objective touches two files: the loss (one file in ``st_infocse/losses/``, deriving from
 :class:`~st_infocse.losses.TrainingLoss`) and one :class:`Objective` entry in :data:`OBJECTIVES` below, which names
-the loss class, its citation and its defaults (and ``st_infocse.cli.objective_flags`` the flags it takes).
+the loss class, its citation and its defaults (and its entry in ``st_infocse.cli.objectives`` the flags it takes).
 
 This module imports neither torch nor the losses (a loss class is imported when :meth:`Objective.loss_class` is
 called), so the command line can check ``--objective`` and print its help before anything heavy is loaded.
