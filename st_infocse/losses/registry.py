@@ -51,6 +51,7 @@ __all__ = [
     "Preset",
     "flag_value",
     "BOUNDS",
+    "check_bounds",
     "get_objective",
     "objective_names",
     "out_of_bounds",
@@ -299,6 +300,15 @@ def out_of_bounds(name: str, value: float) -> str | None:
     if high is not None and (value > high or (value == high and not high_in)):
         return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
     return None
+
+
+def check_bounds(**values: float | None) -> None:
+    """The losses' own check of their arguments against :data:`BOUNDS`: a ``ValueError`` naming the first outside
+    its range."""
+    for name, value in values.items():
+        why = out_of_bounds(name, value)
+        if why:
+            raise ValueError(f"{name} {why}, got {value:g}")
 
 
 def objective_names() -> tuple[str, ...]:
