@@ -92,17 +92,18 @@ def _default(item: dataclasses.Field) -> Any:
     return item.default_factory() if item.default is dataclasses.MISSING else item.default
 
 
-def value_for(item: dataclasses.Field, kind: type) -> str:
+def value_for(item: dataclasses.Field, kind: type, own_defaults: dict[str, str]) -> str:
     """A value other than the flag's default, as typed on a command line."""
     if item.name in VALUES:
         return VALUES[item.name]
     kind = next((arg for arg in typing.get_args(kind) if arg is not type(None)), kind) if typing.get_origin(kind) in (
         typing.Union, getattr(__import__("types"), "UnionType", None)) else kind
     default = _default(item)
+    own = own_defaults.get(item.name)  # a loss flag's None is "the loss's own": differ from that
     if kind is bool:
-        return "false" if default else "true"
+        return "true" if (own == "False" if own is not None else not default) else "false"
     if typing.get_origin(kind) is typing.Literal:
-        return next(str(choice) for choice in typing.get_args(kind) if choice != default)
+        return next(str(c) for c in typing.get_args(kind) if c != default and repr(c) != own and c != "none")
     if kind is int:
         return str((default or 0) + 2)
     if kind is float:
@@ -125,7 +126,7 @@ def every_flag(sections: list[type]) -> dict[str, str]:
     for dtype in sections:
         hints = typing.get_type_hints(dtype)
         for item in dataclasses.fields(dtype):
-            flags.setdefault(item.name, value_for(item, hints[item.name]))
+            flags.setdefault(item.name, value_for(item, hints[item.name], getattr(dtype, "loss_defaults", {})))
     return flags
 
 

@@ -126,9 +126,10 @@ def loss_flags(loss: str, names: Sequence[str]) -> type:
     None, "the loss's own", so the loss applies its default; ``lambda_`` is also ``--lambda``."""
     module, _, cls = loss.partition(":")
     arguments = _arguments(module, cls)
-    specs = []
+    specs, own_defaults = [], {}
     for name in names:
         annotation, default, help_text, tree, where = arguments[name]
+        own_defaults[name] = default
         parts = [part.strip() for part in annotation.split("|")]
         choices = next((c for part in parts if (c := _choices(tree, where, part))), None)
         kind: Any = next((k for k in (float, int, bool) if k.__name__ in parts), str)
@@ -140,6 +141,8 @@ def loss_flags(loss: str, names: Sequence[str]) -> type:
         specs.append((name, kind | None, field(default=None, metadata=metadata)))
     flags = make_dataclass(f"{cls}Flags", specs, bases=(LossFlags,))
     flags._argument_group_name = _LOSS
+    flags.__module__ = __name__  # make_dataclass would name the types module
+    flags.loss_defaults = own_defaults  # the loss's own default of each, as written in its signature
     return flags
 
 
