@@ -242,9 +242,9 @@ def test_evaluate_sts_and_beir_offline(workspace, capsys):
         (["frobnicate"], "unknown command"),
         # Explicit zeros reach the loss, which refuses them, instead of being replaced by a default.
         (["pretrain-aux", "--n", "0", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "n (fusion layers) must be a positive integer, got 0"),
-        (["pretrain-aux", "--mask_rate", "0", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "mask_rate must be in (0, 1), got 0.0"),
+        (["pretrain-aux", "--mask_rate", "0", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "--mask_rate must lie in (0, 1), got 0"),
         (["train", "--n", "0", "--stsb_dev", "none", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "n (fusion layers) must be a positive integer, got 0"),
-        (["train", "--mask_rate", "0", "--stsb_dev", "none", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "mask_rate must be in (0, 1), got 0.0"),
+        (["train", "--mask_rate", "0", "--stsb_dev", "none", "--train_data", "sentences.txt", "--output_dir", "zero-out", "--max_steps", "1"], "--mask_rate must lie in (0, 1), got 0"),
     ],
 )
 def test_clear_errors_exit_with_code_2(workspace, argv, message, capsys, monkeypatch):
@@ -339,10 +339,9 @@ def test_resume_after_interruption_matches_uninterrupted_run(workspace):
     ],
 )
 def test_each_objective_gets_its_papers_head_unless_told(make_model, objective, projection, expected):
-    from st_infocse.cli.objective_flags import objective_sections
-    from st_infocse.cli.objectives import build_loss
+    from st_infocse.cli.objectives import build_loss, entry_of
 
-    loss = build_loss(make_model(), objective, objective_sections(objective).loss(projection=projection))
+    loss = build_loss(make_model(), objective, entry_of(objective).loss_flags(projection=projection))
     contrastive = getattr(loss, "contrastive", loss)
     assert contrastive.projection_kind == expected
     if objective in ("infocse", "cmlm-cse"):
@@ -706,7 +705,7 @@ def _one_step(command: str) -> list[str]:
     ("argv", "message"),
     [
         (["train", "--k", "0", "--train_data", "sentences.txt"], "k (frozen lower layers) must be between 1 and 3"),
-        (["train", "--temperature", "0", "--train_data", "sentences.txt"], "temperature must be positive, got 0.0"),
+        (["train", "--temperature", "0", "--train_data", "sentences.txt"], "--temperature must be positive, got 0"),
         (["pretrain-aux", "--k", "0", "--train_data", "sentences.txt"], "k (frozen lower layers) must be between 1"),
         (["train", "--max_train_samples", "0", "--train_data", "sentences.txt"], "--max_train_samples must be at least 1, got 0"),
         (["train", "--objective", "idc", "--docs", "docs.jsonl", "--rounds", "0"], "rounds must be >= 1, got 0"),
@@ -749,11 +748,11 @@ def test_explicit_zero_threshold_is_used(workspace, capsys, monkeypatch):
 
 
 def test_explicit_zero_weights_reach_every_loss(make_model):
-    from st_infocse.cli.objective_flags import ConditionalMLMFlags, objective_sections
-    from st_infocse.cli.objectives import build_loss
+    from st_infocse.cli.objective_flags import ConditionalMLMFlags
+    from st_infocse.cli.objectives import build_loss, entry_of
 
     for objective in ("infocse", "cmlm-cse", "informin"):
-        flags = objective_sections(objective).loss
+        flags = entry_of(objective).loss_flags
         assert build_loss(make_model(), objective, flags(lambda_=0.0)).lambda_ == 0.0
     assert build_loss(make_model(), "infocse", ConditionalMLMFlags(informin_weight=0.0)).informin_weight == 0.0
     # Unset, each takes the registry's default.
@@ -778,12 +777,12 @@ def test_explicit_zero_decoder_sizes_reach_the_loss(make_model):
 def test_decoder_warmup_trains_a_decoder_first_and_the_loss_starts_from_it(workspace, capsys, monkeypatch):
     import torch
 
-    import st_infocse.cli.train as cli_train
+    import st_infocse.cli.objectives as cli_objectives
     from st_infocse.modeling import AuxiliaryDecoder
 
     monkeypatch.chdir(workspace["root"])
     seen = {}
-    real_build_loss = cli_train.build_loss
+    real_build_loss = cli_objectives.build_loss
 
     def spy(model, args, objective=None):
         loss = real_build_loss(model, args, objective)
@@ -791,7 +790,7 @@ def test_decoder_warmup_trains_a_decoder_first_and_the_loss_starts_from_it(works
         seen["config"] = loss.get_config_dict()
         return loss
 
-    monkeypatch.setattr(cli_train, "build_loss", spy)
+    monkeypatch.setattr(cli_objectives, "build_loss", spy)
     argv = ["train", "--objective", "infocse", "--train_data", "sentences.txt", "--model", str(workspace["model"]),
             "--decoder_warmup_steps", "3", "--per_device_train_batch_size", "8", "--lambda_", "1",
             "--aux_gradient", "full", *_TRAIN_ONE_STEP]
@@ -837,18 +836,18 @@ def test_the_same_seed_builds_the_same_loss(workspace, monkeypatch):
     trainer seeds: two runs with one seed start from the same weights, another seed from others."""
     import torch
 
-    import st_infocse.cli.train as cli_train
+    import st_infocse.cli.objectives as cli_objectives
 
     monkeypatch.chdir(workspace["root"])
     starts = []
-    real_build_loss = cli_train.build_loss
+    real_build_loss = cli_objectives.build_loss
 
     def spy(model, args, objective=None):
         loss = real_build_loss(model, args, objective)
         starts.append({k: v.detach().clone() for k, v in loss.state_dict().items() if not k.startswith("model.")})
         return loss
 
-    monkeypatch.setattr(cli_train, "build_loss", spy)
+    monkeypatch.setattr(cli_objectives, "build_loss", spy)
     for seed in ("7", "7", "8"):
         argv = ["train", "--objective", "infocse", "--train_data", "sentences.txt", "--model", str(workspace["model"]),
                 "--seed", seed, *_TRAIN_ONE_STEP, "--overwrite_output_dir", "true"]  # one folder, three runs
@@ -923,6 +922,17 @@ def test_evaluate_reads_a_beir_folder_of_any_name_by_its_layout_and_its_dev_spli
         (["train", "--aux_learning_rate", "-0.1"], "--aux_learning_rate must be positive, got -0.1"),
         (["pretrain-aux", "--learning_rate", "-1"], "--learning_rate must be positive, got -1"),
         (["train", "--output_dir", "/proc/no-such-place/out"], "--output_dir: cannot write into /proc/no-such-place/out"),
+        # every bad value names its flag (not the Python name), from the loss's own bounds
+        (["train", "--lambda", "-1"], "--lambda must be at least 0, got -1"),
+        (["train", "--objective", "cmlm", "--mask_rate", "1.5"], "--mask_rate must lie in (0, 1), got 1.5"),
+        (["train", "--eval_retrieval", "beir/scifact", "--bm25_language", "klingon"],
+         "--bm25_language klingon is not a language of the stemmer"),
+        (["train", "--eval_retrieval", "beir/scifact", "--bm25_language", "armenian"],
+         "--bm25_language armenian: bm25s has no stop-word list for it"),
+        (["train", "--eval_retrieval", "beir/scifact", "--hybrid_weight", "2"], "--hybrid_weight must lie in [0, 1]"),
+        (["train", "--lamda", "0.1"], "--lamda is not a flag of --objective infocse"),
+        (["train", "--lamda", "0.1"], "did you mean --lambda?"),
+        (["train", "--learning_rat", "0.1"], "did you mean --learning_rate?"),
     ],
 )
 def test_input_errors_come_before_the_model_loads(workspace, argv, message, capsys, monkeypatch):
@@ -935,6 +945,73 @@ def test_input_errors_come_before_the_model_loads(workspace, argv, message, caps
     assert main(full) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert len(errors) == 1 and message in errors[0], errors
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evaluate", "--sts", "downstream", "--bm25_language", "klingon"], "--bm25_language klingon is not a"),
+        (["evaluate", "--sts", "downstream", "--hybrid_weight", "2"], "--hybrid_weight must lie in [0, 1]"),
+        (["evaluate", "--sts", "downstream", "--splt", "dev"], "did you mean --split?"),
+        (["mine", "--docs", "docs.jsonl", "--similarty", "dot"], "did you mean --similarity?"),
+        (["demo", "--step", "3"], "did you mean --steps?"),
+    ],
+)
+def test_every_command_names_the_flag_at_fault_before_loading(workspace, argv, message, capsys, monkeypatch):
+    monkeypatch.chdir(workspace["root"])
+    assert main([*argv, "--model", "no-such-org/no-such-model"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_a_yaml_config_gives_typed_values_and_the_command_line_wins(workspace, capsys, monkeypatch):
+    """The file is read as a mapping (floats, lists and booleans as they are), a key no section takes is refused by
+    name, and a flag given on the command line wins over the file's."""
+    from st_infocse.cli import train as cli_train
+
+    monkeypatch.chdir(workspace["root"])
+    config = workspace["root"] / "run.yaml"
+    config.write_text("objective: simcse\ntemperature: 0.07\nlearning_rate: 1e-4\nlora_r: 2\n"
+                      "lora_target_modules: [query, value]\nsplit_sentences: true\nmax_steps: 3\n")
+    seen = {}
+
+    def stop(argv, command, sources=None):
+        seen["flags"] = real(argv, command, sources)
+        raise SystemExit(0)
+
+    real = cli_train.read_training_flags
+    monkeypatch.setattr(cli_train, "read_training_flags", stop)
+    with pytest.raises(SystemExit):
+        main(["train", "--config", str(config), "--train_data", "sentences.txt", "--max_steps", "1"])
+    flags = seen["flags"]
+    assert flags.objective == "simcse" and flags.loss.temperature == pytest.approx(0.07)
+    assert flags.trainer.learning_rate == pytest.approx(1e-4) and flags.trainer.max_steps == 1
+    assert flags.lora.lora_target_modules == ["query", "value"] and flags.data.split_sentences is True
+    config.write_text("objective: simcse\nlambda: 0.1\n")
+    assert main(["train", "--config", str(config), "--train_data", "sentences.txt"]) == 2
+    assert "--lambda (a flag of" in capsys.readouterr().err
+
+
+def test_the_training_time_stsb_dev_evaluator_reads_the_dev_split(workspace, monkeypatch):
+    """The SentEval folder holds dev and test pairs that differ: the evaluator the trainer gets holds dev's."""
+    import st_infocse.cli.train as cli_train
+
+    seen = {}
+
+    def capture(model, loss, dataset, training_args, evaluator, *args, **kwargs):
+        seen["evaluator"] = evaluator
+        raise _Built
+
+    monkeypatch.setattr(cli_train, "run_trainer", capture)
+    monkeypatch.chdir(workspace["root"])
+    with pytest.raises(_Built):
+        main(["train", "--objective", "simcse", "--train_data", "sentences.txt", "--model", str(workspace["model"]),
+              *_TRAIN_ONE_STEP, "--stsb_dev", "downstream"])
+    folder = workspace["senteval"] / "STS" / "STSBenchmark"
+    first = {split: (folder / f"sts-{split}.csv").read_text().splitlines()[0].split("\t")[5] for split in ("dev", "test")}
+    assert first["dev"] != first["test"]
+    evaluator = getattr(seen["evaluator"], "inner", seen["evaluator"])  # scored at the model's own length
+    assert evaluator.sentences1[0] == first["dev"]
 
 
 def test_an_unknown_idc_loss_is_refused_by_the_parser_with_its_choices(workspace, capsys, monkeypatch):
@@ -1039,14 +1116,14 @@ def test_every_objective_takes_exactly_its_flags():
     from dataclasses import fields
 
     from st_infocse.cli.arguments import DataArguments, KeepArguments
-    from st_infocse.cli.objective_flags import objective_sections
+    from st_infocse.cli.objectives import entry_of
 
     for objective, loss_flags in EXPECTED_LOSS_FLAGS.items():
         name, _, idc_loss = objective.partition(" ")
-        sections = objective_sections(name, idc_loss or "mnrl")
-        loss = {item.name for item in fields(sections.loss)} if sections.loss is not None else set()
+        sections = entry_of(name, idc_loss or "mnrl")
+        loss = {item.name for item in fields(sections.loss_flags)} if sections.loss_flags is not None else set()
         assert loss == loss_flags or (objective == "idc" and loss == {"temperature"}), objective
-        own = {item.name for dtype in sections.own if dtype not in (DataArguments, KeepArguments)
+        own = {item.name for dtype in sections.sections if dtype not in (DataArguments, KeepArguments)
                for item in fields(dtype)}
         assert own == EXPECTED_OWN_FLAGS[objective], objective
 

@@ -608,6 +608,32 @@ def test_ctrl_c_saves_a_resumable_checkpoint_and_exits_130(user_model, data, tmp
     assert json.loads((out / "run_summary.json").read_text())["steps"] == 4
 
 
+def test_ctrl_c_in_pretrain_aux_saves_a_checkpoint_and_exits_130(user_model, data, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "stage1"
+    _interrupting(monkeypatch, at_step=1, times=1)
+    argv = ["pretrain-aux", "--model", str(user_model), "--train_data", str(data["texts"]), "--output_dir", str(out),
+            "--max_steps", "3", "--save_strategy", "no", *FAST]
+    assert main(argv) == 130
+    assert "interrupted at step 1 of 3; checkpoint-1 saved" in capsys.readouterr().out
+    assert (out / "checkpoint-1" / "trainer_state.json").is_file() and not (out / "decoder").exists()
+
+
+def test_ctrl_c_in_idcs_rounds_exits_130_with_the_rounds_mined(user_model, data, tmp_path, capsys, monkeypatch):
+    import st_infocse.mining.rounds as rounds
+
+    def pressed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rounds, "_train", pressed)
+    out, docs = tmp_path / "idc", tmp_path / "docs.jsonl"
+    _write(docs, [json.dumps({"id": f"d{i}", "sentences": random_sentences(4, seed=i)}) for i in range(6)])
+    argv = ["train", "--objective", "idc", "--model", str(user_model), "--docs", str(docs), "--stsb_dev",
+            "none", "--output_dir", str(out), "--rounds", "2", "--use_cpu", "true"]
+    assert main(argv) == 130
+    assert f"interrupted in IDC's rounds (round-1 in {out / 'rounds'})" in capsys.readouterr().out
+    assert (out / "rounds" / "round-1").is_dir() and not (out / "model.safetensors").exists()
+
+
 def test_a_second_ctrl_c_stops_at_once_without_a_checkpoint(user_model, data, tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
     _interrupting(monkeypatch, at_step=1, times=2)

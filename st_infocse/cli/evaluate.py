@@ -20,7 +20,9 @@ from st_infocse.cli.output import summary
 from st_infocse.cli.parsing import parse_command
 from st_infocse.files import beir_split
 
-__all__ = ["cmd_evaluate"]
+__all__ = ["SECTIONS", "cmd_evaluate"]
+
+SECTIONS = (SavedModelArguments, EvaluateArguments, LexicalArguments)
 
 
 def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments) -> None:
@@ -73,7 +75,7 @@ def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArgume
 
 def cmd_evaluate(argv: Sequence[str]) -> int:
     # Parsing loads neither torch nor the model: bad input is refused before either.
-    parsed = parse_command([SavedModelArguments, EvaluateArguments, LexicalArguments], argv, "st-infocse evaluate")
+    parsed = parse_command(SECTIONS, argv, "st-infocse evaluate")
     if parsed is None:  # --help
         return 0
     model_args, eval_args, lexical_args = parsed

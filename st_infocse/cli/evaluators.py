@@ -15,10 +15,11 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import dev_evaluator
 from st_infocse.files import InputError
 
-__all__ = ["RunEvaluation", "kept_line", "lexical_reference_callback", "lexical_reference_rows", "run_evaluation",
+__all__ = ["NOT_MEASURED", "RunEvaluation", "kept_line", "lexical_reference_callback", "lexical_reference_rows", "run_evaluation",
            "worse_at_end", "write_run_summary"]
 
 RUN_SUMMARY_NAME = "run_summary.json"
+NOT_MEASURED = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
 
 
 @dataclass
@@ -77,8 +78,6 @@ def run_evaluation(run_args: RunEvaluationArguments, training_args: Any, given: 
         from st_infocse.evaluation import retrieval_evaluator
 
         max_corpus = run_args.eval_retrieval_max_corpus or None
-        if max_corpus is not None and max_corpus < 0:
-            raise CLIError(f"--eval_retrieval_max_corpus must be 0 (all) or positive, got {max_corpus}")
         try:
             retrieval, info = retrieval_evaluator(
                 run_args.eval_retrieval, run_args.eval_retrieval_split, max_corpus=max_corpus, seed=training_args.seed
@@ -147,6 +146,9 @@ def lexical_reference_callback(retrieval: Any, settings: Any):
         references: dict[str, dict[str, float]] | None = None
         start: dict[str, float] | None = None
         end: dict[str, float] | None = None
+
+        def __init__(self) -> None:
+            self.settings = settings
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.references = retrieval.lexical_references(settings)

@@ -19,14 +19,12 @@ from st_infocse.files import looks_local
 __all__ = [
     "apply_weight_anchor",
     "check_earlier_run",
-    "check_idc_annotator",
     "check_learning_rates",
     "check_model_source",
     "check_output_dir",
     "check_planned_steps",
     "check_step_counts",
     "dev_evaluator",
-    "finish_training_args",
     "model_from_args",
     "planned_steps",
     "text_source",
@@ -81,17 +79,6 @@ def check_step_counts(max_steps: float, epochs: float) -> None:
         )
 
 
-def check_idc_annotator(idc) -> None:
-    """An annotator needs round 1 to mine; a document sample needs a positive size (``idc``: IDC's flags)."""
-    if idc.idc_annotator is not None:
-        if idc.initial_annotation != "model":
-            raise CLIError(f"--idc_annotator mines the first round, which --initial_annotation "
-                           f"{idc.initial_annotation} does not mine")
-        check_model_source(idc.idc_annotator, "--idc_annotator")
-    if idc.idc_max_docs is not None and idc.idc_max_docs < 1:
-        raise CLIError(f"--idc_max_docs must be at least 1, got {idc.idc_max_docs}")
-
-
 def model_from_args(args: ModelArguments, seed: int | None = None):
     """The model the flags name, by the package's one loading rule (:func:`st_infocse.training.load_model`), as a
     :class:`~st_infocse.training.builder.LoadedModel`.
@@ -121,8 +108,6 @@ def dev_evaluator(source: str):
 
         return demo_stsb_dev_evaluator()
     path = Path(source).expanduser()
-    if source != "hub" and not path.exists():
-        raise CLIError(f"STS-B dev data not found: {source}")
     try:
         return stsb_dev_evaluator(source if source == "hub" else path)
     except (OSError, RuntimeError) as exc:
@@ -136,14 +121,6 @@ def dev_evaluator(source: str):
         raise CLIError(f"cannot load STS-B dev from {source!r}: {exc}".splitlines()[0]) from exc
 
 
-def finish_training_args(training_args, evaluator) -> None:
-    """Without an evaluator there is no dev score to evaluate or to keep the best checkpoint by."""
-    if evaluator is None:
-        training_args.eval_strategy = "no"
-        training_args.load_best_model_at_end = False
-        training_args.metric_for_best_model = None
-
-
 def apply_weight_anchor(share: float, training_args, steps: int, given: set[str]) -> str | None:
     """Check ``--weight_anchor`` and make the run keep its anchored last step; returns the start summary's note
     (None when the anchor is off). The anchor moves only the last step's model, so a best checkpoint from an earlier
@@ -151,8 +128,6 @@ def apply_weight_anchor(share: float, training_args, steps: int, given: set[str]
     its default, and refused by name when they asked for it."""
     if share == 1:
         return None
-    if not 0 < share < 1:
-        raise CLIError(f"--weight_anchor must lie in (0, 1] (the share of the trained change kept); got {share:g}")
     from st_infocse.training.anchor import evaluates_before_last_step
 
     if training_args.load_best_model_at_end and evaluates_before_last_step(training_args, steps):

@@ -22,12 +22,14 @@ from st_infocse.cli.output import summary
 from st_infocse.cli.parsing import parse_command
 from st_infocse.mining.documents import DOCUMENT_FORMATS, check_documents, load_documents
 
-__all__ = ["cmd_mine"]
+__all__ = ["SECTIONS", "cmd_mine"]
+
+SECTIONS = (SavedModelArguments, MineArguments)
 
 
 def cmd_mine(argv: Sequence[str]) -> int:
     # Parsing loads neither torch nor the model: bad input is refused before either.
-    parsed = parse_command([SavedModelArguments, MineArguments], argv, "st-infocse mine")
+    parsed = parse_command(SECTIONS, argv, "st-infocse mine")
     if parsed is None:  # --help
         return 0
     model_args, mine_args = parsed
@@ -38,8 +40,6 @@ def cmd_mine(argv: Sequence[str]) -> int:
     check_output_dir(mine_args.output_dir)
     from st_infocse.mining import mine_pairs
 
-    if mine_args.min_sentences < 2:  # the miner would raise it to 2 without a word
-        raise CLIError(f"--min_sentences must be at least 2 (a pair needs two sentences), got {mine_args.min_sentences}")
     documents = load_documents(mine_args.docs, mine_args.max_docs)
     loaded = model_from_args(model_args)
     model = loaded.model

@@ -1,19 +1,25 @@
-"""Each objective's own flags: one dataclass per group of loss arguments, and :func:`objective_sections`, which
-names the sections an objective (and stage 1) takes. The command line reads only these, so a flag of another
-objective is an unknown flag by construction, refused by name (``st-infocse train --objective NAME --help`` lists
-an objective's flags).
+"""Each objective's own flags: one dataclass per group of loss arguments and per other section an objective takes
+(which it takes is its entry in :mod:`~st_infocse.cli.objectives`). The command line reads only an objective's
+sections, so a flag of another objective is an unknown flag by construction, refused by name
+(``st-infocse train --objective NAME --help`` lists an objective's flags).
 
-A loss flag defaults to None, "the loss's own": the defaults are written once, in
-:mod:`st_infocse.losses.registry` and the losses, and the help text here is generated from the registry.
+The loss flags are read from the losses' own signatures and docstrings (:func:`loss_flags`): a flag's type and
+choices are its argument's annotation, its help the docstring's ``Args:`` entry, and it defaults to None, "the loss's
+own", so a default is written once, in :mod:`st_infocse.losses.registry` and the losses.
 """
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
-from dataclasses import dataclass, field, fields
+import ast
+import importlib.util
+import re
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from st_infocse.cli.arguments import DataArguments, KeepArguments
+from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
-from st_infocse.losses.registry import PRESETS, STAGE1, flag_value, objective_names
+from st_infocse.losses.registry import STAGE1, objective_names, out_of_bounds
 from st_infocse.training.lora import DEFAULT_TARGETS, LoRASettings
 
 __all__ = [
@@ -22,7 +28,7 @@ __all__ = [
     "ConditionalMLMFlags",
     "ContrastiveFlags",
     "DecoderFlags",
-    "DecoderShapeFlags",
+    "CMLMCSEFlags",
     "DecoderWarmupFlags",
     "DistillFlags",
     "ICTFlags",
@@ -31,11 +37,8 @@ __all__ = [
     "LoRAFlags",
     "MNRLFlags",
     "ObjectiveArguments",
-    "ObjectiveSections",
     "Stage1Flags",
     "loss_options",
-    "objective_sections",
-    "takers",
 ]
 
 OBJECTIVES = objective_names()
@@ -53,104 +56,113 @@ class ObjectiveArguments:
     )
 
 
-def _lambda(help_text: str) -> Any:
-    return field(default=None, metadata={"aliases": ["--lambda"], "help": help_text})
+class LossFlags:
+    """Loss flags: each value given is checked against the loss argument's range (:data:`~st_infocse.losses.registry.BOUNDS`)
+    and refused under its flag's name before anything loads."""
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            why = out_of_bounds(item.name, getattr(self, item.name))
+            if why:
+                raise CLIError(f"{flag_name(item)} {why}, got {getattr(self, item.name):g}")
 
 
-def _lambda_help(*names: str) -> str:
-    defaults = ", ".join(f"{OBJECTIVE_REGISTRY[name].title} {flag_value(OBJECTIVE_REGISTRY[name].lambda_)}"
-                         for name in names)
-    return f"Weight of the auxiliary term (default: {defaults})."
+def flag_name(item: Any) -> str:
+    """The flag a field is given by: its alias where it has one (``lambda_`` is ``--lambda``)."""
+    return (item.metadata.get("aliases") or [f"--{item.name}"])[0]
 
 
-def _mask_rate_help(*names: str) -> str:
-    rates = "; ".join(f"{name} {PRESETS[name].describe_mask_rate()}" for name in names)
-    return f"Masking rate of the auxiliary MLM (default: {rates})."
+def _source(module: str) -> ast.Module:
+    """The parsed source of ``module``, read without importing it (the losses import torch)."""
+    return ast.parse(Path(importlib.util.find_spec(module).origin).read_text())
+
+
+def _imported(tree: ast.Module, name: str, module: str) -> tuple[str, ast.Module] | None:
+    """The module ``name`` is imported from in ``tree`` (``module``'s), parsed; None where it is not imported."""
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
+            origin = importlib.util.resolve_name("." * node.level + (node.module or ""), module.rpartition(".")[0]) \
+                if node.level else node.module
+            return origin, _source(origin)
+    return None
+
+
+def _choices(tree: ast.Module, module: str, name: str) -> tuple[str, ...] | None:
+    """The values of ``name = Literal[...]`` where ``module`` defines or imports it."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            if isinstance(node.value, ast.Subscript) and getattr(node.value.value, "id", "") == "Literal":
+                return tuple(ast.literal_eval(node.value.slice))
+    found = _imported(tree, name, module)
+    return _choices(found[1], found[0], name) if found else None
+
+
+def _arguments(module: str, cls: str) -> dict[str, tuple[str, str, str, ast.Module, str]]:
+    """Keyword argument -> (annotation, default, docstring Args text, the tree and module that declare it) of
+    ``cls``'s ``__init__``, its bases' for what it passes on through ``**kwargs``."""
+    tree = _source(module)
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    init = next(n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    docs = re.split(r"\n\s*\n(?=\s*\w+:\n)", (ast.get_docstring(init) or "").partition("Args:\n")[2])[0]
+    helps = {m[1]: " ".join(m[2].split()) for m in re.finditer(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", docs, re.M | re.S)}
+    found: dict[str, tuple[str, str, str, ast.Module, str]] = {}
+    if init.args.kwarg is not None:  # the base's arguments, passed on
+        for base in node.bases:
+            origin = _imported(tree, base.id, module)
+            found.update(_arguments(origin[0] if origin else module, base.id))
+    positional = init.args.args[1:]
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(init.args.defaults):], init.args.defaults, strict=False))
+    defaults.update({a.arg: d for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True) if d is not None})
+    for arg in positional + init.args.kwonlyargs:
+        default = ast.unparse(defaults[arg.arg]) if arg.arg in defaults else ""
+        found[arg.arg] = (ast.unparse(arg.annotation), default, helps.get(arg.arg, ""), tree, module)
+    return found
+
+
+def loss_flags(loss: str, names: Sequence[str]) -> type:
+    """The dataclass of the loss's keyword arguments ``names`` (``loss``: ``"module:Class"``), each a flag read from
+    the loss's own signature and docstring, without importing it: its type and choices from the annotation (a
+    ``Literal`` alias is followed to where it is defined), its help from the ``Args:`` entry. Every flag defaults to
+    None, "the loss's own", so the loss applies its default; ``lambda_`` is also ``--lambda``."""
+    module, _, cls = loss.partition(":")
+    arguments = _arguments(module, cls)
+    specs, own_defaults = [], {}
+    for name in names:
+        annotation, default, help_text, tree, where = arguments[name]
+        own_defaults[name] = default
+        parts = [part.strip() for part in annotation.split("|")]
+        choices = next((c for part in parts if (c := _choices(tree, where, part))), None)
+        kind: Any = next((k for k in (float, int, bool) if k.__name__ in parts), str)
+        if choices is not None:
+            # None as a choice of its own where it is not the default (no projection head): the flag's "none"
+            kind = Literal[(*choices, *(("none",) if "None" in parts and default != "None" else ()))]
+        help_text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: m[1].rsplit(".", 1)[-1], help_text).replace("``", "")
+        metadata = {"help": help_text, **({"aliases": [f"--{name[:-1]}"]} if name.endswith("_") else {})}
+        specs.append((name, kind | None, field(default=None, metadata=metadata)))
+    flags = make_dataclass(f"{cls}Flags", specs, bases=(LossFlags,))
+    flags._argument_group_name = _LOSS
+    flags.__module__ = __name__  # make_dataclass would name the types module
+    flags.loss_defaults = own_defaults  # the loss's own default of each, as written in its signature
+    return flags
+
+
+_CONTRASTIVE = ("temperature", "projection", "gather_across_devices")
+_DECODER = ("k", "n", "fusion_init", "mask_rate", "detach", "decoder")
+_CONDITIONAL_MLM = ("lambda_", "aux_gradient", "informin_weight", *_CONTRASTIVE, *_DECODER)
+
+#: The loss flags of each loss, read from its signature: SimCSE's contrastive term (which every sentence objective
+#: but CMLM trains), InfoCSE and CMLM-CSE (contrastive + lambda x the conditional MLM), InforMin-CL, the conditional
+#: MLM alone, and stage 1 (the decoder pre-trained with the encoder, Condenser's masked language modelling).
+ContrastiveFlags = loss_flags(OBJECTIVE_REGISTRY["simcse"].loss, _CONTRASTIVE)
+ConditionalMLMFlags = loss_flags(OBJECTIVE_REGISTRY["infocse"].loss, _CONDITIONAL_MLM)
+CMLMCSEFlags = loss_flags(OBJECTIVE_REGISTRY["cmlm-cse"].loss, _CONDITIONAL_MLM)
+InforMinFlags = loss_flags(OBJECTIVE_REGISTRY["informin"].loss, ("lambda_", *_CONTRASTIVE))
+DecoderFlags = loss_flags(OBJECTIVE_REGISTRY["cmlm"].loss, _DECODER)
+Stage1Flags = loss_flags(STAGE1.loss, ("k", "n", "fusion_init", "mask_rate", "tie_head", "masking"))
 
 
 @dataclass
-class ContrastiveFlags:
-    """SimCSE's contrastive term, which every sentence objective but CMLM trains."""
-
-    _argument_group_name = _LOSS
-
-    temperature: float | None = field(default=None, metadata={"help": "Contrastive temperature (default 0.05)."})
-    projection: Literal["mlp", "bn-mlp", "none"] | None = field(
-        default=None,
-        metadata={"help": "Training-only projection head (default: bn-mlp for infocse, mlp for simcse, cmlm-cse and "
-                  "informin)."},
-    )
-    gather_across_devices: bool | None = field(
-        default=None, metadata={"help": "Contrast against the embeddings of all processes (multi-GPU; default false)."}
-    )
-
-
-@dataclass
-class DecoderShapeFlags:
-    """The auxiliary decoder's shape (paper 000 section 3.1): frozen lower layers, then fusion layers."""
-
-    _argument_group_name = _LOSS
-
-    k: int | None = field(default=None, metadata={"help": "Frozen lower layers of the decoder (default: the preset's)."})
-    n: int | None = field(default=None, metadata={"help": "Fusion layers of the decoder (default: the preset's)."})
-    fusion_init: Literal["fresh", "copy"] | None = field(
-        default=None,
-        metadata={"help": "fresh (default, as the authors' code) or copy (the encoder layers above k) fusion layers."},
-    )
-
-
-@dataclass
-class DecoderFlags(DecoderShapeFlags):
-    """The conditional MLM through the auxiliary decoder."""
-
-    mask_rate: float | None = field(default=None, metadata={"help": _mask_rate_help(*PRESETS)})
-    detach: bool | None = field(
-        default=None,
-        metadata={"help": "Freeze the decoder's lower copy (default true, as in paper 000; false is the 'w/o detach' "
-                  "ablation). Give a value: --detach false."},
-    )
-    decoder: str | None = field(default=None, metadata={"help": "Stage-1 decoder folder (from pretrain-aux)."})
-
-
-@dataclass
-class ConditionalMLMFlags(ContrastiveFlags, DecoderFlags):
-    """InfoCSE and CMLM-CSE: contrastive + lambda x the conditional MLM."""
-
-    lambda_: float | None = _lambda(_lambda_help("infocse", "cmlm-cse"))
-    aux_gradient: Literal["weighted", "full"] | None = field(
-        default=None,
-        metadata={"help": "What the decoder learns from: weighted (default, the released script: lambda times the MLM "
-                  "gradient, like the encoder) or full (the unweighted MLM gradient; the encoder still gets lambda "
-                  "times it)."},
-    )
-    informin_weight: float | None = field(
-        default=None, metadata={"help": "Add InforMin-CL's reconstruction term with this weight (default 0: off)."}
-    )
-
-
-@dataclass
-class InforMinFlags(ContrastiveFlags):
-    lambda_: float | None = _lambda(_lambda_help("informin"))
-
-
-@dataclass
-class Stage1Flags(DecoderShapeFlags):
-    """Stage 1: the decoder pre-trained with the encoder (Condenser's masked language modelling)."""
-
-    mask_rate: float | None = field(
-        default=None, metadata={"help": f"Masking rate of the MLM (default {STAGE1.mask_rate:.2f})."}
-    )
-    tie_head: bool | None = field(
-        default=None,
-        metadata={"help": "Tie the MLM head's output projection to the word embeddings (Condenser; default true)."},
-    )
-    masking: Literal["whole_word", "token"] | None = field(
-        default=None, metadata={"help": "whole_word (Condenser, default) or token masking."}
-    )
-
-
-@dataclass
-class MNRLFlags:
+class MNRLFlags(LossFlags):
     """IDC's pair loss with ``--idc_loss mnrl``: sentence-transformers' MultipleNegativesRankingLoss."""
 
     _argument_group_name = "the pair loss (--idc_loss mnrl)"
@@ -169,6 +181,10 @@ class AuxiliaryRateFlags:
         default=None, metadata={"help": "Own learning rate for the loss's modules (projection head, decoder)."}
     )
 
+    def __post_init__(self) -> None:
+        if self.aux_learning_rate is not None and not self.aux_learning_rate > 0:
+            raise CLIError(f"--aux_learning_rate must be positive, got {self.aux_learning_rate:g}")
+
 
 @dataclass
 class DecoderWarmupFlags:
@@ -186,21 +202,33 @@ class DecoderWarmupFlags:
         default=5e-4, metadata={"help": "Learning rate of --decoder_warmup_steps (AdamW, the decoder's own)."}
     )
 
+    def __post_init__(self) -> None:
+        if self.decoder_warmup_steps is not None and self.decoder_warmup_steps < 1:
+            raise CLIError(f"--decoder_warmup_steps must be at least 1, got {self.decoder_warmup_steps}")
+        if not self.decoder_warmup_learning_rate > 0:
+            raise CLIError(f"--decoder_warmup_learning_rate must be positive, got {self.decoder_warmup_learning_rate:g}")
+
 
 _DOCS_HELP = "Documents, in any form that `st-infocse mine --docs` reads."
 
 
 @dataclass
-class IDCFlags:
-    _argument_group_name = "IDC's documents and rounds"
+class IDCPairLoss:
+    """Read first, with ``--objective``: which pair loss, and so which loss flags, IDC takes."""
 
-    docs: str | None = field(default=None, metadata={"help": f"{_DOCS_HELP} Required."})
-    rounds: int = field(default=3, metadata={"help": "Maximum mine -> train rounds."})
     idc_loss: Literal["mnrl", "infocse"] = field(
         default="mnrl",
         metadata={"help": "Loss trained on the mined pairs; --idc_loss infocse takes InfoCSE's loss flags "
                   "(`--objective idc --idc_loss infocse --help`)."},
     )
+
+
+@dataclass
+class IDCFlags(IDCPairLoss):
+    _argument_group_name = "IDC's documents and rounds"
+
+    docs: str | None = field(default=None, metadata={"help": f"{_DOCS_HELP} Required."})
+    rounds: int = field(default=3, metadata={"help": "Maximum mine -> train rounds."})
     idc_k: int = field(default=1, metadata={"help": "Top-K neighbours per sentence."})
     idc_similarity: Literal["cosine", "dot"] = field(
         default="cosine", metadata={"help": "Sentence score for mining, cosine or dot (inner product, paper 002 eq. 2)."}
@@ -220,12 +248,12 @@ class IDCFlags:
         default=None, metadata={"help": "Mine and train on a --seed sample of this many documents (in their order)."}
     )
 
-
-@dataclass
-class IDCPairLoss:
-    """Read first, with ``--objective``: which pair loss, and so which loss flags, IDC takes."""
-
-    idc_loss: Literal["mnrl", "infocse"] = "mnrl"
+    def __post_init__(self) -> None:
+        if self.idc_annotator is not None and self.initial_annotation != "model":
+            raise CLIError(f"--idc_annotator mines the first round, which --initial_annotation "
+                           f"{self.initial_annotation} does not mine")
+        if self.idc_max_docs is not None and self.idc_max_docs < 1:
+            raise CLIError(f"--idc_max_docs must be at least 1, got {self.idc_max_docs}")
 
 
 @dataclass
@@ -265,6 +293,16 @@ class DistillFlags:
         default=None, metadata={"help": "Train on a --seed sample of this many pseudo-queries (all by default)."}
     )
 
+    def __post_init__(self) -> None:
+        if self.distill_candidates < 2:
+            raise CLIError(f"--distill_candidates must be at least 2 (the query's document and one other), got "
+                           f"{self.distill_candidates}")
+        for flag in ("student_temperature", "teacher_temperature"):
+            if not getattr(self, flag) > 0:
+                raise CLIError(f"--{flag} must be positive, got {getattr(self, flag):g}")
+        if self.distill_max_queries is not None and self.distill_max_queries < 1:
+            raise CLIError(f"--distill_max_queries must be at least 1, got {self.distill_max_queries}")
+
 
 @dataclass
 class LoRAFlags:
@@ -283,61 +321,26 @@ class LoRAFlags:
     )
     lora_dropout: float = field(default=LoRASettings.dropout, metadata={"help": "Dropout on the adapter's input."})
 
+    def __post_init__(self) -> None:
+        """The adapter's flags, and PEFT's presence, before the model loads."""
+        import importlib.util
 
-@dataclass(frozen=True)
-class ObjectiveSections:
-    """The flags one objective takes besides the model's, the run's and the trainer's.
+        from st_infocse.training.lora import LORA_INSTALL_HINT
 
-    Attributes:
-        loss: the dataclass of its loss's keyword arguments (None: a loss of sentence-transformers' own defaults).
-        own: its other sections: the corpus (text or documents), the model handed back, its modules' learning rate,
-            the decoder warm-up, IDC's rounds.
-    """
-
-    loss: type | None
-    own: tuple[type, ...]
-
-    @property
-    def all(self) -> tuple[type, ...]:
-        return (*self.own, *((self.loss,) if self.loss is not None else ()))
-
-
-_TEXT = (DataArguments, KeepArguments)
-_SECTIONS: dict[str, ObjectiveSections] = {
-    "simcse": ObjectiveSections(ContrastiveFlags, (*_TEXT, AuxiliaryRateFlags, LoRAFlags)),
-    "infocse": ObjectiveSections(ConditionalMLMFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags, LoRAFlags)),
-    "cmlm-cse": ObjectiveSections(ConditionalMLMFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags, LoRAFlags)),
-    "informin": ObjectiveSections(InforMinFlags, (*_TEXT, AuxiliaryRateFlags, LoRAFlags)),
-    "cmlm": ObjectiveSections(DecoderFlags, (*_TEXT, AuxiliaryRateFlags, DecoderWarmupFlags, LoRAFlags)),
-    "ict": ObjectiveSections(None, (ICTFlags, KeepArguments, LoRAFlags)),
-    "distill": ObjectiveSections(None, (DistillFlags, KeepArguments, LoRAFlags)),
-    # IDC's rounds keep their best round themselves; its pair loss decides the loss flags (see objective_sections).
-    "idc": ObjectiveSections(MNRLFlags, (IDCFlags,)),
-    STAGE1.name: ObjectiveSections(Stage1Flags, (DataArguments, AuxiliaryRateFlags)),
-}
-
-
-def objective_sections(objective: str, idc_loss: str = "mnrl") -> ObjectiveSections:
-    """The sections ``objective`` (or ``pretrain-aux``) takes; IDC with ``--idc_loss infocse`` takes InfoCSE's loss
-    flags and the auxiliary learning rate (its rounds mine their own pairs: no text corpus to warm a decoder on)."""
-    if objective == "idc" and idc_loss == "infocse":
-        return ObjectiveSections(ConditionalMLMFlags, (IDCFlags, AuxiliaryRateFlags))
-    return _SECTIONS[objective]
-
-
-def takers() -> dict[str, str]:
-    """Flag (field name) -> the objectives that take it, for the line that refuses it elsewhere."""
-    taken: dict[str, list[str]] = {}
-    variants = [(name, objective_sections(name)) for name in _SECTIONS]
-    variants.append(("idc --idc_loss infocse", objective_sections("idc", "infocse")))
-    for name, sections in variants:
-        for section in sections.all:
-            for item in fields(section):
-                for flag in (item.name, *(alias[2:] for alias in item.metadata.get("aliases", []))):
-                    names = taken.setdefault(flag, [])
-                    if name.split()[0] not in names:  # IDC once, whichever pair loss takes it
-                        names.append(name)
-    return {flag: ", ".join(names) for flag, names in taken.items()}
+        if self.lora_r < 0:
+            raise CLIError(f"--lora_r must be 0 (no adapter) or a rank of 1 or more, got {self.lora_r}")
+        if not self.lora_r:
+            given = [f"--{item.name}" for item in fields(self) if item.name != "lora_r" and getattr(self, item.name)
+                     != (item.default_factory() if item.default is MISSING else item.default)]
+            if given:
+                raise CLIError(f"{', '.join(given)}: the adapter's settings apply with --lora_r R (a rank of 1 or more)")
+            return
+        if not self.lora_target_modules:
+            raise CLIError("--lora_target_modules: name at least one linear layer to adapt")
+        if not 0 <= self.lora_dropout < 1:
+            raise CLIError(f"--lora_dropout must lie in [0, 1), got {self.lora_dropout}")
+        if importlib.util.find_spec("peft") is None:
+            raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")
 
 
 def loss_options(flags: Any) -> dict[str, Any]:

@@ -1,30 +1,104 @@
-"""The loss of an objective, built from the registry (:mod:`st_infocse.losses.registry`) and the flags it takes."""
+"""Each objective of ``st-infocse train`` as one entry: the flag sections it takes, how its training data is prepared
+before the model loads, and how its loss is built (or, for IDC, its own run of mine -> train rounds).
+
+The command reads the entry of ``--objective`` and follows it; nothing else in the command names an objective. The
+losses and their defaults are the registry's (:mod:`st_infocse.losses.registry`); the loss flags are the dataclasses
+of :mod:`~st_infocse.cli.objective_flags`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from st_infocse.cli.arguments import DataArguments, KeepArguments
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.objective_flags import OBJECTIVES, loss_options
-from st_infocse.losses.registry import get_objective
+from st_infocse.cli.evaluators import NOT_MEASURED, worse_at_end, write_run_summary
+from st_infocse.cli.inputs import text_source
+from st_infocse.cli.objective_flags import (
+    AuxiliaryRateFlags,
+    CMLMCSEFlags,
+    ConditionalMLMFlags,
+    ContrastiveFlags,
+    DecoderFlags,
+    DecoderWarmupFlags,
+    DistillFlags,
+    ICTFlags,
+    IDCFlags,
+    InforMinFlags,
+    LoRAFlags,
+    MNRLFlags,
+    Stage1Flags,
+    loss_options,
+)
+from st_infocse.cli.output import lengths, summary
+from st_infocse.losses.registry import STAGE1, get_objective, objective_names
+from st_infocse.mining.documents import load_documents
 
-__all__ = ["build_loss", "learning_rate_mapping", "warm_up_decoder"]
+__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "build_loss", "entry_of", "learning_rate_mapping", "takers",
+           "warm_up_decoder"]
+
+
+@dataclass
+class Prepared:
+    """An objective's training data, read before the model loads.
+
+    Attributes:
+        size: how many training examples (the run's optimizer steps are counted from it).
+        dataset: the training dataset (None until :attr:`Entry.finish` builds it, or for IDC's rounds).
+        source: what the dataset is built from after the model loads (IDC's documents, distillation's draw).
+        long_column: the column the training length cuts; ``already_split``: its texts are single sentences.
+    """
+
+    size: int
+    dataset: Any = None
+    source: Any = None
+    long_column: str = "text"
+    already_split: bool = False
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One objective: its flag sections, its data and its loss.
+
+    Attributes:
+        name: the ``--objective`` value.
+        loss_flags: the dataclass of its loss's keyword arguments (None: a loss of sentence-transformers' defaults).
+        sections: its other flag sections, in ``--help`` order.
+        prepare: ``flags -> Prepared``, before the model loads (a bad file is refused before anything loads).
+        loss: ``(model, flags, prepared) -> loss``, after the model (and :attr:`finish`'s dataset).
+        finish: ``(model, flags, prepared) -> dataset``, where the dataset needs the model as given.
+        run: its own run in place of one trainer (IDC's rounds): ``(loaded, flags, measured, prepared, start)``.
+        refused_trainer_flags: trainer flags with no meaning for it, refused by name.
+        bm25_beside: whether BM25's reference lines are scored beside its retrieval evaluation.
+    """
+
+    name: str
+    loss_flags: type | None
+    sections: tuple[type, ...]
+    prepare: Callable[[Any], Prepared]
+    loss: Callable[[Any, Any, Prepared], Any] | None = None
+    finish: Callable[[Any, Any, Prepared], Any] | None = None
+    run: Callable[..., int] | None = None
+    refused_trainer_flags: tuple[str, ...] = ()
+    bm25_beside: bool = True
+
+    @property
+    def all(self) -> tuple[type, ...]:
+        return (*self.sections, *((self.loss_flags,) if self.loss_flags is not None else ()))
 
 
 def build_loss(model, objective: str, loss_flags: Any = None):
-    """The loss of ``objective`` from the registry, given its loss flags (a dataclass of
-    :mod:`~st_infocse.cli.objective_flags`; None: the loss's own defaults)."""
-    if objective not in OBJECTIVES:
-        raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
-    entry = get_objective(objective)
-    if objective == "ict":
-        from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-
-        return MultipleNegativesRankingLoss(model)
+    """The loss of ``objective`` from the registry, given its loss flags (None: the loss's own defaults)."""
+    if objective not in objective_names() and objective != STAGE1.name:
+        raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(objective_names())}")
+    entry = STAGE1 if objective == STAGE1.name else get_objective(objective)
     if entry.loss is None:
-        raise CLIError(f"--objective {objective} trains through its own rounds, not one loss")
+        raise CLIError(f"--objective {objective} has no loss of this package (idc trains through its own rounds, ict "
+                       "and distill with sentence-transformers' losses)")
     return entry.loss_class()(model, **loss_options(loss_flags))
 
 
@@ -51,17 +125,9 @@ def warm_up_decoder(model, texts: Sequence[str], loss_flags: Any, warmup: Any, o
         find_encoder_parts(model).depth, loss_flags.k, loss_flags.n, loss_flags.mask_rate, loss_flags.fusion_init
     )
     decoder, curve = train_probe_decoder(
-        model,
-        texts,
-        k=settings.k,
-        n=settings.n,
-        mask_rate=settings.mask_rate,
-        steps=warmup.decoder_warmup_steps,
-        batch_size=batch_size,
-        learning_rate=warmup.decoder_warmup_learning_rate,
-        seed=seed,
-        fusion_init=settings.fusion_init,
-        description="Decoder warm-up",
+        model, texts, k=settings.k, n=settings.n, mask_rate=settings.mask_rate, steps=warmup.decoder_warmup_steps,
+        batch_size=batch_size, learning_rate=warmup.decoder_warmup_learning_rate, seed=seed,
+        fusion_init=settings.fusion_init, description="Decoder warm-up",
     )
     folder = Path(output_dir) / "decoder_warmup"
     decoder.save_pretrained(folder)
@@ -70,3 +136,265 @@ def warm_up_decoder(model, texts: Sequence[str], loss_flags: Any, warmup: Any, o
     print(f"Decoder warm-up: {len(curve)} steps, MLM accuracy {100 * accuracy:.1f}% over the last {len(last)}; "
           f"saved to {folder}", flush=True)
     return str(folder)
+
+
+# ------------------------------------------------------------------------------------------- sentence objectives
+
+
+def texts(flags) -> Prepared:
+    """The training texts of ``--train_data``, split into sentences with ``--split_sentences``."""
+    from st_infocse.training.texts import load_texts
+
+    data = flags.data
+    dataset = load_texts(text_source(data.train_data), data.text_column, data.max_train_samples)
+    if data.split_sentences:
+        from datasets import Dataset
+
+        from st_infocse.mining.sentences import split_sentences
+
+        sentences = [sentence for text in dataset["text"] for sentence in split_sentences(text)]
+        print(f"--split_sentences: {len(dataset):,} texts -> {len(sentences):,} sentences")
+        dataset = Dataset.from_dict({"text": sentences})
+    return Prepared(len(dataset), dataset, already_split=data.split_sentences)
+
+
+def registry_loss(model, flags, prepared: Prepared):
+    """The objective's loss from the registry, its decoder first warmed up where ``--decoder_warmup_steps`` asks."""
+    if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None:
+        args = flags.trainer
+        flags.loss.decoder = warm_up_decoder(model, prepared.dataset["text"], flags.loss, flags.warmup,
+                                             flags.objective, args.per_device_train_batch_size, args.seed,
+                                             args.output_dir)
+    return build_loss(model, flags.objective, flags.loss)
+
+
+# ------------------------------------------------------------------------------------------ document objectives
+
+
+def context_pairs(flags) -> Prepared:
+    """ICT's training pairs from ``--docs`` (each sentence and the rest of its document); the trainer's batch
+    sampler keeps one document's pairs out of each other's batch."""
+    from st_infocse.mining import DocumentAwareBatchSampler, context_pairs
+
+    docs = flags.docs
+    pairs, report = context_pairs(load_documents(docs))
+    reasons = ", ".join(f"{reason}={n:,}" for reason, n in sorted(report.skipped.items()) if n)
+    print(f"--objective ict: {report.documents_used:,} documents -> {len(pairs):,} (sentence, rest of its document) "
+          f"pairs" + (f"; skipped {report.documents_skipped:,} documents ({reasons})" if reasons else ""))
+    if len(pairs) == 0:
+        raise CLIError(f"--docs {docs}: no document has two sentences, so ICT has no pair to train on")
+    flags.trainer.batch_sampler = DocumentAwareBatchSampler.for_pairs(pairs)
+    return Prepared(len(pairs), pairs.select_columns(["anchor", "positive"]), long_column="positive",
+                    already_split=True)
+
+
+def pair_loss(model, flags, prepared: Prepared):
+    """sentence-transformers' MultipleNegativesRankingLoss; its scale is 1 / ``--temperature`` where given."""
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    temperature = getattr(flags.loss, "temperature", None)
+    return MultipleNegativesRankingLoss(model, **({} if temperature is None else {"scale": 1 / temperature}))
+
+
+def pseudo_queries(flags) -> Prepared:
+    """``--objective distill``'s pseudo-queries from ``--docs``, drawn before the model loads (their count is the
+    run's size)."""
+    from st_infocse.mining import pseudo_queries
+
+    distill = flags.distill
+    drawn = pseudo_queries(load_documents(distill.docs), distill.distill_queries, flags.trainer.seed,
+                           max_queries=distill.distill_max_queries)
+    skipped = ", ".join(f"{reason}={n:,}" for reason, n in sorted(drawn.skipped.items()) if n)
+    print(f"--objective distill: {len(drawn.queries):,} {distill.distill_queries} pseudo-queries over "
+          f"{len(drawn.corpus):,} documents" + (f"; skipped documents: {skipped}" if skipped else ""))
+    if len(drawn.queries) == 0:
+        raise CLIError(f"--docs {distill.docs}: no document gave a {distill.distill_queries} pseudo-query")
+    return Prepared(len(drawn.queries), source=drawn, long_column="positive", already_split=True)
+
+
+def hybrid_teacher(model, flags, prepared: Prepared):
+    """The hybrid teacher's candidates and scores for each pseudo-query, from the model as given."""
+    from st_infocse.mining import hybrid_teacher_dataset
+
+    distill, args = flags.distill, flags.trainer
+    dataset, report = hybrid_teacher_dataset(
+        model, (), distill.distill_queries, distill.distill_loss, distill.distill_candidates,
+        flags.lexical.settings(), seed=args.seed, batch_size=args.per_device_eval_batch_size, drawn=prepared.source,
+    )
+    print(f"--objective distill: {report.summary()}")
+    return dataset
+
+
+def distillation_loss(model, flags, prepared: Prepared):
+    from st_infocse.mining import distillation_loss
+
+    distill = flags.distill
+    return distillation_loss(model, distill.distill_loss, distill.student_temperature, distill.teacher_temperature)
+
+
+def documents(flags) -> Prepared:
+    loaded = load_documents(flags.docs)
+    return Prepared(len(loaded), source=loaded)
+
+
+# -------------------------------------------------------------------------------------------------- IDC's rounds
+
+
+def idc_round_arguments(given: frozenset[str], training_args) -> dict:
+    """The trainer arguments each IDC round receives: paper 002's round defaults (``DEFAULT_TRAINING_ARGS``), then
+    every trainer flag given (``given``: the flags set), as parsed."""
+    from st_infocse.mining.rounds import DEFAULT_TRAINING_ARGS
+
+    trainer_fields = {item.name for item in fields(training_args) if item.init}
+    given = (given & trainer_fields) - {"output_dir"}  # each round has its own folder under it
+    return {**DEFAULT_TRAINING_ARGS, "seed": training_args.seed,
+            **{name: getattr(training_args, name) for name in sorted(given)}}
+
+
+def idc_documents(documents, size: int | None, seed: int):
+    """A ``seed`` sample of ``size`` documents, in their order (``--idc_max_docs``), and how it was drawn (None: all)."""
+    import random
+
+    if size is None or len(documents) <= size:
+        return documents, None
+    kept = sorted(random.Random(seed).sample(range(len(documents)), size))
+    chosen = documents.select(kept) if hasattr(documents, "select") else [documents[i] for i in kept]
+    return chosen, f"{size:,} of {len(documents):,} (a --seed {seed} sample, --idc_max_docs)"
+
+
+def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
+    """IDC's mine -> train rounds on ``--docs``; the best round (or the start) is saved."""
+    from st_infocse.mining import train_idc_rounds
+    from st_infocse.training.builder import save_model
+
+    model, own_length = loaded.model, loaded.own_length
+    idc, training_args = flags.idc, flags.trainer
+    round_args = idc_round_arguments(flags.given, training_args)
+    pair_entry = IDC_LOSSES[idc.idc_loss]
+    factory: Callable = lambda m: pair_entry.loss(m, flags, prepared)  # noqa: E731
+    if "learning_rate_mapping" not in round_args:  # the auxiliary modules' own rate, named as one loss names them
+        mapping = learning_rate_mapping(factory(model), flags.aux_learning_rate)
+        if mapping:
+            round_args["learning_rate_mapping"] = mapping
+    docs, sampled = idc_documents(prepared.source, idc.idc_max_docs, training_args.seed)
+    annotator = None
+    if idc.idc_annotator is not None:  # mines at its own length, with its own modules
+        from st_infocse.training.builder import load_model
+
+        try:
+            annotator = load_model(idc.idc_annotator, trust_remote_code=flags.model.trust_remote_code).model
+        except OSError as exc:
+            raise CLIError(f"--idc_annotator: cannot load {idc.idc_annotator}: {exc}") from None
+    summary("IDC training", {
+        "documents": len(docs) if not sampled else sampled,
+        **({"round 1 mined by": idc.idc_annotator} if annotator is not None else {}),
+        "rounds": f"up to {idc.rounds} (mine -> train)",
+        "model": loaded.how,
+        **measured.notes,
+        "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
+        "rounds folder": Path(training_args.output_dir) / "rounds",
+        "max length": lengths(model.max_seq_length, own_length),
+    })
+    try:
+        result = train_idc_rounds(
+            model, docs, factory, rounds=idc.rounds, initial_annotation=idc.initial_annotation,
+            evaluator=measured.evaluator, training_args=round_args,
+            mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity},
+            output_dir=Path(training_args.output_dir) / "rounds", seed=training_args.seed, annotator=annotator,
+            keep_trained_if=flags.run.keep_trained_if,
+        )
+    except KeyboardInterrupt:  # a round's trainer stops where it is; the rounds done keep their pairs and reports
+        done = sorted(p.name for p in (Path(training_args.output_dir) / "rounds").glob("round-*"))
+        print(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in "
+              f"{Path(training_args.output_dir) / 'rounds'}); no model saved: run again to train")
+        return 130
+    out = Path(training_args.output_dir)
+    training_length = model.max_seq_length
+    save_model(model, out, own_length)
+    print(result)
+    rows: dict = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
+    record: dict = {"objective": "idc", "model": loaded.how, "round_arguments": round_args, "rounds": result.to_dict(),
+                    "settings": flags.settings()}
+    warnings: list[str] = []
+    if result.initial_metrics is not None:
+        from st_infocse.training.start_end import start_end_rows
+
+        initial = {f"eval_{key}": value for key, value in result.initial_metrics.items()}
+        # the trained candidate (best round, else the last) against the start; "saved" says which was kept
+        final = {f"eval_{key}": value for key, value in (result.trained_metrics or {}).items()}
+        changes = {f"eval_{key}": change for key, change in result.changes.items()}
+        rows.update(start_end_rows(measured.labels, initial, final, changes))
+        if result.keep_trained_if == "reliable" and result.best_round == 0:
+            rows["saved"] = ("the starting model: no round's gain was reliable over your queries "
+                             "(--keep_trained_if reliable)")
+        else:
+            rows["saved"] = ("the starting model: no round beat it" if result.best_round == 0
+                             else f"the weights of round {result.best_round}")
+        warnings = worse_at_end(measured.labels, initial, final)
+    else:
+        rows["start -> end"] = NOT_MEASURED
+    rows["max length"] = lengths(training_length, own_length)
+    rows["model"] = out
+    rows["run summary"] = write_run_summary(out, record)
+    summary("IDC training done", rows)
+    for line in warnings:
+        print(line)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------------ entries
+
+_TEXT = (DataArguments, KeepArguments, AuxiliaryRateFlags)
+
+
+def _sentence(name: str, loss_flags: type, *sections: type) -> Entry:
+    return Entry(name, loss_flags, (*_TEXT, *sections, LoRAFlags), texts, registry_loss)
+
+
+#: Trainer flags with no meaning inside IDC's rounds: the rounds evaluate and keep the best round themselves.
+_ROUNDS_OWN = ("eval_strategy", "eval_steps", "eval_delay", "load_best_model_at_end", "metric_for_best_model",
+               "greater_is_better", "resume_from_checkpoint")
+
+#: The objectives of ``st-infocse train``, by ``--objective``, and stage 1 (``pretrain-aux``).
+ENTRIES: dict[str, Entry] = {
+    "simcse": _sentence("simcse", ContrastiveFlags),
+    "infocse": _sentence("infocse", ConditionalMLMFlags, DecoderWarmupFlags),
+    "cmlm-cse": _sentence("cmlm-cse", CMLMCSEFlags, DecoderWarmupFlags),
+    "informin": _sentence("informin", InforMinFlags),
+    "cmlm": _sentence("cmlm", DecoderFlags, DecoderWarmupFlags),
+    "ict": Entry("ict", None, (ICTFlags, KeepArguments, LoRAFlags), context_pairs, pair_loss),
+    "distill": Entry("distill", None, (DistillFlags, KeepArguments, LoRAFlags), pseudo_queries, distillation_loss,
+                     finish=hybrid_teacher),
+    "idc": Entry("idc", MNRLFlags, (IDCFlags,), documents, pair_loss, run=train_idc,
+                 refused_trainer_flags=_ROUNDS_OWN, bm25_beside=False),
+    STAGE1.name: Entry(STAGE1.name, Stage1Flags, (DataArguments, AuxiliaryRateFlags), texts, registry_loss),
+}
+
+#: IDC's pair losses (``--idc_loss``): the entry whose loss flags and loss each takes. With InfoCSE's loss, IDC
+#: takes its loss flags and the auxiliary learning rate (its rounds mine their own pairs: no text corpus to warm a
+#: decoder on).
+IDC_LOSSES: dict[str, Entry] = {
+    "mnrl": ENTRIES["idc"],
+    "infocse": Entry("idc", ConditionalMLMFlags, (IDCFlags, AuxiliaryRateFlags), documents,
+                     lambda model, flags, prepared: build_loss(model, "infocse", flags.loss), run=train_idc,
+                     refused_trainer_flags=_ROUNDS_OWN, bm25_beside=False),
+}
+
+
+def entry_of(objective: str, idc_loss: str = "mnrl") -> Entry:
+    """The entry of ``objective`` (or ``pretrain-aux``); IDC's depends on its pair loss."""
+    return IDC_LOSSES[idc_loss] if objective == "idc" else ENTRIES[objective]
+
+
+def takers() -> dict[str, str]:
+    """Flag (field name or alias) -> the objectives that take it, for the line that refuses it elsewhere."""
+    taken: dict[str, list[str]] = {}
+    variants = [*ENTRIES.values(), *IDC_LOSSES.values()]
+    for entry in variants:
+        for section in entry.all:
+            for item in fields(section):
+                for flag in (item.name, *(alias[2:] for alias in item.metadata.get("aliases", []))):
+                    names = taken.setdefault(flag, [])
+                    if entry.name not in names:  # IDC once, whichever pair loss takes it
+                        names.append(entry.name)
+    return {flag: ", ".join(names) for flag, names in taken.items()}

@@ -1,10 +1,12 @@
 """How every command reads its flags: transformers' ``HfArgumentParser`` over the command's dataclasses.
 
-Each string of the command line is read once. A stage reads the flags of its sections and hands on the strings it
-does not know (``parse_known_args``), so a command reads its own sections before torch is imported and the
-trainer's from what remains; whatever no stage knows is refused by name. A stage keeps only the flags that were
-given (the parser's defaults are suppressed), so that "was this flag set" is a fact of the parse, not a second
-scan of the strings, and the dataclasses fill in their own defaults when they are built (:meth:`FlagParser.build`).
+A first stage reads ``--config FILE`` (and ``train``'s ``--recipe NAME``); the file is read as a mapping of flag
+names to values, as ``HfArgumentParser.parse_yaml_file`` reads one. Every later stage reads its sections from each
+source in turn (the recipe's flags, the file's values, the command line's strings) and hands on what it does not
+know, so a command reads its own sections before torch is imported and the trainer's from what remains; whatever no
+stage knows is refused by name, with the closest flag's name. A stage keeps only the flags given, so "was this flag
+set" is a fact of the parse; the dataclasses are built with ``HfArgumentParser.parse_dict`` and fill in their own
+defaults, and their ``__post_init__`` checks each value and names the flag it came from.
 
 No args file is looked up, and abbreviations of flag names are not accepted: a flag is spelled in full or refused.
 """
@@ -12,17 +14,46 @@ No args file is looked up, and abbreviations of flag names are not accepted: a f
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from st_infocse.cli.errors import CLIError
 
-__all__ = ["FlagParser", "asks_for_help", "config_to_flags", "expand_config", "flag_of", "parse_command",
-           "refuse_unknown"]
+__all__ = ["FlagParser", "Sources", "asks_for_help", "flag_of", "parse_command", "read_sources", "refuse_unknown"]
+
+Source = Sequence[str] | Mapping[str, Any]
+
+
+@dataclass
+class ConfigArguments:
+    _argument_group_name = "flags from a file"
+
+    config: str | None = field(
+        default=None,
+        metadata={"help": "A JSON or YAML file mapping flag names to values; flags given on the command line win.",
+                  "metavar": "FILE"},
+    )
+
+
+@dataclass
+class RecipeArguments:
+    _argument_group_name = "recipe"
+
+    recipe: str | None = field(
+        default=None,
+        metadata={
+            "help": "A paper's released run by name, e.g. infocse-bert-base ('list', or `st-infocse recipes`, "
+            "shows them all): its flags come first, so every flag you give wins. The scripts' fp16 is kept on a "
+            "GPU; on a CPU it becomes bf16 where the CPU has native bf16, else fp32.",
+            "metavar": "NAME",
+            "action": "append",
+        },
+    )
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -36,10 +67,13 @@ def _hf_parser_class():
     from transformers import HfArgumentParser  # argument parsing only: no torch, no model
 
     class CommandParser(HfArgumentParser):
-        """argparse's errors (a bad value, a wrong choice) as one line through :class:`CLIError`, not a usage dump
-        and ``SystemExit``."""
+        """argparse's errors (a bad value, a wrong choice, a missing value) as one line through :class:`CLIError`."""
 
         def error(self, message: str):
+            missing = re.match(r"argument (--\w+).*: expected one argument", message)
+            if missing:
+                action = next(a for a in self._actions if missing[1] in a.option_strings)
+                raise CLIError(f"{action.option_strings[0]} needs a {(action.metavar or 'value').lower()}")
             raise CLIError(message)
 
     return CommandParser
@@ -48,7 +82,7 @@ def _hf_parser_class():
 class FlagParser:
     """The flags of ``dataclass_types``, read with one ``HfArgumentParser``.
 
-    :meth:`read` returns only the flags given (field name -> parsed value) and the strings left for a later stage;
+    :meth:`read` returns the flags a source gives (field name -> value) and what it leaves for a later stage;
     :meth:`build` makes the dataclasses from such values, each field not given keeping its default.
     """
 
@@ -71,35 +105,137 @@ class FlagParser:
                 action.default = argparse.SUPPRESS
         return parser
 
-    def read(self, argv: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
-        if not hasattr(self, "_reader"):  # one parser for every read (the recipe's flags, then the user's)
+    @property
+    def reader(self):
+        if not hasattr(self, "_reader"):  # one parser for every source
             self._reader = self._parser(suppress_defaults=True)
-        namespace, rest = self._reader.parse_known_args(list(argv))
-        return vars(namespace), rest
+        return self._reader
+
+    @property
+    def flags(self) -> list[str]:
+        """Every flag spelling this parser takes."""
+        return [option for action in self.reader._actions for option in action.option_strings]
+
+    def read(self, source: Source) -> tuple[dict[str, Any], list[str] | dict[str, Any]]:
+        """The values ``source`` gives for these sections, and the rest: strings of a command line, or the keys of
+        a file's mapping; a file's value is taken as it is, a string converted as the command line's would be."""
+        if not isinstance(source, Mapping):
+            namespace, rest = self.reader.parse_known_args(list(source))
+            return vars(namespace), rest
+        actions = {option[2:]: action for action in self.reader._actions for option in action.option_strings}
+        values: dict[str, Any] = {}
+        rest: dict[str, Any] = {}
+        for key, value in source.items():
+            action = actions.get(key)
+            if action is None or value is None:
+                rest.update({key: value} if action is None else {})
+                continue
+            if not isinstance(value, list) and action.nargs in ("+", "*"):
+                value = [value]
+            convert = action.type if action.type not in (None, str) else None
+            try:
+                if convert is not None:
+                    value = [convert(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) \
+                        else convert(value) if isinstance(value, str) else value
+            except (TypeError, ValueError) as exc:
+                raise CLIError(f"--{key}: {exc}") from None
+            if action.choices and value not in action.choices:
+                raise CLIError(f"--{key}: invalid choice {value!r} (choose from {', '.join(map(str, action.choices))})")
+            values[action.dest] = value
+        return values, rest
 
     def build(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
-        """One instance per dataclass from the values given; a dataclass's own checks (``__post_init__``) run here."""
-        built = []
-        for dtype in self.dataclass_types:
-            names = {item.name for item in fields(dtype) if item.init}
-            built.append(dtype(**{name: value for name, value in values.items() if name in names}))
-        return tuple(built)
+        """One instance per dataclass from the values given (``HfArgumentParser.parse_dict``); a dataclass's own
+        checks (``__post_init__``) run here and name the flag at fault."""
+        return tuple(self.reader.parse_dict(dict(values), allow_extra_keys=True))
 
     def format_help(self) -> str:
         return self._parser(suppress_defaults=False).format_help()
 
 
+@dataclass
+class Sources:
+    """Where a command's flags come from, in the order they apply: the recipe's, the file's, the command line's."""
+
+    recipe: Any = None
+    config: dict[str, Any] = field(default_factory=dict)
+    argv: list[str] = field(default_factory=list)
+
+    @property
+    def layers(self) -> list[Source]:
+        return [self.recipe_argv, self.config, self.argv]
+
+    @property
+    def recipe_argv(self) -> list[str]:
+        if self.recipe is None:
+            return []
+        return ["--output_dir", f"output/{self.recipe.name}", *self.recipe.to_argv()]
+
+
+def read_sources(argv: Sequence[str], prog: str, recipes: bool = False) -> Sources:
+    """The first stage: ``--config`` read into a mapping, ``--recipe`` (``recipes``) looked up; the other strings
+    are left for the command's stages."""
+    parser = FlagParser([ConfigArguments, *([RecipeArguments] if recipes else [])], prog)
+    given, rest = parser.read(argv)
+    sources = Sources(argv=list(rest))
+    if given.get("config"):
+        sources.config = read_config(given["config"])
+    names = given.get("recipe") or ([sources.config.pop("recipe")] if recipes and "recipe" in sources.config else [])
+    if len(set(names)) > 1:
+        raise CLIError(f"--recipe given more than once ({', '.join(names)}); a run follows one recipe")
+    if names:
+        sources.recipe = names[0] if names[0] == "list" else recipe_by_name(names[0])
+    return sources
+
+
+def recipe_by_name(name: str) -> Any:
+    from st_infocse.recipes import UnknownRecipeError, get_recipe
+
+    try:
+        return get_recipe(name)
+    except UnknownRecipeError as exc:
+        raise CLIError(f"{exc} (st-infocse recipes describes them)") from None
+
+
+def read_config(path: str) -> dict[str, Any]:
+    file = Path(path)
+    if not file.is_file():
+        raise CLIError(f"config file not found: {path}")
+    try:
+        if file.suffix in (".yaml", ".yml"):
+            import yaml
+
+            values = yaml.safe_load(file.read_text())
+        else:
+            values = json.loads(file.read_text())
+    except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
+        raise CLIError(f"cannot read config {path}: {exc}") from exc
+    if not isinstance(values, dict):
+        raise CLIError(f"config {path} must hold a mapping of flag names to values")
+    return values
+
+
 def parse_command(dataclass_types: Sequence[type], argv: Sequence[str], prog: str) -> tuple[Any, ...] | None:
-    """The flags of a command read in one stage (``mine``, ``evaluate``): ``--config`` expanded, a flag it does not
-    take refused by name; None when ``--help`` was asked for (and printed)."""
-    argv = expand_config(argv)
+    """The flags of a command read in one stage (``mine``, ``evaluate``, ``demo``): a flag it does not take refused
+    by name; None when ``--help`` was asked for (and printed)."""
     parser = FlagParser(dataclass_types, prog)
     if asks_for_help(argv):
-        print(parser.format_help())
+        print(FlagParser([*dataclass_types, ConfigArguments], prog).format_help())
         return None
-    values, rest = parser.read(argv)
-    refuse_unknown(rest, prog, f"the flags `{prog} --help` lists")
+    sources = read_sources(argv, prog)
+    values: dict[str, Any] = {}
+    rest: list[str] = []
+    for layer in sources.layers:
+        given, left = parser.read(layer)
+        values.update(given)
+        rest += unknown_flags(left)
+    refuse_unknown(rest, prog, f"the flags `{prog} --help` lists", known=parser.flags)
     return parser.build(values)
+
+
+def unknown_flags(left: list[str] | Mapping[str, Any]) -> list[str]:
+    """What a stage left, as command-line strings (a file's keys as ``--key``)."""
+    return [f"--{key}" for key in left] if isinstance(left, Mapping) else list(left)
 
 
 def flag_of(item: str) -> str | None:
@@ -109,64 +245,25 @@ def flag_of(item: str) -> str | None:
     return item[2:].split("=", 1)[0].replace("-", "_")
 
 
-def refuse_unknown(rest: Iterable[str], what: str, takes: str, elsewhere: Mapping[str, str] | None = None) -> None:
+def refuse_unknown(rest: Iterable[str], what: str, takes: str, elsewhere: Mapping[str, str] | None = None,
+                   known: Iterable[str] = ()) -> None:
     """Raise one line for the strings no stage read: the flags that ``what`` does not take, whose they are when
-    another objective takes them (``elsewhere``: field name -> who takes it), and what ``what`` takes instead."""
+    another objective takes them (``elsewhere``: field name -> who takes it), else the closest of ``known``."""
     rest = list(rest)
     if not rest:
         return
     unknown = dict.fromkeys(item.split("=", 1)[0] for item in rest if re.match(r"--?[A-Za-z_]", item))  # not -1
     if not unknown:
         raise CLIError(f"unexpected value {rest[0]!r} (every value follows its flag: --name value)")
-    elsewhere = elsewhere or {}
+    elsewhere, known = elsewhere or {}, list(known)
+
     named = [f"{flag} (a flag of {elsewhere[name]})" if (name := flag_of(flag)) in elsewhere else flag
              for flag in unknown]
+    close = [match[0] for flag in unknown if flag_of(flag) not in elsewhere
+             if (match := difflib.get_close_matches(flag, known, n=1))]
     verb = "is not a flag" if len(named) == 1 else "are not flags"
-    raise CLIError(f"{', '.join(named)} {verb} of {what}; it takes {takes}")
-
-
-def expand_config(argv: Sequence[str]) -> list[str]:
-    """``--config FILE`` (or ``--config=FILE``) replaced by the flags it holds, placed first so that flags on the
-    command line win."""
-    argv = list(argv)
-    for index, item in enumerate(argv):
-        if item == "--config":
-            if index + 1 >= len(argv):
-                raise CLIError("--config needs a file")
-            return config_to_flags(argv[index + 1]) + argv[:index] + argv[index + 2 :]
-        if item.startswith("--config="):
-            return config_to_flags(item.split("=", 1)[1]) + argv[:index] + argv[index + 1 :]
-    return argv
-
-
-def config_to_flags(path: str) -> list[str]:
-    file = Path(path)
-    if not file.is_file():
-        raise CLIError(f"config file not found: {path}")
-    text = file.read_text()
-    try:
-        if file.suffix in (".yaml", ".yml"):
-            import yaml
-
-            values = yaml.safe_load(text)
-        else:
-            values = json.loads(text)
-    except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
-        raise CLIError(f"cannot read config {path}: {exc}") from exc
-    if not isinstance(values, dict):
-        raise CLIError(f"config {path} must hold a mapping of flag names to values")
-    flags: list[str] = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        flags.append(f"--{key}")
-        if isinstance(value, list):
-            flags.extend(str(v) for v in value)
-        elif isinstance(value, dict):
-            flags.append(json.dumps(value))
-        else:
-            flags.append(str(value).lower() if isinstance(value, bool) else str(value))
-    return flags
+    guess = f"; did you mean {' and '.join(close)}?" if close else ""
+    raise CLIError(f"{', '.join(named)} {verb} of {what}; it takes {takes}{guess}")
 
 
 def asks_for_help(argv: Sequence[str]) -> bool:

@@ -9,34 +9,29 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from st_infocse.cli.evaluators import write_run_summary
 from st_infocse.cli.inputs import (
     check_earlier_run,
     check_planned_steps,
-    finish_training_args,
     model_from_args,
-    text_source,
 )
 from st_infocse.cli.interrupt import Interrupted
-from st_infocse.cli.objective_flags import loss_options
 from st_infocse.cli.objectives import learning_rate_mapping
 from st_infocse.cli.output import lengths, start_summary, summary
-from st_infocse.cli.parsing import expand_config
 from st_infocse.cli.train import run_trainer
 from st_infocse.cli.training_flags import read_training_flags
-from st_infocse.losses.registry import STAGE1
 from st_infocse.training.builder import save_model
-from st_infocse.training.texts import load_texts
 
 __all__ = ["cmd_pretrain_aux"]
 
 
 def cmd_pretrain_aux(argv: Sequence[str]) -> int:
-    flags = read_training_flags(expand_config(argv), "pretrain-aux")
+    flags = read_training_flags(argv, "pretrain-aux")
     if flags is None:  # --help
         return 0
     training_args = flags.trainer
-    finish_training_args(training_args, None)
-    dataset = load_texts(text_source(flags.data.train_data), flags.data.text_column, flags.data.max_train_samples)
+    prepared = flags.entry.prepare(flags)
+    dataset = prepared.dataset
     check_planned_steps(len(dataset), training_args)
     replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
                                  flags.output.overwrite_output_dir)
@@ -44,7 +39,7 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
         print(f"--overwrite_output_dir: {replaced}")
     loaded = model_from_args(flags.model, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
-    loss = STAGE1.loss_class()(model, **loss_options(flags.loss))
+    loss = flags.entry.loss(model, flags, prepared)
     training_args.learning_rate_mapping = (training_args.learning_rate_mapping
                                            or learning_rate_mapping(loss, flags.aux_learning_rate))
     start_summary("Stage-1 auxiliary pre-training", len(dataset), training_args, model.max_seq_length, own_length)
@@ -57,6 +52,8 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
     out = Path(training_args.output_dir)
     save_model(model, out / "model", own_length)
     loss.save_decoder(out / "decoder")
+    write_run_summary(out, {"objective": flags.objective, "steps": trainer.state.global_step,
+                            "settings": flags.settings(), "loss": loss.get_config_dict()})
     history = [entry for entry in trainer.state.log_history if "loss" in entry]
     summary(
         "Stage-1 auxiliary pre-training done",

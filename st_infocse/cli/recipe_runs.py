@@ -13,53 +13,15 @@ from typing import Any
 
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.output import summary
-from st_infocse.cli.parsing import asks_for_help
+from st_infocse.cli.parsing import asks_for_help, recipe_by_name
 from st_infocse.recipes import (
     Recipe,
-    UnknownRecipeError,
     format_recipe,
     format_recipe_list,
-    get_recipe,
-    recipe_names,
 )
 from st_infocse.training.precision import accelerator_type  # nothing heavy: torch is imported when called
 
 logger = logging.getLogger("st_infocse")
-
-
-def take_recipe(argv: Sequence[str]) -> tuple[str | None, list[str]]:
-    """The ``--recipe NAME`` (or ``--recipe=NAME``) given, or None, and the flags without it."""
-    names: list[str] = []
-    rest: list[str] = []
-    index = 0
-    while index < len(argv):
-        item = argv[index]
-        if item == "--recipe":
-            if index + 1 >= len(argv) or argv[index + 1].startswith("-") or not argv[index + 1]:
-                raise CLIError(f"--recipe needs a name: {', '.join(recipe_names())} (or 'list')")
-            names.append(argv[index + 1])
-            index += 2
-            continue
-        if item.startswith("--recipe="):
-            names.append(item.split("=", 1)[1])
-        else:
-            rest.append(item)
-        index += 1
-    if len(set(names)) > 1:
-        raise CLIError(f"--recipe given more than once ({', '.join(names)}); a run follows one recipe")
-    return (names[0] if names else None), rest
-
-
-def recipe_by_name(name: str) -> Recipe:
-    try:
-        return get_recipe(name)
-    except UnknownRecipeError as exc:
-        raise CLIError(f"{exc} (st-infocse recipes describes them)") from None
-
-
-def recipe_argv(recipe: Recipe) -> list[str]:
-    """The recipe's flags as a command line, with its own output folder unless the user names one."""
-    return ["--output_dir", f"output/{recipe.name}", *recipe.to_argv()]
 
 
 def choose_recipe_precision(wanted: str | None, device: str, native_bf16: bool | None) -> tuple[dict[str, bool], str]:
@@ -67,7 +29,7 @@ def choose_recipe_precision(wanted: str | None, device: str, native_bf16: bool |
     ``device``; ``native_bf16`` tells whether the CPU has native bf16 (None: unknown).
 
     The scripts' fp16 is a GPU setting: on an accelerator it is kept; on a CPU it becomes bf16 where the CPU computes
-    bf16 natively, and fp32 otherwise (bf16 without it is 13-16x slower than fp32 per step, measured).
+    bf16 natively, and fp32 otherwise (bf16 without native support is much slower than fp32 per step).
     """
     if wanted is None:
         return {}, "fp32 (the recipe's)"
@@ -107,7 +69,7 @@ def recipe_precision(recipe: Recipe, trainer_values: dict[str, Any], typed: froz
     if device == "cpu" and recipe.precision and not native:
         logger.warning(
             "recipe %s: its %s is a GPU setting, and on a CPU without native bf16 (no avx512_bf16 / AMX) bf16 is "
-            "much slower than fp32 (13-16x per training step measured on an AVX2 CPU): training in fp32; pass "
+            "much slower than fp32 per training step: training in fp32; pass "
             "--bf16 true or --fp16 true to insist.",
             recipe.name,
             recipe.precision,

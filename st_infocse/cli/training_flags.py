@@ -2,41 +2,35 @@
 
 Stages, each reading what the one before left (:class:`~st_infocse.cli.parsing.FlagParser`):
 
-1. ``--objective`` (and IDC's ``--idc_loss``) choose the sections the run takes (:func:`objective_sections`);
-2. the command's and the objective's sections, then the checks that need no torch (files, folders, sources);
+1. ``--objective`` (and IDC's ``--idc_loss``) choose the objective's entry (:mod:`~st_infocse.cli.objectives`),
+   which names the sections the run takes;
+2. the command's and the objective's sections (their ``__post_init__`` checks each value), then the checks that
+   need no torch (files, folders, sources);
 3. the trainer's flags (``PaperTrainingArguments``, which imports torch), then the checks on them.
 
-A recipe's flags are read by the same stages before the user's, and the user's win; a string no stage reads is
-refused in one line that names the objective's flags.
+Each stage reads the recipe's flags, then the config file's, then the command line's, which win; a string no stage
+reads is refused in one line that names the objective's flags.
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from st_infocse.cli.arguments import (
-    BUNDLED,
     DataArguments,
     KeepArguments,
     LexicalArguments,
     ModelArguments,
     OutputArguments,
-    RecipeArguments,
     RunEvaluationArguments,
     training_arguments_class,
 )
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.inputs import (
-    check_idc_annotator,
-    check_learning_rates,
-    check_model_source,
-    check_output_dir,
-    check_step_counts,
-    text_source,
-)
+from st_infocse.cli.inputs import check_learning_rates, check_model_source, check_output_dir, check_step_counts
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
     DecoderWarmupFlags,
@@ -45,22 +39,29 @@ from st_infocse.cli.objective_flags import (
     IDCFlags,
     IDCPairLoss,
     LoRAFlags,
-    MNRLFlags,
     ObjectiveArguments,
-    objective_sections,
-    takers,
 )
-from st_infocse.cli.parsing import FlagParser, asks_for_help, flag_of, refuse_unknown
-from st_infocse.cli.recipe_runs import check_requires, recipe_argv, recipe_precision, recipe_summary
+from st_infocse.cli.objectives import Entry, entry_of, takers
+from st_infocse.cli.parsing import (
+    ConfigArguments,
+    FlagParser,
+    RecipeArguments,
+    Sources,
+    asks_for_help,
+    flag_of,
+    read_sources,
+    refuse_unknown,
+    unknown_flags,
+)
+from st_infocse.cli.recipe_runs import check_requires, recipe_precision, recipe_summary
 from st_infocse.losses.registry import STAGE1
 from st_infocse.mining.documents import check_documents
 from st_infocse.training.texts import check_text_source
 
-__all__ = ["IDC_REFUSED_TRAINER_FLAGS", "TrainingFlags", "read_training_flags"]
+__all__ = ["EVALUATION_OFF", "TrainingFlags", "command_sections", "read_training_flags"]
 
-# Trainer flags with no meaning inside IDC's rounds: the rounds evaluate and keep the best round themselves.
-IDC_REFUSED_TRAINER_FLAGS = ("eval_strategy", "eval_steps", "eval_delay", "load_best_model_at_end",
-                             "metric_for_best_model", "greater_is_better", "resume_from_checkpoint")
+#: The trainer's evaluation settings of a run without an evaluator: nothing to evaluate or keep a checkpoint by.
+EVALUATION_OFF = {"eval_strategy": "no", "load_best_model_at_end": False, "metric_for_best_model": None}
 
 
 @dataclass
@@ -68,16 +69,17 @@ class TrainingFlags:
     """A run's flags, parsed: one attribute per section (None where the objective takes no such section).
 
     Attributes:
-        objective: the objective trained, or ``pretrain-aux``.
+        objective: the objective trained, or ``pretrain-aux``; ``entry``: its entry.
         loss: the dataclass of its loss's keyword arguments (:mod:`~st_infocse.cli.objective_flags`), or None.
         trainer: the ``PaperTrainingArguments``.
         given: every flag set (the recipe's and the user's), by field name; ``typed``: the user's alone.
     """
 
     objective: str
+    entry: Entry
     model: ModelArguments
     output: OutputArguments
-    trainer: Any
+    trainer: Any = None
     run: RunEvaluationArguments | None = None
     keep: KeepArguments | None = None
     data: DataArguments | None = None
@@ -99,43 +101,65 @@ class TrainingFlags:
 
     @property
     def docs(self) -> str | None:
-        section = self.idc or self.ict or self.distill
-        return section.docs if section is not None else None
+        return next((section.docs for section in self.sections() if hasattr(section, "docs")), None)
 
     @property
     def aux_learning_rate(self) -> float | None:
         return self.aux.aux_learning_rate if self.aux is not None else None
 
+    def sections(self) -> list[Any]:
+        return [value for item in fields(self) if hasattr(value := getattr(self, item.name), "__dataclass_fields__")
+                and item.name != "entry"]
 
-_ATTRIBUTES = {ModelArguments: "model", OutputArguments: "output", RunEvaluationArguments: "run",
-               KeepArguments: "keep", DataArguments: "data", AuxiliaryRateFlags: "aux", DecoderWarmupFlags: "warmup",
-               IDCFlags: "idc", ICTFlags: "ict", LexicalArguments: "lexical", DistillFlags: "distill",
-               LoRAFlags: "lora"}
+    def settings(self) -> dict[str, Any]:
+        """The run's flags as parsed, every section's and the trainer's, for ``run_summary.json``."""
+        values = {"objective": self.objective}
+        for section in self.sections():
+            values.update(section.to_dict() if hasattr(section, "to_dict") else asdict(section))
+        return values
 
 
-def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -> TrainingFlags | None:
-    """The run's flags from ``argv`` (the user's, ``--config`` expanded and ``--recipe`` taken out), after
-    ``recipe``'s; None when ``--help`` was asked for (the help of the objective's flags is printed)."""
+def _attributes() -> dict[type, str]:
+    """Section class -> its attribute of :class:`TrainingFlags`, read from the attributes' own types."""
+    hints = typing.get_type_hints(TrainingFlags)
+    return {arg: name for name, hint in hints.items() for arg in (typing.get_args(hint) or (hint,))
+            if isinstance(arg, type) and hasattr(arg, "__dataclass_fields__")}
+
+
+def command_sections(command: str, objective: str, idc_loss: str = "mnrl") -> list[type]:
+    """The sections ``train --objective objective`` (or ``pretrain-aux``) reads besides the trainer's."""
+    entry = entry_of(objective, idc_loss)
+    if command != "train":
+        return [ModelArguments, OutputArguments, *entry.all]
+    lexical = [LexicalArguments] if entry.bm25_beside else []
+    return [ModelArguments, ObjectiveArguments, RunEvaluationArguments, *lexical, OutputArguments, *entry.all]
+
+
+def read_training_flags(argv: Sequence[str], command: str, sources: Sources | None = None) -> TrainingFlags | None:
+    """The run's flags from ``sources`` (the recipe's, the config file's, then the command line's, which win);
+    None when ``--help`` was asked for (the help of the objective's flags is printed)."""
     prog = f"st-infocse {command}"
-    sources = [recipe_argv(recipe) if recipe is not None else [], list(argv)]
+    sources = sources if sources is not None else read_sources(argv, prog)
+    recipe = sources.recipe
     if command == "train":
-        chosen, _ = FlagParser([ObjectiveArguments, IDCPairLoss], prog).read([*sources[0], *sources[1]])
-        objective, idc_loss = chosen.get("objective", "infocse"), chosen.get("idc_loss", "mnrl")
-        common = [ModelArguments, ObjectiveArguments, RunEvaluationArguments, OutputArguments]
-        if objective != "idc":  # IDC's rounds set no BM25 reference beside their scores (yet)
-            common.insert(3, LexicalArguments)
+        first = FlagParser([ObjectiveArguments, IDCPairLoss], prog)
+        chosen = {key: value for layer in sources.layers for key, value in first.read(layer)[0].items()}
+        chosen_objective, pair_loss = first.build(chosen)
+        objective, idc_loss = chosen_objective.objective, pair_loss.idc_loss
     else:
-        objective, idc_loss, common = STAGE1.name, "mnrl", [ModelArguments, OutputArguments]
-    sections = objective_sections(objective, idc_loss)
-    own = FlagParser([*common, *sections.all], prog)
+        objective, idc_loss = STAGE1.name, "mnrl"
+    entry = entry_of(objective, idc_loss)
+    own = FlagParser(command_sections(command, objective, idc_loss), prog)
     if asks_for_help(argv):
-        print(FlagParser([*([RecipeArguments] if command == "train" else []), *own.dataclass_types,
-                          training_arguments_class()], prog).format_help())
+        print(FlagParser([ConfigArguments, *([RecipeArguments] if command == "train" else []),
+                          *own.dataclass_types, training_arguments_class()], prog).format_help())
         return None
-    (recipe_own, recipe_rest), (user_own, user_rest) = own.read(sources[0]), own.read(sources[1])
+    (recipe_own, recipe_rest), (config_own, config_rest), (argv_own, argv_rest) = map(own.read, sources.layers)
+    user_own = {**config_own, **argv_own}
+    user_rest = [*unknown_flags(config_rest), *argv_rest]
     what = f"--objective {objective}" + (f" --idc_loss {idc_loss}" if objective == "idc" else "")
     what = what if command == "train" else command
-    own_flags = ", ".join(f"--{item.name.rstrip('_')}" for dtype in sections.all
+    own_flags = ", ".join(f"--{item.name.rstrip('_')}" for dtype in entry.all
                           if dtype not in (DataArguments, KeepArguments) for item in fields(dtype))
     takes = (f"{own_flags or 'no loss flag'} besides the model's, {'the run' if command == 'train' else 'the output'}'s "
              "and the trainer's "
@@ -144,18 +168,20 @@ def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -
     others = takers()
     refuse_unknown([item for item in [*recipe_rest, *user_rest] if flag_of(item) in others], what, takes, others)
     built = dict(zip(own.dataclass_types, own.build({**recipe_own, **user_own}), strict=True))
-    flags = TrainingFlags(
-        objective=objective, model=built[ModelArguments], output=built[OutputArguments], trainer=None,
-        loss=built.get(sections.loss), **{_ATTRIBUTES[dtype]: value for dtype, value in built.items()
-                                          if dtype in _ATTRIBUTES and dtype not in (ModelArguments, OutputArguments)},
-    )
+    attributes = _attributes()
+    flags = TrainingFlags(objective=objective, entry=entry, loss=built.get(entry.loss_flags),
+                          **{attributes[dtype]: value for dtype, value in built.items() if dtype in attributes})
     if recipe is not None:
         check_requires(recipe, set(user_own))
     check_before_loading(flags)
 
     trainer = FlagParser([training_arguments_class()], prog)
-    (recipe_trainer, recipe_left), (user_trainer, user_left) = trainer.read(recipe_rest), trainer.read(user_rest)
-    refuse_unknown([*recipe_left, *user_left], what, takes, others)
+    (recipe_trainer, recipe_left), (config_trainer, _), (argv_trainer, argv_left) = (
+        trainer.read(recipe_rest), trainer.read(config_rest), trainer.read(argv_rest))
+    config_left = [f"--{key}" for key in config_rest if key not in config_trainer]
+    user_trainer = {**config_trainer, **argv_trainer}
+    refuse_unknown([*recipe_left, *config_left, *argv_left], what, takes, others,
+                   known=[*own.flags, *trainer.flags])
     flags.given = frozenset({*recipe_own, *user_own, *recipe_trainer, *user_trainer})
     flags.typed = frozenset({*user_own, *user_trainer})
     trainer_values = {**recipe_trainer, **user_trainer}
@@ -163,104 +189,44 @@ def read_training_flags(argv: Sequence[str], command: str, recipe: Any = None) -
         precision, chosen_precision = recipe_precision(recipe, trainer_values, flags.typed)
         trainer_values.update(precision)
         recipe_summary(recipe, flags, chosen_precision)
-    if objective == "idc":
-        refused = [f"--{name}" for name in IDC_REFUSED_TRAINER_FLAGS if name in flags.given]
-        if refused:
-            raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
-                           "idc: its rounds train on pairs mined from --docs, evaluate after each round and keep the "
-                           "best round, the model as given included")
-    if not flags.evaluates:  # no dev score to evaluate or keep the best checkpoint by, unless the user says so
-        trainer_values = {"eval_strategy": "no", "load_best_model_at_end": False, **trainer_values}
+    refused = [f"--{name}" for name in entry.refused_trainer_flags if name in flags.given]
+    if refused:
+        raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
+                       f"{objective}: its rounds train on pairs mined from --docs, evaluate after each round and keep "
+                       "the best round, the model as given included")
+    if not flags.evaluates:
+        trainer_values.update(EVALUATION_OFF)
     (flags.trainer,) = trainer.build(trainer_values)  # the trainer's own value checks run here
     check_step_counts(flags.trainer.max_steps, flags.trainer.num_train_epochs)
-    check_learning_rates(flags.trainer, flags.aux_learning_rate)
+    check_learning_rates(flags.trainer)
     check_output_dir(flags.trainer.output_dir)
     return flags
 
 
 def check_before_loading(flags: TrainingFlags) -> None:
-    """What the command's and the objective's flags tell before torch loads: the model, the data, the folders."""
+    """What the flags of several sections tell together before torch loads: the model, the data, the folders."""
     check_model_source(flags.model.model)
     run = flags.run
-    if run is not None:
-        if run.eval_retrieval and not Path(run.eval_retrieval).expanduser().is_dir():
-            raise CLIError(f"--eval_retrieval: no folder at {run.eval_retrieval} (a BEIR-layout folder: corpus.jsonl, "
-                           "queries.jsonl, qrels/)")
-        if run.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(run.stsb_dev).expanduser().exists():
-            raise CLIError(f"STS-B dev data not found: {run.stsb_dev}")
-    if flags.distill is not None:
-        check_distillation(flags)
-    elif flags.lexical is not None and not (run is not None and run.eval_retrieval):
+    if flags.distill is not None and not flags.lexical.bm25:
+        raise CLIError("--bm25 false leaves --objective distill no teacher: it distils BM25 fused with your model")
+    if flags.distill is None and flags.lexical is not None and not (run is not None and run.eval_retrieval):
         given = [f"--{item.name}" for item in fields(LexicalArguments)
                  if getattr(flags.lexical, item.name) != item.default]
         if given:
             raise CLIError(f"{', '.join(given)}: BM25 is scored beside --eval_retrieval, which this run does not have")
-    if flags.lora is not None:
-        check_lora(flags.lora)
     decoder = getattr(flags.loss, "decoder", None)
     if decoder and not Path(decoder).expanduser().exists():
         raise CLIError(f"--decoder: not found: {decoder}")
-    check_decoder_warmup(flags)
-    if isinstance(flags.loss, MNRLFlags) and flags.loss.temperature is not None and not flags.loss.temperature > 0:
-        # its scale is the inverse; the package's losses check their own temperature
-        raise CLIError(f"--temperature must be positive, got {flags.loss.temperature:g}")
-    if flags.idc is not None:
-        check_idc_annotator(flags.idc)
-    if flags.idc is not None or flags.ict is not None or flags.distill is not None:
+    if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None and decoder is not None:
+        raise CLIError("give --decoder (a trained decoder) or --decoder_warmup_steps (train one first), not both")
+    if flags.idc is not None and flags.idc.idc_annotator is not None:
+        check_model_source(flags.idc.idc_annotator, "--idc_annotator")
+    if any(hasattr(section, "docs") for section in flags.sections()):
         if not flags.docs:
-            what = ("to mine pairs from" if flags.idc is not None else "whose sentences and rests are the pairs"
-                    if flags.ict is not None else "to draw pseudo-queries from")
-            raise CLIError(f"--objective {flags.objective} needs --docs (documents {what})")
+            raise CLIError(f"--objective {flags.objective} needs --docs (documents, in any form that "
+                           "`st-infocse mine --docs` reads)")
         check_documents(flags.docs)
     elif flags.data is not None:
+        from st_infocse.cli.inputs import text_source
+
         check_text_source(text_source(flags.data.train_data), flags.data.text_column)
-
-
-def check_distillation(flags: TrainingFlags) -> None:
-    """The teacher needs BM25; the candidates, temperatures and query sample need sensible values."""
-    distill = flags.distill
-    if not flags.lexical.bm25:
-        raise CLIError("--bm25 false leaves --objective distill no teacher: it distils BM25 fused with your model")
-    if distill.distill_candidates < 2:
-        raise CLIError(f"--distill_candidates must be at least 2 (the query's document and one other), got "
-                       f"{distill.distill_candidates}")
-    for flag in ("student_temperature", "teacher_temperature"):
-        if not getattr(distill, flag) > 0:
-            raise CLIError(f"--{flag} must be positive, got {getattr(distill, flag):g}")
-    if distill.distill_max_queries is not None and distill.distill_max_queries < 1:
-        raise CLIError(f"--distill_max_queries must be at least 1, got {distill.distill_max_queries}")
-
-
-def check_decoder_warmup(flags: TrainingFlags) -> None:
-    """``--decoder_warmup_steps`` needs no ``--decoder`` of its own and a positive step count and rate."""
-    warmup = flags.warmup
-    if warmup is None or warmup.decoder_warmup_steps is None:
-        return
-    if getattr(flags.loss, "decoder", None) is not None:
-        raise CLIError("give --decoder (a trained decoder) or --decoder_warmup_steps (train one first), not both")
-    if warmup.decoder_warmup_steps < 1:
-        raise CLIError(f"--decoder_warmup_steps must be at least 1, got {warmup.decoder_warmup_steps}")
-    if not warmup.decoder_warmup_learning_rate > 0:
-        raise CLIError(f"--decoder_warmup_learning_rate must be positive, got {warmup.decoder_warmup_learning_rate:g}")
-
-
-def check_lora(lora: LoRAFlags) -> None:
-    """The adapter's flags, and PEFT's presence, before the model loads."""
-    import importlib.util
-
-    from st_infocse.training.lora import LORA_INSTALL_HINT
-
-    if lora.lora_r < 0:
-        raise CLIError(f"--lora_r must be 0 (no adapter) or a rank of 1 or more, got {lora.lora_r}")
-    if not lora.lora_r:
-        given = [f"--{item.name}" for item in fields(LoRAFlags) if item.name != "lora_r"
-                 and getattr(lora, item.name) != (item.default_factory() if item.default is MISSING else item.default)]
-        if given:
-            raise CLIError(f"{', '.join(given)}: the adapter's settings apply with --lora_r R (a rank of 1 or more)")
-        return
-    if not lora.lora_target_modules:
-        raise CLIError("--lora_target_modules: name at least one linear layer to adapt")
-    if not 0 <= lora.lora_dropout < 1:
-        raise CLIError(f"--lora_dropout must lie in [0, 1), got {lora.lora_dropout}")
-    if importlib.util.find_spec("peft") is None:
-        raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")

@@ -12,7 +12,7 @@ from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.informin import REDUCTIONS, Reduction, reconstruction_term
-from st_infocse.losses.registry import PRESETS, Preset, resolve_preset
+from st_infocse.losses.registry import PRESETS, Preset, check_bounds, resolve_preset
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather
@@ -163,8 +163,7 @@ class InfoCSELoss(TrainingLoss):
         self.model = model
         settings = resolve_preset(self.preset_name)
         self.lambda_ = settings.lambda_ if lambda_ is None else lambda_
-        if self.lambda_ < 0 or informin_weight < 0:
-            raise ValueError("lambda_ and informin_weight must be non-negative.")
+        check_bounds(lambda_=self.lambda_, informin_weight=informin_weight)
         if aux_gradient not in AUX_GRADIENTS:
             raise ValueError(f"aux_gradient must be one of {AUX_GRADIENTS}, got {aux_gradient!r}.")
         if informin_reduction not in REDUCTIONS:

@@ -1,12 +1,12 @@
 """Every objective of the package in one table: its name, its loss class, its defaults and the paper to cite.
 
-The command line (``--objective``, its ``--help`` and the loss it builds; which flags each loss takes are the command
-line's own dataclasses, ``st_infocse.cli.objective_flags``), the recipes and the evaluators read the defaults here,
-and the losses take theirs from here too, so a default is written once.
+The command line (``--objective``, its ``--help``, the loss it builds and the range each loss flag must lie in, see
+:data:`BOUNDS`), the recipes and the evaluators read the defaults here, and the losses take theirs from here too, so
+a default is written once.
 
 Adding an objective touches two files: the loss (one file in ``st_infocse/losses/``, deriving from
 :class:`~st_infocse.losses.TrainingLoss`) and one :class:`Objective` entry in :data:`OBJECTIVES` below, which names
-the loss class, its citation and its defaults (and ``st_infocse.cli.objective_flags`` the flags it takes).
+the loss class, its citation and its defaults (and its entry in ``st_infocse.cli.objectives`` the flags it takes).
 
 This module imports neither torch nor the losses (a loss class is imported when :meth:`Objective.loss_class` is
 called), so the command line can check ``--objective`` and print its help before anything heavy is loaded.
@@ -50,8 +50,11 @@ __all__ = [
     "Objective",
     "Preset",
     "flag_value",
+    "BOUNDS",
+    "check_bounds",
     "get_objective",
     "objective_names",
+    "out_of_bounds",
     "resolve_preset",
 ]
 
@@ -270,6 +273,42 @@ STAGE1 = Objective(
     INFOCSE_CITATION,
     mask_rate=MLM_MASK_RATE,
 )
+
+
+#: The range each loss argument must lie in, as ``(low, high, low included, high included)`` (None: unbounded). The
+#: command line checks a flag against it before anything loads; a loss's own check of the same argument holds it.
+BOUNDS: Mapping[str, tuple[float | None, float | None, bool, bool]] = MappingProxyType({
+    "lambda_": (0, None, True, False),
+    "informin_weight": (0, None, True, False),
+    "temperature": (0, None, False, False),
+    "mask_rate": (0, 1, False, False),
+    "k": (0, None, True, False),
+    "n": (0, None, True, False),
+})
+
+
+def out_of_bounds(name: str, value: float) -> str | None:
+    """Why ``value`` is outside :data:`BOUNDS`'s range for the argument ``name``, e.g. ``"must be at least 0"``;
+    None when it lies inside (or the argument has no bounds)."""
+    if name not in BOUNDS or value is None:
+        return None
+    low, high, low_in, high_in = BOUNDS[name]
+    if low is not None and (value < low or (value == low and not low_in)):
+        if high is not None:
+            return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+        return f"must be {'at least' if low_in else 'above' if low else 'positive'}{f' {low:g}' if low_in or low else ''}"
+    if high is not None and (value > high or (value == high and not high_in)):
+        return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+    return None
+
+
+def check_bounds(**values: float | None) -> None:
+    """The losses' own check of their arguments against :data:`BOUNDS`: a ``ValueError`` naming the first outside
+    its range."""
+    for name, value in values.items():
+        why = out_of_bounds(name, value)
+        if why:
+            raise ValueError(f"{name} {why}, got {value:g}")
 
 
 def objective_names() -> tuple[str, ...]:

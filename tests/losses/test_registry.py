@@ -2,6 +2,7 @@
 
 import dataclasses
 import inspect
+import re
 import subprocess
 import sys
 
@@ -19,10 +20,10 @@ from st_infocse.losses.registry import (
 
 
 def test_every_objective_with_a_loss_names_a_training_loss_that_takes_its_options():
-    from st_infocse.cli.objective_flags import objective_sections
+    from st_infocse.cli.objectives import entry_of
 
     for objective in (*OBJECTIVES.values(), STAGE1):
-        sections = objective_sections(objective.name)
+        sections = entry_of(objective.name)
         if objective.loss is None:
             # IDC trains the loss --idc_loss names on mined pairs; ICT, MultipleNegativesRankingLoss on its pairs;
             # distill, sentence-transformers' distillation losses on the hybrid teacher's scores
@@ -32,7 +33,7 @@ def test_every_objective_with_a_loss_names_a_training_loss_that_takes_its_option
         assert issubclass(cls, losses.TrainingLoss)
         parameters = inspect.signature(cls.__init__).parameters
         accepts_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-        for option in dataclasses.fields(sections.loss):
+        for option in dataclasses.fields(sections.loss_flags):
             assert option.name in parameters or accepts_any, (objective.name, option.name)
 
 
@@ -57,17 +58,34 @@ def test_presets_step_their_mask_rate_by_depth():
 
 
 def test_command_line_help_and_recipes_read_the_registry():
+    """The objectives are the registry's; each loss flag's help is its loss's docstring entry and its choices the
+    loss's own ``Literal`` (with ``none`` where None is a choice besides the default)."""
+    import typing
+
     from st_infocse.cli.objective_flags import OBJECTIVES as CLI_OBJECTIVES
-    from st_infocse.cli.objective_flags import objective_sections
+    from st_infocse.cli.objectives import entry_of
     from st_infocse.recipes import RECIPES
 
     assert CLI_OBJECTIVES == objective_names() == tuple(OBJECTIVES)
-    for name in ("infocse", "cmlm-cse", "informin"):
-        objective = OBJECTIVES[name]
-        helps = {field.name: field.metadata.get("help", "") for field in dataclasses.fields(objective_sections(name).loss)}
-        assert f"{objective.title} {flag_value(objective.lambda_)}" in helps["lambda_"]
-        if name in PRESETS:
-            assert f"{name} {PRESETS[name].describe_mask_rate()}" in helps["mask_rate"]
+    for objective in [*(OBJECTIVES[name] for name in ("simcse", "infocse", "cmlm-cse", "informin", "cmlm")), STAGE1]:
+        cls = objective.loss_class()
+        docs = " ".join((inspect.getdoc(k.__init__) or "") for k in cls.__mro__[:3]).replace("``", "")
+        docs = " ".join(re.sub(r":\w+:`~?([\w.]+)`", lambda m: m[1].rsplit(".", 1)[-1], docs).split())
+        hints: dict = {}
+        for k in reversed(cls.__mro__[:3]):
+            hints.update(typing.get_type_hints(k.__init__) if "__init__" in vars(k) else {})
+        for field in dataclasses.fields(entry_of(objective.name).loss_flags):
+            words = " ".join(field.metadata["help"].split()[:5])
+            assert words and f"{field.name}: {words}" in docs, (objective.name, field.name)
+            declared = [arg for arg in typing.get_args(hints[field.name]) if typing.get_origin(arg) is typing.Literal]
+            hinted = hints[field.name]
+            literal = typing.get_args(declared[0] if declared else hinted) if declared or typing.get_origin(
+                hinted) is typing.Literal else ()
+            kind = field.type  # HfArgumentParser may have taken the None out of it already
+            kind = next((a for a in typing.get_args(kind) if a is not type(None)), kind) if typing.get_origin(
+                kind) is not typing.Literal else kind
+            choices = typing.get_args(kind) if typing.get_origin(kind) is typing.Literal else ()
+            assert set(choices) - {"none"} == set(literal), (objective.name, field.name)
     for recipe in RECIPES.values():
         objective = OBJECTIVES[recipe.objective]
         if objective.lambda_ is not None and recipe.released:  # a measured recipe sets its own weight
