@@ -33,7 +33,7 @@ def test_one_query_moving_is_within_noise_however_large_the_mean_change():
     after = before | {"q3": 1.0}  # +0.25 x100 on average, all of it from one query
     change = paired_change({q: 100 * v for q, v in before.items()}, {q: 100 * v for q, v in after.items()})
     assert change.delta == pytest.approx(0.25) and change.verdict == "within noise"
-    assert change.low == 0 and change.high > 0 and change.p > 0.05
+    assert change.low == pytest.approx(0, abs=1e-6) and change.high > 0 and change.p > 0.05
 
 
 def test_no_change_and_refusals():
@@ -86,19 +86,23 @@ def test_the_declared_resample_counts_reach_scipy(monkeypatch):
     from st_infocse.evaluation import paired
 
     seen = []
-    real = scipy.stats.bootstrap
 
-    def spy(*args, **kwargs):
-        seen.append(kwargs["n_resamples"])
-        return real(*args, **kwargs)
+    def spy(name):
+        real = getattr(scipy.stats, name)
 
-    monkeypatch.setattr(scipy.stats, "bootstrap", spy)
+        def spied(*args, **kwargs):
+            seen.append((name, kwargs["n_resamples"]))
+            return real(*args, **kwargs)
+        return spied
+
+    for name in ("permutation_test", "bootstrap"):
+        monkeypatch.setattr(scipy.stats, name, spy(name))
     paired_change(_scores(30), _scores(30, seed=1))
     gold = np.arange(20.0)
     paired_spearman_change(gold, gold[::-1], gold)
-    assert seen == [paired.RESAMPLES, paired.SPEARMAN_RESAMPLES]
+    assert seen == [("permutation_test", paired.RESAMPLES), ("bootstrap", paired.SPEARMAN_RESAMPLES)]
     paired_change(_scores(30), _scores(30, seed=1), resamples=123)
-    assert seen[-1] == 123
+    assert seen[-1] == ("permutation_test", 123)
 
 
 def test_unit_changes_pair_only_the_same_units():

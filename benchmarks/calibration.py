@@ -1,0 +1,256 @@
+"""Calibration of the paired verdict: how often its interval covers the true change, how often it calls noise a gain
+or a loss, and how often it finds a real change, at the query counts users have.
+
+The populations are the committed per-query nDCG@10 changes of the adaptation benchmark: all-MiniLM-L6-v2 as shipped
+against ``informin`` (three seeds averaged per query) on the Reuters pool (5,458 articles, a->h) and on SciFact's
+300 test queries, plus ``informin-merge0.5`` as a second, smaller real change. A user with ``n`` queries is a draw
+of ``n`` queries (with replacement) from a population; the null is the same population centred at a change of zero.
+Two procedures judge every draw: the one ``st_infocse.evaluation.paired`` uses (a paired sign-flip randomization test
+with its interval from inverting the test) and the percentile bootstrap with a p-value from the same resamples
+shifted to zero (``percentile_bootstrap`` below, kept here for comparison).
+
+    python -m benchmarks.calibration            # JSON, markdown and PNG under benchmarks/results/
+    python -m benchmarks.calibration --draws 40 --sizes 20 50   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from st_infocse.evaluation.paired import CONFIDENCE, RESAMPLES, paired_mean_changes
+
+REPO = Path(__file__).resolve().parent.parent
+JOBS = REPO / "benchmarks" / "results" / "adaptation_jobs"
+RESULTS = REPO / "benchmarks" / "results"
+DOMAINS = {"reuters": "a2h_ndcg@10", "scifact": "ndcg@10"}
+ROWS = ("informin", "informin-merge0.5")
+SIZES = (20, 30, 50, 100, 150, 300)
+METHODS = {"randomization": "sign-flip randomization, interval by inversion (the package's)",
+           "percentile": "percentile bootstrap, p from the resamples shifted to zero (before)"}
+GOAL = {"coverage": (0.94, 0.96), "false_rate": 0.025}
+
+
+def _commit() -> str | None:
+    if os.environ.get("BENCH_COMMIT"):
+        return os.environ["BENCH_COMMIT"]
+    try:
+        return subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def population(domain: str, row: str) -> np.ndarray:
+    """Each test query's change of nDCG@10 (x100) from the shipped model to ``row``, the row's seeds averaged."""
+    metric = DOMAINS[domain]
+    base = json.loads((JOBS / f"{domain}__shipped__queries.json").read_text())["test_per_query"][metric]
+    ends = [json.loads(path.read_text())["test_per_query"][metric]
+            for path in sorted(JOBS.glob(f"{domain}__{row}__s*__queries.json"))]
+    if not ends:
+        raise FileNotFoundError(f"no per-query scores of {row} on {domain} in {JOBS}")
+    ids = sorted(base)
+    return np.array([100 * (np.mean([end[q] for end in ends]) - base[q]) for q in ids]), len(ends)
+
+
+def percentile_bootstrap(draws: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, np.ndarray]:
+    """The procedure the package used before: ``scipy.stats.bootstrap`` percentile interval over the queries, the
+    p-value two-sided from the same resamples shifted to a change of zero, the verdict from the interval."""
+    from scipy.stats import bootstrap
+
+    result = bootstrap((draws,), np.mean, vectorized=True, n_resamples=resamples, confidence_level=CONFIDENCE,
+                       method="percentile", axis=-1, batch=max(1, 4_000_000 // draws.size),
+                       rng=np.random.default_rng(seed))
+    delta = draws.mean(axis=1)
+    spread = np.asarray(result.bootstrap_distribution) - delta[:, None]
+    p = np.maximum(np.mean(np.abs(spread) >= np.abs(delta)[:, None], axis=1), 1.0 / resamples)
+    p = np.where(delta == 0, 1.0, p)
+    low, high = np.asarray(result.confidence_interval.low), np.asarray(result.confidence_interval.high)
+    flat = ~np.isfinite(low) | ~np.isfinite(high) | (np.ptp(draws, axis=1) == 0)  # every resample equal
+    low, high = np.where(flat, delta, low), np.where(flat, delta, high)
+    verdict = np.where(low > 0, 1, np.where(high < 0, -1, 0))
+    return {"delta": delta, "low": low, "high": high, "p": p, "verdict": verdict}
+
+
+def randomization(draws: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, np.ndarray]:
+    """The package's procedure, each draw judged as ``paired_change`` judges a user's queries."""
+    changes = paired_mean_changes(draws, resamples=resamples, seed=seed)
+    out = {key: np.array([getattr(c, key) for c in changes], dtype=float) for key in ("delta", "low", "high", "p")}
+    out["verdict"] = np.array([{"a gain": 1, "a loss": -1}.get(c.verdict, 0) for c in changes])
+    return out
+
+
+def measure(values: np.ndarray, truth: float, judged: dict[str, np.ndarray]) -> dict[str, float]:
+    verdict, p = judged["verdict"], judged["p"]
+    out = {"coverage": float(np.mean((judged["low"] <= truth) & (truth <= judged["high"]))),
+           "gain": float(np.mean(verdict == 1)), "loss": float(np.mean(verdict == -1)),
+           "disagree": float(np.mean((p < 1 - CONFIDENCE) != (verdict != 0))),
+           "median_width": float(np.median(judged["high"] - judged["low"]))}
+    return out
+
+
+def run(draws: int, sizes: tuple[int, ...], resamples: int, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    cases = []
+    for domain in DOMAINS:
+        for row in ROWS:
+            values, seeds = population(domain, row)
+            truth = float(values.mean())
+            kinds = [("null", values - truth, 0.0)] if row == ROWS[0] else []
+            kinds.append(("real", values, truth))
+            for kind, pool, target in kinds:
+                for n in sizes:
+                    picked = pool[rng.integers(0, len(pool), size=(draws, n))]
+                    case = {"domain": domain, "row": row, "seeds": seeds, "kind": kind, "n": n,
+                            "population": {"queries": len(pool), "mean": round(float(pool.mean()), 4),
+                                           "sd": round(float(pool.std()), 3),
+                                           "unchanged": round(float(np.mean(values == 0)), 3)},
+                            "methods": {}}
+                    for method, judge in (("randomization", randomization), ("percentile", percentile_bootstrap)):
+                        start = time.perf_counter()
+                        result = measure(pool, target, judge(picked, resamples))
+                        case["methods"][method] = {k: round(v, 4) for k, v in result.items()} | {
+                            "seconds": round(time.perf_counter() - start, 2)}
+                    cases.append(case)
+                    print(domain, row, kind, n, {m: (r["coverage"], r["gain"], r["loss"], r["disagree"])
+                                                 for m, r in case["methods"].items()}, flush=True)
+    return {"cases": cases}
+
+
+def smallest_n(cases: list[dict[str, Any]], domain: str, method: str) -> int | None:
+    """The smallest n from which, at every larger n measured too, the null's coverage is within the goal and each
+    false rate at most the goal's, and the real change's coverage is within it."""
+    ok = {}
+    for case in cases:
+        if case["domain"] != domain or case["row"] != ROWS[0]:
+            continue
+        m = case["methods"][method]
+        low, high = GOAL["coverage"]
+        good = low <= m["coverage"] <= high
+        if case["kind"] == "null":
+            good = good and m["gain"] <= GOAL["false_rate"] and m["loss"] <= GOAL["false_rate"]
+        ok[case["n"]] = ok.get(case["n"], True) and good
+    passing = None
+    for n in sorted(ok, reverse=True):
+        if not ok[n]:
+            break
+        passing = n
+    return passing
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["# Calibration of the paired verdict", "",
+             f"Command: `{result['command']}` at commit {result['commit']}; {result['draws']} draws of n queries "
+             f"(with replacement) per cell, {result['resamples']:,} resamples per judgement, draw seed "
+             f"{result['seed']}; {result['seconds']:.0f} s on one core.", "",
+             "Populations: each test query's nDCG@10 change (x100) from all-MiniLM-L6-v2 as shipped to the row "
+             "(its seeds averaged per query), from `benchmarks/results/adaptation_jobs/*__queries.json`. "
+             "*null*: the same changes centred at zero, so every verdict other than \"within noise\" is false. "
+             "Methods: " + "; ".join(f"**{k}**: {v}" for k, v in METHODS.items()) + ".", "",
+             f"Goal: coverage {_pct(GOAL['coverage'][0])}-{_pct(GOAL['coverage'][1])} and each false rate at most "
+             f"{_pct(GOAL['false_rate'])}. With {result['draws']} draws a rate's standard error is about "
+             f"{100 * (0.05 * 0.95 / result['draws']) ** 0.5:.1f} points at 95% and "
+             f"{100 * (0.025 * 0.975 / result['draws']) ** 0.5:.1f} at 2.5%.", ""]
+    for domain in DOMAINS:
+        for row in ROWS:
+            cases = [c for c in result["cases"] if c["domain"] == domain and c["row"] == row]
+            if not cases:
+                continue
+            pop = next(c["population"] for c in cases if c["kind"] == "real")
+            lines += [f"## {domain}, {row} ({pop['queries']:,} queries, mean change {pop['mean']:+.2f}, "
+                      f"sd {pop['sd']:.1f}, {_pct(pop['unchanged'])} unchanged)", "",
+                      "| n | method | null: coverage | false gain | false loss | real: coverage | power | "
+                      "verdict and p disagree (null / real) | median width (real) |",
+                      "|---|---|---|---|---|---|---|---|---|"]
+            for n in sorted({c["n"] for c in cases}):
+                for method in METHODS:
+                    null = next((c["methods"][method] for c in cases if c["n"] == n and c["kind"] == "null"), None)
+                    real = next(c for c in cases if c["n"] == n and c["kind"] == "real")
+                    power = real["methods"][method]["gain" if pop["mean"] > 0 else "loss"]
+                    r = real["methods"][method]
+                    null_cells = ([_pct(null["coverage"]), _pct(null["gain"]), _pct(null["loss"])] if null
+                                  else ["-", "-", "-"])
+                    disagree = f"{_pct(null['disagree']) if null else '-'} / {_pct(r['disagree'])}"
+                    lines.append(f"| {n} | {method} | " + " | ".join(null_cells) +
+                                 f" | {_pct(r['coverage'])} | {_pct(power)} | {disagree} | {r['median_width']:.2f} |")
+            lines.append("")
+    lines += ["## Smallest n that meets the goal", "",
+              "From this n on, at every n measured, the null's coverage and the real change's are within the goal "
+              "and both false rates at most the goal's (`informin` populations).", "",
+              "| domain | " + " | ".join(METHODS) + " |", "|---|" + "---|" * len(METHODS)]
+    for domain in DOMAINS:
+        cells = [str(result["smallest_n"][domain][m] or f"none up to {max(result['sizes'])}") for m in METHODS]
+        lines.append(f"| {domain} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, len(DOMAINS), figsize=(11, 7), sharex=True)
+    styles = {"randomization": "-o", "percentile": "--s"}
+    for col, domain in enumerate(DOMAINS):
+        null = [c for c in result["cases"] if c["domain"] == domain and c["kind"] == "null"]
+        sizes = [c["n"] for c in null]
+        top, bottom = axes[0][col], axes[1][col]
+        top.axhspan(100 * GOAL["coverage"][0], 100 * GOAL["coverage"][1], color="0.9")
+        bottom.axhline(100 * GOAL["false_rate"], color="0.6", lw=1)
+        for method, style in styles.items():
+            top.plot(sizes, [100 * c["methods"][method]["coverage"] for c in null], style, label=method)
+            bottom.plot(sizes, [100 * c["methods"][method]["gain"] for c in null], style, label=f"{method}: gain")
+            bottom.plot(sizes, [100 * c["methods"][method]["loss"] for c in null], style, alpha=0.5,
+                        label=f"{method}: loss")
+        top.set_title(f"{domain}: null (informin's changes centred at 0)")
+        top.set_ylabel("interval covers 0 (%)")
+        bottom.set_ylabel("false verdicts (%)")
+        bottom.set_xlabel("queries")
+        bottom.set_xscale("log")
+        bottom.set_xticks(sizes, [str(s) for s in sizes])
+        top.legend(fontsize=8)
+        bottom.legend(fontsize=7)
+    fig.suptitle(f"Calibration of the paired verdict ({result['draws']} draws per point; shaded: goal)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--draws", type=int, default=400)
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--resamples", type=int, default=RESAMPLES)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=RESULTS, help="folder for calibration.{json,md,png}")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    result = {"command": "python -m benchmarks.calibration " + shlex.join(sys.argv[1:] if argv is None else argv),
+              "commit": _commit(), "draws": args.draws, "sizes": args.sizes, "resamples": args.resamples,
+              "seed": args.seed, "methods": METHODS, "goal": GOAL}
+    result |= run(args.draws, tuple(args.sizes), args.resamples, args.seed)
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    result["smallest_n"] = {d: {m: smallest_n(result["cases"], d, m) for m in METHODS} for d in DOMAINS}
+    result["command"] = result["command"].strip()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "calibration.json").write_text(json.dumps(result, indent=1) + "\n")
+    (args.out / "calibration.md").write_text(markdown(result))
+    plot(result, args.out / "calibration.png")
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
