@@ -3,11 +3,13 @@ or a loss, and how often it finds a real change, at the query counts users have.
 
 The populations are the committed per-query nDCG@10 changes of the adaptation benchmark: all-MiniLM-L6-v2 as shipped
 against ``informin`` (three seeds averaged per query) on the Reuters pool (5,458 articles, a->h) and on SciFact's
-300 test queries, plus ``informin-merge0.5`` as a second, smaller real change. A user with ``n`` queries is a draw
-of ``n`` queries (with replacement) from a population; the null is the same population centred at a change of zero.
-Two procedures judge every draw: the one ``st_infocse.evaluation.paired`` uses (a paired sign-flip randomization test
+300 test queries, A user with ``n`` queries is a draw of ``n`` queries (with replacement)
+from a population. Two nulls: the same changes centred at zero (as skewed as the real ones: most queries a little
+worse, a few much better), and the changes with random signs (exchangeable before and after: no change at all).
+Three procedures judge every draw: the one ``st_infocse.evaluation.paired`` uses (a paired sign-flip randomization test
 with its interval from inverting the test) and the percentile bootstrap with a p-value from the same resamples
-shifted to zero (``percentile_bootstrap`` below, kept here for comparison).
+shifted to zero (``percentile_bootstrap`` below, kept here for comparison), and for reference the BCa bootstrap
+interval (``scipy.stats.bootstrap``, ``method="BCa"``; it gives no p-value).
 
     python -m benchmarks.calibration            # JSON, markdown and PNG under benchmarks/results/
     python -m benchmarks.calibration --draws 40 --sizes 20 50   # a quick look
@@ -22,6 +24,7 @@ import shlex
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +36,14 @@ REPO = Path(__file__).resolve().parent.parent
 JOBS = REPO / "benchmarks" / "results" / "adaptation_jobs"
 RESULTS = REPO / "benchmarks" / "results"
 DOMAINS = {"reuters": "a2h_ndcg@10", "scifact": "ndcg@10"}
-ROWS = ("informin", "informin-merge0.5")
+ROW = "informin"
 SIZES = (20, 30, 50, 100, 150, 300)
 METHODS = {"randomization": "sign-flip randomization, interval by inversion (the package's)",
-           "percentile": "percentile bootstrap, p from the resamples shifted to zero (before)"}
+           "percentile": "percentile bootstrap, p from the resamples shifted to zero (the package's before)",
+           "bca": "BCa bootstrap interval, verdict from the interval (for reference: no p)"}
+KINDS = {"centred": "the changes minus their mean: mean zero, as skewed as the real ones",
+         "symmetric": "the changes and their negatives: what no change at all looks like to a paired test",
+         "real": "the changes as measured"}
 GOAL = {"coverage": (0.94, 0.96), "false_rate": 0.025}
 
 
@@ -59,7 +66,7 @@ def population(domain: str, row: str) -> np.ndarray:
     if not ends:
         raise FileNotFoundError(f"no per-query scores of {row} on {domain} in {JOBS}")
     ids = sorted(base)
-    return np.array([100 * (np.mean([end[q] for end in ends]) - base[q]) for q in ids]), len(ends)
+    return np.array([np.mean([end[q] for end in ends]) - base[q] for q in ids]), len(ends)  # stored x100
 
 
 def percentile_bootstrap(draws: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, np.ndarray]:
@@ -81,6 +88,23 @@ def percentile_bootstrap(draws: np.ndarray, resamples: int = RESAMPLES, seed: in
     return {"delta": delta, "low": low, "high": high, "p": p, "verdict": verdict}
 
 
+def bca(draws: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, np.ndarray]:
+    """The BCa interval of ``scipy.stats.bootstrap`` (skew- and bias-corrected), the verdict from the interval."""
+    from scipy.stats import bootstrap
+
+    delta = draws.mean(axis=1)
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # all-equal draws: a degenerate distribution
+        warnings.simplefilter("ignore")
+        result = bootstrap((draws,), np.mean, vectorized=True, n_resamples=resamples, confidence_level=CONFIDENCE,
+                           method="BCa", axis=-1, batch=max(1, 4_000_000 // draws.size),
+                           rng=np.random.default_rng(seed))
+    low, high = np.asarray(result.confidence_interval.low), np.asarray(result.confidence_interval.high)
+    flat = ~np.isfinite(low) | ~np.isfinite(high)
+    low, high = np.where(flat, delta, low), np.where(flat, delta, high)
+    verdict = np.where(low > 0, 1, np.where(high < 0, -1, 0))
+    return {"delta": delta, "low": low, "high": high, "p": np.full(len(delta), np.nan), "verdict": verdict}
+
+
 def randomization(draws: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> dict[str, np.ndarray]:
     """The package's procedure, each draw judged as ``paired_change`` judges a user's queries."""
     changes = paired_mean_changes(draws, resamples=resamples, seed=seed)
@@ -93,50 +117,52 @@ def measure(values: np.ndarray, truth: float, judged: dict[str, np.ndarray]) -> 
     verdict, p = judged["verdict"], judged["p"]
     out = {"coverage": float(np.mean((judged["low"] <= truth) & (truth <= judged["high"]))),
            "gain": float(np.mean(verdict == 1)), "loss": float(np.mean(verdict == -1)),
-           "disagree": float(np.mean((p < 1 - CONFIDENCE) != (verdict != 0))),
+           "disagree": (float(np.mean((p < 1 - CONFIDENCE) != (verdict != 0))) if np.all(np.isfinite(p))
+                        else None),
            "median_width": float(np.median(judged["high"] - judged["low"]))}
     return out
 
 
 def run(draws: int, sizes: tuple[int, ...], resamples: int, seed: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
+    judges = {"randomization": randomization, "percentile": percentile_bootstrap, "bca": bca}
     cases = []
     for domain in DOMAINS:
-        for row in ROWS:
-            values, seeds = population(domain, row)
-            truth = float(values.mean())
-            kinds = [("null", values - truth, 0.0)] if row == ROWS[0] else []
-            kinds.append(("real", values, truth))
-            for kind, pool, target in kinds:
-                for n in sizes:
-                    picked = pool[rng.integers(0, len(pool), size=(draws, n))]
-                    case = {"domain": domain, "row": row, "seeds": seeds, "kind": kind, "n": n,
-                            "population": {"queries": len(pool), "mean": round(float(pool.mean()), 4),
-                                           "sd": round(float(pool.std()), 3),
-                                           "unchanged": round(float(np.mean(values == 0)), 3)},
-                            "methods": {}}
-                    for method, judge in (("randomization", randomization), ("percentile", percentile_bootstrap)):
-                        start = time.perf_counter()
-                        result = measure(pool, target, judge(picked, resamples))
-                        case["methods"][method] = {k: round(v, 4) for k, v in result.items()} | {
-                            "seconds": round(time.perf_counter() - start, 2)}
-                    cases.append(case)
-                    print(domain, row, kind, n, {m: (r["coverage"], r["gain"], r["loss"], r["disagree"])
-                                                 for m, r in case["methods"].items()}, flush=True)
+        values, seeds = population(domain, ROW)
+        truth = float(values.mean())
+        pools = {"centred": (values - truth, 0.0), "symmetric": (np.concatenate([values, -values]), 0.0),
+                 "real": (values, truth)}
+        for kind, (pool, target) in pools.items():
+            for n in sizes:
+                picked = pool[rng.integers(0, len(pool), size=(draws, n))]
+                case = {"domain": domain, "row": ROW, "seeds": seeds, "kind": kind, "n": n, "target": target,
+                        "population": {"queries": len(pool), "mean": round(float(pool.mean()), 4),
+                                       "sd": round(float(pool.std()), 3),
+                                       "unchanged": round(float(np.mean(pool == 0)), 3)},
+                        "methods": {}}
+                for method, judge in judges.items():
+                    start = time.perf_counter()
+                    result = measure(pool, target, judge(picked, resamples))
+                    case["methods"][method] = {k: (round(v, 4) if v is not None else None)
+                                               for k, v in result.items()} | {
+                        "seconds": round(time.perf_counter() - start, 2)}
+                cases.append(case)
+                print(domain, kind, n, {m: (r["coverage"], r["gain"], r["loss"], r["disagree"])
+                                        for m, r in case["methods"].items()}, flush=True)
     return {"cases": cases}
 
 
-def smallest_n(cases: list[dict[str, Any]], domain: str, method: str) -> int | None:
-    """The smallest n from which, at every larger n measured too, the null's coverage is within the goal and each
-    false rate at most the goal's, and the real change's coverage is within it."""
-    ok = {}
+def smallest_n(cases: list[dict[str, Any]], domain: str, method: str, null: str) -> int | None:
+    """The smallest n from which, at every larger n measured too, the ``null``'s coverage and the real change's are
+    within the goal and each false rate on the ``null`` at most the goal's; None when the largest n misses it."""
+    low, high = GOAL["coverage"]
+    ok: dict[int, bool] = {}
     for case in cases:
-        if case["domain"] != domain or case["row"] != ROWS[0]:
+        if case["domain"] != domain or case["kind"] not in (null, "real"):
             continue
         m = case["methods"][method]
-        low, high = GOAL["coverage"]
         good = low <= m["coverage"] <= high
-        if case["kind"] == "null":
+        if case["kind"] == null:
             good = good and m["gain"] <= GOAL["false_rate"] and m["loss"] <= GOAL["false_rate"]
         ok[case["n"]] = ok.get(case["n"], True) and good
     passing = None
@@ -147,8 +173,8 @@ def smallest_n(cases: list[dict[str, Any]], domain: str, method: str) -> int | N
     return passing
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -156,44 +182,43 @@ def markdown(result: dict[str, Any]) -> str:
              f"Command: `{result['command']}` at commit {result['commit']}; {result['draws']} draws of n queries "
              f"(with replacement) per cell, {result['resamples']:,} resamples per judgement, draw seed "
              f"{result['seed']}; {result['seconds']:.0f} s on one core.", "",
-             "Populations: each test query's nDCG@10 change (x100) from all-MiniLM-L6-v2 as shipped to the row "
-             "(its seeds averaged per query), from `benchmarks/results/adaptation_jobs/*__queries.json`. "
-             "*null*: the same changes centred at zero, so every verdict other than \"within noise\" is false. "
-             "Methods: " + "; ".join(f"**{k}**: {v}" for k, v in METHODS.items()) + ".", "",
+             f"Populations: each test query's nDCG@10 change (x100) from all-MiniLM-L6-v2 as shipped to `{ROW}` "
+             "(its seeds averaged per query), from `benchmarks/results/adaptation_jobs/*__queries.json`; "
+             + "; ".join(f"*{k}*: {v}" for k, v in KINDS.items()) + ". On both nulls every verdict other than "
+             "\"within noise\" is false. Methods: " + "; ".join(f"**{k}**: {v}" for k, v in METHODS.items()) + ".",
+             "",
              f"Goal: coverage {_pct(GOAL['coverage'][0])}-{_pct(GOAL['coverage'][1])} and each false rate at most "
              f"{_pct(GOAL['false_rate'])}. With {result['draws']} draws a rate's standard error is about "
              f"{100 * (0.05 * 0.95 / result['draws']) ** 0.5:.1f} points at 95% and "
              f"{100 * (0.025 * 0.975 / result['draws']) ** 0.5:.1f} at 2.5%.", ""]
     for domain in DOMAINS:
-        for row in ROWS:
-            cases = [c for c in result["cases"] if c["domain"] == domain and c["row"] == row]
-            if not cases:
-                continue
-            pop = next(c["population"] for c in cases if c["kind"] == "real")
-            lines += [f"## {domain}, {row} ({pop['queries']:,} queries, mean change {pop['mean']:+.2f}, "
-                      f"sd {pop['sd']:.1f}, {_pct(pop['unchanged'])} unchanged)", "",
-                      "| n | method | null: coverage | false gain | false loss | real: coverage | power | "
-                      "verdict and p disagree (null / real) | median width (real) |",
-                      "|---|---|---|---|---|---|---|---|---|"]
-            for n in sorted({c["n"] for c in cases}):
-                for method in METHODS:
-                    null = next((c["methods"][method] for c in cases if c["n"] == n and c["kind"] == "null"), None)
-                    real = next(c for c in cases if c["n"] == n and c["kind"] == "real")
-                    power = real["methods"][method]["gain" if pop["mean"] > 0 else "loss"]
-                    r = real["methods"][method]
-                    null_cells = ([_pct(null["coverage"]), _pct(null["gain"]), _pct(null["loss"])] if null
-                                  else ["-", "-", "-"])
-                    disagree = f"{_pct(null['disagree']) if null else '-'} / {_pct(r['disagree'])}"
-                    lines.append(f"| {n} | {method} | " + " | ".join(null_cells) +
-                                 f" | {_pct(r['coverage'])} | {_pct(power)} | {disagree} | {r['median_width']:.2f} |")
-            lines.append("")
+        cases = [c for c in result["cases"] if c["domain"] == domain]
+        real_pop = next(c["population"] for c in cases if c["kind"] == "real")
+        direction = "gain" if real_pop["mean"] > 0 else "loss"
+        lines += [f"## {domain} ({real_pop['queries']:,} queries; real mean change {real_pop['mean']:+.2f}, "
+                  f"sd {real_pop['sd']:.1f}, {_pct(real_pop['unchanged'])} unchanged)", "",
+                  "| n | method | centred null: coverage | false gain | false loss | symmetric null: false gain | "
+                  "false loss | real: coverage | \"a " + direction + "\" | verdict and p disagree (any case) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for n in sorted({c["n"] for c in cases}):
+            by_kind = {c["kind"]: c["methods"] for c in cases if c["n"] == n}
+            for method in METHODS:
+                cen, sym, real = (by_kind[k][method] for k in ("centred", "symmetric", "real"))
+                disagree = [by_kind[k][method]["disagree"] for k in by_kind]
+                worst = None if None in disagree else max(disagree)
+                lines.append(f"| {n} | {method} | {_pct(cen['coverage'])} | {_pct(cen['gain'])} | "
+                             f"{_pct(cen['loss'])} | {_pct(sym['gain'])} | {_pct(sym['loss'])} | "
+                             f"{_pct(real['coverage'])} | {_pct(real[direction])} | {_pct(worst)} |")
+        lines.append("")
     lines += ["## Smallest n that meets the goal", "",
               "From this n on, at every n measured, the null's coverage and the real change's are within the goal "
-              "and both false rates at most the goal's (`informin` populations).", "",
-              "| domain | " + " | ".join(METHODS) + " |", "|---|" + "---|" * len(METHODS)]
+              "and both false rates on the null at most the goal's.", "",
+              "| domain | null | " + " | ".join(METHODS) + " |", "|---|---|" + "---|" * len(METHODS)]
     for domain in DOMAINS:
-        cells = [str(result["smallest_n"][domain][m] or f"none up to {max(result['sizes'])}") for m in METHODS]
-        lines.append(f"| {domain} | " + " | ".join(cells) + " |")
+        for null in ("centred", "symmetric"):
+            cells = [str(result["smallest_n"][domain][null][m] or f"none up to {max(result['sizes'])}")
+                     for m in METHODS]
+            lines.append(f"| {domain} | {null} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -204,27 +229,28 @@ def plot(result: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(2, len(DOMAINS), figsize=(11, 7), sharex=True)
-    styles = {"randomization": "-o", "percentile": "--s"}
+    styles = {"randomization": "-o", "percentile": "--s", "bca": ":^"}
     for col, domain in enumerate(DOMAINS):
-        null = [c for c in result["cases"] if c["domain"] == domain and c["kind"] == "null"]
+        null = [c for c in result["cases"] if c["domain"] == domain and c["kind"] == "centred"]
         sizes = [c["n"] for c in null]
         top, bottom = axes[0][col], axes[1][col]
         top.axhspan(100 * GOAL["coverage"][0], 100 * GOAL["coverage"][1], color="0.9")
         bottom.axhline(100 * GOAL["false_rate"], color="0.6", lw=1)
         for method, style in styles.items():
             top.plot(sizes, [100 * c["methods"][method]["coverage"] for c in null], style, label=method)
-            bottom.plot(sizes, [100 * c["methods"][method]["gain"] for c in null], style, label=f"{method}: gain")
-            bottom.plot(sizes, [100 * c["methods"][method]["loss"] for c in null], style, alpha=0.5,
-                        label=f"{method}: loss")
-        top.set_title(f"{domain}: null (informin's changes centred at 0)")
+            bottom.plot(sizes, [100 * c["methods"][method]["gain"] for c in null], style, color="tab:green",
+                        label=f"{method}: false gain")
+            bottom.plot(sizes, [100 * c["methods"][method]["loss"] for c in null], style, color="tab:red",
+                        label=f"{method}: false loss")
+        top.set_title(f"{domain}: {ROW}'s changes centred at 0")
         top.set_ylabel("interval covers 0 (%)")
         bottom.set_ylabel("false verdicts (%)")
         bottom.set_xlabel("queries")
         bottom.set_xscale("log")
         bottom.set_xticks(sizes, [str(s) for s in sizes])
         top.legend(fontsize=8)
-        bottom.legend(fontsize=7)
-    fig.suptitle(f"Calibration of the paired verdict ({result['draws']} draws per point; shaded: goal)")
+        bottom.legend(fontsize=6, ncol=2)
+    fig.suptitle(f"Calibration of the paired verdict ({result['draws']} draws per point; shaded, line: goal)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -243,7 +269,8 @@ def main(argv: list[str] | None = None) -> None:
               "seed": args.seed, "methods": METHODS, "goal": GOAL}
     result |= run(args.draws, tuple(args.sizes), args.resamples, args.seed)
     result["seconds"] = round(time.perf_counter() - start, 1)
-    result["smallest_n"] = {d: {m: smallest_n(result["cases"], d, m) for m in METHODS} for d in DOMAINS}
+    result["smallest_n"] = {d: {null: {m: smallest_n(result["cases"], d, m, null) for m in METHODS}
+                                for null in ("centred", "symmetric")} for d in DOMAINS}
     result["command"] = result["command"].strip()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "calibration.json").write_text(json.dumps(result, indent=1) + "\n")
