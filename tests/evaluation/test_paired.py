@@ -6,9 +6,12 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
 from st_infocse.evaluation import PairedChange, paired_change, paired_spearman_change, queries_needed
+from st_infocse.evaluation.paired import paired_mean_changes
 
 
 def _scores(n: int, seed: int = 0) -> dict[str, float]:
@@ -33,7 +36,7 @@ def test_one_query_moving_is_within_noise_however_large_the_mean_change():
     after = before | {"q3": 1.0}  # +0.25 x100 on average, all of it from one query
     change = paired_change({q: 100 * v for q, v in before.items()}, {q: 100 * v for q, v in after.items()})
     assert change.delta == pytest.approx(0.25) and change.verdict == "within noise"
-    assert change.low == 0 and change.high > 0 and change.p > 0.05
+    assert change.low == pytest.approx(0, abs=1e-6) and change.high > 0 and change.p > 0.05
 
 
 def test_no_change_and_refusals():
@@ -86,19 +89,23 @@ def test_the_declared_resample_counts_reach_scipy(monkeypatch):
     from st_infocse.evaluation import paired
 
     seen = []
-    real = scipy.stats.bootstrap
 
-    def spy(*args, **kwargs):
-        seen.append(kwargs["n_resamples"])
-        return real(*args, **kwargs)
+    def spy(name):
+        real = getattr(scipy.stats, name)
 
-    monkeypatch.setattr(scipy.stats, "bootstrap", spy)
+        def spied(*args, **kwargs):
+            seen.append((name, kwargs["n_resamples"]))
+            return real(*args, **kwargs)
+        return spied
+
+    for name in ("permutation_test", "bootstrap"):
+        monkeypatch.setattr(scipy.stats, name, spy(name))
     paired_change(_scores(30), _scores(30, seed=1))
     gold = np.arange(20.0)
     paired_spearman_change(gold, gold[::-1], gold)
-    assert seen == [paired.RESAMPLES, paired.SPEARMAN_RESAMPLES]
+    assert seen == [("permutation_test", paired.RESAMPLES), ("bootstrap", paired.SPEARMAN_RESAMPLES)]
     paired_change(_scores(30), _scores(30, seed=1), resamples=123)
-    assert seen[-1] == 123
+    assert seen[-1] == ("permutation_test", 123)
 
 
 def test_unit_changes_pair_only_the_same_units():
@@ -113,3 +120,82 @@ def test_unit_changes_pair_only_the_same_units():
     assert unit_change(pairs, UnitScores("pairs", gold=gold, similarities=gold)).unit == "pairs"
     assert unit_change(pairs, before) is None  # other kinds
     assert set(paired_changes({"m": before, "s": pairs}, {"m": after})) == {"m"}
+
+
+def _agrees(change: PairedChange) -> None:
+    """Interval, p and verdict tell one story: p < 0.05 exactly when the interval excludes zero, exactly when the
+    verdict is a gain or a loss, and then in the direction of the interval."""
+    significant = change.p < 0.05
+    assert significant == (change.verdict != "within noise")
+    assert significant == (change.low > 0 or change.high < 0)
+    if significant:
+        assert change.verdict == ("a gain" if change.low > 0 else "a loss")
+
+
+_moves = st.floats(-100, 100, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def _differences(draw) -> list[float]:
+    """Per-query changes as retrieval gives them: random, or mostly zero with a few large moves, or all equal."""
+    n = draw(st.integers(2, 300))
+    kind = draw(st.sampled_from(["random", "skewed", "equal"]))
+    if kind == "equal":
+        return [draw(st.sampled_from([0.0, 0.5, -3.0, draw(_moves)]))] * n
+    if kind == "random":
+        seed, spread, shift = draw(st.integers(0, 2**32 - 1)), draw(st.floats(0.01, 30)), draw(st.floats(-10, 10))
+        return list(np.random.default_rng(seed).normal(shift, spread, n))
+    moved = draw(st.lists(st.tuples(st.integers(0, n - 1), _moves), min_size=1, max_size=max(1, n // 4)))
+    differences = [0.0] * n
+    for i, value in moved:
+        differences[i] = value
+    return differences
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_differences())
+def test_verdict_p_and_interval_agree_on_every_input(differences):
+    change = paired_mean_changes(np.array([differences]), resamples=1_000)[0]
+    _agrees(change)
+    assert change.low <= change.delta <= change.high
+    assert change.delta == pytest.approx(np.mean(differences))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(3, 40), st.integers(0, 2**32 - 1), st.floats(0, 3))
+def test_spearman_verdict_p_and_interval_agree(n, seed, noise):
+    rng = np.random.default_rng(seed)
+    gold = rng.random(n)
+    before, after = gold + rng.normal(0, 1, n), gold + noise * rng.normal(0, 1, n)
+    _agrees(paired_spearman_change(gold, before, after, resamples=200))
+
+
+def test_the_p_value_is_scipys_and_the_interval_its_inversion():
+    from scipy.stats import permutation_test
+
+    rng = np.random.default_rng(3)
+    differences = np.where(rng.random(120) < 0.7, 0.0, rng.normal(2, 15, 120))  # most queries unchanged
+    change = paired_mean_changes(differences[None, :])[0]
+
+    def scipy_p(shift: float) -> float:
+        return permutation_test((differences - shift,), np.mean, permutation_type="samples", vectorized=True,
+                                n_resamples=10_000, rng=np.random.default_rng(0), axis=-1).pvalue
+
+    assert change.p == pytest.approx(scipy_p(0.0))
+    for bound, outward in ((change.low, -1), (change.high, 1)):
+        assert scipy_p(bound - outward * 1e-6) >= 0.05 > scipy_p(bound + outward * 1e-6)
+
+
+def test_rows_are_judged_as_each_alone_and_few_queries_cannot_be_judged():
+    rng = np.random.default_rng(4)
+    rows = rng.normal(1, 5, (3, 40))
+    together = paired_mean_changes(rows)
+    alone = [paired_change({f"q{i:02d}": 0.0 for i in range(40)}, {f"q{i:02d}": v for i, v in enumerate(row)})
+             for row in rows]
+    assert together == alone
+    five = paired_change({f"q{i}": 0.0 for i in range(5)}, {f"q{i}": 1.0 for i in range(5)})
+    assert (five.low, five.high, five.verdict) == (-np.inf, np.inf, "within noise")  # 2 of 32 flips: p = 1/16
+    six = paired_change({f"q{i}": 0.0 for i in range(6)}, {f"q{i}": 1.0 for i in range(6)})
+    assert six.verdict == "a gain" and six.p == pytest.approx(2 / 64) and six.low > 0
+    one = paired_change({"q": 0.0}, {"q": 1.0})
+    assert (one.delta, one.p, one.verdict) == (1.0, 1.0, "within noise")
