@@ -11,8 +11,10 @@ its gradients with the eager step's):
    ``scaled_dot_product_attention`` (``attn_implementation="sdpa"``) where its class supports it, and the losses'
    auxiliary decoders follow the encoder's implementation; one already on SDPA or a flash kernel keeps it.
 3. **CUDA graphs**: the model and every auxiliary decoder are compiled in place with
-   ``torch.compile(mode="reduce-overhead", dynamic=False)`` (inductor's fused kernels replayed as CUDA graphs), and
-   each step starts a new graph generation (:class:`FastStepCallback`). The optimizer stays the trainer's own.
+   ``torch.compile(mode="reduce-overhead", dynamic=False)`` (inductor's fused kernels replayed as CUDA graphs) for
+   their training calls (evaluation runs them eagerly), and each step starts a new graph generation
+   (:class:`FastStepCallback`). The optimizer stays the trainer's own. Whatever a loss keeps past a step is a copy
+   of the compiled modules' outputs, which the next replay overwrites.
 
 On other accelerators the step gets 1 and 2 (CUDA graphs need CUDA). On the CPU the switch changes nothing and
 says so: a CPU step is bound by arithmetic, not by launches, so padding would only add work.
@@ -75,16 +77,37 @@ def use_fused_attention(model: SentenceTransformer, loss: nn.Module) -> str:
     return "sdpa"
 
 
+class CompiledWhileTraining:
+    """A module's compiled call (``torch.compile`` of its ``_call_impl``, where ``nn.Module.compile`` puts it), used
+    while the module trains. Evaluation (other batch shapes, no gradients) runs the module eagerly instead of
+    compiling a graph per evaluation shape, and a copy of the module (``copy.deepcopy``, e.g. the decoder handed to
+    stage 2) gets the plain call, not one bound to the original."""
+
+    def __init__(self, module: nn.Module, compiled: Any) -> None:
+        self.module, self.compiled = module, compiled
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.module.training:
+            return self.compiled(*args, **kwargs)
+        return self.module._call_impl(*args, **kwargs)
+
+    def __deepcopy__(self, memo: dict) -> None:
+        return None
+
+
 def compile_for_graphs(model: nn.Module, loss: nn.Module, backend: str = "inductor", mode: str | None = COMPILE_MODE
                        ) -> list[str]:
-    """Compile the model and each auxiliary decoder of ``loss`` in place (``nn.Module.compile``: the loss keeps its
-    references and the state dicts their keys); returns the names compiled."""
+    """Compile the model and each auxiliary decoder of ``loss`` in place for training (:class:`CompiledWhileTraining`:
+    the loss keeps its references and the state dicts their keys); returns the names compiled."""
+    import torch
+
     from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 
     compiled = [("model", model)]
     compiled += [(name, m) for name, m in loss.named_modules() if isinstance(m, AuxiliaryDecoder)]
     for _, module in compiled:
-        module.compile(backend=backend, mode=mode, dynamic=False)
+        call = torch.compile(module._call_impl, backend=backend, mode=mode, dynamic=False)
+        module._compiled_call_impl = CompiledWhileTraining(module, call)
     return [name for name, _ in compiled]
 
 

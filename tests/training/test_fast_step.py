@@ -9,6 +9,7 @@ Dropout is off and the maskers are replaced by one that picks positions, not ran
 same masks whatever the padded width (the random draws depend on the batch's shape).
 """
 
+import copy
 import logging
 
 import pytest
@@ -120,6 +121,14 @@ def test_compiled_fast_step_gives_the_eager_numbers(make_model):
     _assert_same(eager, _step(fast_model, fast_loss, features))
     _assert_same(eager, _step(fast_model, fast_loss, features))  # the second step replays the compiled graphs
     assert not any("_orig_mod" in key for key in fast_model.state_dict())  # compiled in place: keys unchanged
+    # evaluation runs eagerly (no graph per evaluation shape), and a copy of a compiled module gets the plain call
+    frames = torch._dynamo.utils.counters["frames"]["total"]
+    fast_model.eval()
+    with torch.no_grad():
+        fast_model(dict(fast_model.preprocess(random_sentences(3, seed=5))))
+    assert torch._dynamo.utils.counters["frames"]["total"] == frames
+    assert copy.deepcopy(fast_loss.cmlm.decoder)._compiled_call_impl is None
+    assert fast_loss.cmlm.decoder._compiled_call_impl is not None
 
 
 def _trainer(make_model, fast_step: bool, tmp_path):
