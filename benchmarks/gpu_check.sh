@@ -89,10 +89,10 @@ EOF
     LIMITS=(240 240 240)
 else
     # shellcheck disable=SC2206
-    STEP_ARGS=(--batch-sizes ${STEP_BATCHES:-64 256} --budget-s 190)
+    STEP_ARGS=(--batch-sizes ${STEP_BATCHES:-64 256} --budget-s 170)
     TRAIN_ARGS=(--stsb_dev demo --max_steps "${MINILM_STEPS:-250}" --per_device_train_batch_size 64 --bf16 true
                 --fast_step true)
-    LIMITS=(120 230 110)  # with the start and the report, under 8 minutes
+    LIMITS=(130 215 120)  # with the start and the report, under 8 minutes
 fi
 
 run_phase "GPU-marked tests" "${LIMITS[0]}" "$PYTHON" -m pytest -m gpu tests/training/test_gpu.py \
