@@ -17,6 +17,13 @@ precision (no TF32); bf16 runs the forward under ``torch.autocast(dtype=torch.bf
 optimizer. Each (objective, precision) gets a fresh model; ``--warmup`` steps, then ``--repeats`` x ``--steps`` steps
 timed between CUDA events, the median repeat reported.
 
+**Eager and fast, side by side**: each (batch, precision, objective) is timed as the trainer's default step
+(``eager``) and as the ``fast_step`` training switch's (``fast``: batches padded to max length 32, SDPA attention,
+the model and the auxiliary decoders compiled in place with ``torch.compile(mode="reduce-overhead")``, CUDA graphs;
+``torch._dynamo.reset()`` before each, and ``warmup_s``, the warm-up steps' seconds, holds its compilation). Rows
+run in order of interest (batch 64 bf16 first, the papers' setting), each written to the JSON as it ends, so a row
+cut by the time limit leaves the others.
+
 FLOPs of a step are counted by ``torch.utils.flop_counter.FlopCounterMode`` over one real step (matmuls and
 attention, forward and backward, the MLM heads on the positions actually gathered); ``6 x N x T`` (N: the encoder's
 non-embedding parameters, T: the tokens of both views) is kept beside it as the usual estimate. The share of the
@@ -60,7 +67,8 @@ OBJECTIVES: dict[str, tuple[str, dict[str, Any]]] = {
     "InforMin-CL": ("InforMinReconstructionLoss", {}),
     "stage 1": ("AuxiliaryPretrainingLoss", {}),
 }
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("bf16", "fp32")  # in order of interest
+MODES = ("eager", "fast")
 TORCH_DIR = None  # set on first use: the installed torch package's folder
 
 
@@ -158,7 +166,8 @@ class Step(TrainingStep):
     """One objective's model, loss and fused AdamW at one precision, on features tokenised once; calling it runs one
     training step, with the step checks deferred as ``AuxiliaryStateCallback`` defers them."""
 
-    def __init__(self, objective: str, folder: Path, texts: list[str], precision: str, device: str) -> None:
+    def __init__(self, objective: str, folder: Path, texts: list[str], precision: str, device: str,
+                 mode: str = "eager", dry_run: bool = False) -> None:
         import torch
         from sentence_transformers import SentenceTransformer
         from sentence_transformers.base.modules import Transformer
@@ -177,8 +186,10 @@ class Step(TrainingStep):
         loss.train()
         params = {id(p): p for p in loss.parameters() if p.requires_grad}
         optimizer = torch.optim.AdamW(list(params.values()), lr=3e-5, fused=device == "cuda")
+        # the dry run traces with dynamo alone: inductor's code generation on the CPU would take minutes a row
+        backend = "eager" if dry_run else "inductor"
         super().__init__(model, loss, optimizer, device=device, bf16=precision == "bf16", texts=texts,
-                         deferred_checks=True)
+                         deferred_checks=True, fast_step=mode == "fast", compile_backend=backend)
         self.precision = precision
         self.tokens = 2 * int(self.features["input_ids"].numel())  # both views (stage 1: one masked view, see below)
         if objective == "stage 1":
@@ -205,46 +216,55 @@ def step_time(ns: argparse.Namespace) -> None:
                  "bf16": matmul_tflops(device, torch.bfloat16, matmul_n)}
         log(f"matmul {matmul_n}^3: fp32 {peaks['fp32']:.1f} TFLOP/s, bf16 {peaks['bf16']:.1f} TFLOP/s")
         rows: list[dict[str, Any]] = []
-        for batch in ns.batch_sizes:
-            for precision in PRECISIONS:
-                for objective in OBJECTIVES:
-                    row: dict[str, Any] = {"batch": batch, "precision": precision, "objective": objective}
-                    rows.append(row)
-                    if time.monotonic() - started > ns.budget_s:
-                        row["error"] = f"skipped: past the step-time budget of {ns.budget_s:.0f} s"
-                        continue
-                    try:
-                        row.update(time_one(objective, folder, texts[:batch], precision, device, ns, peaks))
-                    except Exception as error:  # one row's failure is reported, the others still run
-                        row["error"] = f"{type(error).__name__}: {error}"[:500]
-                        traceback.print_exc()
-                    log(json.dumps(row))
-                    gc.collect()  # the loss and its model refer to each other: free them before the next row
-                    if device == "cuda":
-                        torch.cuda.empty_cache()
         payload = {"device": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor() or "cpu",
                    "dry_run": ns.dry_run, "matmul_size": matmul_n, "matmul_peak_tflops": peaks,
                    "float32_matmul_precision": torch.get_float32_matmul_precision(),
                    "warmup": ns.warmup, "steps": ns.steps, "repeats": ns.repeats, "max_length": 32,
-                   "seconds": round(time.monotonic() - started, 1), "rows": rows}
+                   "modes": ns.modes, "rows": rows}
+        for batch in ns.batch_sizes:
+            for precision in PRECISIONS:
+                for objective in OBJECTIVES:
+                    for mode in ns.modes:
+                        row: dict[str, Any] = {"batch": batch, "precision": precision, "objective": objective,
+                                               "mode": mode}
+                        rows.append(row)
+                        if time.monotonic() - started > ns.budget_s:
+                            row["error"] = f"skipped: past the step-time budget of {ns.budget_s:.0f} s"
+                            continue
+                        try:
+                            row.update(time_one(objective, folder, texts[:batch], precision, device, ns, peaks, mode))
+                        except Exception as error:  # one row's failure is reported, the others still run
+                            row["error"] = f"{type(error).__name__}: {error}"[:500]
+                            traceback.print_exc()
+                        log(json.dumps(row))
+                        payload["seconds"] = round(time.monotonic() - started, 1)
+                        Path(ns.out).write_text(json.dumps(payload, indent=1))
+                        gc.collect()  # the loss and its model refer to each other: free them before the next row
+                        if device == "cuda":
+                            torch.cuda.empty_cache()
+        payload["seconds"] = round(time.monotonic() - started, 1)
         Path(ns.out).write_text(json.dumps(payload, indent=1))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def time_one(objective: str, folder: Path, texts: list[str], precision: str, device: str,
-             ns: argparse.Namespace, peaks: dict[str, float]) -> dict[str, Any]:
+             ns: argparse.Namespace, peaks: dict[str, float], mode: str = "eager") -> dict[str, Any]:
     import torch
 
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    step = Step(objective, folder, texts, precision, device)
+    step = Step(objective, folder, texts, precision, device, mode, ns.dry_run)
+    begin = time.monotonic()
     for _ in range(ns.warmup):
         step()
     step.read_checks()
+    warmup_s = time.monotonic() - begin
     repeats = [step.timed(ns.steps) for _ in range(ns.repeats)]
     row: dict[str, Any] = {"ms_per_step": round(statistics.median(repeats), 3),
-                           "repeats_ms": [round(r, 3) for r in repeats]}
+                           "repeats_ms": [round(r, 3) for r in repeats], "warmup_s": round(warmup_s, 1),
+                           "width": int(step.features["input_ids"].shape[1]), "attention": step.attention
+                           or step.model[0].auto_model.config._attn_implementation}
     if device == "cuda":
         row["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 3)
         origins = host_syncs(step)
@@ -306,6 +326,7 @@ def main() -> None:
     st.add_argument("--repeats", type=int, default=3)
     st.add_argument("--matmul-size", type=int, default=8192)
     st.add_argument("--budget-s", type=float, default=150.0, help="rows not started by then are reported as skipped")
+    st.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), help="eager, the fast step, or both")
     st.add_argument("--dry-run", action="store_true")
     sm = sub.add_parser("shrink-model", help="copy a Sentence Transformer folder with float16 weights")
     sm.add_argument("src")

@@ -104,23 +104,33 @@ def markdown(p: dict[str, Any]) -> str:
                   f" of {step['repeats']} x {step['steps']} steps after {step['warmup']} warm-up steps. Matmul peak "
                   f"({step['matmul_size']}^3, this run): fp32 {peak['fp32']:.4g}, bf16 {peak['bf16']:.4g} TFLOP/s "
                   f"(float32 matmul precision '{step['float32_matmul_precision']}'). TFLOP/step counted by "
-                  "FlopCounterMode (6NT: 6 x non-embedding parameters x tokens).", "",
-                  "| batch | precision | objective | ms/step | x SimCSE | TFLOP/step | 6NT | TFLOP/s | share of matmul "
-                  "peak | peak GiB | host syncs/step (in st_infocse) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "FlopCounterMode (6NT: 6 x non-embedding parameters x tokens). Step: `eager` is the trainer's "
+                  "default; `fast` is the `fast_step` switch (padded to 32, SDPA, model and decoders compiled with "
+                  "mode='reduce-overhead'); its warm-up (s) holds the compilation.", "",
+                  "| batch | precision | objective | step | ms/step | x eager | x SimCSE | TFLOP/step | 6NT | TFLOP/s | "
+                  "share of matmul peak | peak GiB | host syncs/step (in st_infocse) | warm-up s |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+        def same(row: dict[str, Any], **changes: str) -> dict[str, Any] | None:
+            keys = {"batch": row["batch"], "precision": row["precision"], "objective": row["objective"],
+                    "mode": row.get("mode", "eager"), **changes}
+            return next((r for r in step["rows"] if all(r.get(k, "eager" if k == "mode" else None) == v
+                                                          for k, v in keys.items()) and "ms_per_step" in r), None)
+
         for row in step["rows"]:
+            head = f"| {row['batch']} | {row['precision']} | {row['objective']} | {row.get('mode', 'eager')} "
             if "error" in row:
-                lines.append(f"| {row['batch']} | {row['precision']} | {row['objective']} | {row['error'][:200]} "
-                             "| | | | | | | |")
+                lines.append(f"{head}| {row['error'][:200]} | | | | | | | | | |")
                 continue
-            base = next((r for r in step["rows"] if r["batch"] == row["batch"] and r["precision"] == row["precision"]
-                         and r["objective"] == "SimCSE" and "ms_per_step" in r), None)
+            base, eager = same(row, objective="SimCSE"), same(row, mode="eager")
             ratio = f"{row['ms_per_step'] / base['ms_per_step']:.2f}" if base else "-"
+            speed = f"{row['ms_per_step'] / eager['ms_per_step']:.2f}" if eager else "-"
             syncs = f"{row['host_syncs']} ({row['host_syncs_in_package']})" if "host_syncs" in row else "-"
             lines.append(
-                f"| {row['batch']} | {row['precision']} | {row['objective']} | {row['ms_per_step']:.1f} | {ratio} | "
+                f"{head}| {row['ms_per_step']:.1f} | {speed} | {ratio} | "
                 f"{row['tflop_per_step']:.3f} | {row['tflop_per_step_6nt']:.3f} | {row['achieved_tflops']:.1f} | "
-                f"{100 * row['share_of_matmul_peak']:.1f}% | {row.get('peak_memory_gib', '-')} | {syncs} |")
+                f"{100 * row['share_of_matmul_peak']:.1f}% | {row.get('peak_memory_gib', '-')} | {syncs} | "
+                f"{row.get('warmup_s', '-')} |")
         origins = sorted({o for row in step["rows"] for o in row.get("host_sync_origins", [])})
         if origins:
             lines += ["", "Host synchronisations were called from: " + ", ".join(f"`{o}`" for o in origins) + "."]

@@ -7,6 +7,10 @@ tokenisation as part of a step) or once, ahead of the timed steps (``texts`` giv
 device's work alone). With ``deferred_checks`` the losses keep their step checks on the device until
 :meth:`TrainingStep.read_checks`, as ``AuxiliaryStateCallback`` does in a training run, so a timed step holds no host
 synchronisation of theirs.
+
+With ``fast_step`` a step is the training switch's (``st_infocse.training.fast_step``): features padded to the model's
+``max_seq_length``, SDPA attention, and with ``compile_backend`` the model and the auxiliary decoders compiled in
+place (``mode="reduce-overhead"``, CUDA graphs, on CUDA), each step starting a new graph generation.
 """
 
 from __future__ import annotations
@@ -19,6 +23,13 @@ from typing import Any
 import torch
 
 from st_infocse.losses import training_losses
+from st_infocse.training.fast_step import (
+    COMPILE_MODE,
+    StaticShapePreprocess,
+    compile_for_graphs,
+    mark_step_begin,
+    use_fused_attention,
+)
 
 
 def _no_scope(name: str) -> AbstractContextManager[Any]:
@@ -39,20 +50,33 @@ class TrainingStep:
         deferred_checks: the losses' step checks stay on the device until :meth:`read_checks`.
         scope: a context manager factory opened around ``"tokenisation"``, ``"loss"`` and ``"optimizer"`` (the
             profiler's labels); by default none.
+        fast_step: static shapes and SDPA attention, as the training switch applies them off the CPU.
+        compile_backend: with ``fast_step``, compile the model and decoders with this backend (after a
+            ``torch._dynamo.reset()``, so that each step timer compiles afresh): ``mode="reduce-overhead"`` on CUDA,
+            the backend's default elsewhere.
     """
 
     def __init__(self, model: Any, loss: torch.nn.Module, optimizer: torch.optim.Optimizer, *, device: str = "cpu",
                  bf16: bool = False, texts: list[str] | None = None, deferred_checks: bool = False,
-                 scope: Callable[[str], AbstractContextManager[Any]] = _no_scope) -> None:
+                 scope: Callable[[str], AbstractContextManager[Any]] = _no_scope, fast_step: bool = False,
+                 compile_backend: str | None = None) -> None:
         self.model, self.loss, self.optimizer = model, loss, optimizer
         self.device, self.bf16, self.scope = device, bf16, scope
         self.checks = list(training_losses(loss)) if deferred_checks else []
         for module in self.checks:
             module.defer_step_checks()
+        self.fast_step, self.graphs, self.attention = fast_step, False, None
+        if fast_step:
+            self.attention = use_fused_attention(model, loss)
+            if compile_backend is not None:
+                torch._dynamo.reset()
+                compile_for_graphs(model, loss, backend=compile_backend,
+                                   mode=COMPILE_MODE if device == "cuda" else None)
+                self.graphs = device == "cuda"
         self.features = self.tokenise(texts) if texts is not None else None
 
     def tokenise(self, texts: list[str]) -> dict[str, Any]:
-        features = self.model.preprocess(texts)
+        features = (StaticShapePreprocess(self.model) if self.fast_step else self.model.preprocess)(texts)
         return {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
 
     def __call__(self, texts: list[str] | None = None, bf16: bool | None = None) -> None:
@@ -64,6 +88,8 @@ class TrainingStep:
                 features = self.tokenise(texts)
         else:
             features = self.features
+        if self.graphs:
+            mark_step_begin()
         autocast = torch.autocast(self.device, dtype=torch.bfloat16) if (self.bf16 if bf16 is None else bf16) \
             else nullcontext()
         with self.scope("loss"):
@@ -110,7 +136,9 @@ class TrainingStep:
         from torch.utils.flop_counter import FlopCounterMode
 
         counter = FlopCounterMode(display=False)
-        with counter:
+        # compiled kernels are invisible to the counter: the same step runs eagerly for the count
+        stance = torch.compiler.set_stance("force_eager") if self.fast_step else nullcontext()
+        with stance, counter:
             self()
         self.read_checks()
         return int(counter.get_total_flops())

@@ -124,7 +124,9 @@ def check_finite(
     values = torch.stack([value.detach().float().reshape(()) for value in components.values()])
     false = torch.zeros((), dtype=torch.bool, device=values.device)
     empty = false if empty is None else empty.to(values.device)
-    overflow = false if overflow is None else overflow.to(values.device)
+    # a copy: kept past the step, the flag must not be a compiled graph's output, which its next CUDA-graph replay
+    # overwrites
+    overflow = false if overflow is None else overflow.to(values.device, copy=True)
     broken = ~torch.isfinite(values).all() | empty | overflow
     names = tuple(components)
     if not getattr(loss, "defer_checks", False):

@@ -85,7 +85,8 @@ class MLMMetrics:
     def update(self, output: MLMOutput) -> None:
         loss, correct, total = output.loss.detach().float(), output.correct.detach(), output.total.detach()
         if self.loss_sum is None or self.correct is None or self.total is None:
-            self.loss_sum, self.correct, self.total = loss, correct, total
+            # copies: a compiled decoder's outputs live in CUDA-graph memory that the next step's replay overwrites
+            self.loss_sum, self.correct, self.total = loss.clone(), correct.clone(), total.clone()
         else:
             self.loss_sum, self.correct, self.total = self.loss_sum + loss, self.correct + correct, self.total + total
         self.steps += 1
@@ -290,7 +291,9 @@ class ConditionalMLMLoss(TrainingLoss):
         features = list(sentence_features)
         embeddings = embed_columns(self.model, features)
         output = self.compute_loss_from_embeddings(embeddings, features)
-        losses = LossTerms(cmlm=output.loss)
+        # a copy: the trainer keeps the terms past the step, and a compiled decoder's output lives in CUDA-graph
+        # memory that the next step's replay overwrites
+        losses = LossTerms(cmlm=output.loss.clone())
         check_finite(self, losses, self.empty_texts(features), overflow=output.overflow)
         return losses
 

@@ -1,13 +1,14 @@
-"""BERT-style masking for tokenized batches: per-token (:class:`TokenMasker`, on the batch's device) and whole-word
-with a fixed budget per sequence (:class:`WholeWordMasker`, Condenser's procedure, on the CPU). Both follow the
-80/10/10 replacement of ``transformers.DataCollatorForLanguageModeling``."""
+"""BERT-style masking for tokenized batches: per-token (:class:`TokenMasker`) and whole-word with a fixed budget per
+sequence (:class:`WholeWordMasker`, Condenser's procedure). Both run on the batch's device with shapes fixed by the
+batch's, so masking a GPU batch reads nothing back to the host, and both follow the 80/10/10 replacement of
+``transformers.DataCollatorForLanguageModeling`` (:func:`replace_chosen`)."""
 
 from __future__ import annotations
 
 import warnings
 
 import torch
-from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerBase
+from transformers import PreTrainedTokenizerBase
 
 # WordPiece marks the pieces that continue a word; byte-level BPE (GPT-2, RoBERTa, ModernBERT) and SentencePiece
 # (XLM-R, ALBERT, T5) mark the pieces that start one.
@@ -26,6 +27,57 @@ def _require_mask_token(tokenizer: PreTrainedTokenizerBase) -> None:
 def _check_mask_rate(mask_rate: float) -> None:
     if not 0.0 < mask_rate < 1.0:
         raise ValueError(f"mask_rate must be in (0, 1), got {mask_rate}")
+
+
+def _check_replacement(mask_replace_prob: float, random_replace_prob: float) -> None:
+    if mask_replace_prob + random_replace_prob > 1:
+        raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
+
+
+def replace_chosen(
+    ids: torch.Tensor,
+    chosen: torch.Tensor,
+    mask_token_id: int,
+    vocab_size: int,
+    mask_replace_prob: float,
+    random_replace_prob: float,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(masked_ids, labels)`` for the ``chosen`` positions of ``ids``: ``mask_replace_prob`` of them become the
+    mask token, ``random_replace_prob`` a random token, the rest stay; ``labels`` is -100 elsewhere.
+
+    The draws are ``DataCollatorForLanguageModeling.torch_mask_tokens``'s replacement draws, with the same shapes
+    and in the same order, on ``ids``' device; ``torch.where`` takes the place of its boolean-index assignments,
+    which would count the positions on the host.
+    """
+    device, shape = ids.device, ids.shape
+
+    def coin(probability: float) -> torch.Tensor:
+        # torch.full's default dtype, as the collator's, keeps the CPU stream identical to it.
+        return torch.bernoulli(torch.full(shape, probability, device=device), generator=generator).bool()
+
+    labels = ids.masked_fill(~chosen, -100)
+    as_mask = coin(mask_replace_prob) & chosen
+    masked = torch.where(as_mask, mask_token_id, ids)
+    if mask_replace_prob == 1 or random_replace_prob == 0:
+        return masked, labels
+    as_random = coin(random_replace_prob / (1 - mask_replace_prob)) & chosen & ~as_mask
+    random_ids = torch.randint(vocab_size, shape, dtype=torch.long, device=device, generator=generator)
+    return torch.where(as_random, random_ids, masked), labels
+
+
+class _OnDevice:
+    """Per-device copies of constant tensors: building them at each call would cost a host-to-device copy a step."""
+
+    def __init__(self, **tensors: torch.Tensor) -> None:
+        self._cpu = tensors
+        self._copies: dict[tuple[str, torch.device], torch.Tensor] = {}
+
+    def __call__(self, name: str, device: torch.device) -> torch.Tensor:
+        key = (name, device)
+        if key not in self._copies:
+            self._copies[key] = self._cpu[name].to(device)
+        return self._copies[key]
 
 
 class TokenMasker:
@@ -62,8 +114,7 @@ class TokenMasker:
     ) -> None:
         _require_mask_token(tokenizer)
         _check_mask_rate(mask_rate)
-        if mask_replace_prob + random_replace_prob > 1:
-            raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
+        _check_replacement(mask_replace_prob, random_replace_prob)
         self.tokenizer = tokenizer
         self.mask_rate = mask_rate
         self.mask_replace_prob = mask_replace_prob
@@ -71,15 +122,8 @@ class TokenMasker:
         self.seed = seed
         self.mask_token_id = tokenizer.convert_tokens_to_ids(tokenizer.mask_token)
         self.vocab_size = len(tokenizer)
-        self._special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
-        # Per device: building them each call would cost a host-to-device copy per step.
-        self._special_on: dict[torch.device, torch.Tensor] = {}
+        self._constants = _OnDevice(specials=torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long))
         self._generators: dict[torch.device, torch.Generator] = {}
-
-    def _specials(self, device: torch.device) -> torch.Tensor:
-        if device not in self._special_on:
-            self._special_on[device] = self._special_ids.to(device)
-        return self._special_on[device]
 
     def _generator(self, device: torch.device) -> torch.Generator | None:
         if self.seed is None:
@@ -91,25 +135,13 @@ class TokenMasker:
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(masked_input_ids, labels)``; ``labels`` is -100 wherever no prediction is asked."""
         ids = input_ids.detach()
-        device, shape = ids.device, ids.shape
+        device = ids.device
         generator = self._generator(device)
-        protected = torch.isin(ids, self._specials(device)) | (attention_mask.detach() == 0)
-
-        def coin(probability: float) -> torch.Tensor:
-            # torch.full's default dtype, as the collator's, keeps the CPU stream identical to it.
-            return torch.bernoulli(torch.full(shape, probability, device=device), generator=generator).bool()
-
-        chosen_prob = torch.full(shape, self.mask_rate, device=device).masked_fill_(protected, 0.0)
+        protected = torch.isin(ids, self._constants("specials", device)) | (attention_mask.detach() == 0)
+        chosen_prob = torch.full(ids.shape, self.mask_rate, device=device).masked_fill_(protected, 0.0)
         chosen = torch.bernoulli(chosen_prob, generator=generator).bool()
-        labels = ids.masked_fill(~chosen, -100)
-        # torch.where, not boolean-index assignment, which would count the positions on the host.
-        as_mask = coin(self.mask_replace_prob) & chosen
-        masked = torch.where(as_mask, self.mask_token_id, ids)
-        if self.mask_replace_prob == 1 or self.random_replace_prob == 0:
-            return masked, labels
-        as_random = coin(self.random_replace_prob / (1 - self.mask_replace_prob)) & chosen & ~as_mask
-        random_ids = torch.randint(self.vocab_size, shape, dtype=torch.long, device=device, generator=generator)
-        return torch.where(as_random, random_ids, masked), labels
+        return replace_chosen(ids, chosen, self.mask_token_id, self.vocab_size, self.mask_replace_prob,
+                              self.random_replace_prob, generator)
 
 
 def word_boundary_rule(tokenizer: PreTrainedTokenizerBase) -> tuple[str, bool] | None:
@@ -138,22 +170,26 @@ class WholeWordMasker:
     candidates) are shuffled; the budget is ``max(1, round(mask_rate * n))`` with ``n`` the sequence's tokens other
     than padding and the ones the tokenizer adds around the text ([CLS], [SEP], <s>, </s>); words are taken in
     the shuffled order while they fit, and a word that would overshoot the budget is skipped. Of the chosen tokens
-    80% become the mask token, 10% a random token and 10% stay unchanged, decided per token.
+    80% become the mask token, 10% a random token and 10% stay unchanged, decided per token (:func:`replace_chosen`).
 
     Word boundaries come from the vocabulary (:func:`word_boundary_rule`): a WordPiece ``##`` piece continues the
     previous word; with byte-level BPE (``Ġ``) or SentencePiece (``▁``) a piece without the prefix continues it.
     A tokenizer that follows none of these falls back to one word per token (with a warning): the budget and the
     replacement stay Condenser's, only the grouping of pieces is lost.
 
-    Random numbers come from ``generator`` or, by default, torch's global generator, so ``torch.manual_seed``
-    makes the masks reproducible.
+    Everything runs on the batch's device with shapes fixed by the batch's (a row has at most one word per token, so
+    the shuffle and the greedy pass span the row's width whatever its words): masking a GPU batch reads nothing back
+    to the host, and under ``torch.compile`` the masker is traced with the step.
+
+    Random numbers come from ``generator`` (the draws then run on its device, the batch moved there and back) or,
+    by default, the batch device's global generator, so ``torch.manual_seed`` makes the masks reproducible.
 
     Args:
         tokenizer: the encoder's tokenizer; it must have a mask token.
         mask_rate: share of each sequence's tokens to predict (Condenser: 0.15).
         mask_replace_prob: share of chosen tokens replaced by the mask token.
         random_replace_prob: share of chosen tokens replaced by a random token.
-        generator: optional ``torch.Generator`` (on the CPU) for the shuffles and replacements.
+        generator: optional ``torch.Generator`` for the shuffles and replacements.
 
     Example:
         ::
@@ -173,30 +209,23 @@ class WholeWordMasker:
     ) -> None:
         _require_mask_token(tokenizer)
         _check_mask_rate(mask_rate)
+        _check_replacement(mask_replace_prob, random_replace_prob)
         self.tokenizer = tokenizer
         self.mask_rate = mask_rate
+        self.mask_replace_prob = mask_replace_prob
+        self.random_replace_prob = random_replace_prob
         self.generator = generator
         # transformers' own whole_word_mask=True is not used: it needs the offset mappings of the original text
         # (an already tokenized batch has none) and forces every chosen token to the mask token (no 10% random /
-        # 10% kept). With mlm_probability=1 and every unchosen token marked special, the collator applies only
-        # its 80/10/10 replacement to the words chosen here.
-        self.collator = DataCollatorForLanguageModeling(
-            tokenizer=tokenizer,
-            mlm=True,
-            mlm_probability=1.0,
-            mask_replace_prob=mask_replace_prob,
-            random_replace_prob=random_replace_prob,
-            return_tensors="pt",
-        )
-        self.collator.generator = generator
-        self._special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
+        # 10% kept).
+        self.mask_token_id = tokenizer.convert_tokens_to_ids(tokenizer.mask_token)
+        self.vocab_size = len(tokenizer)
         added = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id)
         added += (tokenizer.pad_token_id,)
-        self._added_ids = torch.tensor(sorted({i for i in added if i is not None}), dtype=torch.long)
 
         vocab = tokenizer.get_vocab()
         self.boundary_rule = word_boundary_rule(tokenizer)
-        self._continues = torch.zeros(max(len(tokenizer), max(vocab.values(), default=-1) + 1), dtype=torch.bool)
+        continues = torch.zeros(max(len(tokenizer), max(vocab.values(), default=-1) + 1), dtype=torch.bool)
         if self.boundary_rule is None:
             warnings.warn(
                 f"{type(tokenizer).__name__}: its vocabulary marks word pieces with none of '##' (WordPiece), "
@@ -208,18 +237,23 @@ class WholeWordMasker:
         else:
             prefix, marks_continuation = self.boundary_rule
             for token, index in vocab.items():
-                self._continues[index] = token.startswith(prefix) == marks_continuation
+                continues[index] = token.startswith(prefix) == marks_continuation
+        self._constants = _OnDevice(
+            specials=torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long),
+            added=torch.tensor(sorted({i for i in added if i is not None}), dtype=torch.long),
+            continues=continues,
+        )
 
     def word_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """``(batch, seq)`` index of the word each token belongs to, counted from 0 within its row; -1 for special
         and padding tokens, which belong to no word."""
-        ids = input_ids.detach().cpu()
-        candidate = (attention_mask.detach().cpu() != 0) & ~torch.isin(ids, self._special_ids)
-        continues = self._continues[ids] & candidate
+        ids = input_ids.detach()
+        device = ids.device
+        candidate = (attention_mask.detach() != 0) & ~torch.isin(ids, self._constants("specials", device))
+        continues = self._constants("continues", device)[ids] & candidate
         # A piece continues a word only right after a piece of it; at a row start or after a special token
         # (a BPE first word without its prefix, a second segment) it starts one.
-        after_candidate = torch.zeros_like(candidate)
-        after_candidate[:, 1:] = candidate[:, :-1]
+        after_candidate = torch.nn.functional.pad(candidate[:, :-1], (1, 0), value=False)
         starts = candidate & ~(continues & after_candidate)
         words = starts.long().cumsum(dim=1) - 1
         return words.masked_fill(~candidate, -1)
@@ -227,47 +261,52 @@ class WholeWordMasker:
     def budget(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """``(batch,)`` number of tokens to predict per row: ``max(1, round(mask_rate * n))`` as in Condenser
         (Python's round, half to even, which ``torch.round`` shares)."""
-        ids = input_ids.detach().cpu()
-        text = (attention_mask.detach().cpu() != 0) & ~torch.isin(ids, self._added_ids)
+        ids = input_ids.detach()
+        text = (attention_mask.detach() != 0) & ~torch.isin(ids, self._constants("added", ids.device))
         return torch.round(text.sum(dim=1).double() * self.mask_rate).long().clamp(min=1)
 
     def select(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """``(batch, seq)`` boolean mask of the tokens chosen for prediction (before replacement)."""
         words = self.word_ids(input_ids, attention_mask)
         budget = self.budget(input_ids, attention_mask)
+        rows, width = words.shape
+        device = words.device
         if words.numel() == 0:
-            return torch.zeros(words.shape, dtype=torch.bool)
+            return torch.zeros(words.shape, dtype=torch.bool, device=device)
         is_word = words >= 0
         counts = words.max(dim=1).values + 1
-        width = max(int(counts.max()), 1)
         slot = words.clamp(min=0)
-        sizes = torch.zeros(words.shape[0], width, dtype=torch.long).scatter_add_(1, slot, is_word.long())
+        sizes = torch.zeros(rows, width, dtype=torch.long, device=device).scatter_add_(1, slot, is_word.long())
         # A uniform shuffle of each row's words: sort random keys, with absent words (keys above 1) last.
-        keys = torch.rand(words.shape[0], width, generator=self.generator)
-        keys.masked_fill_(torch.arange(width) >= counts.unsqueeze(1), 2.0)
+        keys = torch.rand(rows, width, generator=self.generator, device=device)
+        keys.masked_fill_(torch.arange(width, device=device) >= counts.unsqueeze(1), 2.0)
         order = keys.argsort(dim=1)
         sizes = sizes.gather(1, order)
         taken = torch.zeros_like(sizes, dtype=torch.bool)
         total = torch.zeros_like(budget)
         # Greedy over the shuffled words, all rows at once; a word that would overshoot is skipped, not cut (absent
-        # words have size 0 and change nothing).
+        # words have size 0 and change nothing). The pass spans the whole width: stopping once every row is done
+        # would read the device's state back to the host.
         for position in range(width):
             size = sizes[:, position]
             fits = total + size <= budget
             taken[:, position] = fits & (size > 0)
             total += size * fits
-            if bool(((total >= budget) | (position + 1 >= counts)).all()):
-                break
         chosen = torch.zeros_like(taken).scatter_(1, order, taken)
         return chosen.gather(1, slot) & is_word
 
-    # Word budgets size the work from the data and the collator draws on the CPU: under torch.compile this runs
-    # eagerly, one declared graph break, instead of dynamo failing on each host read inside it.
-    @torch.compiler.disable
     def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(masked_input_ids, labels)``; ``labels`` is -100 wherever no prediction is asked."""
         device = input_ids.device
-        selected = self.select(input_ids, attention_mask)
-        ids = input_ids.detach().to("cpu", copy=True)
-        masked, labels = self.collator.torch_mask_tokens(ids, special_tokens_mask=~selected)
+        draws_on = self.generator.device if self.generator is not None else device
+        ids, mask = input_ids.detach().to(draws_on), attention_mask.detach().to(draws_on)
+        masked, labels = replace_chosen(
+            ids,
+            self.select(ids, mask),
+            self.mask_token_id,
+            self.vocab_size,
+            self.mask_replace_prob,
+            self.random_replace_prob,
+            self.generator,
+        )
         return masked.to(device), labels.to(device)

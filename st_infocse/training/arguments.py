@@ -8,6 +8,7 @@ from transformers.trainer_utils import IntervalStrategy, SaveStrategy
 
 # Named where the evaluator that logs it is defined, so that the two cannot disagree.
 from st_infocse.evaluation.sts import STSB_DEV_METRIC
+from st_infocse.training.fast_step import FAST_STEP_HELP
 from st_infocse.training.precision import unpin_memory_without_accelerator
 
 __all__ = ["STSB_DEV_METRIC", "PaperTrainingArguments"]
@@ -16,7 +17,9 @@ __all__ = ["STSB_DEV_METRIC", "PaperTrainingArguments"]
 @dataclass
 class PaperTrainingArguments(SentenceTransformerTrainingArguments):
     """``SentenceTransformerTrainingArguments`` with the unsupervised papers' setting: batch 64, lr 3e-5, one epoch,
-    STS-B dev every 125 steps with the best checkpoint kept. Every other field is sentence-transformers' own."""
+    STS-B dev every 125 steps with the best checkpoint kept, and ``fast_step`` (off by default; see
+    :mod:`st_infocse.training.fast_step`), which :func:`~st_infocse.training.build_trainer` applies. Every other field
+    is sentence-transformers' own."""
 
     # A titled --help section of its own, so that the command line's model, data and loss sections come first.
     _argument_group_name = "training (every SentenceTransformerTrainingArguments flag)"
@@ -38,6 +41,7 @@ class PaperTrainingArguments(SentenceTransformerTrainingArguments):
         default=STSB_DEV_METRIC, metadata={"help": "Metric for the best checkpoint."}
     )
     report_to: None | str | list[str] = field(default="none", metadata={"help": "Logging integrations."})
+    fast_step: bool = field(default=False, metadata={"help": FAST_STEP_HELP})
 
     def __post_init__(self) -> None:
         super().__post_init__()

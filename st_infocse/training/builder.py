@@ -185,7 +185,8 @@ def build_trainer(
     evaluator: Any = None,
     clip_jointly: bool = True,
 ) -> AuxiliaryLossTrainer:
-    """An :class:`~st_infocse.training.AuxiliaryLossTrainer` for ``loss`` with memory pinned by device.
+    """An :class:`~st_infocse.training.AuxiliaryLossTrainer` for ``loss`` with memory pinned by device, and the fast
+    step (:mod:`st_infocse.training.fast_step`) applied when ``args.fast_step`` is set.
 
     Args:
         model: the model ``loss`` trains.
@@ -202,6 +203,11 @@ def build_trainer(
 
     unpin_memory_without_accelerator(args)
     warn_if_slow_bf16(bool(args.bf16), args.device.type == "cpu")
-    return AuxiliaryLossTrainer(
+    trainer = AuxiliaryLossTrainer(
         model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, clip_jointly=clip_jointly
     )
+    if getattr(args, "fast_step", False):  # PaperTrainingArguments' switch; other arguments have none
+        from st_infocse.training.fast_step import apply_fast_step
+
+        apply_fast_step(trainer, model, loss, args.device.type)
+    return trainer

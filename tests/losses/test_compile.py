@@ -1,7 +1,7 @@
 """torch.compile: no loss breaks a dynamo graph except inside sentence-transformers' own code (its ``embed_columns``
-reads a ContextVar), around stage 1's whole-word masker (declared eager) and around stage 1's registering and removing
-its layer hook for the model's forward pass (declared eager: a hook handle cannot be traced, and the hook is not left on
-the model between steps), and the trainer's ``torch_compile=True`` trains with the losses.
+reads a ContextVar) and around stage 1's registering and removing its layer hook for the model's forward pass
+(declared eager: a hook handle cannot be traced, and the hook is not left on the model between steps); both maskers
+are traced with the step. The trainer's ``torch_compile=True`` trains with the losses.
 """
 
 from pathlib import Path
@@ -28,12 +28,12 @@ LOSSES = {
 }
 
 
-DECLARED_EAGER = ("WholeWordMasker.__call__", "_hook_lower_layer", "_unhook_lower_layer")
+DECLARED_EAGER = ("_hook_lower_layer", "_unhook_lower_layer")
 
 
 def _unexpected(breaks: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """All but sentence-transformers' own breaks and the declared ones: stage 1's whole-word masker, which draws on
-    the CPU, and stage 1's adding and removing its forward hook, which run eagerly by design."""
+    """All but sentence-transformers' own breaks and the declared ones: stage 1's adding and removing its forward
+    hook, which run eagerly by design."""
     return [
         (where, reason)
         for where, reason in breaks

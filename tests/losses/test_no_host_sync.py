@@ -2,7 +2,10 @@
 AuxiliaryStateCallback does for a training run): on a GPU each such read would stall the step.
 
 Only reads made by this package's code count (directly or through torch's Python wrappers): the encoder's own
-(transformers' SDPA mask shortcut checks ``padding_mask.all()``) are outside it.
+(transformers' SDPA mask shortcut checks ``padding_mask.all()``) are outside it. On the CPU a read shows as a call:
+a value turned into a Python one, a copy to the CPU (free here, a synchronising copy from a GPU), and the operations
+whose output size depends on the data (``nonzero``, ``masked_select``, indexing with a boolean mask), which have to
+count on the host before they can allocate.
 """
 
 import sys
@@ -21,7 +24,10 @@ from st_infocse.training import AuxiliaryStateCallback
 
 from ..conftest import random_sentences
 
-HOST_READS = ("__bool__", "item", "__float__", "__int__", "tolist")
+HOST_READS = ("__bool__", "item", "__float__", "__int__", "__index__", "tolist", "cpu", "numpy", "nonzero",
+              "masked_select")
+# Indexing is a read only with a boolean mask (its result's size is the mask's count).
+INDEXING = ("__getitem__", "__setitem__")
 
 LOSSES: dict[str, Callable] = {
     "simcse": lambda model: losses.SimCSELoss(model),
@@ -30,7 +36,7 @@ LOSSES: dict[str, Callable] = {
     "conditional-mlm": lambda model: losses.ConditionalMLMLoss(model, mlm_gather="bounded"),
     "informin": lambda model: losses.InforMinReconstructionLoss(model),
     "informin-mlm": lambda model: losses.InforMinReconstructionLoss(model, mlm_weight=0.1, mlm_gather="bounded"),
-    # Whole-word masking (stage 1's default) draws on the CPU; token masking keeps the step on the device.
+    "stage1": lambda model: losses.AuxiliaryPretrainingLoss(model, mlm_gather="bounded"),  # whole words, Condenser
     "stage1-token": lambda model: losses.AuxiliaryPretrainingLoss(model, masking="token", mlm_gather="bounded"),
 }
 
@@ -46,6 +52,11 @@ def _read_by_package() -> bool:
     return frame is not None and frame.f_code.co_filename.startswith(PACKAGE)
 
 
+def _boolean_index(index) -> bool:
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(part, torch.Tensor) and part.dtype == torch.bool for part in parts)
+
+
 @contextmanager
 def host_reads_forbidden() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
@@ -58,12 +69,44 @@ def host_reads_forbidden() -> Iterator[None]:
                 return _original(self, *args, **kwargs)
 
             patch.setattr(torch.Tensor, name, refuse)
+        for name in INDEXING:
+            original = getattr(torch.Tensor, name)
+
+            def refuse_mask(self, index, *args, _name=name, _original=original):
+                if _boolean_index(index) and _read_by_package():
+                    raise AssertionError(f"Tensor.{_name} with a boolean mask counted it on the host")
+                return _original(self, index, *args)
+
+            patch.setattr(torch.Tensor, name, refuse_mask)
         yield
 
 
 def test_the_guard_catches_a_read():
     with host_reads_forbidden(), pytest.raises(AssertionError, match="__bool__"):
         losses._checks.check_finite(torch.nn.Module(), {"x": torch.tensor(1.0)})
+
+
+@pytest.mark.parametrize("read", ["x.cpu()", "x.nonzero()", "x[x > 0]", "x.masked_select(x > 0)", "int(x.max())"])
+def test_the_guard_catches_data_dependent_shapes_and_copies(read):
+    """The read made from a module of the package (here one compiled under its folder's name) is refused."""
+    namespace: dict = {}
+    exec(compile(f"def call(x):\n    return {read}\n", str(Path(PACKAGE) / "probe.py"), "exec"), namespace)
+    with host_reads_forbidden(), pytest.raises(AssertionError, match="host"):
+        namespace["call"](torch.arange(4))
+    namespace["call"](torch.arange(4))  # outside the guard the same call runs
+
+
+@pytest.mark.parametrize("name", ["whole_word", "token"])
+def test_maskers_read_nothing(make_model, name):
+    from st_infocse.modeling.masking import TokenMasker, WholeWordMasker
+
+    model = make_model()
+    masker = WholeWordMasker(model.tokenizer) if name == "whole_word" else TokenMasker(model.tokenizer)
+    features = model.preprocess(random_sentences(8, max_words=12))
+    masker(features["input_ids"], features["attention_mask"])  # first-call setup (device copies of constants)
+    with host_reads_forbidden():
+        masked, labels = masker(features["input_ids"], features["attention_mask"])
+    assert (labels != -100).any() and masked.shape == features["input_ids"].shape
 
 
 def _total(output) -> torch.Tensor:

@@ -26,13 +26,13 @@ BACKEND = "inductor" if CUDA else "aot_eager"
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not (CUDA or DRY_RUN), reason="needs a CUDA GPU")]
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
 
-# lambda 1: the auxiliary terms weigh in the comparisons; stage 1 with token masking, the one whose whole step stays
-# on the device (whole-word masking draws on the CPU by design)
+# lambda 1: the auxiliary terms weigh in the comparisons; stage 1 with both maskers (both draw on the device)
 LOSSES = {
     "simcse": lambda model: losses.SimCSELoss(model),
     "infocse": lambda model: losses.InfoCSELoss(model, lambda_=1.0),
     "cmlm-cse": lambda model: losses.CMLMCSELoss(model, lambda_=1.0),
     "informin-mlm": lambda model: losses.InforMinReconstructionLoss(model, mlm_weight=0.1),
+    "stage1": lambda model: losses.AuxiliaryPretrainingLoss(model),
     "stage1-token": lambda model: losses.AuxiliaryPretrainingLoss(model, masking="token"),
 }
 
@@ -96,6 +96,38 @@ def test_compiled_encoder_gives_the_eager_loss_and_gradients(make_model):
     for name, grad in eager_grads.items():
         assert torch.allclose(traced_grads[name], grad, rtol=1e-3, atol=1e-5), name
     torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("objective", ["infocse", "stage1"])
+def test_fast_step_gives_the_eager_loss_and_gradients(make_model, objective):
+    """The fast step as the training switch applies it on CUDA (padded to max length, SDPA, model and decoder
+    compiled with mode="reduce-overhead", CUDA graphs replayed from the third step) against the eager step, with the
+    tolerances of the compiled-encoder test above; masks at fixed positions, no dropout (see test_fast_step.py)."""
+    from st_infocse.training.fast_step import COMPILE_MODE, compile_for_graphs, mark_step_begin, use_fused_attention
+
+    from .test_fast_step import _build, _features, _step
+
+    def on_device(model, loss, static):
+        model.to(DEVICE), loss.to(DEVICE)
+        return [{k: v.to(DEVICE) if isinstance(v, torch.Tensor) else v for k, v in f.items()}
+                for f in _features(model, static)]
+
+    model, loss = _build(make_model, objective)
+    eager_terms, eager_grads = _step(model, loss, on_device(model, loss, static=False))
+    fast_model, fast_loss = _build(make_model, objective)
+    use_fused_attention(fast_model, fast_loss)
+    features = on_device(fast_model, fast_loss, static=True)
+    torch._dynamo.reset()
+    compile_for_graphs(fast_model, fast_loss, backend=BACKEND, mode=COMPILE_MODE if CUDA else None)
+    for _ in range(3):  # compile, warm up, record and replay the graphs
+        mark_step_begin()
+        terms, grads = _step(fast_model, fast_loss, features)
+    torch._dynamo.reset()
+    for name, value in eager_terms.items():
+        assert torch.allclose(terms[name], value, rtol=1e-4, atol=1e-5), (name, terms[name], value)
+    assert grads.keys() == eager_grads.keys()
+    for name, grad in eager_grads.items():
+        assert torch.allclose(grads[name], grad, rtol=1e-3, atol=1e-5), name
 
 
 def test_trainer_trains_compiled_in_bf16(make_model, run_trainer):
