@@ -34,7 +34,7 @@ __all__ = ["COMMANDS", "CLIError", "main"]
 #: name -> ("module:function" under st_infocse.cli, one-line description); the function takes the flags after the
 #: command's name and returns the exit code.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "pretrain-aux": ("pretrain_aux:cmd_pretrain_aux", "stage 1: pre-train the auxiliary decoder (paper 000 §3.1)"),
+    "pretrain-aux": ("train:cmd_pretrain_aux", "stage 1: pre-train the auxiliary decoder (paper 000 §3.1)"),
     "train": ("train:cmd_train", f"train with --objective {'|'.join(objective_names())}"),
     "mine": ("mine:cmd_mine", "mine IDC positive pairs from documents into a dataset on disk"),
     "evaluate": ("evaluate:cmd_evaluate", "STS suite, BEIR and transfer tasks; JSON, markdown and plots"),
