@@ -76,6 +76,12 @@ class DataArguments:
         },
     )
 
+    def __post_init__(self) -> None:
+        if self.train_data == BUNDLED:  # the 4,096 Wikipedia sentences shipped with the package
+            from st_infocse.data import sentences_file
+
+            self.train_data = str(sentences_file())
+
 
 @dataclass
 class RunEvaluationArguments:

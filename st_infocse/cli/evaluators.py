@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import RunEvaluationArguments
+from st_infocse.cli.arguments import BUNDLED, RunEvaluationArguments
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.inputs import dev_evaluator
 from st_infocse.files import InputError
 
 __all__ = ["RunEvaluation", "lexical_reference_callback", "lexical_reference_rows", "run_evaluation"]
@@ -51,6 +51,24 @@ class RunEvaluation:
                 training_args.greater_is_better = True
         if self.evaluator is not None and training_args.metric_for_best_model:
             self.notes["checkpoint metric"] = training_args.metric_for_best_model
+
+
+def dev_evaluator(source: str):
+    """The STS-B dev evaluator of ``--stsb_dev``, or None for ``none``."""
+    from st_infocse.evaluation import stsb_dev_evaluator
+
+    if source.lower() in ("none", BUNDLED):
+        from st_infocse.data import demo_stsb_dev_evaluator
+
+        return None if source.lower() == "none" else demo_stsb_dev_evaluator()
+    try:
+        return stsb_dev_evaluator(source if source == "hub" else Path(source).expanduser())
+    except (OSError, RuntimeError) as exc:  # RuntimeError: the hub copy could not be fetched (offline)
+        if source == "hub":
+            raise CLIError("cannot load STS-B dev from the Hugging Face hub (sentence-transformers/stsb); offline, use "
+                           f"--stsb_dev {BUNDLED} (the 1,500 STS-B dev pairs shipped with the package), a SentEval "
+                           "data/downstream folder or a sentence1/sentence2/score file, or --stsb_dev none") from exc
+        raise CLIError(f"cannot load STS-B dev from {source!r}: {exc}".splitlines()[0]) from exc
 
 
 def run_evaluation(run_args: RunEvaluationArguments | None, training_args: Any, given: Collection[str]) -> RunEvaluation:

@@ -16,7 +16,6 @@ from typing import Any
 
 from st_infocse.cli.arguments import DataArguments, KeepArguments
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.inputs import text_source
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
     CMLMCSEFlags,
@@ -156,7 +155,7 @@ def texts(flags) -> Prepared:
     from st_infocse.training.texts import load_texts
 
     data = flags.data
-    dataset = load_texts(text_source(data.train_data), data.text_column, data.max_train_samples)
+    dataset = load_texts(data.train_data, data.text_column, data.max_train_samples)
     if data.split_sentences:
         from datasets import Dataset
 
