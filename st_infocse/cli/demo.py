@@ -12,10 +12,11 @@ import importlib
 import importlib.util
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from st_infocse.cli.arguments import flag
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.parsing import parse_command
 
@@ -39,23 +40,23 @@ class DemoArguments:
 
     _argument_group_name = "demo"
 
-    objective: Literal["infocse", "simcse"] = field(default="infocse", metadata={"help": "Loss."})
-    steps: int = field(default=DEFAULT_STEPS, metadata={"help": "Training steps of --batch_size sentences."})
-    output_dir: str = field(default="out/demo", metadata={"help": "Where the trained model is saved."})
-    batch_size: int = field(default=64, metadata={"help": "Sentences per step (the papers': 64)."})
-    max_length: int = field(default=32, metadata={"help": "Training max length in tokens (the papers': 32)."})
-    learning_rate: float = field(default=3e-5, metadata={"help": "Learning rate (the papers': 3e-5)."})
-    seed: int = field(default=0, metadata={"help": "Random seed."})
-    model: str | None = field(default=None, metadata={"help": "A local encoder instead of the wheel's MiniLM."})
-    eval_pairs: int | None = field(default=None, metadata={"help": "Score on the first N STS-B dev pairs only."})
+    objective: Literal["infocse", "simcse"] = flag("infocse", "Loss.")
+    steps: int = flag(DEFAULT_STEPS, "Training steps of --batch_size sentences.")
+    output_dir: str = flag("out/demo", "Where the trained model is saved.")
+    batch_size: int = flag(64, "Sentences per step (the papers': 64).")
+    max_length: int = flag(32, "Training max length in tokens (the papers': 32).")
+    learning_rate: float = flag(3e-5, "Learning rate (the papers': 3e-5).")
+    seed: int = flag(0, "Random seed.")
+    model: str | None = flag(None, "A local encoder instead of the wheel's MiniLM.")
+    eval_pairs: int | None = flag(None, "Score on the first N STS-B dev pairs only.")
 
     def __post_init__(self) -> None:
         # A number given is used as given; one that cannot be used is refused rather than replaced (eval_pairs: a
         # Spearman correlation needs two pairs).
-        for flag, least in {"steps": 1, "batch_size": 1, "max_length": 1, "eval_pairs": 2}.items():
-            value = getattr(self, flag)
+        for name, least in {"steps": 1, "batch_size": 1, "max_length": 1, "eval_pairs": 2}.items():
+            value = getattr(self, name)
             if value is not None and value < least:
-                raise CLIError(f"--{flag} must be at least {least}")
+                raise CLIError(f"--{name} must be at least {least}")
 
 
 SECTIONS = (DemoArguments,)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from st_infocse.cli.arguments import flag
 from st_infocse.cli.errors import CLIError
 
 __all__ = ["FlagParser", "Sources", "asks_for_help", "flag_of", "parse_command", "read_sources", "refuse_unknown"]
@@ -33,27 +34,18 @@ Source = Sequence[str] | Mapping[str, Any]
 class ConfigArguments:
     _argument_group_name = "flags from a file"
 
-    config: str | None = field(
-        default=None,
-        metadata={"help": "A JSON or YAML file mapping flag names to values; flags given on the command line win.",
-                  "metavar": "FILE"},
-    )
+    config: str | None = flag(None, "A JSON or YAML file mapping flag names to values; flags given on the command "
+                              "line win.", metavar="FILE")
 
 
 @dataclass
 class RecipeArguments:
     _argument_group_name = "recipe"
 
-    recipe: str | None = field(
-        default=None,
-        metadata={
-            "help": "A paper's released run by name, e.g. infocse-bert-base ('list', or `st-infocse recipes`, "
-            "shows them all): its flags come first, so every flag you give wins. The scripts' fp16 is kept on a "
-            "GPU; on a CPU it becomes bf16 where the CPU has native bf16, else fp32.",
-            "metavar": "NAME",
-            "action": "append",
-        },
-    )
+    recipe: str | None = flag(
+        None, "A paper's released run by name, e.g. infocse-bert-base ('list', or `st-infocse recipes`, shows them "
+        "all): its flags come first, so every flag you give wins. The scripts' fp16 is kept on a GPU; on a CPU it "
+        "becomes bf16 where the CPU has native bf16, else fp32.", metavar="NAME", action="append")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

@@ -65,10 +65,10 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     if flags is None:  # --help
         return 0
     training_args, objective, entry = flags.trainer, flags.objective, flags.entry
-    prepared = entry.prepare(flags)
     measured = run_evaluation(flags.run, training_args, flags.given)
     check_keep_rule(flags, measured)
     lexical = reference_settings(flags, measured)
+    prepared = entry.prepare(flags)
     anchor = None
     if entry.run is None:
         steps = check_planned_steps(prepared.size, training_args)
