@@ -65,8 +65,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     if flags is None:  # --help
         return 0
     training_args, objective, entry = flags.trainer, flags.objective, flags.entry
+    check_keep_rule(flags)
     measured = run_evaluation(flags.run, training_args, flags.given)
-    check_keep_rule(flags, measured)
     lexical = reference_settings(flags, measured)
     prepared = entry.prepare(flags)
     anchor = None
@@ -187,13 +187,13 @@ def reference_settings(flags: TrainingFlags, measured):
     return settings
 
 
-def check_keep_rule(flags: TrainingFlags, measured) -> None:
+def check_keep_rule(flags: TrainingFlags) -> None:
     """``--keep_trained_if reliable`` judges the gain over the queries (pairs) of the checkpoint metric: refused, before
     the model loads, when nothing measures the run, when the start is never restored, or when the checkpoint metric
     is not one whose evaluator keeps per-query scores (retrieval nDCG@10, STS-B dev)."""
     if flags.run is None or flags.run.keep_trained_if != "reliable":
         return
-    if measured.evaluator is None:
+    if not flags.evaluates:
         raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
                        "--stsb_dev)")
     if flags.keep is not None and not flags.keep.keep_start_if_better:

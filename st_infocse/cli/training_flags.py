@@ -141,9 +141,7 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
         print(FlagParser([ConfigArguments, *([RecipeArguments] if command == "train" else []),
                           *own.dataclass_types, training_arguments_class()], prog).format_help())
         return None
-    (recipe_own, recipe_rest), (config_own, config_rest), (argv_own, argv_rest) = map(own.read, sources.layers)
-    user_own = {**config_own, **argv_own}
-    user_rest = [*unknown_flags(config_rest), *argv_rest]
+    recipe_own, user_own, left = own.read_layers(sources.layers)
     what = f"--objective {objective}" + (f" --idc_loss {idc_loss}" if objective == "idc" else "")
     what = what if command == "train" else command
     own_flags = ", ".join(f"--{item.name.rstrip('_')}" for dtype in entry.all
@@ -153,7 +151,7 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
              f"(`{prog}{' ' + what if command == 'train' else ''} --help` lists them)")
     # another objective's flag is refused now; a flag that is none of ours may still be the trainer's
     others = takers()
-    refuse_unknown([item for item in [*recipe_rest, *user_rest] if flag_of(item) in others], what, takes, others)
+    refuse_unknown([item for item in unknown_flags(left) if flag_of(item) in others], what, takes, others)
     built = dict(zip(own.dataclass_types, own.build({**recipe_own, **user_own}), strict=True))
     attributes = _attributes()
     flags = TrainingFlags(objective=objective, entry=entry, loss=built.get(entry.loss_flags),
@@ -163,12 +161,8 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     check_before_loading(flags)
 
     trainer = FlagParser([training_arguments_class()], prog)
-    (recipe_trainer, recipe_left), (config_trainer, _), (argv_trainer, argv_left) = (
-        trainer.read(recipe_rest), trainer.read(config_rest), trainer.read(argv_rest))
-    config_left = [f"--{key}" for key in config_rest if key not in config_trainer]
-    user_trainer = {**config_trainer, **argv_trainer}
-    refuse_unknown([*recipe_left, *config_left, *argv_left], what, takes, others,
-                   known=[*own.flags, *trainer.flags])
+    recipe_trainer, user_trainer, trainer_left = trainer.read_layers(left)
+    refuse_unknown(unknown_flags(trainer_left), what, takes, others, known=[*own.flags, *trainer.flags])
     flags.given = frozenset({*recipe_own, *user_own, *recipe_trainer, *user_trainer})
     flags.typed = frozenset({*user_own, *user_trainer})
     trainer_values = {**recipe_trainer, **user_trainer}
