@@ -60,7 +60,6 @@ def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArgume
 
 
 def cmd_evaluate(argv: Sequence[str]) -> int:
-    # Parsing loads neither torch nor the model: bad input is refused before either.
     parsed = parse_command(SECTIONS, argv, "st-infocse evaluate")
     if parsed is None:  # --help
         return 0
@@ -98,32 +97,24 @@ def _evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments, lex
     model = model_loaded.model
     label = Path(model_args.model).name or model_args.model
     # truncation changes the scores, so the length in force is part of every report
-    settings = {
-        "model": model_args.model,
-        "max_seq_length": model.max_seq_length,
-        "modules": model_loaded.how,
-        "batch_size": eval_args.batch_size,
-    }
+    settings = {"model": model_args.model, "max_seq_length": model.max_seq_length, "modules": model_loaded.how,
+                "batch_size": eval_args.batch_size}
     summary("Evaluating", settings)
     results: dict[str, Any] = {}
     per_query = ["ndcg@10"] if eval_args.compare else []
     try:
         if eval_args.sts:
-            results["STS"] = evaluation.evaluate_sts_suite(
-                model, eval_args.sts, batch_size=eval_args.batch_size, model_label=label
-            )
-            print(results["STS"])
+            results["STS"] = evaluation.evaluate_sts_suite(model, eval_args.sts, batch_size=eval_args.batch_size,
+                                                           model_label=label)
         if eval_args.beir:
             results["BEIR"] = evaluation.evaluate_beir(
                 model, eval_args.beir, source=eval_args.beir_source, batch_size=eval_args.batch_size, model_label=label,
-                per_query=per_query, split=eval_args.split, lexical=lexical,
-            )
-            print(results["BEIR"])
+                per_query=per_query, split=eval_args.split, lexical=lexical)
         if eval_args.transfer:
-            results["Transfer"] = evaluation.evaluate_transfer(
-                model, eval_args.transfer, batch_size=eval_args.batch_size, model_label=label
-            )
-            print(results["Transfer"])
+            results["Transfer"] = evaluation.evaluate_transfer(model, eval_args.transfer,
+                                                               batch_size=eval_args.batch_size, model_label=label)
+        for result in results.values():
+            print(result)
     except evaluation.DataFormatError as exc:
         raise CLIError(str(exc)) from exc
     return results | {"_": settings}

@@ -1,10 +1,7 @@
-"""Each objective of ``st-infocse train`` as one entry: the flag sections it takes, how its training data is prepared
-before the model loads, and how its loss is built (or, for IDC, its own run of mine -> train rounds).
-
-The command reads the entry of ``--objective`` and follows it; nothing else in the command names an objective. The
-losses and their defaults are the registry's (:mod:`st_infocse.losses.registry`); the loss flags are the dataclasses
-of :mod:`~st_infocse.cli.objective_flags`.
-"""
+"""Each objective of ``st-infocse train`` (and stage 1, ``pretrain-aux``) as one entry: the flag sections it takes,
+how its training data is prepared before the model loads, how its loss is built and what it saves (or, for IDC, its
+own run of mine -> train rounds). The command follows the entry; nothing else in it names an objective. The losses
+and their defaults are the registry's (:mod:`st_infocse.losses.registry`)."""
 
 from __future__ import annotations
 
@@ -36,8 +33,7 @@ from st_infocse.cli.output import end_summary, lengths, summary
 from st_infocse.losses.registry import STAGE1, get_objective, objective_names
 from st_infocse.mining.documents import load_documents
 
-__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "build_loss", "entry_of", "learning_rate_mapping", "takers",
-           "warm_up_decoder"]
+__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "build_loss", "entry_of", "learning_rate_mapping", "takers"]
 
 
 @dataclass
@@ -121,24 +117,22 @@ def learning_rate_mapping(loss, aux_learning_rate: float | None) -> dict[str, fl
     return {r"^(?!model\.)": aux_learning_rate}
 
 
-def warm_up_decoder(model, texts: Sequence[str], loss_flags: Any, warmup: Any, objective: str, batch_size: int,
-                    seed: int, output_dir: str | Path) -> str:
-    """Train ``objective``'s auxiliary decoder alone on the frozen ``model`` (as the probe decoder of
-    :func:`~st_infocse.training.train_probe_decoder` is), save it under ``output_dir/decoder_warmup`` and return
-    that folder, for the loss's ``decoder``. The decoder's ``k``, ``n``, mask rate and fusion start are the loss
-    flags' where given, else the objective's preset for this encoder's depth; ``warmup``: the warm-up's flags."""
+def warm_up_decoder(model, texts: Sequence[str], flags: Any) -> str:
+    """Train the objective's auxiliary decoder alone on the frozen ``model`` (as the probe decoder of
+    :func:`~st_infocse.training.train_probe_decoder` is) for ``--decoder_warmup_steps``, save it under
+    ``OUTPUT/decoder_warmup`` and return that folder, for the loss's ``decoder``. Its ``k``, ``n``, mask rate and
+    fusion start are the loss flags' where given, else the objective's preset for this encoder's depth."""
     from st_infocse.modeling import find_encoder_parts
     from st_infocse.training import train_probe_decoder
 
-    settings = get_objective(objective).preset.decoder_settings(
-        find_encoder_parts(model).depth, loss_flags.k, loss_flags.n, loss_flags.mask_rate, loss_flags.fusion_init
-    )
+    loss, warmup, args = flags.loss, flags.warmup, flags.trainer
+    settings = get_objective(flags.objective).preset.decoder_settings(
+        find_encoder_parts(model).depth, loss.k, loss.n, loss.mask_rate, loss.fusion_init)
     decoder, curve = train_probe_decoder(
         model, texts, k=settings.k, n=settings.n, mask_rate=settings.mask_rate, steps=warmup.decoder_warmup_steps,
-        batch_size=batch_size, learning_rate=warmup.decoder_warmup_learning_rate, seed=seed,
-        fusion_init=settings.fusion_init, description="Decoder warm-up",
-    )
-    folder = Path(output_dir) / "decoder_warmup"
+        batch_size=args.per_device_train_batch_size, learning_rate=warmup.decoder_warmup_learning_rate, seed=args.seed,
+        fusion_init=settings.fusion_init, description="Decoder warm-up")
+    folder = Path(args.output_dir) / "decoder_warmup"
     decoder.save_pretrained(folder)
     last = curve[-min(10, len(curve)):]
     accuracy = sum(point["accuracy"] for point in last) / len(last)
@@ -170,10 +164,7 @@ def texts(flags) -> Prepared:
 def registry_loss(model, flags, prepared: Prepared):
     """The objective's loss from the registry, its decoder first warmed up where ``--decoder_warmup_steps`` asks."""
     if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None:
-        args = flags.trainer
-        flags.loss.decoder = warm_up_decoder(model, prepared.dataset["text"], flags.loss, flags.warmup,
-                                             flags.objective, args.per_device_train_batch_size, args.seed,
-                                             args.output_dir)
+        flags.loss.decoder = warm_up_decoder(model, prepared.dataset["text"], flags)
     return build_loss(model, flags.objective, flags.loss)
 
 
