@@ -85,11 +85,12 @@ def write_run_summary(output_dir: str | Path, values: dict[str, Any]) -> Path:
     return path
 
 
-def end_summary(title: str, out: Path, rows: dict[str, Any], record: dict[str, Any], labels: dict[str, str],
+def end_summary(title: str, out: Path, rows: dict[str, Any], record: dict[str, Any], labels: dict[str, str] | None,
                 measured: tuple[dict, dict, dict, str] | None, lengths_row: str) -> None:
     """The end of a training run: each measured metric's start -> end with its interval and which model was saved
-    (``measured``: start metrics, end metrics, changes, the saved line; None without an evaluator), the lengths, the
-    folder, and ``record`` written to ``run_summary.json``; a warning per metric that ended below its start."""
+    (``measured``: start metrics, end metrics, changes, the saved line; None without an evaluator; ``labels`` None: a
+    run that takes no evaluator, stage 1), the lengths, the folder, and ``record`` written to ``run_summary.json``; a
+    warning per metric that ended below its start."""
     from st_infocse.training.start_end import start_end_rows
 
     warnings: list[str] = []
@@ -97,7 +98,7 @@ def end_summary(title: str, out: Path, rows: dict[str, Any], record: dict[str, A
         start, end, changes, saved = measured
         rows.update({**start_end_rows(labels, start, end, changes), "saved": saved})
         warnings = worse_at_end(labels, start, end)
-    else:
+    elif labels is not None:
         rows["start -> end"] = NOT_MEASURED
     rows.update({"max length": lengths_row, "model": out, "run summary": write_run_summary(out, record)})
     summary(title, rows)

@@ -127,8 +127,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
             "texts": len(dataset), "steps": trainer.state.global_step, "time": f"{time.time() - start:.0f} s"}
     last = next((log for log in reversed(trainer.state.log_history) if "loss" in log), None)
     if last is not None:  # the loss and each of its terms, as last logged
-        rows["last loss"] = ", ".join(f"{key} {value:.4f}" for key, value in last.items()
-                                      if key not in ("learning_rate", "grad_norm", "epoch", "step"))
+        rows["last loss"] = ", ".join(f"{key} {value:.4f}" for key, value in last.items() if isinstance(value, float)
+                                      and key not in ("learning_rate", "grad_norm", "epoch", "step"))
     record: dict = {"objective": objective, "model": loaded.how, "steps": trainer.state.global_step,
                     "settings": flags.settings(), "loss": loss.get_config_dict(),
                     "max_seq_length": {"training": training_length, "saved": own_length}}
@@ -146,8 +146,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
             reference_rows, record["lexical_references"] = lexical_reference_rows(references, lexical.describe())
             rows.update(reference_rows)
     rows.update(saved)
-    end_summary(f"{entry.title} done" if entry.title else "Training done", out, rows, record, measured.labels, result,
-                lengths(training_length, own_length))
+    end_summary(f"{entry.title} done" if entry.title else "Training done", out, rows, record,
+                measured.labels if flags.run is not None else None, result, lengths(training_length, own_length))
     return 0
 
 
