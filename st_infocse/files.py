@@ -26,6 +26,7 @@ __all__ = [
     "InvalidJSONLineError",
     "NotDecodableError",
     "TextReport",
+    "beir_parts",
     "beir_split",
     "check_at_least",
     "check_local_file",
@@ -369,3 +370,23 @@ def beir_split(folder: str | Path, default: str = "test") -> str:
         if parts and (parts[0] / "qrels" / f"{candidate}.tsv").is_file():
             return candidate
     return default
+
+
+def beir_parts(name: str, source: str | Path, split: str | None, default: str = "test") -> tuple[dict[str, Path], str]:
+    """The BEIR-layout folders of dataset ``name`` under ``source`` (a folder of datasets, or the dataset's own
+    folder), ``{"": folder}`` or one per part (CQADupStack's forums, each with its corpus.jsonl), and the qrels split
+    read in them (``split``, else :func:`beir_split`). Reads folder listings only; FileNotFoundError names what is
+    missing."""
+    root = Path(source).expanduser()
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: folder not found (expected BEIR dataset folders or 'mteb')")
+    folder = root / name
+    if not folder.is_dir():
+        if not ((root / "corpus.jsonl").is_file() and root.name.lower() == name.lower()):
+            raise FileNotFoundError(f"{folder}: folder not found (no BEIR dataset {name!r} under {root})")
+        folder = root
+    parts = {"": folder} if (folder / "corpus.jsonl").is_file() else {
+        p.name: p for p in sorted(folder.iterdir()) if (p / "corpus.jsonl").is_file()}
+    if not parts:
+        raise FileNotFoundError(f"{folder}: no corpus.jsonl here or in its subfolders")
+    return parts, split or beir_split(folder, default)

@@ -1136,7 +1136,6 @@ class _Built(Exception):
 def test_every_loss_flag_given_reaches_the_loss_the_command_builds(workspace, objective, monkeypatch):
     """All of an objective's loss flags at once, each at a non-default value: the loss the command line builds (whose
     get_config_dict is what the model card shows) carries every one, and --aux_learning_rate reaches the trainer."""
-    import st_infocse.cli.pretrain_aux as cli_pretrain_aux
     import st_infocse.cli.train as cli_train
     import st_infocse.mining as mining
 
@@ -1152,7 +1151,6 @@ def test_every_loss_flag_given_reaches_the_loss_the_command_builds(workspace, ob
         raise _Built
 
     monkeypatch.setattr(cli_train, "run_trainer", capture)
-    monkeypatch.setattr(cli_pretrain_aux, "run_trainer", capture)
     monkeypatch.setattr(mining, "train_idc_rounds", capture_rounds)
     flags = EXPECTED_LOSS_FLAGS[objective] - {"decoder"}  # --decoder loads a trained decoder: its own test below
     argv = [*_objective_argv(objective), "--model", str(workspace["model"]), *_one_step(objective)]

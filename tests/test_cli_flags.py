@@ -179,7 +179,6 @@ def _capture(monkeypatch) -> dict:
     or runs on with stand-in results (evaluate)."""
     import logging
 
-    import st_infocse.cli.pretrain_aux as cli_pretrain_aux
     import st_infocse.cli.train as cli_train
     import st_infocse.evaluation as evaluation
     import st_infocse.mining as mining
@@ -243,7 +242,6 @@ def _capture(monkeypatch) -> dict:
     spy(evaluation, "retrieval_evaluator")
     spy(evaluation, "stsb_dev_evaluator")
     monkeypatch.setattr(cli_train, "run_trainer", trainer)
-    monkeypatch.setattr(cli_pretrain_aux, "run_trainer", trainer)
     monkeypatch.setattr(mining, "train_idc_rounds", rounds)
     monkeypatch.setattr(mining, "mine_pairs", mine)
     monkeypatch.setattr(training, "build_trainer", lambda m, loss, d, args, ev: trainer(m, loss, d, args, ev))

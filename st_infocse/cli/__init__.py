@@ -7,16 +7,9 @@
     st-infocse train --recipe infocse-bert-base --train_data wiki1m_for_simcse.txt --output_dir out   # a paper's run
     st-infocse demo                                                                          # offline, a few minutes
 
-Every flag of ``SentenceTransformerTrainingArguments`` is accepted by ``train`` and ``pretrain-aux``, and each
-objective takes its own loss flags (``train --objective NAME --help``); a flag the run does not take is refused by
-name. ``--config file.json|yaml`` (or ``--config=FILE``) holds any of them (flags given after it override it). Errors
-about inputs exit with code 2, one line, before any model, dataset or document loads: input files and other
-objectives' flags before torch is imported (about 1 second), the trainer's flags once its arguments are read.
-
-One module per command (``st_infocse.cli.<command>``, imported when the command runs, so that ``--help`` and the
-input checks stay fast); the flags are in :mod:`~st_infocse.cli.arguments` (the command's) and
-:mod:`~st_infocse.cli.objective_flags` (each objective's), read by :mod:`~st_infocse.cli.parsing`; a training run's
-flags are read and checked in :mod:`~st_infocse.cli.training_flags`.
+Each command is a module of this package (imported when it runs, so ``--help`` and the input checks stay fast),
+reading its flags through :mod:`~st_infocse.cli.parsing`; a bad input exits with code 2 and one line, before any
+model, dataset or document loads.
 """
 
 from __future__ import annotations
@@ -34,7 +27,7 @@ __all__ = ["COMMANDS", "CLIError", "main"]
 #: name -> ("module:function" under st_infocse.cli, one-line description); the function takes the flags after the
 #: command's name and returns the exit code.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "pretrain-aux": ("pretrain_aux:cmd_pretrain_aux", "stage 1: pre-train the auxiliary decoder (paper 000 §3.1)"),
+    "pretrain-aux": ("train:cmd_pretrain_aux", "stage 1: pre-train the auxiliary decoder (paper 000 §3.1)"),
     "train": ("train:cmd_train", f"train with --objective {'|'.join(objective_names())}"),
     "mine": ("mine:cmd_mine", "mine IDC positive pairs from documents into a dataset on disk"),
     "evaluate": ("evaluate:cmd_evaluate", "STS suite, BEIR and transfer tasks; JSON, markdown and plots"),

@@ -1,242 +1,190 @@
-"""The command line's own flags: one dataclass per ``--help`` section of the model, the data, the run's
-measurement, the output folder, mining and evaluation. The objectives' flags are in
+"""The command line's own flags: one dataclass per ``--help`` section (``_argument_group_name`` titles it) of the
+model, the data, the run's measurement, the output folder, mining and evaluation. The objectives' flags are in
 :mod:`~st_infocse.cli.objective_flags`, and :mod:`~st_infocse.cli.parsing` reads them all.
+
+A field is declared with :func:`flag` (its default and help); a section's ``bounds`` (field -> (low, high, low
+included, high included), why) are refused by :class:`Checked` under the flag's name when the section is built.
 """
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from st_infocse.cli.errors import CLIError
+from st_infocse.losses.registry import out_of_bounds
 
 WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
 BUNDLED = "demo"  # --train_data demo / --stsb_dev demo: the data shipped in st_infocse/data
+AT_LEAST_1, POSITIVE = (1, None, True, False), (0, None, False, False)  # the commonest bounds
 
-# ``_argument_group_name`` gives each dataclass its own titled section in --help, listed before the trainer's flags.
+
+def flag(default: Any, help: str, **metadata: Any) -> Any:
+    """A flag's field: ``default`` (a list is copied for each instance) and its ``--help`` text; ``metadata`` goes to
+    argparse as HfArgumentParser passes it (``metavar``, ``aliases``)."""
+    metadata = {"help": help, **metadata}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def flag_name(item: Any) -> str:
+    """The flag a field is given by: its alias where it has one (``lambda_`` is ``--lambda``)."""
+    return (item.metadata.get("aliases") or [f"--{item.name}"])[0]
+
+
+class Checked:
+    """A section whose values are checked against its ``bounds`` when it is built, each refused in one line that
+    names its flag."""
+
+    bounds: dict[str, tuple[tuple, str]] = {}
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            bounds, note = self.bounds.get(item.name, (None, ""))
+            why = out_of_bounds(item.name, getattr(self, item.name), bounds) if bounds else None
+            if why:
+                raise CLIError(f"{flag_name(item)} {why}{' ' + note if note else ''}, got {getattr(self, item.name):g}")
 
 
 @dataclass
 class ModelArguments:
     _argument_group_name = "model"
 
-    model: str = field(
-        default="bert-base-uncased",
-        metadata={"help": "Hub id or local folder of a Hugging Face or Sentence Transformer model."},
-    )
-    pooling: Literal["cls", "mean", "max", "model"] | None = field(
-        default=None,
-        metadata={
-            "help": "Default: a saved Sentence Transformer keeps its own modules (Pooling, Dense, Normalize, ...); a "
-            "plain Hugging Face encoder is pooled with cls (the papers' setting, SimCSE's cls_before_pooler). cls, "
-            "mean or max replaces only the Pooling module of a saved Sentence Transformer; 'model' keeps the "
-            "modules sentence-transformers loads."
-        },
-    )
-    max_seq_length: int = field(
-        default=32,
-        metadata={
-            "help": "Maximum tokens per sentence while training (the papers' 32); the saved model keeps the base "
-            "model's own maximum length."
-        },
-    )
-    trust_remote_code: bool = field(default=False, metadata={"help": "Allow custom model code from the hub."})
+    model: str = flag("bert-base-uncased", "Hub id or local folder of a Hugging Face or Sentence Transformer model.")
+    pooling: Literal["cls", "mean", "max", "model"] | None = flag(
+        None, "Default: a saved Sentence Transformer keeps its own modules (Pooling, Dense, Normalize, ...); a plain "
+        "Hugging Face encoder is pooled with cls (the papers' setting, SimCSE's cls_before_pooler). cls, mean or max "
+        "replaces only the Pooling module of a saved Sentence Transformer; 'model' keeps the modules "
+        "sentence-transformers loads.")
+    max_seq_length: int = flag(32, "Maximum tokens per sentence while training (the papers' 32); the saved model "
+                               "keeps the base model's own maximum length.")
+    trust_remote_code: bool = flag(False, "Allow custom model code from the hub.")
 
 
 @dataclass
 class SavedModelArguments(ModelArguments):
     """For commands that use a trained model as it is: its own modules and length unless told otherwise."""
 
-    max_seq_length: int | None = field(
-        default=None, metadata={"help": "Maximum tokens per sentence (default: the model's)."}
-    )
+    max_seq_length: int | None = flag(None, "Maximum tokens per sentence (default: the model's).")
 
 
 @dataclass
 class DataArguments:
     _argument_group_name = "training data"
 
-    train_data: str = field(
-        default=WIKI1M,
-        metadata={
-            "help": "Training text: a .txt(.gz) file (one sentence per line), .jsonl(.gz)/.json/.csv/.tsv/.parquet, "
-            "a save_to_disk folder, an hf:// file, a hub dataset id, or 'demo' (4,096 Wikipedia sentences shipped "
-            "with the package). Missing, non-string and blank rows are dropped and counted."
-        },
-    )
-    text_column: str | None = field(
-        default=None, metadata={"help": "Column holding the text (default: 'text' or the only string column)."}
-    )
-    max_train_samples: int | None = field(default=None, metadata={"help": "Use only the first N training texts."})
-    split_sentences: bool = field(
-        default=False,
-        metadata={
-            "help": "Split each training text into sentences first (the splitter IDC mining uses), so that long "
-            "texts such as whole abstracts are not cut at --max_seq_length."
-        },
-    )
+    train_data: str = flag(
+        WIKI1M, "Training text: a .txt(.gz) file (one sentence per line), .jsonl(.gz)/.json/.csv/.tsv/.parquet, a "
+        "save_to_disk folder, an hf:// file, a hub dataset id, or 'demo' (4,096 Wikipedia sentences shipped with the "
+        "package). Missing, non-string and blank rows are dropped and counted.")
+    text_column: str | None = flag(None, "Column holding the text (default: 'text' or the only string column).")
+    max_train_samples: int | None = flag(None, "Use only the first N training texts.")
+    split_sentences: bool = flag(False, "Split each training text into sentences first (the splitter IDC mining "
+                                 "uses), so that long texts such as whole abstracts are not cut at --max_seq_length.")
+
+    def __post_init__(self) -> None:
+        if self.train_data == BUNDLED:  # the 4,096 Wikipedia sentences shipped with the package
+            from st_infocse.data import sentences_file
+
+            self.train_data = str(sentences_file())
 
 
 @dataclass
-class RunEvaluationArguments:
+class RunEvaluationArguments(Checked):
     _argument_group_name = "measuring the run (start -> end)"
+    bounds = {"eval_retrieval_max_corpus": ((0, None, True, False), "(0: the whole corpus)")}
 
-    stsb_dev: str = field(
-        default="hub",
-        metadata={
-            "help": "STS-B dev for checkpoint selection: 'hub', 'demo' (the 1,500 pairs shipped with the package), a "
-            "SentEval data/downstream folder, a sentence1/sentence2/score file, or 'none'."
-        },
-    )
-    eval_retrieval: str | None = field(
-        default=None,
-        metadata={
-            "help": "Your own retrieval set, a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): "
-            "nDCG@10 and Recall@100 before, during and after training; it chooses the checkpoint unless "
-            "--metric_for_best_model says otherwise.",
-            "metavar": "DIR",
-        },
-    )
-    eval_retrieval_split: str | None = field(
-        default=None, metadata={"help": "Its qrels split (default: dev, else test)."}
-    )
-    eval_retrieval_max_corpus: int | None = field(
-        default=10_000,
-        metadata={
-            "help": "Larger corpora are sub-sampled to every judged document plus a --seed sample of the rest, up "
-            "to this many documents (0: the whole corpus)."
-        },
-    )
-    keep_trained_if: Literal["better", "reliable"] = field(
-        default="better",
-        metadata={
-            "help": "Which model the run hands back, with an evaluator: 'better' keeps the trained model when its "
-            "checkpoint metric is not below the start's; 'reliable' only when its gain is reliable over your "
-            "queries (STS pairs): the 95 percent interval of a paired bootstrap over them lies above zero. The "
-            "adapt-* recipes set 'reliable'."
-        },
-    )
+    stsb_dev: str = flag("hub", "STS-B dev for checkpoint selection: 'hub', 'demo' (the 1,500 pairs shipped with the "
+                         "package), a SentEval data/downstream folder, a sentence1/sentence2/score file, or 'none'.")
+    eval_retrieval: str | None = flag(
+        None, "Your own retrieval set, a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): nDCG@10 "
+        "and Recall@100 before, during and after training; it chooses the checkpoint unless --metric_for_best_model "
+        "says otherwise.", metavar="DIR")
+    eval_retrieval_split: str | None = flag(None, "Its qrels split (default: dev, else test).")
+    eval_retrieval_max_corpus: int | None = flag(
+        10_000, "Larger corpora are sub-sampled to every judged document plus a --seed sample of the rest, up to this "
+        "many documents (0: the whole corpus).")
+    keep_trained_if: Literal["better", "reliable"] = flag(
+        "better", "Which model the run hands back, with an evaluator: 'better' keeps the trained model when its "
+        "checkpoint metric is not below the start's; 'reliable' only when its gain is reliable over your queries (STS "
+        "pairs): the 95 percent interval of a paired bootstrap over them lies above zero. The adapt-* recipes set "
+        "'reliable'.")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.eval_retrieval and not Path(self.eval_retrieval).expanduser().is_dir():
             raise CLIError(f"--eval_retrieval: no folder at {self.eval_retrieval} (a BEIR-layout folder: "
                            "corpus.jsonl, queries.jsonl, qrels/)")
         if self.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(self.stsb_dev).expanduser().exists():
             raise CLIError(f"STS-B dev data not found: {self.stsb_dev}")
-        if self.eval_retrieval_max_corpus is not None and self.eval_retrieval_max_corpus < 0:
-            raise CLIError(f"--eval_retrieval_max_corpus must be 0 (all) or positive, got "
-                           f"{self.eval_retrieval_max_corpus}")
 
 
 @dataclass
-class KeepArguments:
+class KeepArguments(Checked):
     """What a run of one loss hands back (IDC's rounds keep their best round themselves)."""
 
     _argument_group_name = "the model handed back"
+    bounds = {"weight_anchor": ((0, 1, False, True), "(the share of the trained change kept)")}
 
-    keep_start_if_better: bool = field(
-        default=True,
-        metadata={
-            "help": "With an evaluator, hand back the model as given when no checkpoint and not the end beat it on "
-            "the checkpoint metric."
-        },
-    )
-    weight_anchor: float = field(
-        default=1.0,
-        metadata={
-            "help": "Keep this share of the trained change: after the last step the model becomes start + share x "
-            "(trained - start) (WiSE-FT), and that is what is scored against the start and saved. 1: the trained "
-            "model; 0.5: halfway back (docs/adapting-your-model.md). Below 1 the last step is the model kept, so "
-            "load_best_model_at_end is off unless given.",
-            "metavar": "SHARE",
-        },
-    )
-
-    def __post_init__(self) -> None:
-        if not 0 < self.weight_anchor <= 1:
-            raise CLIError(f"--weight_anchor must lie in (0, 1] (the share of the trained change kept); got "
-                           f"{self.weight_anchor:g}")
+    keep_start_if_better: bool = flag(True, "With an evaluator, hand back the model as given when no checkpoint and "
+                                      "not the end beat it on the checkpoint metric.")
+    weight_anchor: float = flag(
+        1.0, "Keep this share of the trained change: after the last step the model becomes start + share x (trained - "
+        "start) (WiSE-FT), and that is what is scored against the start and saved. 1: the trained model; 0.5: halfway "
+        "back (docs/adapting-your-model.md). Below 1 the last step is the model kept, so load_best_model_at_end is "
+        "off unless given.", metavar="SHARE")
 
 
 @dataclass
 class OutputArguments:
     _argument_group_name = "the output folder"
 
-    overwrite_output_dir: bool = field(
-        default=False,
-        metadata={
-            "help": "Replace an earlier run in --output_dir (its checkpoints, saved model and run summary are removed "
-            "first). Without it, a folder holding a run is refused unless --resume_from_checkpoint resumes it."
-        },
-    )
+    overwrite_output_dir: bool = flag(
+        False, "Replace an earlier run in --output_dir (its checkpoints, saved model and run summary are removed "
+        "first). Without it, a folder holding a run is refused unless --resume_from_checkpoint resumes it.")
 
 
 @dataclass
-class MineArguments:
+class MineArguments(Checked):
     _argument_group_name = "mining"
+    bounds = {"min_sentences": ((2, None, True, False), "(a pair needs two sentences)")}
 
-    docs: str = field(
-        default=None,
-        metadata={
-            "help": "Documents: a .txt(.gz) file with documents separated by blank lines (each line is split into "
-            "sentences), .jsonl(.gz)/.json objects with 'sentences' (list) or 'text' (and 'id'), a save_to_disk "
-            "folder, or a hub dataset id."
-        },
-    )
-    output_dir: str = field(
-        default="pairs", metadata={"help": "Folder for the mined pairs (datasets save_to_disk) and report.json."}
-    )
-    k: int = field(default=1, metadata={"help": "Top-K neighbours per sentence."})
-    threshold: float | None = field(
-        default=None,
-        metadata={"help": "Floor on the edge score: a cosine, or the raw inner product with --similarity dot."},
-    )
-    similarity: Literal["cosine", "dot"] = field(
-        default="cosine",
-        metadata={
-            "help": "Edge score: cosine, or dot (inner product, paper 002 eq. 2; the same as cosine for models "
-            "ending in Normalize)."
-        },
-    )
-    min_sentences: int = field(default=2, metadata={"help": "Skip documents with fewer sentences."})
-    max_sentences: int | None = field(default=1000, metadata={"help": "Skip documents with more sentences."})
-    max_pairs_per_cluster: int | None = field(default=None, metadata={"help": "Cap on pairs per cluster."})
-    batch_size: int = field(default=64, metadata={"help": "Encoding batch size."})
-    max_docs: int | None = field(default=None, metadata={"help": "Mine only the first N documents."})
-    seed: int = field(default=0, metadata={"help": "Seed for the pair cap's sample."})
-
-    def __post_init__(self) -> None:
-        if self.min_sentences < 2:  # the miner would raise it to 2 without a word
-            raise CLIError(f"--min_sentences must be at least 2 (a pair needs two sentences), got {self.min_sentences}")
+    docs: str = flag(None, "Documents: a .txt(.gz) file with documents separated by blank lines (each line is split "
+                     "into sentences), .jsonl(.gz)/.json objects with 'sentences' (list) or 'text' (and 'id'), a "
+                     "save_to_disk folder, or a hub dataset id.")
+    output_dir: str = flag("pairs", "Folder for the mined pairs (datasets save_to_disk) and report.json.")
+    k: int = flag(1, "Top-K neighbours per sentence.")
+    threshold: float | None = flag(None, "Floor on the edge score: a cosine, or the raw inner product with "
+                                   "--similarity dot.")
+    similarity: Literal["cosine", "dot"] = flag("cosine", "Edge score: cosine, or dot (inner product, paper 002 eq. "
+                                                "2; the same as cosine for models ending in Normalize).")
+    min_sentences: int = flag(2, "Skip documents with fewer sentences.")  # the miner would raise it to 2 silently
+    max_sentences: int | None = flag(1000, "Skip documents with more sentences.")
+    max_pairs_per_cluster: int | None = flag(None, "Cap on pairs per cluster.")
+    batch_size: int = flag(64, "Encoding batch size.")
+    max_docs: int | None = flag(None, "Mine only the first N documents.")
+    seed: int = flag(0, "Seed for the pair cap's sample.")
 
 
 @dataclass
-class LexicalArguments:
+class LexicalArguments(Checked):
     """BM25 and its hybrid with the model, scored beside the model on the same queries (--beir, --eval_retrieval)."""
 
     _argument_group_name = "BM25 beside your retrieval scores"
+    bounds = {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}
 
-    bm25: bool = field(
-        default=True,
-        metadata={"help": "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same queries, "
-                  "with the model's change against each and its interval over the queries."},
-    )
-    bm25_language: str = field(
-        default="english", metadata={"help": "BM25's stemmer (Snowball) and stop-word language."}
-    )
-    bm25_stem: bool = field(default=True, metadata={"help": "Stem BM25's tokens."})
-    bm25_stopwords: bool = field(default=True, metadata={"help": "Drop the language's stop words from BM25's tokens."})
-    hybrid_fusion: Literal["minmax", "rrf"] = field(
-        default="minmax",
-        metadata={"help": "How the hybrid fuses the two runs per query: minmax (each run's scores min-max normalised, "
-                  "then summed with --hybrid_weight) or rrf (reciprocal rank fusion)."},
-    )
-    hybrid_weight: float = field(default=0.5, metadata={"help": "BM25's weight in the minmax hybrid."})
+    bm25: bool = flag(True, "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same "
+                      "queries, with the model's change against each and its interval over the queries.")
+    bm25_language: str = flag("english", "BM25's stemmer (Snowball) and stop-word language.")
+    bm25_stem: bool = flag(True, "Stem BM25's tokens.")
+    bm25_stopwords: bool = flag(True, "Drop the language's stop words from BM25's tokens.")
+    hybrid_fusion: Literal["minmax", "rrf"] = flag(
+        "minmax", "How the hybrid fuses the two runs per query: minmax (each run's scores min-max normalised, then "
+        "summed with --hybrid_weight) or rrf (reciprocal rank fusion).")
+    hybrid_weight: float = flag(0.5, "BM25's weight in the minmax hybrid.")
 
     def __post_init__(self) -> None:
-        if not 0 <= self.hybrid_weight <= 1:
-            raise CLIError(f"--hybrid_weight must lie in [0, 1] (BM25's share of the minmax hybrid), got "
-                           f"{self.hybrid_weight:g}")
+        super().__post_init__()
         if self.bm25:
             check_bm25_language(self.bm25_language, self.bm25_stem, self.bm25_stopwords)
 
@@ -252,40 +200,23 @@ class LexicalArguments:
 
 @dataclass
 class EvaluateArguments:
-    sts: str | None = field(
-        default=None, metadata={"help": "STS suite source: 'mteb' (online) or a SentEval data/downstream folder."}
-    )
-    beir: list[str] | None = field(
-        default=None,
-        metadata={"help": "BEIR datasets, e.g. scifact nfcorpus, or paths of BEIR-layout folders (corpus.jsonl, "
-                  "queries.jsonl, qrels/<split>.tsv), read by their layout whatever their name."},
-    )
-    beir_source: str = field(
-        default="mteb", metadata={"help": "'mteb' (online) or a folder with one BEIR folder per dataset."}
-    )
-    split: str | None = field(
-        default=None,
-        metadata={"help": "The qrels split --beir reads (qrels/<split>.tsv). Default: test; in a local folder "
-                  "without qrels/test.tsv, dev (the file the guide has you write for your own queries)."},
-    )
-    transfer: str | None = field(
-        default=None, metadata={"help": "SentEval data/downstream folder for the transfer tasks."}
-    )
-    output_dir: str = field(
-        default="evaluation", metadata={"help": "Where evaluation.json, evaluation.md and plots go."}
-    )
-    batch_size: int = field(default=64, metadata={"help": "Encoding batch size."})
-    plots: bool = field(default=True, metadata={"help": "Draw bar charts (needs matplotlib)."})
-    verbose: bool = field(default=False, metadata={"help": "Also show beir's INFO log (every metric at every k)."})
-    compare: str | None = field(
-        default=None,
-        metadata={
-            "help": "A second model scored on the same sets: each STS task's and BEIR dataset's change from --compare "
-            "to --model, with its 95 percent interval from a paired bootstrap over the pairs / queries and a "
-            "verdict (comparison.json, comparison.md). Loaded as --model is.",
-            "metavar": "MODEL",
-        },
-    )
+    sts: str | None = flag(None, "STS suite source: 'mteb' (online) or a SentEval data/downstream folder.")
+    beir: list[str] | None = flag(None, "BEIR datasets, e.g. scifact nfcorpus, or paths of BEIR-layout folders "
+                                  "(corpus.jsonl, queries.jsonl, qrels/<split>.tsv), read by their layout whatever "
+                                  "their name.")
+    beir_source: str = flag("mteb", "'mteb' (online) or a folder with one BEIR folder per dataset.")
+    split: str | None = flag(None, "The qrels split --beir reads (qrels/<split>.tsv). Default: test; in a local "
+                             "folder without qrels/test.tsv, dev (the file the guide has you write for your own "
+                             "queries).")
+    transfer: str | None = flag(None, "SentEval data/downstream folder for the transfer tasks.")
+    output_dir: str = flag("evaluation", "Where evaluation.json, evaluation.md and plots go.")
+    batch_size: int = flag(64, "Encoding batch size.")
+    plots: bool = flag(True, "Draw bar charts (needs matplotlib).")
+    verbose: bool = flag(False, "Also show beir's INFO log (every metric at every k).")
+    compare: str | None = flag(
+        None, "A second model scored on the same sets: each STS task's and BEIR dataset's change from --compare to "
+        "--model, with its 95 percent interval from a paired bootstrap over the pairs / queries and a verdict "
+        "(comparison.json, comparison.md). Loaded as --model is.", metavar="MODEL")
 
 
 def check_bm25_language(language: str, stem: bool, stopwords: bool) -> None:

@@ -12,10 +12,11 @@ import importlib
 import importlib.util
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from st_infocse.cli.arguments import flag
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.parsing import parse_command
 
@@ -39,34 +40,26 @@ class DemoArguments:
 
     _argument_group_name = "demo"
 
-    objective: Literal["infocse", "simcse"] = field(default="infocse", metadata={"help": "Loss."})
-    steps: int = field(default=DEFAULT_STEPS, metadata={"help": "Training steps of --batch_size sentences."})
-    output_dir: str = field(default="out/demo", metadata={"help": "Where the trained model is saved."})
-    batch_size: int = field(default=64, metadata={"help": "Sentences per step (the papers': 64)."})
-    max_length: int = field(default=32, metadata={"help": "Training max length in tokens (the papers': 32)."})
-    learning_rate: float = field(default=3e-5, metadata={"help": "Learning rate (the papers': 3e-5)."})
-    seed: int = field(default=0, metadata={"help": "Random seed."})
-    model: str | None = field(default=None, metadata={"help": "A local encoder instead of the wheel's MiniLM."})
-    eval_pairs: int | None = field(default=None, metadata={"help": "Score on the first N STS-B dev pairs only."})
+    objective: Literal["infocse", "simcse"] = flag("infocse", "Loss.")
+    steps: int = flag(DEFAULT_STEPS, "Training steps of --batch_size sentences.")
+    output_dir: str = flag("out/demo", "Where the trained model is saved.")
+    batch_size: int = flag(64, "Sentences per step (the papers': 64).")
+    max_length: int = flag(32, "Training max length in tokens (the papers': 32).")
+    learning_rate: float = flag(3e-5, "Learning rate (the papers': 3e-5).")
+    seed: int = flag(0, "Random seed.")
+    model: str | None = flag(None, "A local encoder instead of the wheel's MiniLM.")
+    eval_pairs: int | None = flag(None, "Score on the first N STS-B dev pairs only.")
 
     def __post_init__(self) -> None:
         # A number given is used as given; one that cannot be used is refused rather than replaced (eval_pairs: a
         # Spearman correlation needs two pairs).
-        for flag, least in {"steps": 1, "batch_size": 1, "max_length": 1, "eval_pairs": 2}.items():
-            value = getattr(self, flag)
+        for name, least in {"steps": 1, "batch_size": 1, "max_length": 1, "eval_pairs": 2}.items():
+            value = getattr(self, name)
             if value is not None and value < least:
-                raise CLIError(f"--{flag} must be at least {least}")
+                raise CLIError(f"--{name} must be at least {least}")
 
 
 SECTIONS = (DemoArguments,)
-
-
-def _own_length(base: Any, encoder: Any) -> int:
-    """The base model's own length by the package's one rule; a model that states none is scored at its positions."""
-    from st_infocse.training.builder import own_max_length
-
-    length = own_max_length(base)
-    return length if length is not None else int(encoder.auto_model.config.max_position_embeddings)
 
 
 def _scores(log_history: list[dict[str, Any]]) -> list[tuple[int, float]]:
@@ -98,6 +91,7 @@ def cmd_demo(argv: Sequence[str]) -> int:
     from st_infocse.evaluation import stsb_dev_evaluator
     from st_infocse.training import PaperTrainingArguments, build_trainer, save_model
     from st_infocse.training.at_length import AtLengthEvaluator
+    from st_infocse.training.builder import own_max_length
 
     set_seed(args.seed)  # before the loss's fresh modules are initialised, as train does (cli/inputs.model_from_args)
     # Loaded as a Sentence Transformer so that its own max length (256 for MiniLM, from sentence_bert_config.json)
@@ -106,7 +100,7 @@ def cmd_demo(argv: Sequence[str]) -> int:
     encoder = base[0]
     if not isinstance(encoder, Transformer):
         raise CLIError(f"{model_path} does not start with a Transformer module")
-    base_length = _own_length(base, encoder)
+    base_length = own_max_length(base) or int(encoder.auto_model.config.max_position_embeddings)
     encoder.max_seq_length = args.max_length
     # [CLS] pooling, the sentence embedding all four papers train; the wheel's model pools by mean
     model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
@@ -115,32 +109,19 @@ def cmd_demo(argv: Sequence[str]) -> int:
     pairs = demo_stsb_dev()
     if args.eval_pairs is not None:
         n = args.eval_pairs
-        pairs = replace(
-            pairs, sentences1=pairs.sentences1[:n], sentences2=pairs.sentences2[:n], scores=pairs.scores[:n]
-        )
+        pairs = replace(pairs, sentences1=pairs.sentences1[:n], sentences2=pairs.sentences2[:n], scores=pairs.scores[:n])
     evaluator = AtLengthEvaluator(stsb_dev_evaluator(pairs), base_length)
 
     output_dir = Path(args.output_dir)
     training_args = PaperTrainingArguments(
-        output_dir=str(output_dir),
-        max_steps=args.steps,
-        per_device_train_batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        seed=args.seed,
-        logging_steps=max(1, args.steps // 5),
-        eval_on_start=True,
-        eval_steps=args.steps,
-        # a checkpoint of MiniLM with its optimizer state is ~530 MB, and the demo only needs the final model
-        save_strategy="no",
-        load_best_model_at_end=False,
+        output_dir=str(output_dir), max_steps=args.steps, per_device_train_batch_size=args.batch_size,
+        learning_rate=args.learning_rate, seed=args.seed, logging_steps=max(1, args.steps // 5), eval_on_start=True,
+        eval_steps=args.steps, save_strategy="no", load_best_model_at_end=False,  # the final model only: no checkpoint
     )
     trainer = build_trainer(model, loss, Dataset.from_dict({"text": sentences}), training_args, evaluator)
-    print(
-        f"st-infocse demo: {args.objective} from {model_path} (CLS pooling), {args.steps} steps x {args.batch_size} "
-        f"of {len(sentences):,} shipped Wikipedia sentences, max length {args.max_length}, lr {args.learning_rate:g}; "
-        f"STS-B dev scored at max length {base_length} before and after",
-        flush=True,
-    )
+    print(f"st-infocse demo: {args.objective} from {model_path} (CLS pooling), {args.steps} steps x {args.batch_size} "
+          f"of {len(sentences):,} shipped Wikipedia sentences, max length {args.max_length}, lr {args.learning_rate:g}; "
+          f"STS-B dev scored at max length {base_length} before and after", flush=True)
     start = time.time()
     trainer.train()
     seconds = time.time() - start
@@ -149,15 +130,12 @@ def cmd_demo(argv: Sequence[str]) -> int:
 
     scores = _scores(trainer.state.log_history)
     before, after = scores[0][1], scores[-1][1]
-    print()
-    print(f"STS-B dev Spearman x100 ({len(pairs):,} pairs, max length {base_length}):")
-    print(f"  before training: {before:.2f}")
-    print(f"  after {args.steps} {args.objective} steps: {after:.2f} ({after - before:+.2f})")
-    print(f"Training and both evaluations took {seconds / 60:.1f} min; model saved to {output_dir}")
+    print(f"\nSTS-B dev Spearman x100 ({len(pairs):,} pairs, max length {base_length}):\n  before training: {before:.2f}"
+          f"\n  after {args.steps} {args.objective} steps: {after:.2f} ({after - before:+.2f})\nTraining and both "
+          f"evaluations took {seconds / 60:.1f} min; model saved to {output_dir}")
     if args.model is None:
-        print(
-            "The start is all-MiniLM-L6-v2 re-pooled with its [CLS] token, as the papers pool; the model as "
-            "shipped pools by mean and scores higher. A few minutes of unsupervised training moves the CLS score by a few points at most; this checks that the whole "
-            "pipeline runs, it does not reproduce the papers (BERT-base, a million sentences, a GPU)."
-        )
+        print("The start is all-MiniLM-L6-v2 re-pooled with its [CLS] token, as the papers pool; the model as shipped "
+              "pools by mean and scores higher. A few minutes of unsupervised training moves the CLS score by a few "
+              "points at most; this checks that the whole pipeline runs, it does not reproduce the papers (BERT-base, "
+              "a million sentences, a GPU).")
     return 0

@@ -18,7 +18,7 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import check_model_source, check_output_dir, model_from_args
 from st_infocse.cli.output import summary
 from st_infocse.cli.parsing import parse_command
-from st_infocse.files import beir_split
+from st_infocse.files import beir_parts
 
 __all__ = ["SECTIONS", "cmd_evaluate"]
 
@@ -38,43 +38,28 @@ def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArgume
         if offline and value in ("mteb", "hub"):
             raise CLIError(f"{flag} {value} reads the Hugging Face hub, which is offline (HF_HUB_OFFLINE); give a "
                            "SentEval data/downstream folder")
-    for flag, value in (
-        ("--sts", eval_args.sts),
-        ("--beir_source", eval_args.beir_source if eval_args.beir else None),
-        ("--transfer", eval_args.transfer),
-    ):
         if value and value not in ("mteb", "hub") and not Path(value).expanduser().exists():
             raise CLIError(f"{flag}: not found: {value}")
-    online = eval_args.beir_source in ("mteb", "hub")
     for name in eval_args.beir or []:
-        given = Path(name).expanduser()
-        if given.is_dir():  # a folder given by its path: read by its layout, whatever its name
-            folder = given
-        elif online:
+        local = Path(name).expanduser()  # a folder given by its path: read by its layout, whatever its name
+        if not local.is_dir() and eval_args.beir_source in ("mteb", "hub"):
             if offline:
                 raise CLIError(f"--beir {name}: no such folder, and the hub is offline (HF_HUB_OFFLINE); give the "
                                "folder's path or --beir_source DIR")
             continue
-        else:
-            root = Path(eval_args.beir_source).expanduser()
-            folder = root / name if (root / name).is_dir() else root
-            if not (root / name).is_dir() and not (root / "corpus.jsonl").is_file():
-                raise CLIError(f"--beir {name}: no BEIR dataset folder {root / name}")
-        parts = [folder] if (folder / "corpus.jsonl").is_file() else sorted(
-            p for p in folder.iterdir() if (p / "corpus.jsonl").is_file())
-        if not parts:
-            raise CLIError(f"--beir {name}: {folder} holds no corpus.jsonl (a BEIR folder needs corpus.jsonl, "
-                           "queries.jsonl, qrels/<split>.tsv)")
-        split = eval_args.split or beir_split(folder)
-        qrels = parts[0] / "qrels" / f"{split}.tsv"
-        if not qrels.is_file():
-            listed = sorted(p.name for p in (parts[0] / "qrels").glob("*.tsv")) if (parts[0] / "qrels").is_dir() else []
-            raise CLIError(f"--beir {name}: {qrels} not found (qrels/ holds {', '.join(listed) or 'no .tsv file'}; "
-                           "--split names the split)")
+        try:
+            parts, split = beir_parts(*((local.name, local) if local.is_dir() else (name, eval_args.beir_source)),
+                                      eval_args.split)
+        except FileNotFoundError as exc:
+            raise CLIError(f"--beir {name}: {exc}") from None
+        qrels = next(iter(parts.values())) / "qrels"
+        if not (qrels / f"{split}.tsv").is_file():
+            listed = ", ".join(sorted(p.name for p in qrels.glob("*.tsv"))) or "no .tsv file"
+            raise CLIError(f"--beir {name}: {qrels / f'{split}.tsv'} not found (qrels/ holds {listed}; --split names "
+                           "the split)")
 
 
 def cmd_evaluate(argv: Sequence[str]) -> int:
-    # Parsing loads neither torch nor the model: bad input is refused before either.
     parsed = parse_command(SECTIONS, argv, "st-infocse evaluate")
     if parsed is None:  # --help
         return 0
@@ -112,32 +97,24 @@ def _evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments, lex
     model = model_loaded.model
     label = Path(model_args.model).name or model_args.model
     # truncation changes the scores, so the length in force is part of every report
-    settings = {
-        "model": model_args.model,
-        "max_seq_length": model.max_seq_length,
-        "modules": model_loaded.how,
-        "batch_size": eval_args.batch_size,
-    }
+    settings = {"model": model_args.model, "max_seq_length": model.max_seq_length, "modules": model_loaded.how,
+                "batch_size": eval_args.batch_size}
     summary("Evaluating", settings)
     results: dict[str, Any] = {}
     per_query = ["ndcg@10"] if eval_args.compare else []
     try:
         if eval_args.sts:
-            results["STS"] = evaluation.evaluate_sts_suite(
-                model, eval_args.sts, batch_size=eval_args.batch_size, model_label=label
-            )
-            print(results["STS"])
+            results["STS"] = evaluation.evaluate_sts_suite(model, eval_args.sts, batch_size=eval_args.batch_size,
+                                                           model_label=label)
         if eval_args.beir:
             results["BEIR"] = evaluation.evaluate_beir(
                 model, eval_args.beir, source=eval_args.beir_source, batch_size=eval_args.batch_size, model_label=label,
-                per_query=per_query, split=eval_args.split, lexical=lexical,
-            )
-            print(results["BEIR"])
+                per_query=per_query, split=eval_args.split, lexical=lexical)
         if eval_args.transfer:
-            results["Transfer"] = evaluation.evaluate_transfer(
-                model, eval_args.transfer, batch_size=eval_args.batch_size, model_label=label
-            )
-            print(results["Transfer"])
+            results["Transfer"] = evaluation.evaluate_transfer(model, eval_args.transfer,
+                                                               batch_size=eval_args.batch_size, model_label=label)
+        for result in results.values():
+            print(result)
     except evaluation.DataFormatError as exc:
         raise CLIError(str(exc)) from exc
     return results | {"_": settings}

@@ -1,25 +1,18 @@
 """What a training run is measured with: STS-B dev, the user's own retrieval set, or both; which metric chooses the
-checkpoint; and how the start -> end of each metric is printed and written to ``output_dir``."""
+checkpoint; and BM25's reference lines beside the user's retrieval set."""
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import RunEvaluationArguments
+from st_infocse.cli.arguments import BUNDLED, RunEvaluationArguments
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.inputs import dev_evaluator
 from st_infocse.files import InputError
 
-__all__ = ["NOT_MEASURED", "RunEvaluation", "kept_line", "lexical_reference_callback", "lexical_reference_rows", "run_evaluation",
-           "worse_at_end", "write_run_summary"]
-
-RUN_SUMMARY_NAME = "run_summary.json"
-NOT_MEASURED = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
+__all__ = ["RunEvaluation", "lexical_reference_callback", "lexical_reference_rows", "run_evaluation"]
 
 
 @dataclass
@@ -60,7 +53,25 @@ class RunEvaluation:
             self.notes["checkpoint metric"] = training_args.metric_for_best_model
 
 
-def run_evaluation(run_args: RunEvaluationArguments, training_args: Any, given: Collection[str]) -> RunEvaluation:
+def dev_evaluator(source: str):
+    """The STS-B dev evaluator of ``--stsb_dev``, or None for ``none``."""
+    from st_infocse.evaluation import stsb_dev_evaluator
+
+    if source.lower() in ("none", BUNDLED):
+        from st_infocse.data import demo_stsb_dev_evaluator
+
+        return None if source.lower() == "none" else demo_stsb_dev_evaluator()
+    try:
+        return stsb_dev_evaluator(source if source == "hub" else Path(source).expanduser())
+    except (OSError, RuntimeError) as exc:  # RuntimeError: the hub copy could not be fetched (offline)
+        if source == "hub":
+            raise CLIError("cannot load STS-B dev from the Hugging Face hub (sentence-transformers/stsb); offline, use "
+                           f"--stsb_dev {BUNDLED} (the 1,500 STS-B dev pairs shipped with the package), a SentEval "
+                           "data/downstream folder or a sentence1/sentence2/score file, or --stsb_dev none") from exc
+        raise CLIError(f"cannot load STS-B dev from {source!r}: {exc}".splitlines()[0]) from exc
+
+
+def run_evaluation(run_args: RunEvaluationArguments | None, training_args: Any, given: Collection[str]) -> RunEvaluation:
     """Build the run's evaluators from the flags, before the model loads, and pick the checkpoint metric.
 
     With ``--eval_retrieval`` the user's own retrieval nDCG@10 chooses the checkpoint (and decides whether the
@@ -70,6 +81,8 @@ def run_evaluation(run_args: RunEvaluationArguments, training_args: Any, given: 
 
     evaluators: list[Any] = []
     run = RunEvaluation()
+    if run_args is None:  # stage 1: nothing to measure
+        return run
     dev = dev_evaluator(run_args.stsb_dev)
     if dev is not None:
         evaluators.append(dev)
@@ -95,44 +108,6 @@ def run_evaluation(run_args: RunEvaluationArguments, training_args: Any, given: 
     elif evaluators:
         run.evaluator = evaluators[0]
     return run
-
-
-def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str, float]) -> list[str]:
-    """One warning line per labelled metric that ended below its start (all of them are higher-is-better)."""
-    from st_infocse.evaluation import x100
-
-    lines = []
-    for key, label in labels.items():
-        before, after = start.get(key), end.get(key)
-        if before is not None and after is not None and (after < before or (math.isnan(after) and not math.isnan(before))):
-            lines.append(f"warning: {label} ended below its start ({x100(before)} -> {x100(after)})")
-    return lines
-
-
-def kept_line(result: Any) -> str:
-    """What was saved, from a :class:`~st_infocse.training.StartEndResult`, and why under ``--keep_trained_if``."""
-    from st_infocse.evaluation import x100
-
-    if result.keep_trained_if == "reliable":
-        which = {"start": "the starting model", "end": f"the model at the last step, {result.end_step}",
-                 "best checkpoint": f"the best checkpoint, step {result.best_step}"}[result.kept]
-        return f"{which}: {result.reason} (--keep_trained_if reliable: the trained model only when the interval lies above zero)"
-    if result.kept == "start":
-        return (
-            f"the starting model: no checkpoint beat the model you started with ({result.metric} "
-            f"{x100(result.start_score)} vs best {x100(result.best_score)} at step {result.best_step})"
-        )
-    if result.kept == "best checkpoint":
-        return f"the best checkpoint, step {result.best_step} ({result.metric} {x100(result.best_score)})"
-    return f"the model at the last step, {result.end_step}"
-
-
-def write_run_summary(output_dir: str | Path, values: dict[str, Any]) -> Path:
-    """The run's summary as JSON in ``output_dir`` (scores as the evaluators return them, in [0, 1])."""
-    path = Path(output_dir) / RUN_SUMMARY_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(values, indent=2, default=str) + "\n")
-    return path
 
 
 def lexical_reference_callback(retrieval: Any, settings: Any):

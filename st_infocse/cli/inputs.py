@@ -1,10 +1,5 @@
-"""What the command line checks before the heavy work: the model source, the output folder, step counts and
-learning rates, the STS-B dev source, an earlier run in the output folder, and whether a run makes any optimizer
-step.
-
-The files themselves are checked by the library (``st_infocse.training.texts``, ``st_infocse.mining.documents``),
-through the package's one line reader and JSON-lines reader.
-"""
+"""What the command line checks before the heavy work, beyond one flag's own value (checked where it is declared):
+the model source, the output folder and an earlier run in it, the step count, and the model loaded by the flags."""
 
 from __future__ import annotations
 
@@ -12,32 +7,19 @@ import math
 import re
 from pathlib import Path
 
-from st_infocse.cli.arguments import BUNDLED, ModelArguments
+from st_infocse.cli.arguments import ModelArguments
 from st_infocse.cli.errors import CLIError
 from st_infocse.files import looks_local
 
 __all__ = [
     "apply_weight_anchor",
     "check_earlier_run",
-    "check_learning_rates",
     "check_model_source",
     "check_output_dir",
     "check_planned_steps",
     "check_step_counts",
-    "dev_evaluator",
     "model_from_args",
-    "planned_steps",
-    "text_source",
 ]
-
-
-def text_source(source: str) -> str:
-    """``demo`` names the 4,096 Wikipedia sentences shipped with the package; anything else is returned as is."""
-    if source == BUNDLED:
-        from st_infocse.data import sentences_file
-
-        return str(sentences_file())
-    return source
 
 
 def check_model_source(source: str, flag: str | None = None) -> None:
@@ -67,9 +49,13 @@ def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None
                 path.rmdir()
 
 
-def check_step_counts(max_steps: float, epochs: float) -> None:
+def check_step_counts(training_args) -> None:
     """transformers trains ``max_steps`` when it is 0 or more (so 0 trains nothing) and epochs only when it is
-    negative, so ``-5`` would silently mean "epochs": only -1 is that setting's spelling."""
+    negative, so ``-5`` would silently mean "epochs": only -1 is that setting's spelling. A learning rate must be
+    positive (the trainer would otherwise train backwards, or not at all, without a word)."""
+    max_steps, epochs = training_args.max_steps, training_args.num_train_epochs
+    if not training_args.learning_rate > 0:
+        raise CLIError(f"--learning_rate must be positive, got {training_args.learning_rate:g}")
     if max_steps < 0 and max_steps != -1:
         raise CLIError(f"--max_steps must be a positive number of steps, or -1 to train --num_train_epochs; got {max_steps:g}")
     if max_steps == 0 or (max_steps < 0 and epochs <= 0):
@@ -80,14 +66,9 @@ def check_step_counts(max_steps: float, epochs: float) -> None:
 
 
 def model_from_args(args: ModelArguments, seed: int | None = None):
-    """The model the flags name, by the package's one loading rule (:func:`st_infocse.training.load_model`), as a
-    :class:`~st_infocse.training.builder.LoadedModel`.
-
-    Given ``seed``, seeds Python, NumPy and torch with it first, as the authors' scripts do before building the
-    model, so that what is initialised fresh after it (a new pooling or MLM head, the loss's projection, fusion
-    layers and MLM head) is the same at every run with the same ``--seed``; the trainer seeds again only when it is
-    built, after the loss.
-    """
+    """The model the flags name, by the package's one loading rule (:func:`st_infocse.training.load_model`). Given
+    ``seed``, seeded first, as the authors' scripts do, so that what is initialised fresh (a pooling or MLM head, the
+    loss's modules) is the same at every run with the same ``--seed``: the trainer seeds only once the loss exists."""
     from transformers import set_seed
 
     from st_infocse.training.builder import load_model
@@ -95,30 +76,6 @@ def model_from_args(args: ModelArguments, seed: int | None = None):
     if seed is not None:
         set_seed(seed)
     return load_model(args.model, args.pooling, args.max_seq_length, args.trust_remote_code)
-
-
-def dev_evaluator(source: str):
-    """The STS-B dev evaluator of ``--stsb_dev``, or None for ``none``."""
-    from st_infocse.evaluation import stsb_dev_evaluator
-
-    if source.lower() == "none":
-        return None
-    if source.lower() == BUNDLED:
-        from st_infocse.data import demo_stsb_dev_evaluator
-
-        return demo_stsb_dev_evaluator()
-    path = Path(source).expanduser()
-    try:
-        return stsb_dev_evaluator(source if source == "hub" else path)
-    except (OSError, RuntimeError) as exc:
-        # RuntimeError: the hub copy could not be fetched (offline); name the copy that ships with the package.
-        if source == "hub":
-            raise CLIError(
-                "cannot load STS-B dev from the Hugging Face hub (sentence-transformers/stsb); offline, use "
-                f"--stsb_dev {BUNDLED} (the 1,500 STS-B dev pairs shipped with the package), a SentEval "
-                "data/downstream folder or a sentence1/sentence2/score file, or --stsb_dev none"
-            ) from exc
-        raise CLIError(f"cannot load STS-B dev from {source!r}: {exc}".splitlines()[0]) from exc
 
 
 def apply_weight_anchor(share: float, training_args, steps: int, given: set[str]) -> str | None:
@@ -140,27 +97,16 @@ def apply_weight_anchor(share: float, training_args, steps: int, given: set[str]
     return f"{share:g} of the trained change kept after step {steps} (start + {share:g} x (trained - start))"
 
 
-def planned_steps(texts: int, training_args) -> int:
-    """Optimizer steps the trainer will take on ``texts`` texts, counted as transformers' Trainer counts them."""
-    if training_args.max_steps >= 0:
-        return int(training_args.max_steps)
+def check_planned_steps(texts: int, training_args) -> int:
+    """The optimizer steps the trainer will take on ``texts`` examples, counted as transformers' Trainer counts them;
+    a run of none is an error (checked before the model is loaded)."""
     per_batch = training_args.per_device_train_batch_size * max(1, training_args.world_size)
     batches = texts // per_batch if training_args.dataloader_drop_last else math.ceil(texts / per_batch)
-    if batches == 0:
-        return 0
-    accumulation = training_args.gradient_accumulation_steps
-    return math.ceil(training_args.num_train_epochs * max(1, math.ceil(batches / accumulation)))
-
-
-def check_planned_steps(texts: int, training_args) -> int:
-    """The run's optimizer steps; a run of none is an error (checked before the model is loaded)."""
-    steps = planned_steps(texts, training_args)
+    steps = int(training_args.max_steps) if training_args.max_steps >= 0 else 0 if batches == 0 else math.ceil(
+        training_args.num_train_epochs * max(1, math.ceil(batches / training_args.gradient_accumulation_steps)))
     if steps <= 0:
-        batch = training_args.per_device_train_batch_size * max(1, training_args.world_size)
-        raise CLIError(
-            f"this run makes no optimizer step: {texts} texts, batch size {batch}"
-            + (" with --dataloader_drop_last" if training_args.dataloader_drop_last else "")
-        )
+        raise CLIError(f"this run makes no optimizer step: {texts} texts, batch size {per_batch}"
+                       + (" with --dataloader_drop_last" if training_args.dataloader_drop_last else ""))
     return steps
 
 
@@ -190,11 +136,3 @@ def check_earlier_run(output_dir: str, resume: object, overwrite: bool) -> str |
     for path in earlier:
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     return f"the earlier run in it removed ({names})"
-
-
-def check_learning_rates(training_args, aux_learning_rate: float | None = None) -> None:
-    """A learning rate must be positive (the trainer would otherwise train backwards, or not at all, without a word)."""
-    rates = {"--learning_rate": training_args.learning_rate, "--aux_learning_rate": aux_learning_rate}
-    for flag, rate in rates.items():
-        if rate is not None and not rate > 0:
-            raise CLIError(f"{flag} must be positive, got {rate:g}")

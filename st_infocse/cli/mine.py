@@ -9,13 +9,9 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
-from st_infocse.cli.arguments import (
-    MineArguments,
-    SavedModelArguments,
-)
+from st_infocse.cli.arguments import MineArguments, SavedModelArguments
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import check_model_source, check_output_dir, model_from_args
 from st_infocse.cli.output import summary
@@ -28,7 +24,6 @@ SECTIONS = (SavedModelArguments, MineArguments)
 
 
 def cmd_mine(argv: Sequence[str]) -> int:
-    # Parsing loads neither torch nor the model: bad input is refused before either.
     parsed = parse_command(SECTIONS, argv, "st-infocse mine")
     if parsed is None:  # --help
         return 0
@@ -50,33 +45,16 @@ def cmd_mine(argv: Sequence[str]) -> int:
     miner_logger.setLevel(logging.WARNING)
     start = time.time()
     try:
-        mined = mine_pairs(
-            documents,
-            model,
-            k=mine_args.k,
-            threshold=mine_args.threshold,
-            similarity=mine_args.similarity,
-            min_sentences=mine_args.min_sentences,
-            max_sentences=mine_args.max_sentences,
-            max_pairs_per_cluster=mine_args.max_pairs_per_cluster,
-            batch_size=mine_args.batch_size,
-            seed=mine_args.seed,
-            show_progress_bar=True,
-        )
+        mined = mine_pairs(documents, model, k=mine_args.k, threshold=mine_args.threshold,
+                           similarity=mine_args.similarity, min_sentences=mine_args.min_sentences,
+                           max_sentences=mine_args.max_sentences, max_pairs_per_cluster=mine_args.max_pairs_per_cluster,
+                           batch_size=mine_args.batch_size, seed=mine_args.seed, show_progress_bar=True)
     finally:
         miner_logger.setLevel(level)
     out = Path(mine_args.output_dir)
     mined.pairs.save_to_disk(str(out / "pairs"))
-    report = mined.report.to_dict() if hasattr(mined.report, "to_dict") else asdict(mined.report)
-    (out / "report.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    (out / "report.json").write_text(json.dumps(mined.report.to_dict(), indent=2, default=str) + "\n")
     print(mined.report.summary())
-    summary(
-        "Mining done",
-        {
-            "pairs": len(mined.pairs),
-            "time": f"{time.time() - start:.0f} s",
-            "dataset": out / "pairs",
-            "report": out / "report.json",
-        },
-    )
+    summary("Mining done", {"pairs": len(mined.pairs), "time": f"{time.time() - start:.0f} s",
+                            "dataset": out / "pairs", "report": out / "report.json"})
     return 0

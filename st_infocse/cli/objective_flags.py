@@ -1,11 +1,10 @@
 """Each objective's own flags: one dataclass per group of loss arguments and per other section an objective takes
-(which it takes is its entry in :mod:`~st_infocse.cli.objectives`). The command line reads only an objective's
-sections, so a flag of another objective is an unknown flag by construction, refused by name
-(``st-infocse train --objective NAME --help`` lists an objective's flags).
+(which it takes is its entry in :mod:`~st_infocse.cli.objectives`), so a flag of another objective is an unknown flag
+by construction, refused by name.
 
-The loss flags are read from the losses' own signatures and docstrings (:func:`loss_flags`): a flag's type and
-choices are its argument's annotation, its help the docstring's ``Args:`` entry, and it defaults to None, "the loss's
-own", so a default is written once, in :mod:`st_infocse.losses.registry` and the losses.
+The loss flags are read from the losses' own signatures and docstrings (:func:`loss_flags`): type and choices from the
+annotation, help from the docstring's ``Args:`` entry, range from the registry's ``BOUNDS``; each defaults to None,
+"the loss's own", so a default is written once, in :mod:`st_infocse.losses.registry` and the losses.
 """
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
@@ -17,9 +16,10 @@ from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from st_infocse.cli.arguments import AT_LEAST_1, POSITIVE, Checked, flag
 from st_infocse.cli.errors import CLIError
+from st_infocse.losses.registry import BOUNDS, STAGE1, objective_names
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
-from st_infocse.losses.registry import STAGE1, objective_names, out_of_bounds
 from st_infocse.training.lora import DEFAULT_TARGETS, LoRASettings
 
 __all__ = [
@@ -50,26 +50,8 @@ _LOSS = "the loss (unset: the objective's own default)"
 class ObjectiveArguments:
     _argument_group_name = "objective"
 
-    objective: ObjectiveName = field(  # type: ignore[valid-type]
-        default="infocse",
-        metadata={"help": "What to train; `--objective NAME --help` lists that objective's own flags."},
-    )
-
-
-class LossFlags:
-    """Loss flags: each value given is checked against the loss argument's range (:data:`~st_infocse.losses.registry.BOUNDS`)
-    and refused under its flag's name before anything loads."""
-
-    def __post_init__(self) -> None:
-        for item in fields(self):
-            why = out_of_bounds(item.name, getattr(self, item.name))
-            if why:
-                raise CLIError(f"{flag_name(item)} {why}, got {getattr(self, item.name):g}")
-
-
-def flag_name(item: Any) -> str:
-    """The flag a field is given by: its alias where it has one (``lambda_`` is ``--lambda``)."""
-    return (item.metadata.get("aliases") or [f"--{item.name}"])[0]
+    objective: ObjectiveName = flag(  # type: ignore[valid-type]
+        "infocse", "What to train; `--objective NAME --help` lists that objective's own flags.")
 
 
 def _source(module: str) -> ast.Module:
@@ -139,8 +121,9 @@ def loss_flags(loss: str, names: Sequence[str]) -> type:
         help_text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: m[1].rsplit(".", 1)[-1], help_text).replace("``", "")
         metadata = {"help": help_text, **({"aliases": [f"--{name[:-1]}"]} if name.endswith("_") else {})}
         specs.append((name, kind | None, field(default=None, metadata=metadata)))
-    flags = make_dataclass(f"{cls}Flags", specs, bases=(LossFlags,))
+    flags = make_dataclass(f"{cls}Flags", specs, bases=(Checked,))
     flags._argument_group_name = _LOSS
+    flags.bounds = {name: (BOUNDS[name], "") for name in names if name in BOUNDS}
     flags.__module__ = __name__  # make_dataclass would name the types module
     flags.loss_defaults = own_defaults  # the loss's own default of each, as written in its signature
     return flags
@@ -162,51 +145,36 @@ Stage1Flags = loss_flags(STAGE1.loss, ("k", "n", "fusion_init", "mask_rate", "ti
 
 
 @dataclass
-class MNRLFlags(LossFlags):
+class MNRLFlags(Checked):
     """IDC's pair loss with ``--idc_loss mnrl``: sentence-transformers' MultipleNegativesRankingLoss."""
 
     _argument_group_name = "the pair loss (--idc_loss mnrl)"
+    bounds = {"temperature": (POSITIVE, "")}
 
-    temperature: float | None = field(
-        default=None,
-        metadata={"help": "Its scale is 1 / temperature (default: the loss's scale 20, that is 1 / 0.05)."},
-    )
-
-
-@dataclass
-class AuxiliaryRateFlags:
-    _argument_group_name = "the loss's own modules"
-
-    aux_learning_rate: float | None = field(
-        default=None, metadata={"help": "Own learning rate for the loss's modules (projection head, decoder)."}
-    )
-
-    def __post_init__(self) -> None:
-        if self.aux_learning_rate is not None and not self.aux_learning_rate > 0:
-            raise CLIError(f"--aux_learning_rate must be positive, got {self.aux_learning_rate:g}")
+    temperature: float | None = flag(None, "Its scale is 1 / temperature (default: the loss's scale 20, that is "
+                                     "1 / 0.05).")
 
 
 @dataclass
-class DecoderWarmupFlags:
+class AuxiliaryRateFlags(Checked):
     _argument_group_name = "the loss's own modules"
+    bounds = {"aux_learning_rate": (POSITIVE, "")}
 
-    decoder_warmup_steps: int | None = field(
-        default=None,
-        metadata={
-            "help": "First train the auxiliary decoder alone for this many steps on the frozen model's embeddings of "
-            "the training texts (written to OUTPUT/decoder_warmup), then train from it; a decoder that already reads "
-            "the sentence embedding (docs: 'Does the auxiliary objective help my model?')."
-        },
-    )
-    decoder_warmup_learning_rate: float = field(
-        default=5e-4, metadata={"help": "Learning rate of --decoder_warmup_steps (AdamW, the decoder's own)."}
-    )
+    aux_learning_rate: float | None = flag(None, "Own learning rate for the loss's modules (projection head, "
+                                           "decoder).")
 
-    def __post_init__(self) -> None:
-        if self.decoder_warmup_steps is not None and self.decoder_warmup_steps < 1:
-            raise CLIError(f"--decoder_warmup_steps must be at least 1, got {self.decoder_warmup_steps}")
-        if not self.decoder_warmup_learning_rate > 0:
-            raise CLIError(f"--decoder_warmup_learning_rate must be positive, got {self.decoder_warmup_learning_rate:g}")
+
+@dataclass
+class DecoderWarmupFlags(Checked):
+    _argument_group_name = "the loss's own modules"
+    bounds = {"decoder_warmup_steps": (AT_LEAST_1, ""), "decoder_warmup_learning_rate": (POSITIVE, "")}
+
+    decoder_warmup_steps: int | None = flag(
+        None, "First train the auxiliary decoder alone for this many steps on the frozen model's embeddings of the "
+        "training texts (written to OUTPUT/decoder_warmup), then train from it; a decoder that already reads the "
+        "sentence embedding (docs: 'Does the auxiliary objective help my model?').")
+    decoder_warmup_learning_rate: float = flag(5e-4, "Learning rate of --decoder_warmup_steps (AdamW, the decoder's "
+                                               "own).")
 
 
 _DOCS_HELP = "Documents, in any form that `st-infocse mine --docs` reads."
@@ -216,115 +184,78 @@ _DOCS_HELP = "Documents, in any form that `st-infocse mine --docs` reads."
 class IDCPairLoss:
     """Read first, with ``--objective``: which pair loss, and so which loss flags, IDC takes."""
 
-    idc_loss: Literal["mnrl", "infocse"] = field(
-        default="mnrl",
-        metadata={"help": "Loss trained on the mined pairs; --idc_loss infocse takes InfoCSE's loss flags "
-                  "(`--objective idc --idc_loss infocse --help`)."},
-    )
+    idc_loss: Literal["mnrl", "infocse"] = flag("mnrl", "Loss trained on the mined pairs; --idc_loss infocse takes "
+                                                "InfoCSE's loss flags (`--objective idc --idc_loss infocse --help`).")
 
 
 @dataclass
-class IDCFlags(IDCPairLoss):
+class IDCFlags(IDCPairLoss, Checked):
     _argument_group_name = "IDC's documents and rounds"
+    bounds = {"idc_max_docs": (AT_LEAST_1, "")}
 
-    docs: str | None = field(default=None, metadata={"help": f"{_DOCS_HELP} Required."})
-    rounds: int = field(default=3, metadata={"help": "Maximum mine -> train rounds."})
-    idc_k: int = field(default=1, metadata={"help": "Top-K neighbours per sentence."})
-    idc_similarity: Literal["cosine", "dot"] = field(
-        default="cosine", metadata={"help": "Sentence score for mining, cosine or dot (inner product, paper 002 eq. 2)."}
-    )
-    initial_annotation: Literal["model", "adjacent"] = field(
-        default="model", metadata={"help": "First-round pairs from the 'model' or 'adjacent' sentences."}
-    )
-    idc_annotator: str | None = field(
-        default=None,
-        metadata={
-            "help": "Another Sentence Transformer (folder or hub id) whose mining gives the first round's pairs, "
-            "e.g. sentence-transformers/all-mpnet-base-v2 (paper 002 Table 3 (5)); later rounds mine with the "
-            "model being trained."
-        },
-    )
-    idc_max_docs: int | None = field(
-        default=None, metadata={"help": "Mine and train on a --seed sample of this many documents (in their order)."}
-    )
+    docs: str | None = flag(None, f"{_DOCS_HELP} Required.")
+    rounds: int = flag(3, "Maximum mine -> train rounds.")
+    idc_k: int = flag(1, "Top-K neighbours per sentence.")
+    idc_similarity: Literal["cosine", "dot"] = flag("cosine", "Sentence score for mining, cosine or dot (inner "
+                                                    "product, paper 002 eq. 2).")
+    initial_annotation: Literal["model", "adjacent"] = flag("model", "First-round pairs from the 'model' or "
+                                                            "'adjacent' sentences.")
+    idc_annotator: str | None = flag(
+        None, "Another Sentence Transformer (folder or hub id) whose mining gives the first round's pairs, e.g. "
+        "sentence-transformers/all-mpnet-base-v2 (paper 002 Table 3 (5)); later rounds mine with the model being "
+        "trained.")
+    idc_max_docs: int | None = flag(None, "Mine and train on a --seed sample of this many documents (in their order).")
 
     def __post_init__(self) -> None:
         if self.idc_annotator is not None and self.initial_annotation != "model":
             raise CLIError(f"--idc_annotator mines the first round, which --initial_annotation "
                            f"{self.initial_annotation} does not mine")
-        if self.idc_max_docs is not None and self.idc_max_docs < 1:
-            raise CLIError(f"--idc_max_docs must be at least 1, got {self.idc_max_docs}")
+        super().__post_init__()
 
 
 @dataclass
 class ICTFlags:
     _argument_group_name = "ICT's documents"
 
-    docs: str | None = field(
-        default=None,
-        metadata={"help": f"{_DOCS_HELP} Required: each sentence and the rest of its document are a pair."},
-    )
+    docs: str | None = flag(None, f"{_DOCS_HELP} Required: each sentence and the rest of its document are a pair.")
 
 
 @dataclass
-class DistillFlags:
+class DistillFlags(Checked):
     _argument_group_name = "hybrid-teacher distillation (the teacher: --hybrid_fusion and --bm25_* below)"
+    bounds = {"distill_candidates": ((2, None, True, False), "(the query's document and one other)"),
+              "student_temperature": (POSITIVE, ""), "teacher_temperature": (POSITIVE, ""),
+              "distill_max_queries": (AT_LEAST_1, "")}
 
-    docs: str | None = field(
-        default=None,
-        metadata={"help": f"{_DOCS_HELP} Required: the pseudo-queries are drawn from them, and they are the corpus."},
-    )
-    distill_queries: Literal["held_out", "title", "sentence"] = field(
-        default="held_out",
-        metadata={"help": "Pseudo-queries: one sentence held out of each document (its rest the document), the "
-                  "document's title (a 'title' field), or one sentence left in its document."},
-    )
-    distill_loss: Literal["kl", "margin_mse"] = field(
-        default="kl",
-        metadata={"help": "kl: DistillKLDivLoss over the query's document and the teacher's next candidates; "
-                  "margin_mse: MarginMSELoss on the teacher's margin to its first other document (GPL)."},
-    )
-    distill_candidates: int = field(default=4, metadata={"help": "Documents per query for kl, its own included."})
-    student_temperature: float = field(default=0.05, metadata={"help": "kl: the student's temperature."})
-    teacher_temperature: float = field(
-        default=0.1, metadata={"help": "kl: the teacher's temperature (its fused scores lie in [0, 1])."}
-    )
-    distill_max_queries: int | None = field(
-        default=None, metadata={"help": "Train on a --seed sample of this many pseudo-queries (all by default)."}
-    )
-
-    def __post_init__(self) -> None:
-        if self.distill_candidates < 2:
-            raise CLIError(f"--distill_candidates must be at least 2 (the query's document and one other), got "
-                           f"{self.distill_candidates}")
-        for flag in ("student_temperature", "teacher_temperature"):
-            if not getattr(self, flag) > 0:
-                raise CLIError(f"--{flag} must be positive, got {getattr(self, flag):g}")
-        if self.distill_max_queries is not None and self.distill_max_queries < 1:
-            raise CLIError(f"--distill_max_queries must be at least 1, got {self.distill_max_queries}")
+    docs: str | None = flag(None, f"{_DOCS_HELP} Required: the pseudo-queries are drawn from them, and they are the "
+                            "corpus.")
+    distill_queries: Literal["held_out", "title", "sentence"] = flag(
+        "held_out", "Pseudo-queries: one sentence held out of each document (its rest the document), the document's "
+        "title (a 'title' field), or one sentence left in its document.")
+    distill_loss: Literal["kl", "margin_mse"] = flag(
+        "kl", "kl: DistillKLDivLoss over the query's document and the teacher's next candidates; margin_mse: "
+        "MarginMSELoss on the teacher's margin to its first other document (GPL).")
+    distill_candidates: int = flag(4, "Documents per query for kl, its own included.")
+    student_temperature: float = flag(0.05, "kl: the student's temperature.")
+    teacher_temperature: float = flag(0.1, "kl: the teacher's temperature (its fused scores lie in [0, 1]).")
+    distill_max_queries: int | None = flag(None, "Train on a --seed sample of this many pseudo-queries (all by "
+                                           "default).")
 
 
 @dataclass
-class LoRAFlags:
+class LoRAFlags(Checked):
     _argument_group_name = "a LoRA adapter (st_infocse.training.lora; needs the lora extra: peft)"
+    bounds = {"lora_dropout": ((0, 1, True, False), "")}
 
-    lora_r: int = field(
-        default=0,
-        metadata={"help": "Train a LoRA adapter of this rank on the encoder, every other weight of the model frozen "
-                  "(0: no adapter, all weights train). The adapter is merged into the model when it is saved."},
-    )
-    lora_alpha: float = field(default=LoRASettings.alpha,
-                              metadata={"help": "The adapter's scaling is lora_alpha / lora_r."})
-    lora_target_modules: list[str] = field(
-        default_factory=lambda: list(DEFAULT_TARGETS),
-        metadata={"help": "Names of the linear layers to adapt (BERT family: query key value; MPNet: q k v)."},
-    )
-    lora_dropout: float = field(default=LoRASettings.dropout, metadata={"help": "Dropout on the adapter's input."})
+    lora_r: int = flag(0, "Train a LoRA adapter of this rank on the encoder, every other weight of the model frozen "
+                       "(0: no adapter, all weights train). The adapter is merged into the model when it is saved.")
+    lora_alpha: float = flag(LoRASettings.alpha, "The adapter's scaling is lora_alpha / lora_r.")
+    lora_target_modules: list[str] = flag(list(DEFAULT_TARGETS), "Names of the linear layers to adapt (BERT family: "
+                                          "query key value; MPNet: q k v).")
+    lora_dropout: float = flag(LoRASettings.dropout, "Dropout on the adapter's input.")
 
     def __post_init__(self) -> None:
         """The adapter's flags, and PEFT's presence, before the model loads."""
-        import importlib.util
-
         from st_infocse.training.lora import LORA_INSTALL_HINT
 
         if self.lora_r < 0:
@@ -337,8 +268,7 @@ class LoRAFlags:
             return
         if not self.lora_target_modules:
             raise CLIError("--lora_target_modules: name at least one linear layer to adapt")
-        if not 0 <= self.lora_dropout < 1:
-            raise CLIError(f"--lora_dropout must lie in [0, 1), got {self.lora_dropout}")
+        super().__post_init__()
         if importlib.util.find_spec("peft") is None:
             raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")
 

@@ -1,10 +1,7 @@
-"""Each objective of ``st-infocse train`` as one entry: the flag sections it takes, how its training data is prepared
-before the model loads, and how its loss is built (or, for IDC, its own run of mine -> train rounds).
-
-The command reads the entry of ``--objective`` and follows it; nothing else in the command names an objective. The
-losses and their defaults are the registry's (:mod:`st_infocse.losses.registry`); the loss flags are the dataclasses
-of :mod:`~st_infocse.cli.objective_flags`.
-"""
+"""Each objective of ``st-infocse train`` (and stage 1, ``pretrain-aux``) as one entry: the flag sections it takes,
+how its training data is prepared before the model loads, how its loss is built and what it saves (or, for IDC, its
+own run of mine -> train rounds). The command follows the entry; nothing else in it names an objective. The losses
+and their defaults are the registry's (:mod:`st_infocse.losses.registry`)."""
 
 from __future__ import annotations
 
@@ -16,8 +13,6 @@ from typing import Any
 
 from st_infocse.cli.arguments import DataArguments, KeepArguments
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.evaluators import NOT_MEASURED, worse_at_end, write_run_summary
-from st_infocse.cli.inputs import text_source
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
     CMLMCSEFlags,
@@ -34,12 +29,11 @@ from st_infocse.cli.objective_flags import (
     Stage1Flags,
     loss_options,
 )
-from st_infocse.cli.output import lengths, summary
+from st_infocse.cli.output import end_summary, lengths, summary
 from st_infocse.losses.registry import STAGE1, get_objective, objective_names
 from st_infocse.mining.documents import load_documents
 
-__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "build_loss", "entry_of", "learning_rate_mapping", "takers",
-           "warm_up_decoder"]
+__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "build_loss", "entry_of", "learning_rate_mapping", "takers"]
 
 
 @dataclass
@@ -74,6 +68,8 @@ class Entry:
         run: its own run in place of one trainer (IDC's rounds): ``(loaded, flags, measured, prepared, start)``.
         refused_trainer_flags: trainer flags with no meaning for it, refused by name.
         bm25_beside: whether BM25's reference lines are scored beside its retrieval evaluation.
+        save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves once trained.
+        title: the run's summary titles (empty: "Training NAME" and "Training done").
     """
 
     name: str
@@ -85,10 +81,19 @@ class Entry:
     run: Callable[..., int] | None = None
     refused_trainer_flags: tuple[str, ...] = ()
     bm25_beside: bool = True
+    save: Callable[[Any, Any, Path, int | None], dict] = lambda model, loss, out, own_length: save_model(
+        model, out, own_length) or {}
+    title: str = ""
 
     @property
     def all(self) -> tuple[type, ...]:
         return (*self.sections, *((self.loss_flags,) if self.loss_flags is not None else ()))
+
+
+def save_model(model, out: Path, own_length: int | None) -> None:
+    from st_infocse.training.builder import save_model as save
+
+    save(model, out, own_length)
 
 
 def build_loss(model, objective: str, loss_flags: Any = None):
@@ -112,24 +117,22 @@ def learning_rate_mapping(loss, aux_learning_rate: float | None) -> dict[str, fl
     return {r"^(?!model\.)": aux_learning_rate}
 
 
-def warm_up_decoder(model, texts: Sequence[str], loss_flags: Any, warmup: Any, objective: str, batch_size: int,
-                    seed: int, output_dir: str | Path) -> str:
-    """Train ``objective``'s auxiliary decoder alone on the frozen ``model`` (as the probe decoder of
-    :func:`~st_infocse.training.train_probe_decoder` is), save it under ``output_dir/decoder_warmup`` and return
-    that folder, for the loss's ``decoder``. The decoder's ``k``, ``n``, mask rate and fusion start are the loss
-    flags' where given, else the objective's preset for this encoder's depth; ``warmup``: the warm-up's flags."""
+def warm_up_decoder(model, texts: Sequence[str], flags: Any) -> str:
+    """Train the objective's auxiliary decoder alone on the frozen ``model`` (as the probe decoder of
+    :func:`~st_infocse.training.train_probe_decoder` is) for ``--decoder_warmup_steps``, save it under
+    ``OUTPUT/decoder_warmup`` and return that folder, for the loss's ``decoder``. Its ``k``, ``n``, mask rate and
+    fusion start are the loss flags' where given, else the objective's preset for this encoder's depth."""
     from st_infocse.modeling import find_encoder_parts
     from st_infocse.training import train_probe_decoder
 
-    settings = get_objective(objective).preset.decoder_settings(
-        find_encoder_parts(model).depth, loss_flags.k, loss_flags.n, loss_flags.mask_rate, loss_flags.fusion_init
-    )
+    loss, warmup, args = flags.loss, flags.warmup, flags.trainer
+    settings = get_objective(flags.objective).preset.decoder_settings(
+        find_encoder_parts(model).depth, loss.k, loss.n, loss.mask_rate, loss.fusion_init)
     decoder, curve = train_probe_decoder(
         model, texts, k=settings.k, n=settings.n, mask_rate=settings.mask_rate, steps=warmup.decoder_warmup_steps,
-        batch_size=batch_size, learning_rate=warmup.decoder_warmup_learning_rate, seed=seed,
-        fusion_init=settings.fusion_init, description="Decoder warm-up",
-    )
-    folder = Path(output_dir) / "decoder_warmup"
+        batch_size=args.per_device_train_batch_size, learning_rate=warmup.decoder_warmup_learning_rate, seed=args.seed,
+        fusion_init=settings.fusion_init, description="Decoder warm-up")
+    folder = Path(args.output_dir) / "decoder_warmup"
     decoder.save_pretrained(folder)
     last = curve[-min(10, len(curve)):]
     accuracy = sum(point["accuracy"] for point in last) / len(last)
@@ -146,7 +149,7 @@ def texts(flags) -> Prepared:
     from st_infocse.training.texts import load_texts
 
     data = flags.data
-    dataset = load_texts(text_source(data.train_data), data.text_column, data.max_train_samples)
+    dataset = load_texts(data.train_data, data.text_column, data.max_train_samples)
     if data.split_sentences:
         from datasets import Dataset
 
@@ -161,10 +164,7 @@ def texts(flags) -> Prepared:
 def registry_loss(model, flags, prepared: Prepared):
     """The objective's loss from the registry, its decoder first warmed up where ``--decoder_warmup_steps`` asks."""
     if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None:
-        args = flags.trainer
-        flags.loss.decoder = warm_up_decoder(model, prepared.dataset["text"], flags.loss, flags.warmup,
-                                             flags.objective, args.per_device_train_batch_size, args.seed,
-                                             args.output_dir)
+        flags.loss.decoder = warm_up_decoder(model, prepared.dataset["text"], flags)
     return build_loss(model, flags.objective, flags.loss)
 
 
@@ -232,6 +232,14 @@ def distillation_loss(model, flags, prepared: Prepared):
     return distillation_loss(model, distill.distill_loss, distill.student_temperature, distill.teacher_temperature)
 
 
+def save_stage1(model, loss, out: Path, own_length: int | None) -> dict:
+    """Stage 1 saves the encoder and the decoder apart, for ``train --model OUT/model --decoder OUT/decoder``."""
+    save_model(model, out / "model", own_length)
+    loss.save_decoder(out / "decoder")
+    return {"encoder": out / "model", "decoder": out / "decoder",
+            "next": f"st-infocse train --model {out / 'model'} --decoder {out / 'decoder'}"}
+
+
 def documents(flags) -> Prepared:
     loaded = load_documents(flags.docs)
     return Prepared(len(loaded), source=loaded)
@@ -265,7 +273,6 @@ def idc_documents(documents, size: int | None, seed: int):
 def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     """IDC's mine -> train rounds on ``--docs``; the best round (or the start) is saved."""
     from st_infocse.mining import train_idc_rounds
-    from st_infocse.training.builder import save_model
 
     model, own_length = loaded.model, loaded.own_length
     idc, training_args = flags.idc, flags.trainer
@@ -308,37 +315,23 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
         print(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in "
               f"{Path(training_args.output_dir) / 'rounds'}); no model saved: run again to train")
         return 130
-    out = Path(training_args.output_dir)
-    training_length = model.max_seq_length
+    out, training_length = Path(training_args.output_dir), model.max_seq_length
     save_model(model, out, own_length)
     print(result)
-    rows: dict = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
-    record: dict = {"objective": "idc", "model": loaded.how, "round_arguments": round_args, "rounds": result.to_dict(),
-                    "settings": flags.settings()}
-    warnings: list[str] = []
+    measured_rows = None
     if result.initial_metrics is not None:
-        from st_infocse.training.start_end import start_end_rows
-
-        initial = {f"eval_{key}": value for key, value in result.initial_metrics.items()}
-        # the trained candidate (best round, else the last) against the start; "saved" says which was kept
-        final = {f"eval_{key}": value for key, value in (result.trained_metrics or {}).items()}
-        changes = {f"eval_{key}": change for key, change in result.changes.items()}
-        rows.update(start_end_rows(measured.labels, initial, final, changes))
         if result.keep_trained_if == "reliable" and result.best_round == 0:
-            rows["saved"] = ("the starting model: no round's gain was reliable over your queries "
-                             "(--keep_trained_if reliable)")
+            saved = "the starting model: no round's gain was reliable over your queries (--keep_trained_if reliable)"
         else:
-            rows["saved"] = ("the starting model: no round beat it" if result.best_round == 0
-                             else f"the weights of round {result.best_round}")
-        warnings = worse_at_end(measured.labels, initial, final)
-    else:
-        rows["start -> end"] = NOT_MEASURED
-    rows["max length"] = lengths(training_length, own_length)
-    rows["model"] = out
-    rows["run summary"] = write_run_summary(out, record)
-    summary("IDC training done", rows)
-    for line in warnings:
-        print(line)
+            saved = ("the starting model: no round beat it" if result.best_round == 0
+                     else f"the weights of round {result.best_round}")
+        # the trained candidate (best round, else the last) against the start; "saved" says which was kept
+        measured_rows = tuple({f"eval_{key}": value for key, value in metrics.items()} for metrics in
+                              (result.initial_metrics, result.trained_metrics or {}, result.changes)) + (saved,)
+    record = {"objective": "idc", "model": loaded.how, "round_arguments": round_args, "rounds": result.to_dict(),
+              "settings": flags.settings()}
+    end_summary("IDC training done", out, {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}, record,
+                measured.labels, measured_rows, lengths(training_length, own_length))
     return 0
 
 
@@ -367,7 +360,8 @@ ENTRIES: dict[str, Entry] = {
                      finish=hybrid_teacher),
     "idc": Entry("idc", MNRLFlags, (IDCFlags,), documents, pair_loss, run=train_idc,
                  refused_trainer_flags=_ROUNDS_OWN, bm25_beside=False),
-    STAGE1.name: Entry(STAGE1.name, Stage1Flags, (DataArguments, AuxiliaryRateFlags), texts, registry_loss),
+    STAGE1.name: Entry(STAGE1.name, Stage1Flags, (DataArguments, AuxiliaryRateFlags), texts, registry_loss,
+                       save=save_stage1, title="Stage-1 auxiliary pre-training"),
 }
 
 #: IDC's pair losses (``--idc_loss``): the entry whose loss flags and loss each takes. With InfoCSE's loss, IDC

@@ -1,13 +1,19 @@
-"""What the commands print: titled summaries of a run before it starts and once it is done."""
+"""What the commands print and record: a titled summary before a run starts and one when it ends, shared by every
+training run (one trainer, or IDC's rounds), and the run's ``run_summary.json``."""
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Any
 
 from st_infocse.cli.inputs import check_planned_steps
 
-__all__ = ["checkpoint_plan", "lengths", "start_summary", "summary"]
+__all__ = ["NOT_MEASURED", "end_summary", "kept_line", "lengths", "start_summary", "summary", "worse_at_end",
+           "write_run_summary"]
+
+NOT_MEASURED = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
 
 
 def summary(title: str, rows: dict[str, Any]) -> None:
@@ -31,27 +37,70 @@ def lengths(training_length: int | None, saved_length: int | None) -> str:
     return f"training max length {training_length}, saved model max length {training_length if saved_length is None else saved_length}{own}"
 
 
-def start_summary(
-    title: str,
-    texts: int,
-    training_args,
-    training_length: int | None,
-    own_length: int | None,
-    extra: dict[str, Any] | None = None,
-) -> None:
+def start_summary(title: str, texts: int, training_args, training_length: int | None, own_length: int | None,
+                  extra: dict[str, Any] | None = None) -> None:
     """Print what the run will do, before it starts."""
-    steps = check_planned_steps(texts, training_args)
     batch = training_args.per_device_train_batch_size
     world, accumulation = max(1, training_args.world_size), training_args.gradient_accumulation_steps
     effective = f" ({batch * world * accumulation} per optimizer step)" if world * accumulation > 1 else ""
-    summary(
-        title,
-        {
-            "texts": texts,
-            "batch size": f"{batch}{effective}",
-            "optimizer steps": steps,
-            "checkpoints": checkpoint_plan(training_args),
-            "max length": lengths(training_length, own_length),
-            **(extra or {}),
-        },
-    )
+    summary(title, {"texts": texts, "batch size": f"{batch}{effective}",
+                    "optimizer steps": check_planned_steps(texts, training_args),
+                    "checkpoints": checkpoint_plan(training_args),
+                    "max length": lengths(training_length, own_length), **(extra or {})})
+
+
+def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str, float]) -> list[str]:
+    """One warning line per labelled metric that ended below its start (all of them are higher-is-better)."""
+    from st_infocse.evaluation import x100
+
+    lines = []
+    for key, label in labels.items():
+        before, after = start.get(key), end.get(key)
+        if before is not None and after is not None and (after < before or (math.isnan(after) and not math.isnan(before))):
+            lines.append(f"warning: {label} ended below its start ({x100(before)} -> {x100(after)})")
+    return lines
+
+
+def kept_line(result: Any) -> str:
+    """What was saved, from a :class:`~st_infocse.training.StartEndResult`, and why under ``--keep_trained_if``."""
+    from st_infocse.evaluation import x100
+
+    if result.keep_trained_if == "reliable":
+        which = {"start": "the starting model", "end": f"the model at the last step, {result.end_step}",
+                 "best checkpoint": f"the best checkpoint, step {result.best_step}"}[result.kept]
+        return f"{which}: {result.reason} (--keep_trained_if reliable: the trained model only when the interval lies above zero)"
+    if result.kept == "start":
+        return (f"the starting model: no checkpoint beat the model you started with ({result.metric} "
+                f"{x100(result.start_score)} vs best {x100(result.best_score)} at step {result.best_step})")
+    if result.kept == "best checkpoint":
+        return f"the best checkpoint, step {result.best_step} ({result.metric} {x100(result.best_score)})"
+    return f"the model at the last step, {result.end_step}"
+
+
+def write_run_summary(output_dir: str | Path, values: dict[str, Any]) -> Path:
+    """The run's summary as JSON in ``output_dir`` (scores as the evaluators return them, in [0, 1])."""
+    path = Path(output_dir) / "run_summary.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(values, indent=2, default=str) + "\n")
+    return path
+
+
+def end_summary(title: str, out: Path, rows: dict[str, Any], record: dict[str, Any], labels: dict[str, str] | None,
+                measured: tuple[dict, dict, dict, str] | None, lengths_row: str) -> None:
+    """The end of a training run: each measured metric's start -> end with its interval and which model was saved
+    (``measured``: start metrics, end metrics, changes, the saved line; None without an evaluator; ``labels`` None: a
+    run that takes no evaluator, stage 1), the lengths, the folder, and ``record`` written to ``run_summary.json``; a
+    warning per metric that ended below its start."""
+    from st_infocse.training.start_end import start_end_rows
+
+    warnings: list[str] = []
+    if measured is not None:
+        start, end, changes, saved = measured
+        rows.update({**start_end_rows(labels, start, end, changes), "saved": saved})
+        warnings = worse_at_end(labels, start, end)
+    elif labels is not None:
+        rows["start -> end"] = NOT_MEASURED
+    rows.update({"max length": lengths_row, "model": out, "run summary": write_run_summary(out, record)})
+    summary(title, rows)
+    for line in warnings:
+        print(line)

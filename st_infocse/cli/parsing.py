@@ -1,14 +1,11 @@
 """How every command reads its flags: transformers' ``HfArgumentParser`` over the command's dataclasses.
 
-A first stage reads ``--config FILE`` (and ``train``'s ``--recipe NAME``); the file is read as a mapping of flag
-names to values, as ``HfArgumentParser.parse_yaml_file`` reads one. Every later stage reads its sections from each
-source in turn (the recipe's flags, the file's values, the command line's strings) and hands on what it does not
-know, so a command reads its own sections before torch is imported and the trainer's from what remains; whatever no
-stage knows is refused by name, with the closest flag's name. A stage keeps only the flags given, so "was this flag
-set" is a fact of the parse; the dataclasses are built with ``HfArgumentParser.parse_dict`` and fill in their own
-defaults, and their ``__post_init__`` checks each value and names the flag it came from.
-
-No args file is looked up, and abbreviations of flag names are not accepted: a flag is spelled in full or refused.
+A first stage reads ``--config FILE`` (a mapping of flag names to values, as ``parse_yaml_file`` reads one) and
+``train``'s ``--recipe NAME``. Each later stage reads its sections from each source in turn (the recipe's flags, the
+file's values, the command line's strings, which win) and hands on what it does not know; what no stage knows is
+refused by name, with the closest flag's name. A stage keeps only the flags given ("was this flag set" is a fact of
+the parse); ``parse_dict`` builds the dataclasses, whose ``__post_init__`` checks each value under its flag's name.
+No args file is looked up, and a flag is spelled in full (no abbreviations).
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from st_infocse.cli.arguments import flag
 from st_infocse.cli.errors import CLIError
 
 __all__ = ["FlagParser", "Sources", "asks_for_help", "flag_of", "parse_command", "read_sources", "refuse_unknown"]
@@ -33,27 +31,18 @@ Source = Sequence[str] | Mapping[str, Any]
 class ConfigArguments:
     _argument_group_name = "flags from a file"
 
-    config: str | None = field(
-        default=None,
-        metadata={"help": "A JSON or YAML file mapping flag names to values; flags given on the command line win.",
-                  "metavar": "FILE"},
-    )
+    config: str | None = flag(None, "A JSON or YAML file mapping flag names to values; flags given on the command "
+                              "line win.", metavar="FILE")
 
 
 @dataclass
 class RecipeArguments:
     _argument_group_name = "recipe"
 
-    recipe: str | None = field(
-        default=None,
-        metadata={
-            "help": "A paper's released run by name, e.g. infocse-bert-base ('list', or `st-infocse recipes`, "
-            "shows them all): its flags come first, so every flag you give wins. The scripts' fp16 is kept on a "
-            "GPU; on a CPU it becomes bf16 where the CPU has native bf16, else fp32.",
-            "metavar": "NAME",
-            "action": "append",
-        },
-    )
+    recipe: str | None = flag(
+        None, "A paper's released run by name, e.g. infocse-bert-base ('list', or `st-infocse recipes`, shows them "
+        "all): its flags come first, so every flag you give wins. The scripts' fp16 is kept on a GPU; on a CPU it "
+        "becomes bf16 where the CPU has native bf16, else fp32.", metavar="NAME", action="append")
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -144,6 +133,12 @@ class FlagParser:
             values[action.dest] = value
         return values, rest
 
+    def read_layers(self, layers: Sequence[Source]) -> tuple[dict[str, Any], dict[str, Any], list[Source]]:
+        """The recipe's values, the user's (the file's, then the command line's, which win) and what each of the
+        three layers leaves for a later stage."""
+        (recipe, recipe_rest), (config, config_rest), (argv, argv_rest) = map(self.read, layers)
+        return recipe, {**config, **argv}, [recipe_rest, config_rest, argv_rest]
+
     def build(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
         """One instance per dataclass from the values given (``HfArgumentParser.parse_dict``); a dataclass's own
         checks (``__post_init__``) run here and name the flag at fault."""
@@ -222,20 +217,14 @@ def parse_command(dataclass_types: Sequence[type], argv: Sequence[str], prog: st
     if asks_for_help(argv):
         print(FlagParser([*dataclass_types, ConfigArguments], prog).format_help())
         return None
-    sources = read_sources(argv, prog)
-    values: dict[str, Any] = {}
-    rest: list[str] = []
-    for layer in sources.layers:
-        given, left = parser.read(layer)
-        values.update(given)
-        rest += unknown_flags(left)
-    refuse_unknown(rest, prog, f"the flags `{prog} --help` lists", known=parser.flags)
-    return parser.build(values)
+    recipe, user, left = parser.read_layers(read_sources(argv, prog).layers)
+    refuse_unknown(unknown_flags(left), prog, f"the flags `{prog} --help` lists", known=parser.flags)
+    return parser.build({**recipe, **user})
 
 
-def unknown_flags(left: list[str] | Mapping[str, Any]) -> list[str]:
-    """What a stage left, as command-line strings (a file's keys as ``--key``)."""
-    return [f"--{key}" for key in left] if isinstance(left, Mapping) else list(left)
+def unknown_flags(left: Sequence[Source]) -> list[str]:
+    """What a stage left of each layer, as command-line strings (a file's keys as ``--key``)."""
+    return [item for layer in left for item in ([f"--{key}" for key in layer] if isinstance(layer, Mapping) else layer)]
 
 
 def flag_of(item: str) -> str | None:

@@ -1,9 +1,5 @@
-"""``st-infocse recipes`` and ``train --recipe NAME``: a paper's released run (:mod:`st_infocse.recipes`), as flags
-applied to a run.
-
-The recipe's flags are read by the same parser as the user's, before them, so that every flag the user gives wins,
-wherever it stands; the input checks see the recipe's values.
-"""
+"""``st-infocse recipes`` and ``train --recipe NAME``: a paper's released run (:mod:`st_infocse.recipes`), whose
+flags are read before the user's by the same parser (:mod:`~st_infocse.cli.parsing`), so every flag given wins."""
 
 from __future__ import annotations
 
@@ -14,11 +10,7 @@ from typing import Any
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.output import summary
 from st_infocse.cli.parsing import asks_for_help, recipe_by_name
-from st_infocse.recipes import (
-    Recipe,
-    format_recipe,
-    format_recipe_list,
-)
+from st_infocse.recipes import Recipe, format_recipe, format_recipe_list
 from st_infocse.training.precision import accelerator_type  # nothing heavy: torch is imported when called
 
 logger = logging.getLogger("st_infocse")
@@ -67,13 +59,9 @@ def recipe_precision(recipe: Recipe, trainer_values: dict[str, Any], typed: froz
 
     native = cpu_has_native_bf16() if device == "cpu" else None
     if device == "cpu" and recipe.precision and not native:
-        logger.warning(
-            "recipe %s: its %s is a GPU setting, and on a CPU without native bf16 (no avx512_bf16 / AMX) bf16 is "
-            "much slower than fp32 per training step: training in fp32; pass "
-            "--bf16 true or --fp16 true to insist.",
-            recipe.name,
-            recipe.precision,
-        )
+        logger.warning("recipe %s: its %s is a GPU setting, and on a CPU without native bf16 (no avx512_bf16 / AMX) "
+                       "bf16 is much slower than fp32 per training step: training in fp32; pass --bf16 true or --fp16 "
+                       "true to insist.", recipe.name, recipe.precision)
     return choose_recipe_precision(recipe.precision, device, native)
 
 
@@ -90,20 +78,10 @@ def recipe_summary(recipe: Recipe, flags: Any, precision: str) -> None:
         train_data = flags.data.train_data
         if "train_data" not in typed:
             train_data += " (wiki1m from the hub, the authors' data; --train_data for a local copy)"
-    summary(
-        f"Recipe {recipe.name}",
-        {
-            "source": recipe.source,
-            "published": "; ".join(str(number) for number in recipe.published),
-            "your flags": (
-                f"override {', '.join(overridden) or 'none of the recipe'}; add {', '.join(added) or 'nothing'}"
-                if typed
-                else "none: the recipe as released"
-            ),
-            "precision": precision,
-            "training data": train_data,
-        },
-    )
+    yours = (f"override {', '.join(overridden) or 'none of the recipe'}; add {', '.join(added) or 'nothing'}" if typed
+             else "none: the recipe as released")
+    summary(f"Recipe {recipe.name}", {"source": recipe.source, "published": "; ".join(map(str, recipe.published)),
+                                      "your flags": yours, "precision": precision, "training data": train_data})
 
 
 def cmd_recipes(argv: Sequence[str]) -> int:

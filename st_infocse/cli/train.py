@@ -1,5 +1,7 @@
-"""``st-infocse train``: one objective on training text, or IDC's mine -> train rounds on documents.
+"""``st-infocse train`` and ``st-infocse pretrain-aux`` (stage 1, paper 000 section 3.1): the entry of the objective
+(:mod:`~st_infocse.cli.objectives`) followed through one flow, or IDC's mine -> train rounds on documents.
 
+    st-infocse pretrain-aux --model bert-base-uncased --train_data corpus.txt --output_dir stage1
     st-infocse train --objective infocse --model stage1/model --decoder stage1/decoder --output_dir out
     st-infocse train --recipe infocse-bert-base --train_data wiki1m_for_simcse.txt --output_dir out
 """
@@ -12,31 +14,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.evaluators import (
-    NOT_MEASURED,
-    kept_line,
-    lexical_reference_callback,
-    lexical_reference_rows,
-    run_evaluation,
-    worse_at_end,
-    write_run_summary,
-)
-from st_infocse.cli.inputs import (
-    apply_weight_anchor,
-    check_earlier_run,
-    check_planned_steps,
-    model_from_args,
-)
+from st_infocse.cli.evaluators import lexical_reference_callback, lexical_reference_rows, run_evaluation
+from st_infocse.cli.inputs import apply_weight_anchor, check_earlier_run, check_planned_steps, model_from_args
 from st_infocse.cli.interrupt import Interrupted
 from st_infocse.cli.objectives import learning_rate_mapping
-from st_infocse.cli.output import lengths, start_summary, summary
+from st_infocse.cli.output import end_summary, kept_line, lengths, start_summary
 from st_infocse.cli.parsing import asks_for_help, read_sources
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
 from st_infocse.recipes import format_recipe_list
-from st_infocse.training.builder import save_model
 from st_infocse.training.texts import count_long_texts
 
-__all__ = ["cmd_train", "run_trainer"]
+__all__ = ["cmd_pretrain_aux", "cmd_train", "run_trainer"]
 
 
 def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
@@ -62,23 +50,30 @@ def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
     return trainer
 
 
-def cmd_train(argv: Sequence[str]) -> int:
-    sources = read_sources(argv, "st-infocse train", recipes=True) if not asks_for_help(argv) else None
-    if sources is not None and sources.recipe == "list":
-        print(format_recipe_list())
-        return 0
-    flags = read_training_flags(argv, "train", sources)
+def cmd_pretrain_aux(argv: Sequence[str]) -> int:
+    return cmd_train(argv, "pretrain-aux")
+
+
+def cmd_train(argv: Sequence[str], command: str = "train") -> int:
+    sources = None
+    if command == "train" and not asks_for_help(argv):
+        sources = read_sources(argv, "st-infocse train", recipes=True)
+        if sources.recipe == "list":
+            print(format_recipe_list())
+            return 0
+    flags = read_training_flags(argv, command, sources)
     if flags is None:  # --help
         return 0
     training_args, objective, entry = flags.trainer, flags.objective, flags.entry
-    prepared = entry.prepare(flags)
+    check_keep_rule(flags)
     measured = run_evaluation(flags.run, training_args, flags.given)
-    check_keep_rule(flags, measured)
     lexical = reference_settings(flags, measured)
+    prepared = entry.prepare(flags)
     anchor = None
-    if flags.keep is not None:
+    if entry.run is None:
         steps = check_planned_steps(prepared.size, training_args)
-        anchor = apply_weight_anchor(flags.keep.weight_anchor, training_args, steps, flags.given)
+        if flags.keep is not None:
+            anchor = apply_weight_anchor(flags.keep.weight_anchor, training_args, steps, flags.given)
     replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
                                  flags.output.overwrite_output_dir)
     loaded = model_from_args(flags.model, training_args.seed)
@@ -93,16 +88,15 @@ def cmd_train(argv: Sequence[str]) -> int:
     if entry.finish is not None:
         prepared.dataset = entry.finish(model, flags, prepared)
     dataset = prepared.dataset
-    lengths_report = count_long_texts(model.tokenizer, dataset[prepared.long_column], model.max_seq_length,
-                                      seed=training_args.seed)
-    cut = lengths_report.message(already_split=prepared.already_split)
+    cut = count_long_texts(model.tokenizer, dataset[prepared.long_column], model.max_seq_length,
+                           seed=training_args.seed).message(already_split=prepared.already_split)
     loss = entry.loss(model, flags, prepared)
     if not training_args.learning_rate_mapping:
         training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
-    start_summary(f"Training {objective}", len(dataset), training_args, model.max_seq_length, own_length,
-                  {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
-                   **({"output folder": replaced} if replaced else {}),
-                   **({"weight anchor": anchor} if anchor else {})})
+    start_summary(entry.title or f"Training {objective}", len(dataset), training_args, model.max_seq_length,
+                  own_length, {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
+                               **({"output folder": replaced} if replaced else {}),
+                               **({"weight anchor": anchor} if anchor else {})})
     from st_infocse.training.snapshot import StartingWeights
 
     callbacks, ends, start_weights = [], None, StartingWeights()  # one copy of the start for both callbacks
@@ -112,9 +106,8 @@ def cmd_train(argv: Sequence[str]) -> int:
         ends = StartEndCallback(measured.evaluator, keep_start_if_better=flags.keep.keep_start_if_better, log=False,
                                 keep_trained_if=flags.run.keep_trained_if, start_weights=start_weights)
         callbacks.append(ends)
-    if lexical is not None and ends is not None:  # after StartEndCallback: its start evaluation leaves the hits
-        references = lexical_reference_callback(measured.retrieval, lexical)
-        callbacks.append(references)
+        if lexical is not None:  # after StartEndCallback: its start evaluation leaves the hits
+            callbacks.append(references := lexical_reference_callback(measured.retrieval, lexical))
     if anchor:
         from st_infocse.training.anchor import WeightAnchorCallback
 
@@ -124,44 +117,37 @@ def cmd_train(argv: Sequence[str]) -> int:
     except Interrupted as stop:
         print(stop.line(training_args.output_dir))
         return 130
-    out = Path(training_args.output_dir)
-    training_length = model.max_seq_length
+    out, training_length = Path(training_args.output_dir), model.max_seq_length
     if adapter:
         from st_infocse.training.lora import merge_lora
 
         merge_lora(model)  # the user's modules, with the adapter's change folded into the weights it adapted
-    save_model(model, out, own_length)
-    rows = {"objective": objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}"}
-    rows.update(texts=len(dataset), steps=trainer.state.global_step, time=f"{time.time() - start:.0f} s")
+    saved = entry.save(model, loss, out, own_length)
+    rows = {"objective": objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}",
+            "texts": len(dataset), "steps": trainer.state.global_step, "time": f"{time.time() - start:.0f} s"}
+    last = next((log for log in reversed(trainer.state.log_history) if "loss" in log), None)
+    if last is not None:  # the loss and each of its terms, as last logged
+        rows["last loss"] = ", ".join(f"{key} {value:.4f}" for key, value in last.items() if isinstance(value, float)
+                                      and key not in ("learning_rate", "grad_norm", "epoch", "step"))
     record: dict = {"objective": objective, "model": loaded.how, "steps": trainer.state.global_step,
-                    "settings": flags.settings(), "loss": loss.get_config_dict()}
+                    "settings": flags.settings(), "loss": loss.get_config_dict(),
+                    "max_seq_length": {"training": training_length, "saved": own_length}}
     if anchor:
-        rows["weight anchor"] = anchor
-        record["weight_anchor"] = flags.keep.weight_anchor
+        rows["weight anchor"], record["weight_anchor"] = anchor, flags.keep.weight_anchor
     if adapter:
         rows["LoRA adapter"] = f"{adapter}; merged into the saved model"
         record["lora"] = {"r": flags.lora.lora_r, "alpha": flags.lora.lora_alpha,
                           "target_modules": flags.lora.lora_target_modules}
-    warnings: list[str] = []
+    result = None
     if ends is not None:
-        result = ends.result
-        rows.update(result.rows(measured.labels))
-        rows["saved"] = kept_line(result)
-        warnings = worse_at_end(measured.labels, result.start, result.end)
-        record["start_end"] = result.to_dict()
-        record["saved"] = rows["saved"]
+        result = (ends.result.start, ends.result.end, ends.result.changes, kept_line(ends.result))
+        record.update(start_end=ends.result.to_dict(), saved=result[3])
         if lexical is not None:
             reference_rows, record["lexical_references"] = lexical_reference_rows(references, lexical.describe())
             rows.update(reference_rows)
-    else:
-        rows["start -> end"] = NOT_MEASURED
-    rows["max length"] = lengths(training_length, own_length)
-    rows["model"] = out
-    record["max_seq_length"] = {"training": training_length, "saved": own_length}
-    rows["run summary"] = write_run_summary(out, record)
-    summary("Training done", rows)
-    for line in warnings:
-        print(line)
+    rows.update(saved)
+    end_summary(f"{entry.title} done" if entry.title else "Training done", out, rows, record,
+                measured.labels if flags.run is not None else None, result, lengths(training_length, own_length))
     return 0
 
 
@@ -201,14 +187,13 @@ def reference_settings(flags: TrainingFlags, measured):
     return settings
 
 
-def check_keep_rule(flags: TrainingFlags, measured) -> None:
+def check_keep_rule(flags: TrainingFlags) -> None:
     """``--keep_trained_if reliable`` judges the gain over the queries (pairs) of the checkpoint metric: refused, before
     the model loads, when nothing measures the run, when the start is never restored, or when the checkpoint metric
     is not one whose evaluator keeps per-query scores (retrieval nDCG@10, STS-B dev)."""
-    run_args, training_args = flags.run, flags.trainer
-    if run_args.keep_trained_if != "reliable":
+    if flags.run is None or flags.run.keep_trained_if != "reliable":
         return
-    if measured.evaluator is None:
+    if not flags.evaluates:
         raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
                        "--stsb_dev)")
     if flags.keep is not None and not flags.keep.keep_start_if_better:
@@ -216,10 +201,8 @@ def check_keep_rule(flags: TrainingFlags, measured) -> None:
                        "--keep_start_if_better false turns off; drop one of them")
     from st_infocse.evaluation import STSB_DEV_METRIC
 
-    metric = training_args.metric_for_best_model
+    metric = flags.trainer.metric_for_best_model
     if metric and not (metric.removeprefix("eval_") == STSB_DEV_METRIC.removeprefix("eval_")
                        or metric.endswith("ndcg@10")):
         raise CLIError(f"--keep_trained_if reliable needs per-query scores for --metric_for_best_model {metric}: "
                        f"only retrieval nDCG@10 and {STSB_DEV_METRIC} keep them")
-
-

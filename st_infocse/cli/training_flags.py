@@ -1,16 +1,8 @@
-"""The flags of ``train`` and ``pretrain-aux``, read once and checked before any model, dataset or document loads.
-
-Stages, each reading what the one before left (:class:`~st_infocse.cli.parsing.FlagParser`):
-
-1. ``--objective`` (and IDC's ``--idc_loss``) choose the objective's entry (:mod:`~st_infocse.cli.objectives`),
-   which names the sections the run takes;
-2. the command's and the objective's sections (their ``__post_init__`` checks each value), then the checks that
-   need no torch (files, folders, sources);
-3. the trainer's flags (``PaperTrainingArguments``, which imports torch), then the checks on them.
-
-Each stage reads the recipe's flags, then the config file's, then the command line's, which win; a string no stage
-reads is refused in one line that names the objective's flags.
-"""
+"""The flags of ``train`` and ``pretrain-aux``, read once and checked before any model, dataset or document loads:
+``--objective`` (and IDC's ``--idc_loss``) choose the entry (:mod:`~st_infocse.cli.objectives`) that names the
+sections read; then those sections (each value checked in its ``__post_init__``) and the checks across them that need
+no torch; then the trainer's flags (``PaperTrainingArguments`` imports torch). Each stage reads the recipe's flags,
+the config file's, then the command line's, which win."""
 
 from __future__ import annotations
 
@@ -30,7 +22,7 @@ from st_infocse.cli.arguments import (
     training_arguments_class,
 )
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.inputs import check_learning_rates, check_model_source, check_output_dir, check_step_counts
+from st_infocse.cli.inputs import check_model_source, check_output_dir, check_step_counts
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
     DecoderWarmupFlags,
@@ -66,14 +58,9 @@ EVALUATION_OFF = {"eval_strategy": "no", "load_best_model_at_end": False, "metri
 
 @dataclass
 class TrainingFlags:
-    """A run's flags, parsed: one attribute per section (None where the objective takes no such section).
-
-    Attributes:
-        objective: the objective trained, or ``pretrain-aux``; ``entry``: its entry.
-        loss: the dataclass of its loss's keyword arguments (:mod:`~st_infocse.cli.objective_flags`), or None.
-        trainer: the ``PaperTrainingArguments``.
-        given: every flag set (the recipe's and the user's), by field name; ``typed``: the user's alone.
-    """
+    """A run's flags: one attribute per section (None where the objective takes none), ``loss`` its loss flags,
+    ``trainer`` the ``PaperTrainingArguments``; ``given``: every flag set (the recipe's and the user's), ``typed``:
+    the user's alone."""
 
     objective: str
     entry: Entry
@@ -154,9 +141,7 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
         print(FlagParser([ConfigArguments, *([RecipeArguments] if command == "train" else []),
                           *own.dataclass_types, training_arguments_class()], prog).format_help())
         return None
-    (recipe_own, recipe_rest), (config_own, config_rest), (argv_own, argv_rest) = map(own.read, sources.layers)
-    user_own = {**config_own, **argv_own}
-    user_rest = [*unknown_flags(config_rest), *argv_rest]
+    recipe_own, user_own, left = own.read_layers(sources.layers)
     what = f"--objective {objective}" + (f" --idc_loss {idc_loss}" if objective == "idc" else "")
     what = what if command == "train" else command
     own_flags = ", ".join(f"--{item.name.rstrip('_')}" for dtype in entry.all
@@ -166,7 +151,7 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
              f"(`{prog}{' ' + what if command == 'train' else ''} --help` lists them)")
     # another objective's flag is refused now; a flag that is none of ours may still be the trainer's
     others = takers()
-    refuse_unknown([item for item in [*recipe_rest, *user_rest] if flag_of(item) in others], what, takes, others)
+    refuse_unknown([item for item in unknown_flags(left) if flag_of(item) in others], what, takes, others)
     built = dict(zip(own.dataclass_types, own.build({**recipe_own, **user_own}), strict=True))
     attributes = _attributes()
     flags = TrainingFlags(objective=objective, entry=entry, loss=built.get(entry.loss_flags),
@@ -176,12 +161,8 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     check_before_loading(flags)
 
     trainer = FlagParser([training_arguments_class()], prog)
-    (recipe_trainer, recipe_left), (config_trainer, _), (argv_trainer, argv_left) = (
-        trainer.read(recipe_rest), trainer.read(config_rest), trainer.read(argv_rest))
-    config_left = [f"--{key}" for key in config_rest if key not in config_trainer]
-    user_trainer = {**config_trainer, **argv_trainer}
-    refuse_unknown([*recipe_left, *config_left, *argv_left], what, takes, others,
-                   known=[*own.flags, *trainer.flags])
+    recipe_trainer, user_trainer, trainer_left = trainer.read_layers(left)
+    refuse_unknown(unknown_flags(trainer_left), what, takes, others, known=[*own.flags, *trainer.flags])
     flags.given = frozenset({*recipe_own, *user_own, *recipe_trainer, *user_trainer})
     flags.typed = frozenset({*user_own, *user_trainer})
     trainer_values = {**recipe_trainer, **user_trainer}
@@ -197,8 +178,7 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     if not flags.evaluates:
         trainer_values.update(EVALUATION_OFF)
     (flags.trainer,) = trainer.build(trainer_values)  # the trainer's own value checks run here
-    check_step_counts(flags.trainer.max_steps, flags.trainer.num_train_epochs)
-    check_learning_rates(flags.trainer)
+    check_step_counts(flags.trainer)
     check_output_dir(flags.trainer.output_dir)
     return flags
 
@@ -227,6 +207,4 @@ def check_before_loading(flags: TrainingFlags) -> None:
                            "`st-infocse mine --docs` reads)")
         check_documents(flags.docs)
     elif flags.data is not None:
-        from st_infocse.cli.inputs import text_source
-
-        check_text_source(text_source(flags.data.train_data), flags.data.text_column)
+        check_text_source(flags.data.train_data, flags.data.text_column)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from st_infocse.files import beir_split
+from st_infocse.files import beir_parts
 
 from ._deps import require
 from .beir_tasks import CQADUPSTACK_FORUMS, beir_task_info
@@ -101,22 +101,9 @@ def _load_retrieval(name: str, source: PathLike, split: str | None) -> list[tupl
         if info.name == "cqadupstack":
             return [(f, load_mteb_retrieval(f"cqadupstack/{f}", split or info.split)) for f in CQADUPSTACK_FORUMS]
         return [("", replace(load_mteb_retrieval(info.mteb_name or name, split or info.split), name=info.name))]
-    root = Path(source)
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root}: folder not found (expected BEIR dataset folders or 'mteb')")
-    folder = root / name
-    if not folder.is_dir():
-        if (root / "corpus.jsonl").is_file() and root.name.lower() == name.lower():
-            folder = root
-        else:
-            raise FileNotFoundError(f"{folder}: folder not found (no BEIR dataset {name!r} under {root})")
-    split = split or beir_split(folder, info.split)
-    if (folder / "corpus.jsonl").is_file():
-        return [("", load_beir_folder(folder, split, name=info.name))]
-    subfolders = sorted(p for p in folder.iterdir() if (p / "corpus.jsonl").is_file())
-    if not subfolders:
-        raise FileNotFoundError(f"{folder}: no corpus.jsonl here or in its subfolders")
-    return [(p.name, load_beir_folder(p, split, name=f"{info.name}/{p.name}")) for p in subfolders]
+    parts, split = beir_parts(name, source, split, info.split)
+    return [(part, load_beir_folder(folder, split, name=f"{info.name}/{part}" if part else info.name))
+            for part, folder in parts.items()]
 
 
 def download_beir(name: str, out_dir: PathLike) -> Path:

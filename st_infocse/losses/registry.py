@@ -287,12 +287,14 @@ BOUNDS: Mapping[str, tuple[float | None, float | None, bool, bool]] = MappingPro
 })
 
 
-def out_of_bounds(name: str, value: float) -> str | None:
-    """Why ``value`` is outside :data:`BOUNDS`'s range for the argument ``name``, e.g. ``"must be at least 0"``;
-    None when it lies inside (or the argument has no bounds)."""
-    if name not in BOUNDS or value is None:
+def out_of_bounds(name: str, value: float, bounds: tuple[float | None, float | None, bool, bool] | None = None
+                  ) -> str | None:
+    """Why ``value`` is outside ``bounds`` (low, high, low included, high included; default: :data:`BOUNDS`'s range
+    for the argument ``name``), e.g. ``"must be at least 0"``; None when it lies inside (or there are no bounds)."""
+    bounds = bounds or BOUNDS.get(name)
+    if bounds is None or value is None:
         return None
-    low, high, low_in, high_in = BOUNDS[name]
+    low, high, low_in, high_in = bounds
     if low is not None and (value < low or (value == low and not low_in)):
         if high is not None:
             return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
