@@ -67,18 +67,25 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
     precheck_evaluate(model_args, eval_args)
     from st_infocse import evaluation
 
-    if eval_args.verbose:
-        # an explicit level on these loggers is what the evaluators leave alone
-        for name in evaluation.RETRIEVAL_LOGGERS:
-            logging.getLogger(name).setLevel(logging.INFO)
-    results = _evaluate(model_args, eval_args, lexical_args.settings())
+    loggers = [logging.getLogger(name) for name in evaluation.RETRIEVAL_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    if eval_args.verbose:  # an explicit level on these loggers is what the evaluators leave alone
+        for logger in loggers:
+            logger.setLevel(logging.INFO)
+    try:
+        results = _evaluate(model_args, eval_args, lexical_args.settings())
+        other = None
+        if eval_args.compare:
+            from dataclasses import replace
+
+            other = _evaluate(replace(model_args, model=eval_args.compare), eval_args)
+            other.pop("_")
+    finally:  # a command called from Python leaves the process's loggers as it found them
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
     settings = results.pop("_")
     written = evaluation.save_report(results, eval_args.output_dir, plots=eval_args.plots, settings=settings)
-    if eval_args.compare:
-        from dataclasses import replace
-
-        other = _evaluate(replace(model_args, model=eval_args.compare), eval_args)
-        other.pop("_")
+    if other is not None:
         comparison = evaluation.compare_results(other, results)
         print(comparison)
         out = Path(eval_args.output_dir)

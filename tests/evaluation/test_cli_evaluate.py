@@ -21,15 +21,6 @@ def beir_root(ev, tmp_path):
     return tmp_path / "beir"
 
 
-@pytest.fixture
-def beir_level():
-    """``--verbose`` sets a level on the retrieval loggers for the whole process: put them back."""
-    levels = {name: logging.getLogger(name).level for name in RETRIEVAL_LOGGERS}
-    yield
-    for name, level in levels.items():
-        logging.getLogger(name).setLevel(level)
-
-
 def _evaluate(tiny_bert_dir, out, *flags: str) -> list[str]:
     return ["evaluate", "--model", str(tiny_bert_dir), "--output_dir", str(out), "--plots", "false", *flags]
 
@@ -72,8 +63,11 @@ def test_max_seq_length_override_is_recorded(tiny_bert_dir, senteval_tree, tmp_p
     assert "- max_seq_length: 16" in (out / "evaluation.md").read_text()
 
 
-def test_verbose_shows_the_metric_log(tiny_bert_dir, beir_root, tmp_path, caplog, beir_level):
+def test_verbose_shows_the_metric_log_and_leaves_the_loggers_as_found(tiny_bert_dir, beir_root, tmp_path, caplog):
     caplog.set_level(logging.INFO)
+    levels = {name: logging.getLogger(name).level for name in RETRIEVAL_LOGGERS}
     argv = _evaluate(tiny_bert_dir, tmp_path / "eval", "--beir", "scifact", "--beir_source", str(beir_root))
     assert main([*argv, "--verbose", "true"]) == 0
     assert any(r.getMessage().startswith("NDCG@10:") for r in _beir_info(caplog))
+    # a second command in the same process is held back again
+    assert {name: logging.getLogger(name).level for name in RETRIEVAL_LOGGERS} == levels
