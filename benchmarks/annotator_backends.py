@@ -19,10 +19,19 @@ pairs under ``--work`` for the Jaccard of later backends; ``report`` writes the 
     python -m benchmarks.annotator_backends report
 
 Backends: ``fp32`` (torch), ``torch-int8`` (``torch.ao.quantization.quantize_dynamic`` on the ``Linear`` layers),
-``onnx`` / ``onnx-int8`` (``backend="onnx"``; int8 by ``export_dynamic_quantized_onnx_model``), ``openvino`` /
-``openvino-int8`` (``backend="openvino"``; int8 weights by OpenVINO's weight compression, which needs no calibration
-data). The ONNX and OpenVINO rows need ``sentence-transformers[onnx]`` / ``[openvino]`` (optimum); a missing one is
-recorded as skipped with the import error.
+``onnx`` / ``onnx-int8`` (ONNX Runtime; int8 as ``export_dynamic_quantized_onnx_model`` makes it: int8 per-channel
+weights, activations quantised per batch), ``openvino`` (f32 precision hint), ``openvino-bf16`` (OpenVINO's default
+on a CPU with bf16 units), ``openvino-int8`` (int8 weights by NNCF's weight compression, no calibration) and
+``openvino-int8-static`` (NNCF post-training quantisation, weights and activations, calibrated on 300 of the domain's
+own sentences, where ``export_static_quantized_openvino_model`` would download GLUE SST-2).
+
+sentence-transformers' own ``backend="onnx"`` / ``"openvino"`` load through optimum-onnx and optimum-intel, and
+neither imports next to sentence-transformers 6.2, transformers 5.24 and huggingface-hub 2.4: optimum-onnx 0.1 needs
+transformers < 4.58 (sentence-transformers 6 needs >= 5), optimum-intel 2.2 transformers < 5.6 and huggingface-hub
+< 1.22 (which the installed datasets does not import with). So the script runs the same runtimes directly: the encoder is exported once
+(``torch.onnx.export`` / ``openvino.convert_model``, under ``--work``) and the SentenceTransformer's Transformer module
+runs it, with the model's own tokeniser, pooling and normalisation. The rows need ``onnx``, ``onnxruntime``,
+``openvino`` and ``nncf`` importable; a backend that fails to load is recorded as skipped with its error.
 """
 
 from __future__ import annotations
