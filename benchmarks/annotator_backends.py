@@ -23,7 +23,9 @@ Backends: ``fp32`` (torch), ``torch-int8`` (``torch.ao.quantization.quantize_dyn
 weights, activations quantised per batch), ``openvino`` (f32 precision hint), ``openvino-bf16`` (OpenVINO's default
 on a CPU with bf16 units), ``openvino-int8`` (int8 weights by NNCF's weight compression, no calibration) and
 ``openvino-int8-static`` (NNCF post-training quantisation, weights and activations, calibrated on 300 of the domain's
-own sentences, where ``export_static_quantized_openvino_model`` would download GLUE SST-2).
+own sentences, where ``export_static_quantized_openvino_model`` would download GLUE SST-2); ``st-openvino`` and
+``st-openvino-int8`` load through sentence-transformers' own ``backend="openvino"`` (the latter with
+``model_kwargs={"load_in_8bit": True}``), where optimum-intel imports (see below).
 
 sentence-transformers' own ``backend="onnx"`` / ``"openvino"`` load through optimum-onnx and optimum-intel, and
 neither imports next to sentence-transformers 6.2, transformers 5.24 and huggingface-hub 2.4: optimum-onnx 0.1 needs
@@ -55,7 +57,7 @@ from benchmarks.harness import RESULTS, SHARED, commit, machine, mpnet_path, pro
 OUT = RESULTS / "annotator_backends.json"
 SEED = 0
 BACKENDS = ("fp32", "torch-int8", "onnx", "onnx-int8", "openvino", "openvino-bf16", "openvino-int8",
-            "openvino-int8-static")
+            "openvino-int8-static", "st-openvino", "st-openvino-int8")
 CALIBRATION_SENTENCES = 300
 DOMAINS = ("scifact", "reuters")
 REFERENCE = "fp32"
@@ -172,6 +174,10 @@ def load_annotator(backend: str, path: Path, threads: int, work: Path, calibrati
     from sentence_transformers import SentenceTransformer
 
     torch.set_num_threads(threads)
+    if backend.startswith("st-openvino"):  # sentence-transformers' own backend (where optimum-intel imports)
+        ov_config = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1, "INFERENCE_PRECISION_HINT": "f32"}
+        kwargs = {"ov_config": ov_config} | ({"load_in_8bit": True} if backend.endswith("int8") else {})
+        return SentenceTransformer(str(path), device="cpu", backend="openvino", model_kwargs=kwargs)
     model = SentenceTransformer(str(path), device="cpu").eval()
     work.mkdir(parents=True, exist_ok=True)
     if backend == "torch-int8":
@@ -250,6 +256,18 @@ def agreement(pairs: set, reference: set) -> dict[str, float]:
             "documents_same_pairs": round(same / len(docs), 4) if docs else 1.0}
 
 
+def cpu() -> str:
+    """The processor's name and the vector units the int8 / bf16 kernels use (Linux), e.g. for the speed-ups."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    units = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_int8") if f in flags]
+    return f"{name} ({', '.join(units) or 'no AVX2'})"
+
+
 def load_results(out: Path = OUT) -> dict[str, Any]:
     return json.loads(out.read_text()) if out.exists() else {"rows": {}}
 
@@ -279,6 +297,7 @@ def run(args: argparse.Namespace) -> None:
             results["rows"][key] = row
             results["command"] = "python -m benchmarks.annotator_backends " + " ".join(sys.argv[1:])
             results["commit"] = commit()
+            results["cpu"] = cpu()
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
             print(json.dumps(row), flush=True)
@@ -318,7 +337,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"Produced by {produced}; then `python -m benchmarks.annotator_backends report`.",
         "",
         f"all-mpnet-base-v2 mining IDC pairs (`mine_pairs` defaults: top-1, cosine, batch 64) from a seed-{SEED} "
-        f"sample of each domain's documents, on a {'/'.join(map(str, sorted(cores)))}-core CPU shared with other "
+        f"sample of each domain's documents, on a {'/'.join(map(str, sorted(cores)))}-core {results.get('cpu', 'CPU')} "
+        "shared with other "
         "jobs (the 1-minute load average before and after each run is given: timings are approximate). Mining s is "
         "`MiningReport.total_seconds` (model load excluded, given apart); encode s includes tokenising, whose time "
         "alone over the same batches is in brackets; the rest of mining is the graph work, reading documents and "
