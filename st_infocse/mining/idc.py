@@ -326,7 +326,11 @@ def mine_pairs(
         documents: Iterable of documents (lists of sentences, raw texts, or mappings with
             ``sentences``/``text`` and ``id``), a ``datasets.Dataset`` or a streaming
             ``datasets.IterableDataset`` with those columns.
-        model: A ``SentenceTransformer`` (anything with a compatible ``encode``).
+        model: A ``SentenceTransformer`` (anything with a compatible ``encode``). Only its embeddings' neighbours
+            matter, so an annotator on a faster runtime mines the same pairs where it encodes as fp32 torch does:
+            ``SentenceTransformer(path, backend="onnx")`` or ``backend="openvino"`` (``model_kwargs={"file_name":
+            ...}`` picks an exported file). An int8 copy encodes faster, and moves neighbours: int8 weights alone
+            (OpenVINO's ``model_kwargs={"load_in_8bit": True}``) few, int8 activations (``quantize_dynamic``) many.
         k: Top-K of eq. 3 (paper default 1).
         threshold: Optional floor on the edge score in use (cosine, or the raw inner product for
             ``similarity="dot"``, whose scale depends on the model); sentences with no neighbour

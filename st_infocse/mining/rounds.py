@@ -148,7 +148,8 @@ def train_idc_rounds(
             folder when omitted.
         seed: Training seed (and mining seed unless ``mining_kwargs`` sets one).
         annotator: Another model whose mining gives round 1's pairs (paper 002 Table 3 (5): all-mpnet-base-v2's
-            annotations); later rounds mine with the model being trained. Only with ``initial_annotation="model"``.
+            annotations; any backend :func:`mine_pairs` takes); later rounds mine with the model being trained. Only
+            with ``initial_annotation="model"``.
         keep_trained_if: ``"better"``: the best round's weights are kept when they beat the model as given;
             ``"reliable"``: only when their gain on the evaluator's primary metric is reliable over its queries
             (STS pairs), the paired bootstrap's 95% interval above zero, else the model as given is restored. Needs
