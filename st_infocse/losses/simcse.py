@@ -13,6 +13,7 @@ from torch import Tensor
 from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_labels
 from st_infocse.losses.citations import SIMCSE_CITATION
 from st_infocse.losses.contract import TrainingLoss
+from st_infocse.losses.registry import check_bounds
 from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.heads import ProjectionHead, ProjectionKind, at_least_fp32, initializer_range
 
@@ -88,8 +89,7 @@ class SimCSELoss(TrainingLoss):
                 trainer.train()
         """
         super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
+        check_bounds(temperature=temperature)  # the range the command line refuses --temperature by
         self.model = model
         self.temperature = temperature
         self.projection_kind = projection
