@@ -12,7 +12,7 @@ from typing import Any
 from benchmarks.adaptation_config import QUERY_METRICS
 from benchmarks.harness import against_fixed
 from st_infocse.evaluation import paired_change, queries_needed
-from st_infocse.evaluation.paired import GAIN, LOSS, NOISE, holm
+from st_infocse.evaluation.paired import PairedChange, holm
 
 # Rows are chosen on the selection half of each domain's test queries and claims are made on the confirmation half,
 # which no choice has used: the sorted query ids shuffled by random.Random(SPLIT_SEED), the first half selecting.
@@ -48,8 +48,8 @@ def adjust_confirmation(rows: dict[str, Any], keys: tuple[str, ...]) -> int:
         for row, p in zip(judged, adjusted, strict=True):
             change = rows[row][key]["confirmation"]
             change["p_holm"] = p
-            change["verdict_holm"] = NOISE if p >= 0.05 or change["delta"] == 0 else (
-                GAIN if change["delta"] > 0 else LOSS)
+            fields = {k: change[k] for k in ("delta", "low", "high", "n", "unit")}
+            change["verdict_holm"] = PairedChange(p=p, **fields).verdict  # the package's rule, on the adjusted p
         family = family or len(judged)
     return family
 
