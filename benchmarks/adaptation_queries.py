@@ -125,8 +125,8 @@ def query_table(name: str, stats: dict[str, Any], data: dict[str, Any]) -> list[
              "the test inverted; selection and confirmation: two fixed halves of the test queries, split seed "
              f"{stats['split_seed']}). **Many rows**: the {family} trained rows are judged together on the "
              "confirmation half, so each row's p is adjusted for them by Holm's step-down rule (per domain, each "
-             "metric its own family) and the verdict is read off the adjusted p at 5%, which holds 5% for the "
-             "table as a whole; the interval stays the row's own (it excludes zero exactly when the raw p is below "
+             "metric its own family) and the verdict is read off the adjusted p at 5%, which keeps the chance of any "
+             "false verdict in the table at 5%; the interval stays the row's own (it excludes zero exactly when the raw p is below "
              "0.05), so a row whose interval excludes zero can be within noise once adjusted. The reference lines "
              "are not in the family (their verdict is their own p's).", "",
              f"| Row | seeds | whole test Δ over seeds (t-test) | selection Δ ({n_sel} queries) | confirmation Δ "
