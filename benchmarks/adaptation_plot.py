@@ -129,14 +129,15 @@ def plot_confirmation(queries: dict[str, Any], path: Path) -> None:
                 if row not in stats["rows"]:
                     continue
                 change = stats["rows"][row][key]["confirmation"]
-                colour = "#2b7bba" if change["low"] > 0 else "#c0392b" if change["high"] < 0 else "0.45"
+                verdict = change.get("verdict_holm", change["verdict"])  # the table's verdict, over the rows judged
+                colour = {"a gain": "#2b7bba", "a loss": "#c0392b"}.get(verdict, "0.45")
                 axis.errorbar(change["delta"], y, xerr=[[change["delta"] - change["low"]],
                                                         [change["high"] - change["delta"]]],
                               fmt="o", color=colour, capsize=4, ms=6)
             axis.axvline(0, color="k", lw=1)
             label = "nDCG@10" if name == "scifact" else "article → headline\nnDCG@10"
             axis.set(title=f"{TITLES[name]} {label}\n{len(stats['confirmation'])} confirmation queries",
-                     xlabel="Δ from shipped, 95% CI over queries")
+                     xlabel="Δ from shipped, 95% CI over queries\n(colour: verdict after Holm over the rows)")
             axis.grid(axis="x", alpha=0.3)
         axes[0][0].set_yticks(range(len(rows)), rows)
         axes[0][0].invert_yaxis()

@@ -104,12 +104,13 @@ class Measured(NamedTuple):
         return f"{self.mean:.2f}{spread}, seeds {','.join(map(str, self.seeds))}"
 
     def confirmed(self) -> str:
-        """The confirmation half's change, e.g. ``+8.56 (95% CI +7.65 to +9.51): a gain, seed 0``."""
+        """The confirmation half's change, e.g. ``+8.56 (95% CI +7.61 to +9.48): a gain, seed 0``."""
         if self.confirmation is None:
             return ""
         change = self.confirmation
         seeds = ",".join(map(str, self.confirmation_seeds))
-        return (f"{change['delta']:+.2f} (95% CI {change['low']:+.2f} to {change['high']:+.2f}): {change['verdict']}, "
+        verdict = change.get("verdict_holm", change["verdict"])  # the report's verdict: Holm over the rows judged
+        return (f"{change['delta']:+.2f} (95% CI {change['low']:+.2f} to {change['high']:+.2f}): {verdict}, "
                 f"{change['n']:,} queries, seed{'s' if len(self.confirmation_seeds) > 1 else ''} {seeds}")
 
 

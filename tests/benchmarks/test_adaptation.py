@@ -466,3 +466,38 @@ def test_the_cost_table_sets_each_lora_row_beside_its_full_fine_tune_on_the_same
     lines = report.cost_lines(domains, full)
     assert "both on H100" in lines[0] and "| Reuters-21578 | informin | 2,100 / 900 | 15 / 12 | 221,184 |" in lines
     assert report.cost_lines(domains, {}) == []  # no full run on the GPU: no table
+
+
+def test_the_confirmation_verdicts_are_holms_over_the_rows_and_the_chosen_row_is_the_claim():
+    """Three rows judged on the confirmation half: one whose own p (about 0.04) would read "a gain" is within noise
+    once adjusted for the three (Holm: 2 x 0.04), the clear gain stays a gain, and the table prints both p-values."""
+    queries = importlib.import_module("benchmarks.adaptation_queries")
+    from st_infocse.evaluation.paired import holm
+
+    ids = [f"q{i:02d}" for i in range(40)]
+    selection, confirmation = queries.split_queries(ids)
+    moves = {"clear": {q: 5.0 for q in ids},  # every query gains: chosen on the selection half
+             "edge": {q: 1.0 if i < 15 else -1.0 for i, q in enumerate(confirmation)} | {q: 0.0 for q in selection},
+             "flat": {q: 0.0 for q in ids}}
+    base = {q: 50.0 for q in ids}
+
+    def run(scores: dict[str, float]) -> dict:
+        mean = sum(scores.values()) / len(scores)
+        return {"seed": 0, "test": {"ndcg@10": mean, "recall@100": mean},
+                "test_per_query": {"ndcg@10": scores, "recall@100": scores}}
+
+    data = {"shipped": run(base), "jobs": {},
+            "rows": {row: [run({q: base[q] + move[q] for q in ids})] for row, move in moves.items()}}
+    stats = queries.query_statistics("scifact", data)
+    assert stats["multiple_rows"] == {"rule": "holm", "family": 3, "half": "confirmation"}
+    judged = {row: stats["rows"][row]["ndcg@10"]["confirmation"] for row in moves}
+    assert [c["p_holm"] for c in judged.values()] == pytest.approx(holm([c["p"] for c in judged.values()]))
+    assert judged["edge"]["verdict"] == "a gain" and judged["edge"]["verdict_holm"] == "within noise"
+    assert judged["clear"]["verdict_holm"] == "a gain" and judged["flat"]["verdict_holm"] == "within noise"
+    assert stats["chosen_on_selection"] == "clear"
+    table = "\n".join(queries.query_table("scifact", stats, data))
+    assert "Holm p (3 rows)" in table and "Holm's step-down rule" in table
+    edge_line = next(line for line in table.splitlines() if line.startswith("| edge |"))
+    assert "p = 0.038" in edge_line and f"| p = {judged['edge']['p_holm']:.3f} | within noise |" in edge_line
+    assert "| clear (chosen on the selection half: the claim) |" in table
+    assert "The claim is clear, the row chosen on the selection half: a gain" in table

@@ -48,7 +48,13 @@ def test_the_rows_run_on_the_queue_and_the_run_writes_the_record_its_report_read
     assert record["rows"]["held_out-kl"]["settings"]["steps"] == 2 and set(record["rows"]["held_out-kl"]["per_query"]) \
         == set(record["rows"]["shipped"]["per_query"])
     assert "job" not in record["rows"]["held_out-kl"] and record["documents"] == 40
-    assert "| held_out-kl |" in distillation.report(out)
+    table = distillation.report(out)
+    line = next(row for row in table.splitlines() if row.startswith("| held_out-kl"))
+    assert line.startswith("| held_out-kl (chosen on the selection half: the claim) |")  # the only trained row
+    cells = [cell.strip() for cell in line.strip("|").split("|")]
+    raw_p = cells[4].rsplit(", ", 1)[1].rstrip(")")  # one row judged: Holm leaves its p as it is
+    assert cells[5] == raw_p and cells[6] in ("a gain", "within noise", "a loss")
+    assert "Holm's step-down rule" in table and "| BM25 |" in table  # the references: not in the family
 
     ran = []
     monkeypatch.setattr(distillation, "run_row", lambda name, *rest: ran.append(name) or {})

@@ -1,4 +1,5 @@
-"""The paired bootstrap over queries (pairs): intervals, p-values and verdicts on changes whose answer is known."""
+"""The paired test over queries (pairs): intervals, p-values and verdicts on changes whose answer is known, and
+Holm's adjustment of many p-values judged together."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
 from st_infocse.evaluation import PairedChange, paired_change, paired_spearman_change, queries_needed
-from st_infocse.evaluation.paired import paired_mean_changes
+from st_infocse.evaluation.paired import holm, paired_mean_changes
 
 
 def _scores(n: int, seed: int = 0) -> dict[str, float]:
@@ -199,3 +200,29 @@ def test_rows_are_judged_as_each_alone_and_few_queries_cannot_be_judged():
     assert six.verdict == "a gain" and six.p == pytest.approx(2 / 64) and six.low > 0
     one = paired_change({"q": 0.0}, {"q": 1.0})
     assert (one.delta, one.p, one.verdict) == (1.0, 1.0, "within noise")
+
+
+def test_holm_on_a_worked_example_and_its_refusals():
+    # m = 4: sorted 0.005, 0.01, 0.03, 0.04 scaled by 4, 3, 2, 1 -> 0.02, 0.03, 0.06, 0.04 -> running max
+    assert holm([0.03, 0.005, 0.04, 0.01]) == pytest.approx([0.06, 0.02, 0.06, 0.03])
+    assert holm([]) == [] and holm([0.2]) == [0.2] and holm([0.6, 0.7]) == [1.0, 1.0]
+    for bad in ([1.2], [-0.1], [float("nan")], [[0.1, 0.2]]):
+        with pytest.raises(ValueError):
+            holm(bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1), max_size=30), st.sampled_from([0.01, 0.05, 0.1]))
+def test_holm_rejects_what_the_step_down_procedure_rejects(p_values, alpha):
+    """Holm's procedure as he stated it: walk the p-values from the smallest, reject the k-th (of m) while it is
+    below alpha / (m - k + 1), stop at the first that is not; an adjusted p below alpha rejects the same ones."""
+    m = len(p_values)
+    rejected = set()
+    for k, i in enumerate(sorted(range(m), key=lambda j: p_values[j])):
+        if p_values[i] * (m - k) >= alpha:
+            break
+        rejected.add(i)
+    adjusted = holm(p_values)
+    assert {i for i, p in enumerate(adjusted) if p < alpha} == rejected
+    assert all(p <= a <= 1 for p, a in zip(p_values, adjusted, strict=True))
+    assert holm(p_values[::-1]) == adjusted[::-1]  # the order they come in does not matter
