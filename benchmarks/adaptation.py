@@ -187,7 +187,7 @@ class Worker(runner.Worker):
 
     @staticmethod
     def query_scores(model: Any, domain: Domain) -> dict[str, Any]:
-        """The whole test, and each test query's score (x100) for the report's paired bootstrap over queries."""
+        """The whole test, and each test query's score (x100) for the report's paired test over queries."""
         metrics, per_query = domain.test.evaluate_queries(model)
         return {"test": _x100(metrics),
                 "test_per_query": {k: {q: round(100 * v, 4) for q, v in scores.items()} for k, scores in per_query.items()}}

@@ -41,7 +41,7 @@ from st_infocse.mining import split_sentences
 # are headings and table cells, not sentences.
 MIN_WORDS = 5
 K_VALUES = (1, 5, 10, 20, 100)
-# Kept query by query for the paired bootstrap over queries (the report's intervals and selection/confirmation halves)
+# Kept query by query for the paired test over queries (the report's intervals and selection/confirmation halves)
 PER_QUERY = {"retrieval": ("ndcg@10", "recall@100"), "headline": ("ndcg@10",)}
 SEED = 0  # every sample of the data (curve corpus, pseudo-dev, smoke test sets) is drawn with this seed
 

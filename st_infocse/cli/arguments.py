@@ -107,8 +107,8 @@ class RunEvaluationArguments(Checked):
     keep_trained_if: Literal["better", "reliable"] = flag(
         "better", "Which model the run hands back, with an evaluator: 'better' keeps the trained model when its "
         "checkpoint metric is not below the start's; 'reliable' only when its gain is reliable over your queries (STS "
-        "pairs): the 95 percent interval of a paired bootstrap over them lies above zero. The adapt-* recipes set "
-        "'reliable'.")
+        "pairs): the 95 percent interval of the paired test over them (sign flips over queries, a bootstrap over STS "
+        "pairs) lies above zero. The adapt-* recipes set 'reliable'.")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -215,7 +215,7 @@ class EvaluateArguments:
     verbose: bool = flag(False, "Also show beir's INFO log (every metric at every k).")
     compare: str | None = flag(
         None, "A second model scored on the same sets: each STS task's and BEIR dataset's change from --compare to "
-        "--model, with its 95 percent interval from a paired bootstrap over the pairs / queries and a verdict "
+        "--model, with its 95 percent interval from the paired test over the queries / pairs and a verdict "
         "(comparison.json, comparison.md). Loaded as --model is.", metavar="MODEL")
 
 

@@ -1,5 +1,5 @@
 """Two models on the same data: each score's change with its 95% interval over the queries (BEIR nDCG@10) or the
-pairs (each STS task's Spearman), from a paired bootstrap (:mod:`st_infocse.evaluation.paired`)."""
+pairs (each STS task's Spearman), from the paired test of :mod:`st_infocse.evaluation.paired`."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def compare_results(before: dict[str, Any], after: dict[str, Any], seed: int = 0
         before, after: Title -> result, as :func:`~st_infocse.evaluation.save_report` takes them; an
             :class:`~st_infocse.evaluation.STSResult` and a :class:`~st_infocse.evaluation.BEIRResult` (scored with
             ``per_query=["ndcg@10"]``) are compared; other results are left out.
-        seed: The bootstrap's seed.
+        seed: The paired test's seed.
 
     Returns:
         The comparison; ``print()`` shows one line per task or dataset.

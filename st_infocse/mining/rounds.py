@@ -152,7 +152,7 @@ def train_idc_rounds(
             with ``initial_annotation="model"``.
         keep_trained_if: ``"better"``: the best round's weights are kept when they beat the model as given;
             ``"reliable"``: only when their gain on the evaluator's primary metric is reliable over its queries
-            (STS pairs), the paired bootstrap's 95% interval above zero, else the model as given is restored. Needs
+            (STS pairs), the paired test's 95% interval above zero, else the model as given is restored. Needs
             an evaluator that keeps unit scores (:func:`~st_infocse.evaluation.retrieval_evaluator`,
             :func:`~st_infocse.evaluation.stsb_dev_evaluator`). The change is in ``RoundsResult.change``.
 

@@ -1,7 +1,7 @@
 """Score a training run at its start and its end, and never hand back a model worse than the one given.
 
 Where the evaluator keeps what its score is made of (the package's retrieval and STS-B dev evaluators do,
-:func:`~st_infocse.evaluation.unit_scores`), each start -> end also gets a 95% interval from a paired bootstrap over
+:func:`~st_infocse.evaluation.unit_scores`), each start -> end also gets a 95% interval from the paired test (:mod:`~st_infocse.evaluation.paired`) over
 the queries (or STS pairs) and a verdict: "a gain", "within noise" or "a loss". ``keep_trained_if="reliable"`` then
 keeps the trained model only when the deciding metric's gain is reliable (the interval's lower end above zero).
 """
@@ -196,7 +196,7 @@ class StartEndCallback(TrainerCallback):
 
     Where the evaluator keeps unit scores (:func:`~st_infocse.evaluation.retrieval_evaluator`,
     :func:`~st_infocse.evaluation.stsb_dev_evaluator`, or any evaluator with a ``units()`` method), each metric's
-    change gets a 95% interval from a paired bootstrap over its queries (STS pairs), in ``result.changes``. With
+    change gets a 95% interval from the paired test (:mod:`~st_infocse.evaluation.paired`) over its queries (STS pairs), in ``result.changes``. With
     ``keep_trained_if="reliable"`` the trained model is kept only when the deciding metric's interval lies above
     zero: a small real gain measured on few queries is then often refused, and handed back as the start; more
     queries narrow the interval (docs/your-own-model.md, "How many queries").
