@@ -39,8 +39,8 @@ def warn_if_slow_bf16(bf16: bool, on_cpu: bool, cpuinfo: str | Path = "/proc/cpu
     if not (bf16 and on_cpu) or cpu_has_native_bf16(cpuinfo) is not False:
         return False
     logger.warning(
-        "bf16 requested on a CPU without native bf16 (no avx512_bf16 / AMX): expect it to be much slower than "
-        "fp32 (13-16x per training step measured on an AVX2 CPU); drop --bf16 to train in fp32."
+        "bf16 requested on a CPU without native bf16 (no avx512_bf16 / AMX): expect it to be many times slower "
+        "than fp32 (its matrix products are emulated); drop --bf16 to train in fp32."
     )
     return True
 
