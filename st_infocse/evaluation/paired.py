@@ -103,6 +103,9 @@ def _sign_flip_p(mean: float, flipped: np.ndarray, signs: np.ndarray, exact: boo
     return p_at
 
 
+_TINY = float(np.finfo(float).tiny)
+
+
 def _inverted_bound(p_at: Callable[[float], float], mean: float, p_zero: float, scale: float, side: int) -> float:
     """The end of the interval on ``side`` (+1 upper, -1 lower): where ``p_at`` falls below 5% going out from
     ``mean``. The p-value only falls going out (a flip's mean moves by ``|mean of signs| <= 1`` per unit of shift,
@@ -125,7 +128,8 @@ def _inverted_bound(p_at: Callable[[float], float], mean: float, p_zero: float, 
             inside = 0.0
         else:
             out = 0.0
-    bound = brentq(lambda shift: p_at(shift) - _ALPHA + 1e-12, inside, out, xtol=1e-9 * scale, rtol=4e-15)
+    # xtol stays positive for subnormal changes (1e-9 x 5e-324 rounds to 0, which brentq refuses)
+    bound = brentq(lambda shift: p_at(shift) - _ALPHA + 1e-12, inside, out, xtol=max(1e-9 * scale, _TINY), rtol=4e-15)
     if out == 0.0 and bound == 0.0:  # rejected at zero: the end lies strictly on the change's side of it
         bound = math.copysign(math.ulp(0.0), mean)
     return float(bound)
