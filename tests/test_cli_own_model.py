@@ -158,11 +158,17 @@ def test_the_summary_and_json_hold_start_and_end_for_every_evaluator(user_model,
     assert change["verdict"] in ("a gain", "within noise", "a loss")
     line = next(x for x in done.splitlines() if "retrieval nDCG@10" in x)
     assert f", {change['delta']:+.2f} (95% CI {change['low']:+.2f} to {change['high']:+.2f}, " in line
-    assert line.endswith(f"10 queries): {change['verdict']}")
+    # 10 queries: below RELIABLE_FROM, the line says its interval is approximate
+    assert f"10 queries): {change['verdict']} (10 queries: intervals are approximate; docs: How far the " in line
     sts = start_end["changes"]["eval_sts-dev_spearman_cosine"]
     assert sts["unit"] == "pairs" and sts["n"] > 10
     assert re.search(r"STS-B dev +\d+\.\d\d -> \d+\.\d\d, [+-]\d+\.\d\d \(95% CI .* pairs\): ", done)
-    assert "eval_retrieval_dot_recall@100" not in start_end["changes"]  # a mean of no per-query scores kept
+    # Recall@100 too: the retrieval evaluator keeps its per-query scores, so its line has an interval and a verdict
+    recall = start_end["changes"]["eval_retrieval_dot_recall@100"]
+    assert recall["n"] == 10 and recall["verdict"] in ("a gain", "within noise", "a loss")
+    line = next(x for x in done.splitlines() if "retrieval Recall@100" in x)
+    assert f", {recall['delta']:+.2f} (95% CI {recall['low']:+.2f} to {recall['high']:+.2f}, " in line
+    assert f"10 queries): {recall['verdict']} (10 queries: intervals are approximate" in line
 
 
 def _destroying(user_model, data, out, *flags):

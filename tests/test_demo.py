@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,9 @@ def test_demo_tiny_run(objective, tiny_bert_headless_dir, tmp_path, capsys):
     assert demo.cmd_demo(argv) == 0
     printed = capsys.readouterr().out
     assert "before training:" in printed and f"after 2 {objective} steps:" in printed
+    # the change printed says why it has no interval, and where one is printed
+    after = next(line for line in printed.splitlines() if f"after 2 {objective} steps:" in line)
+    assert re.search(r": -?\d+\.\d\d \([+-]\d+\.\d\d, not judged: .*--stsb_dev.* interval and verdict\)$", after), after
 
     from sentence_transformers import SentenceTransformer
 

@@ -131,7 +131,9 @@ def cmd_demo(argv: Sequence[str]) -> int:
     scores = _scores(trainer.state.log_history)
     before, after = scores[0][1], scores[-1][1]
     print(f"\nSTS-B dev Spearman x100 ({len(pairs):,} pairs, max length {base_length}):\n  before training: {before:.2f}"
-          f"\n  after {args.steps} {args.objective} steps: {after:.2f} ({after - before:+.2f})\nTraining and both "
+          f"\n  after {args.steps} {args.objective} steps: {after:.2f} ({after - before:+.2f}, not judged: the demo "
+          "keeps no per-pair scores of the start; `st-infocse train --stsb_dev` prints the interval and verdict)"
+          "\nTraining and both "
           f"evaluations took {seconds / 60:.1f} min; model saved to {output_dir}")
     if args.model is None:
         print("The start is all-MiniLM-L6-v2 re-pooled with its [CLS] token, as the papers pool; the model as shipped "

@@ -213,10 +213,21 @@ class RetrievalEvaluator(InformationRetrievalEvaluator):
                               dict(zip(self.queries_ids, self.queries, strict=True)), settings)
         return {name: self.metrics_of(run) for name, run in runs.items()}
 
+    @property
+    def unit_metrics(self) -> list[str]:
+        """The metrics :meth:`units` keeps query by query: the primary one and recall at the deepest cut-off (the
+        ranking's quality and what a reranker could still find, the two a training summary prints)."""
+        recall = f"recall@{max(self.precision_recall_at_k)}" if self.precision_recall_at_k else None
+        return [self.primary_key] + [recall] * (recall is not None and recall != self.primary_key)
+
     def units(self) -> dict[str, UnitScores]:
-        if self.per_query is None or not self.primary_metric:
+        """Each of :attr:`unit_metrics`' per-query scores of the last call, under the key the evaluator returns
+        (``{name}_{similarity}_recall@100``), so that a start -> end of each gets its interval over the queries."""
+        if self.query_scores is None or not self.primary_metric or not self.primary_metric.endswith(self.primary_key):
             return {}
-        return {self.primary_metric: UnitScores("queries", scores=dict(self.per_query))}
+        prefix = self.primary_metric[: -len(self.primary_key)]  # "{name}_{similarity}_", as the parent names keys
+        return {prefix + metric: UnitScores("queries", scores=dict(self.query_scores[metric]))
+                for metric in self.unit_metrics if metric in self.query_scores}
 
 
 @dataclass

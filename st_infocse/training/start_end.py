@@ -1,9 +1,11 @@
 """Score a training run at its start and its end, and never hand back a model worse than the one given.
 
 Where the evaluator keeps what its score is made of (the package's retrieval and STS-B dev evaluators do,
-:func:`~st_infocse.evaluation.unit_scores`), each start -> end also gets a 95% interval from the paired test (:mod:`~st_infocse.evaluation.paired`) over
-the queries (or STS pairs) and a verdict: "a gain", "within noise" or "a loss". ``keep_trained_if="reliable"`` then
-keeps the trained model only when the deciding metric's gain is reliable (the interval's lower end above zero).
+:func:`~st_infocse.evaluation.unit_scores`), each start -> end also gets a 95% interval from the paired test
+(:mod:`~st_infocse.evaluation.paired`) over the queries (or STS pairs) and a verdict: "a gain", "within noise" or
+"a loss", marked approximate below :data:`~st_infocse.evaluation.paired.RELIABLE_FROM` units; a change without unit
+scores is printed as not judged. ``keep_trained_if="reliable"`` then keeps the trained model only when the deciding
+metric's gain is reliable (the interval's lower end above zero).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from st_infocse.evaluation import PairedChange, UnitScores, paired_changes, unit_scores, x100
+from st_infocse.evaluation.paired import RELIABLE_FROM
 from st_infocse.training.snapshot import StartingWeights
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KEEP_TRAINED_IF", "StartEndCallback", "StartEndResult", "start_end_rows"]
+__all__ = ["KEEP_TRAINED_IF", "NOT_JUDGED", "StartEndCallback", "StartEndResult", "describe_change", "start_end_rows"]
 
 #: The rules for handing back the trained model rather than the start: its deciding score is higher ("better"), or
 #: its gain on the deciding metric's queries (pairs) is reliable, the 95% interval's lower end above zero ("reliable").
@@ -55,17 +58,45 @@ def _fmt(*values: float | None) -> list[str]:
     return ["n/a" if v is None else x100(v) if scaled else f"{v:.4g}" for v in values]
 
 
+#: What a start -> end line says when the evaluator keeps no unit scores for its metric (any evaluator other than
+#: the package's retrieval and STS-B dev ones, or a metric of theirs they do not keep query by query).
+NOT_JUDGED = "no per-query scores: the change is not judged"
+
+
+def describe_change(change: PairedChange) -> str:
+    """``+0.97 (95% CI -0.30 to +2.29, p = 0.140, 300 queries): within noise``, with a note that the interval is
+    approximate when fewer than :data:`~st_infocse.evaluation.paired.RELIABLE_FROM` units were compared."""
+    text = change.describe()
+    if change.n < RELIABLE_FROM:
+        text += f" ({change.n} {change.unit}: intervals are approximate; docs: How far the verdict can be trusted)"
+    return text
+
+
+def _change_text(before: float | None, after: float | None, change: PairedChange | None, scaled: bool = True) -> str:
+    """What follows a ``<start> -> <end>``: the change with its interval and verdict, or the change and why it is not
+    judged; "" when either end is missing or not a number (nothing to judge)."""
+    if change is not None:
+        return f", {describe_change(change)}"
+    if before is None or after is None or math.isnan(before) or math.isnan(after):
+        return ""
+    delta = after - before
+    return f", {100 * delta:+.2f} ({NOT_JUDGED})" if scaled else f", {delta:+.4g} ({NOT_JUDGED})"
+
+
 def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
-                   changes: dict[str, PairedChange] | None = None) -> dict[str, str]:
+                   changes: dict[str, PairedChange] | None = None, decides: str | None = None) -> dict[str, str]:
     """``{"STS-B dev": "86.72 -> 87.10, +0.38 (95% CI -0.12 to +0.90, p = 0.140, 1500 pairs): within noise"}``
-    for every metric in ``labels`` (metric key -> the name printed), with its interval where ``changes`` has one."""
+    for every metric in ``labels`` (metric key -> the name printed): its interval and verdict where ``changes`` has
+    one, else the change and why it is not judged (:data:`NOT_JUDGED`). When several rows are printed, the one of
+    ``decides`` (the checkpoint metric, which chooses the model kept) says so."""
     rows = {}
     for key, label in labels.items():
         before, after = start.get(key), end.get(key)
         if before is None and after is None:
             continue
-        change = (changes or {}).get(key)
-        rows[label] = f"{x100(before)} -> {x100(after)}" + (f", {change.describe()}" if change else "")
+        rows[label] = f"{x100(before)} -> {x100(after)}" + _change_text(before, after, (changes or {}).get(key))
+    if decides in labels and labels[decides] in rows and len(rows) > 1:
+        rows[labels[decides]] += "; decides: the checkpoint metric"
     return rows
 
 
@@ -163,12 +194,14 @@ class StartEndResult:
     def rows(self, labels: dict[str, str]) -> dict[str, str]:
         """The start -> end of each metric in ``labels`` (key -> name printed), with its interval: see
         :func:`start_end_rows`."""
-        return start_end_rows(labels, self.start, self.end, self.changes)
+        return start_end_rows(labels, self.start, self.end, self.changes, decides=self.metric)
 
     def interval(self, key: str) -> str:
-        """``, +0.97 (95% CI -0.30 to +2.29, p = 0.140, 300 queries): within noise``, or "" without unit scores."""
-        change = self.changes.get(key)
-        return f", {change.describe()}" if change is not None else ""
+        """``, +0.97 (95% CI -0.30 to +2.29, p = 0.140, 300 queries): within noise``; without unit scores the change
+        and :data:`NOT_JUDGED`; "" when the metric lacks a start or an end."""
+        before, after = self.start.get(key), self.end.get(key)
+        scaled = all(value is None or -1 <= value <= 1 for value in (before, after))
+        return _change_text(before, after, self.changes.get(key), scaled)
 
     def __str__(self) -> str:
         return "\n".join(self.lines())

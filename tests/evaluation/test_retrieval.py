@@ -245,6 +245,34 @@ def test_the_evaluator_agrees_with_pytrec_eval_and_sentence_transformers(ev):
     assert result.ndcg_at_10 == pytest.approx(logged, abs=1e-6)
 
 
+def test_the_evaluators_units_cover_recall_at_100_so_its_change_gets_an_interval(ev):
+    """Both metrics a training summary prints keep their per-query scores, from the same pytrec_eval evaluation, under
+    the keys the evaluator returns; their means are the logged scores, and a change of each gets its interval."""
+    import numpy as np
+
+    from st_infocse.evaluation import RetrievalEvaluator, paired_changes
+
+    rng = np.random.default_rng(1)
+    corpus = {f"d{i}": f"document {i}" for i in range(150)}
+    queries = {f"q{i}": f"query {i}" for i in range(20)}
+    qrels = {q: {d: 1 for d in rng.choice(list(corpus), size=3, replace=False)} for q in queries}
+    texts = [*corpus.values(), *queries.values()]
+    evaluator = RetrievalEvaluator(queries, corpus, qrels, precision_recall_at_k=[10, 100], name="x")
+    scored = []
+    for seed in (0, 1):
+        vectors = np.random.default_rng(seed).normal(size=(len(texts), 8))
+        logged = evaluator(ev.StubEncoder(dict(zip(texts, vectors.tolist(), strict=True))))
+        units = evaluator.units()
+        assert set(units) == {"x_cosine_ndcg@10", "x_cosine_recall@100"}
+        for key, unit in units.items():
+            assert len(unit.scores) == 20
+            assert logged[key] == pytest.approx(np.mean(list(unit.scores.values())), abs=1e-12)
+        scored.append(units)
+    changes = paired_changes(*scored)
+    recall = changes["x_cosine_recall@100"]
+    assert recall.n == 20 and recall.low <= recall.delta <= recall.high
+
+
 def test_mrr_is_cut_in_trec_evals_order():
     from st_infocse.evaluation.retrieval import per_query_metrics
 

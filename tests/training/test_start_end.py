@@ -4,12 +4,14 @@ metric worse hands back the model it was given."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
 from datasets import Dataset
 
 from st_infocse.training import StartEndCallback, StartEndResult, StartingWeights
+from st_infocse.training.start_end import start_end_rows
 
 from ..conftest import random_sentences
 
@@ -90,7 +92,9 @@ def test_start_is_scored_before_any_step_and_end_after_the_last(make_model, tmp_
     assert result.start == {"eval_scripted_score": 0.5, "eval_scripted_alt": 0.5, "eval_scripted_loss": 0.5}
     assert (result.start_step, result.end_step, result.start_score, result.end_score) == (0, STEPS, 0.5, 0.75)
     assert (result.best_step, result.best_score, result.worse_at_end) == (STEPS, 0.75, [])
-    assert result.lines()[0] == "eval_scripted_score 50.00 -> 75.00"
+    # an evaluator without per-query scores: the change is printed, and said to be unjudged
+    assert result.lines()[0] == ("eval_scripted_score 50.00 -> 75.00, +25.00 (no per-query scores: the change is not "
+                                 "judged)")
     assert json.loads(json.dumps(result.to_dict()))["kept"] == "end"
 
 
@@ -204,7 +208,8 @@ def test_sequential_evaluator_and_a_real_evaluator_use_the_trainers_metric_names
     assert logged["step"] == STEPS and set(result.start) <= set(logged)
     assert result.end == {key: logged[key] for key in result.start}
     assert (result.kept, result.best_step, result.end_score) == ("end", STEPS, 0.45)
-    assert result.lines()[0] == "eval_sequential_score 30.00 -> 45.00"
+    assert result.lines()[0] == ("eval_sequential_score 30.00 -> 45.00, +15.00 (no per-query scores: the change is "
+                                 "not judged)")
 
 
 def test_the_last_step_is_evaluated_by_the_trainer_whatever_its_eval_steps(tmp_path):
@@ -328,7 +333,8 @@ def test_real_retrieval_and_sts_evaluators_give_intervals(make_model, tmp_path):
     pairs = STSPairs("STS-B", texts[:20], texts[20:40], [float(i % 5) for i in range(20)], "test", "dev")
     evaluator = SequentialEvaluator([stsb_dev_evaluator(pairs), retrieval])
     _, result = _train(make_model(), evaluator, tmp_path)
-    assert set(result.changes) == {"eval_retrieval_cosine_ndcg@10", "eval_sts-dev_spearman_cosine"}
+    assert set(result.changes) == {"eval_retrieval_cosine_ndcg@10", "eval_retrieval_cosine_recall@100",
+                                   "eval_sts-dev_spearman_cosine"}
     ndcg = result.changes["eval_retrieval_cosine_ndcg@10"]
     expected = 100 * (result.end["eval_retrieval_cosine_ndcg@10"] - result.start["eval_retrieval_cosine_ndcg@10"])
     assert ndcg.n == 10 and ndcg.delta == pytest.approx(expected, abs=1e-6)
@@ -336,6 +342,19 @@ def test_real_retrieval_and_sts_evaluators_give_intervals(make_model, tmp_path):
     expected = 100 * (result.end["eval_sts-dev_spearman_cosine"] - result.start["eval_sts-dev_spearman_cosine"])
     assert sts.n == 20 and sts.unit == "pairs" and sts.delta == pytest.approx(expected, abs=1e-6)
     assert sts.low <= sts.delta <= sts.high
+    recall = result.changes["eval_retrieval_cosine_recall@100"]
+    expected = 100 * (result.end["eval_retrieval_cosine_recall@100"] - result.start["eval_retrieval_cosine_recall@100"])
+    assert recall.n == 10 and recall.delta == pytest.approx(expected, abs=1e-6)
+    # every line the summary prints carries its interval and verdict, approximate on 10 queries and 20 pairs
+    labels = {"eval_retrieval_cosine_ndcg@10": "retrieval nDCG@10", "eval_retrieval_cosine_recall@100":
+              "retrieval Recall@100", "eval_sts-dev_spearman_cosine": "STS-B dev"}
+    rows = result.rows(labels)
+    for label, unit in (("retrieval nDCG@10", "10 queries"), ("retrieval Recall@100", "10 queries"),
+                        ("STS-B dev", "20 pairs")):
+        line = (rf"^-?\d+\.\d\d -> -?\d+\.\d\d, [+-]\d+\.\d\d \(95% CI .*, {unit}\): (a gain|within noise|a loss) "
+                rf"\({unit}: intervals are approximate; docs: How far the verdict can be trusted\)")
+        assert re.search(line, rows[label]), rows
+    assert sum(row.endswith("; decides: the checkpoint metric") for row in rows.values()) == (result.metric in labels)
 
 
 def test_start_end_rows_come_from_the_result_with_each_interval():
@@ -349,9 +368,37 @@ def test_start_end_rows_come_from_the_result_with_each_interval():
     )
     rows = result.rows({"eval_ndcg": "retrieval nDCG@10", "eval_sts": "STS-B dev", "eval_other": "absent"})
     assert rows == {
-        "retrieval nDCG@10": "50.00 -> 52.00, +2.00 (95% CI +0.50 to +3.50, p = 0.010, 300 queries): a gain",
-        "STS-B dev": "80.00 -> 79.00",
+        "retrieval nDCG@10": "50.00 -> 52.00, +2.00 (95% CI +0.50 to +3.50, p = 0.010, 300 queries): a gain; "
+                             "decides: the checkpoint metric",
+        "STS-B dev": "80.00 -> 79.00, -1.00 (no per-query scores: the change is not judged)",
     }
+    # one row: nothing to tell apart
+    assert result.rows({"eval_ndcg": "nDCG"})["nDCG"].endswith("300 queries): a gain")
+
+
+def test_a_change_measured_on_30_queries_says_its_interval_is_approximate():
+    """Below RELIABLE_FROM units the calibration found the verdict approximate: the line says so; from it, not."""
+    from st_infocse.evaluation import PairedChange
+    from st_infocse.evaluation.paired import RELIABLE_FROM
+
+    assert RELIABLE_FROM == 100
+    start, end = {"eval_r": 0.80}, {"eval_r": 0.82}
+    few = start_end_rows({"eval_r": "retrieval Recall@100"}, start, end,
+                         {"eval_r": PairedChange(2.0, -1.0, 5.0, 0.2, 30)})
+    assert few["retrieval Recall@100"] == ("80.00 -> 82.00, +2.00 (95% CI -1.00 to +5.00, p = 0.200, 30 queries): "
+                                           "within noise (30 queries: intervals are approximate; docs: How far the "
+                                           "verdict can be trusted)")
+    enough = start_end_rows({"eval_r": "R"}, start, end, {"eval_r": PairedChange(2.0, -1.0, 5.0, 0.2, RELIABLE_FROM)})
+    assert "approximate" not in enough["R"]
+
+
+def test_a_run_on_30_queries_prints_its_verdict_as_approximate(make_model, tmp_path):
+    queries = QUERIES[:30]
+    evaluator = _query_scored_evaluator({0: {q: START[q] for q in queries}, STEPS: {q: BROAD_GAIN[q] for q in queries}})
+    _, result = _train(make_model(), evaluator, tmp_path)
+    assert result.changes["eval_dev_ndcg@10"].n == 30
+    assert result.lines()[0].endswith("a gain (30 queries: intervals are approximate; docs: How far the verdict "
+                                      "can be trusted)")
 
 
 def test_a_run_on_a_lora_adapter_hands_back_the_start_from_a_copy_of_the_adapter_alone(make_model, tmp_path):
