@@ -182,14 +182,49 @@ def test_training_that_lowers_the_score_warns_and_hands_back_the_starting_weight
     out = tmp_path / "run"
     assert main(_destroying(user_model, data, out)) == 0
     printed = capsys.readouterr().out
-    # a collapsed model makes the correlation undefined (nan), which counts as worse than any score
-    assert re.search(r"warning: STS-B dev ended below its start \(\d+\.\d\d -> (\d+\.\d\d|nan)\)", printed), printed
+    # a collapsed model makes the correlation undefined (nan), which counts as worse than any score; the start was
+    # saved, so the line notes where the trained model ended rather than warning about the saved one
+    assert re.search(r"note: the trained model's STS-B dev ended below its start \(\d+\.\d\d -> (\d+\.\d\d|nan)\); "
+                     r"the starting model was saved", printed), printed
+    assert "warning: STS-B dev ended below its start" not in printed
     assert "the starting model: no checkpoint beat the model you started with" in printed
     given = SentenceTransformer(str(user_model), device="cpu").state_dict()
     saved = SentenceTransformer(str(out), device="cpu").state_dict()
     assert given.keys() == saved.keys()
     assert all(torch.equal(given[key], saved[key]) for key in given)
     assert json.loads((out / "run_summary.json").read_text())["start_end"]["kept"] == "start"
+
+
+def test_a_lora_run_that_saved_its_start_says_the_adapter_is_not_in_the_saved_model(user_model, data, tmp_path,
+                                                                                    capsys):
+    pytest.importorskip("peft")
+    out = tmp_path / "run"
+    assert main(_destroying(user_model, data, out, "--lora_r", "2", "--learning_rate", "100")) == 0
+    printed = capsys.readouterr().out
+    assert json.loads((out / "run_summary.json").read_text())["start_end"]["kept"] == "start"
+    assert re.search(r"LoRA adapter +rank 2, .*; not in the saved model, which is the starting model \(see saved\)",
+                     printed), printed
+    assert "merged into the saved model" not in printed.split("Training done")[1]
+
+
+def test_a_lora_run_that_saved_its_trained_model_says_the_adapter_is_merged_in(user_model, data, tmp_path, capsys):
+    pytest.importorskip("peft")
+    out = tmp_path / "run"
+    assert main(_destroying(user_model, data, out, "--lora_r", "2", "--keep_start_if_better", "false")) == 0
+    printed = capsys.readouterr().out.split("Training done")[1]
+    assert re.search(r"LoRA adapter +rank 2, .*; merged into the saved model", printed), printed
+
+
+def test_a_run_shorter_than_the_save_interval_names_its_one_checkpoint(user_model, data, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(_train(user_model, data, out, "--eval_strategy", "no", "--load_best_model_at_end", "false",
+                       "--save_strategy", "steps", "--save_steps", "100")) == 0
+    printed = capsys.readouterr().out.split("Training done")[0]
+    assert f"{out / 'checkpoint-2'} at the last step only (the run is 2 steps, shorter than --save_steps 100" in printed
+    assert "every 100 steps" not in printed and (out / "checkpoint-2").is_dir()
+    assert main(_train(user_model, data, tmp_path / "none", "--eval_strategy", "no", "--save_strategy", "no",
+                       "--load_best_model_at_end", "false")) == 0
+    assert "none (final model only)" in capsys.readouterr().out and not list((tmp_path / "none").glob("checkpoint-*"))
 
 
 def test_keep_start_if_better_false_hands_back_the_trained_model(user_model, data, tmp_path, capsys):

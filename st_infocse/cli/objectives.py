@@ -331,7 +331,8 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     record = {"objective": "idc", "model": loaded.how, "round_arguments": round_args, "rounds": result.to_dict(),
               "settings": flags.settings()}
     end_summary("IDC training done", out, {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}, record,
-                measured.labels, measured_rows, lengths(training_length, own_length))
+                measured.labels, measured_rows, lengths(training_length, own_length),
+                result.initial_metrics is not None and result.best_round == 0)
     return 0
 
 

@@ -23,13 +23,19 @@ def summary(title: str, rows: dict[str, Any]) -> None:
         print(f"  {key.ljust(width)}  {value}")
 
 
-def checkpoint_plan(training_args) -> str:
+def checkpoint_plan(training_args, steps: int | None = None) -> str:
+    """Where the run's checkpoints go, for a run of ``steps`` optimizer steps (None: not known)."""
     strategy = getattr(training_args.save_strategy, "value", training_args.save_strategy)
     if strategy == "no":
         return "none (final model only)"
+    folder = Path(training_args.output_dir)
+    if strategy == "steps" and steps is not None and steps <= training_args.save_steps:
+        # the trainer saves at the last step whatever the interval, so a shorter run writes that one checkpoint
+        return (f"{folder / f'checkpoint-{steps}'} at the last step only (the run is {steps} steps, shorter than "
+                f"--save_steps {training_args.save_steps:g}; --save_strategy no writes none)")
     every = f"every {training_args.save_steps:g} steps" if strategy == "steps" else f"every {strategy}"
     kept = f", last {training_args.save_total_limit} kept" if training_args.save_total_limit else ""
-    return f"{Path(training_args.output_dir) / 'checkpoint-N'} {every}{kept}"
+    return f"{folder / 'checkpoint-N'} {every} and at the last step{kept}"
 
 
 def lengths(training_length: int | None, saved_length: int | None) -> str:
@@ -43,21 +49,27 @@ def start_summary(title: str, texts: int, training_args, training_length: int | 
     batch = training_args.per_device_train_batch_size
     world, accumulation = max(1, training_args.world_size), training_args.gradient_accumulation_steps
     effective = f" ({batch * world * accumulation} per optimizer step)" if world * accumulation > 1 else ""
-    summary(title, {"texts": texts, "batch size": f"{batch}{effective}",
-                    "optimizer steps": check_planned_steps(texts, training_args),
-                    "checkpoints": checkpoint_plan(training_args),
+    steps = check_planned_steps(texts, training_args)
+    summary(title, {"texts": texts, "batch size": f"{batch}{effective}", "optimizer steps": steps,
+                    "checkpoints": checkpoint_plan(training_args, steps),
                     "max length": lengths(training_length, own_length), **(extra or {})})
 
 
-def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str, float]) -> list[str]:
-    """One warning line per labelled metric that ended below its start (all of them are higher-is-better)."""
+def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
+                 start_saved: bool = False) -> list[str]:
+    """One warning line per labelled metric that ended below its start (all of them are higher-is-better); when the
+    starting model is what was saved, a note that the trained model ended there instead (nothing to warn about)."""
     from st_infocse.evaluation import x100
 
     lines = []
     for key, label in labels.items():
         before, after = start.get(key), end.get(key)
         if before is not None and after is not None and (after < before or (math.isnan(after) and not math.isnan(before))):
-            lines.append(f"warning: {label} ended below its start ({x100(before)} -> {x100(after)})")
+            if start_saved:
+                lines.append(f"note: the trained model's {label} ended below its start ({x100(before)} -> "
+                             f"{x100(after)}); the starting model was saved")
+            else:
+                lines.append(f"warning: {label} ended below its start ({x100(before)} -> {x100(after)})")
     return lines
 
 
@@ -86,18 +98,19 @@ def write_run_summary(output_dir: str | Path, values: dict[str, Any]) -> Path:
 
 
 def end_summary(title: str, out: Path, rows: dict[str, Any], record: dict[str, Any], labels: dict[str, str] | None,
-                measured: tuple[dict, dict, dict, str] | None, lengths_row: str) -> None:
+                measured: tuple[dict, dict, dict, str] | None, lengths_row: str, start_saved: bool = False) -> None:
     """The end of a training run: each measured metric's start -> end with its interval and which model was saved
     (``measured``: start metrics, end metrics, changes, the saved line; None without an evaluator; ``labels`` None: a
     run that takes no evaluator, stage 1), the lengths, the folder, and ``record`` written to ``run_summary.json``; a
-    warning per metric that ended below its start."""
+    warning per metric that ended below its start (a note instead when ``start_saved``: the starting model was saved).
+    """
     from st_infocse.training.start_end import start_end_rows
 
     warnings: list[str] = []
     if measured is not None:
         start, end, changes, saved = measured
         rows.update({**start_end_rows(labels, start, end, changes), "saved": saved})
-        warnings = worse_at_end(labels, start, end)
+        warnings = worse_at_end(labels, start, end, start_saved)
     elif labels is not None:
         rows["start -> end"] = NOT_MEASURED
     rows.update({"max length": lengths_row, "model": out, "run summary": write_run_summary(out, record)})

@@ -134,8 +134,10 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
                     "max_seq_length": {"training": training_length, "saved": own_length}}
     if anchor:
         rows["weight anchor"], record["weight_anchor"] = anchor, flags.keep.weight_anchor
+    start_saved = ends is not None and ends.result.kept == "start"
     if adapter:
-        rows["LoRA adapter"] = f"{adapter}; merged into the saved model"
+        rows["LoRA adapter"] = (f"{adapter}; not in the saved model, which is the starting model (see saved)"
+                                if start_saved else f"{adapter}; merged into the saved model")
         record["lora"] = {"r": flags.lora.lora_r, "alpha": flags.lora.lora_alpha,
                           "target_modules": flags.lora.lora_target_modules}
     result = None
@@ -147,7 +149,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
             rows.update(reference_rows)
     rows.update(saved)
     end_summary(f"{entry.title} done" if entry.title else "Training done", out, rows, record,
-                measured.labels if flags.run is not None else None, result, lengths(training_length, own_length))
+                measured.labels if flags.run is not None else None, result, lengths(training_length, own_length),
+                start_saved)
     return 0
 
 

@@ -11,6 +11,11 @@ Why merged rather than saved as an adapter: sentence-transformers saves and load
 PEFT integration, which transformers 5.24 enables only with ``peft >= 0.22``; the package's ``lora`` extra takes any
 PEFT from 0.17 and writes the one format every sentence-transformers installation loads.
 
+Checkpoints: a checkpoint folder written during training holds the model at that step with the adapter merged in (what
+``SentenceTransformer(checkpoint)`` loads) and the adapter's own weights in :data:`ADAPTER_FILE`, which resuming
+reads back into the adapter (:func:`save_merged_checkpoint`, :func:`load_adapter_checkpoint`; the package's trainer
+calls both).
+
 Example:
     >>> from st_infocse.training.lora import LoRASettings, add_lora, merge_lora
     >>> added = add_lora(model, LoRASettings(r=8))  # doctest: +SKIP
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,9 +35,12 @@ if TYPE_CHECKING:
 
 # Nothing heavy at import: the command line reads this module's defaults before torch is imported.
 
-__all__ = ["LORA_INSTALL_HINT", "LoRASettings", "add_lora", "has_lora", "lora_parameters", "merge_lora"]
+__all__ = ["ADAPTER_FILE", "LORA_INSTALL_HINT", "LoRASettings", "add_lora", "has_lora", "load_adapter_checkpoint",
+           "lora_parameters", "merge_lora", "save_merged_checkpoint"]
 
 LORA_INSTALL_HINT = 'pip install "st-infocse[lora]"'
+# Beside the merged model in a checkpoint folder: the adapter's weights (lora_A / lora_B), which a resumed run reads.
+ADAPTER_FILE = "lora_adapter.safetensors"
 # BERT-family names of the attention projections (BERT, RoBERTa, MiniLM, ELECTRA); MPNet calls them q, k, v.
 DEFAULT_TARGETS = ("query", "key", "value")
 
@@ -133,3 +142,38 @@ def merge_lora(model: nn.Module) -> int:
     for name, parameter in model.named_parameters():
         parameter.requires_grad_(before.get(name, True))
     return len(layers)
+
+
+def save_merged_checkpoint(model: nn.Module, folder: str | Path) -> None:
+    """Write ``model`` with its adapter merged into ``folder`` (the files ``SentenceTransformer(folder)`` loads, over
+    the adapter-carrying ones a trainer saved there) and the adapter's own weights into ``folder/ADAPTER_FILE``.
+
+    The merge happens on a copy: folding the adapter in and out of the training model would round its frozen weights,
+    and a resumed run would then start from other weights than the interrupted one held.
+    """
+    import copy
+
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    save_file({name: p.detach().contiguous().cpu() for name, p in lora_parameters(model)}, str(folder / ADAPTER_FILE))
+    merged = copy.deepcopy(model)
+    merge_lora(merged)
+    merged.save(str(folder))
+
+
+def load_adapter_checkpoint(model: nn.Module, folder: str | Path) -> None:
+    """Read the adapter's weights that :func:`save_merged_checkpoint` wrote in ``folder`` into ``model``'s adapter
+    (the frozen weights stay those of the model the run started from). Refused, naming the folder, when the folder
+    holds no adapter or another adapter's shape."""
+    from safetensors.torch import load_file
+
+    path = Path(folder) / ADAPTER_FILE
+    if not path.is_file():
+        raise ValueError(f"{folder} holds no LoRA adapter ({ADAPTER_FILE}): resume a LoRA run from a checkpoint that "
+                         f"LoRA run wrote, or train without --lora_r")
+    saved, own = load_file(str(path)), dict(lora_parameters(model))
+    if set(saved) != set(own) or any(saved[k].shape != own[k].shape for k in own):
+        raise ValueError(f"the LoRA adapter in {path} does not match the model's adapter (its rank or its layers "
+                         f"differ): resume with the settings of the run that wrote it")
+    model.load_state_dict(saved, strict=False)

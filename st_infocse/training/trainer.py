@@ -17,6 +17,7 @@ from torch import nn
 
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.training.callbacks import AuxiliaryStateCallback, own_parameters
+from st_infocse.training.lora import has_lora, load_adapter_checkpoint, save_merged_checkpoint
 
 logger = logging.getLogger(__name__)
 
@@ -115,3 +116,19 @@ class AuxiliaryLossTrainer(SentenceTransformerTrainer):
         self.auxiliary.average_gradients(self.state.global_step)  # every process then clips by the same factor
         self.accelerator.unscale_gradients()
         return clip_gradients_jointly(self.loss, self.args.max_grad_norm)
+
+    def _save(self, output_dir: str | None = None, state_dict: Any = None) -> None:
+        # A model carrying a LoRA adapter is saved with the adapter merged into a copy, so that a checkpoint folder
+        # loads in SentenceTransformer as the model at its step; the adapter's own weights go beside it for resuming.
+        super()._save(output_dir, state_dict)
+        model = getattr(self.model, "_orig_mod", self.model)
+        if has_lora(model):
+            save_merged_checkpoint(model, output_dir if output_dir is not None else self.args.output_dir)
+
+    def _load_from_checkpoint(self, checkpoint_path: str, *args: Any, **kwargs: Any) -> None:
+        # Resuming a LoRA run (and loading its best checkpoint) reads the adapter's weights back into the adapter.
+        model = getattr(self.model, "_orig_mod", self.model)
+        if has_lora(model):
+            load_adapter_checkpoint(model, checkpoint_path)
+            return
+        super()._load_from_checkpoint(checkpoint_path, *args, **kwargs)

@@ -10,7 +10,7 @@ from sentence_transformers import SentenceTransformer
 
 from st_infocse import losses
 from st_infocse.training import AuxiliaryStateCallback, StartingWeights, WeightAnchorCallback, toward_start
-from st_infocse.training.lora import LoRASettings, add_lora, has_lora, lora_parameters, merge_lora
+from st_infocse.training.lora import ADAPTER_FILE, LoRASettings, add_lora, has_lora, lora_parameters, merge_lora
 
 pytest.importorskip("peft")  # the lora extra; installed with the dev extra, so CI runs these
 
@@ -105,3 +105,49 @@ def test_an_adapter_that_matches_no_layer_is_refused_naming_the_layers(make_mode
         add_lora(model)
     with pytest.raises(ValueError, match="rank must be at least 1"):
         LoRASettings(r=0)
+
+
+def _train(model, dataset, out, steps, resume=None):
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    from st_infocse.training import AuxiliaryLossTrainer
+
+    args = SentenceTransformerTrainingArguments(output_dir=str(out), max_steps=steps, per_device_train_batch_size=8,
+                                                learning_rate=1e-2, report_to="none", save_strategy="steps",
+                                                save_steps=2, seed=0, disable_tqdm=True, use_cpu=True)
+    trainer = AuxiliaryLossTrainer(model=model, args=args, train_dataset=dataset, loss=losses.SimCSELoss(model))
+    trainer.train(resume_from_checkpoint=resume)
+    return trainer
+
+
+def test_a_checkpoint_loads_as_the_merged_model_at_its_step_and_resumes(make_model, sentences, tmp_path):
+    import copy
+
+    dataset = Dataset.from_dict({"text": sentences[:32]})
+    model = make_model()
+    add_lora(model, LoRASettings(r=4))
+    _train(model, dataset, tmp_path / "two", steps=2)
+    merged = copy.deepcopy(model)
+    merge_lora(merged)
+    merged.eval()
+    loaded = SentenceTransformer(str(tmp_path / "two" / "checkpoint-2"), device="cpu")
+    expected = merged.encode(sentences[:4], convert_to_tensor=True)
+    assert not torch.allclose(make_model().encode(sentences[:4], convert_to_tensor=True), expected, atol=1e-4)
+    torch.testing.assert_close(loaded.encode(sentences[:4], convert_to_tensor=True), expected, atol=1e-5, rtol=1e-4)
+    # resuming reads the checkpoint's adapter back (a run whose last step is the checkpoint's trains nothing more),
+    # and a resumed run goes on from there
+    resumed = make_model()
+    add_lora(resumed, LoRASettings(r=4))
+    _train(resumed, dataset, tmp_path / "two", steps=2, resume=str(tmp_path / "two" / "checkpoint-2"))
+    for (name, a), (_, b) in zip(lora_parameters(model), lora_parameters(resumed), strict=True):
+        torch.testing.assert_close(a, b, msg=name)
+    longer = _train(resumed, dataset, tmp_path / "two", steps=4, resume=str(tmp_path / "two" / "checkpoint-2"))
+    assert longer.state.global_step == 4 and (tmp_path / "two" / "checkpoint-4" / ADAPTER_FILE).is_file()
+
+def test_resuming_from_a_checkpoint_without_an_adapter_is_refused(make_model, sentences, tmp_path):
+    from st_infocse.training.lora import load_adapter_checkpoint
+
+    model = make_model()
+    add_lora(model, LoRASettings(r=4))
+    with pytest.raises(ValueError, match="holds no LoRA adapter"):
+        load_adapter_checkpoint(model, tmp_path)
