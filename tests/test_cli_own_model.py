@@ -169,6 +169,9 @@ def test_the_summary_and_json_hold_start_and_end_for_every_evaluator(user_model,
     line = next(x for x in done.splitlines() if "retrieval Recall@100" in x)
     assert f", {recall['delta']:+.2f} (95% CI {recall['low']:+.2f} to {recall['high']:+.2f}, " in line
     assert f"10 queries): {recall['verdict']} (10 queries: intervals are approximate" in line
+    # the checkpoint metric's line, and only it, says that it chose the model kept
+    deciding = [x for x in done.splitlines() if "decides: the checkpoint metric" in x]
+    assert len(deciding) == 1 and "retrieval nDCG@10" in deciding[0], done
 
 
 def _destroying(user_model, data, out, *flags):

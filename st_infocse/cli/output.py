@@ -98,18 +98,20 @@ def write_run_summary(output_dir: str | Path, values: dict[str, Any]) -> Path:
 
 
 def end_summary(title: str, out: Path, rows: dict[str, Any], record: dict[str, Any], labels: dict[str, str] | None,
-                measured: tuple[dict, dict, dict, str] | None, lengths_row: str, start_saved: bool = False) -> None:
+                measured: tuple[dict, dict, dict, str] | None, lengths_row: str, start_saved: bool = False,
+                decides: str | None = None) -> None:
     """The end of a training run: each measured metric's start -> end with its interval and which model was saved
     (``measured``: start metrics, end metrics, changes, the saved line; None without an evaluator; ``labels`` None: a
     run that takes no evaluator, stage 1), the lengths, the folder, and ``record`` written to ``run_summary.json``; a
-    warning per metric that ended below its start (a note instead when ``start_saved``: the starting model was saved).
+    warning per metric that ended below its start (a note instead when ``start_saved``: the starting model was saved);
+    ``decides``: the checkpoint metric, whose row says that it chose the model kept.
     """
     from st_infocse.training.start_end import start_end_rows
 
     warnings: list[str] = []
     if measured is not None:
         start, end, changes, saved = measured
-        rows.update({**start_end_rows(labels, start, end, changes), "saved": saved})
+        rows.update({**start_end_rows(labels, start, end, changes, decides=decides), "saved": saved})
         warnings = worse_at_end(labels, start, end, start_saved)
     elif labels is not None:
         rows["start -> end"] = NOT_MEASURED

@@ -150,7 +150,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     rows.update(saved)
     end_summary(f"{entry.title} done" if entry.title else "Training done", out, rows, record,
                 measured.labels if flags.run is not None else None, result, lengths(training_length, own_length),
-                start_saved)
+                start_saved, decides=ends.result.metric if ends is not None else None)
     return 0
 
 
