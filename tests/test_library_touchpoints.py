@@ -38,6 +38,10 @@ ALLOWED = {
     "loss._lower_outputs": "the package's own stage-1 loss",
     "report._skip": "the package's own MiningReport",
     "super()._clip_grad_norm": "the trainer's clipping step, which AuxiliaryLossTrainer overrides; pinned below",
+    "super()._save": "the trainer's model save into a checkpoint, extended with a LoRA run's merged copy; pinned below",
+    "super()._load_from_checkpoint": "the trainer's model load when resuming, which reads a LoRA adapter back; "
+    "pinned below",
+    "getattr(_orig_mod)": "the module torch.compile's wrapper holds (the trainer's torch_compile): the adapter is there",
 }
 
 
@@ -99,6 +103,22 @@ def test_the_trainer_clips_in_its_clipping_step_and_logs_what_it_returns():
     assert list(inspect.signature(Trainer._clip_grad_norm).parameters) == ["self", "model"]
     norm = inspect.getsource(Trainer._get_grad_norm)
     assert "if grad_norm is None:" in norm  # a norm given is kept, not recomputed over the model alone
+
+
+def test_the_trainer_saves_and_resumes_a_checkpoints_model_through_the_hooks_lora_extends():
+    """AuxiliaryLossTrainer extends ``_save`` (a checkpoint's model files) and ``_load_from_checkpoint`` (the model's
+    weights on resume) for LoRA runs: the trainer saves a checkpoint's model through ``save_model`` -> ``_save`` and
+    resumes through ``_load_from_checkpoint(resume_from_checkpoint)`` (transformers 5.24.0, sentence-transformers
+    6.2.0)."""
+    from sentence_transformers import SentenceTransformerTrainer
+    from transformers import Trainer
+
+    assert list(inspect.signature(SentenceTransformerTrainer._save).parameters) == ["self", "output_dir", "state_dict"]
+    assert list(inspect.signature(SentenceTransformerTrainer._load_from_checkpoint).parameters)[:2] == [
+        "self", "checkpoint_path"]
+    assert "self.save_model(output_dir, _internal_call=True)" in inspect.getsource(Trainer._save_checkpoint)
+    assert "self._save(" in inspect.getsource(Trainer.save_model)
+    assert "self._load_from_checkpoint(resume_from_checkpoint)" in inspect.getsource(Trainer.train)
 
 
 def test_the_accelerator_unscales_fp16_gradients_through_its_scaler():
