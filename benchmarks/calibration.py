@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
-import subprocess
 import sys
 import time
 import warnings
@@ -30,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness import commit
 from st_infocse.evaluation.paired import CONFIDENCE, RESAMPLES, paired_mean_changes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,16 +44,6 @@ KINDS = {"centred": "the changes minus their mean: mean zero, as skewed as the r
          "symmetric": "the changes and their negatives: what no change at all looks like to a paired test",
          "real": "the changes as measured"}
 GOAL = {"coverage": (0.94, 0.96), "false_rate": 0.025}
-
-
-def _commit() -> str | None:
-    if os.environ.get("BENCH_COMMIT"):
-        return os.environ["BENCH_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def population(domain: str, row: str) -> np.ndarray:
@@ -275,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     result = {"command": "python -m benchmarks.calibration " + shlex.join(sys.argv[1:] if argv is None else argv),
-              "commit": _commit(), "draws": args.draws, "sizes": args.sizes, "resamples": args.resamples,
+              "commit": commit(), "draws": args.draws, "sizes": args.sizes, "resamples": args.resamples,
               "seed": args.seed, "methods": METHODS, "goal": GOAL}
     result |= run(args.draws, tuple(args.sizes), args.resamples, args.seed)
     result["seconds"] = round(time.perf_counter() - start, 1)
