@@ -25,7 +25,6 @@ from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
 
-
 METRICS = ("loss", "accuracy", "loss_shuffled", "accuracy_shuffled", "information_gain", "accuracy_gap")
 
 
