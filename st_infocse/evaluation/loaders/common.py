@@ -120,14 +120,7 @@ def canonical_sts_name(name: str) -> str:
         ('STS-B', 'SICK-R', 'STS12')
     """
     key = re.sub(r"[^a-z0-9]", "", name.lower())
-    if key in _STS_ALIASES:
-        return _STS_ALIASES[key]
-    for task in STS_TASKS:
-        if re.sub(r"[^a-z0-9]", "", task.lower()) == key:
-            return task
-    return name
-
-
+    return {re.sub(r"[^a-z0-9]", "", task.lower()): task for task in STS_TASKS}.get(key, _STS_ALIASES.get(key, name))
 
 
 @contextmanager
@@ -183,24 +176,18 @@ def senteval_tokens(text: str) -> str:
 
 
 def pick_split(split: str, available: Sequence[str]) -> str | None:
-    wanted = normalise_split(split)
-    for candidate in available:
-        if normalise_split(candidate) == wanted:
-            return candidate
-    return None
+    return next((candidate for candidate in available if normalise_split(candidate) == normalise_split(split)), None)
 
 
 def mteb_task(task: Any, kind: str) -> Any:
+    """The mteb task (by name or as given) with its data loaded; the global random states are kept (mteb seeds
+    Python's, NumPy's and torch's when it builds or loads a task)."""
     mteb = require("mteb", f"Loading {kind} data from mteb")
     if isinstance(task, str):
-        with global_random_state_kept():  # mteb seeds random, NumPy and torch when it builds a task
-            return mteb.get_task(task)
-    return task
-
-
-def load_mteb_data(task: Any) -> None:
+        with global_random_state_kept():
+            task = mteb.get_task(task)
     if getattr(task, "data_loaded", False):
-        return
+        return task
     try:
         with global_random_state_kept():
             task.load_data()
@@ -210,3 +197,4 @@ def load_mteb_data(task: Any) -> None:
             "Offline? Pass a local folder as the source instead (a SentEval data/downstream folder for STS, "
             "a BEIR folder for retrieval)."
         ) from exc
+    return task

@@ -9,16 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..beir_tasks import beir_task_info
-from .common import (
-    DataFormatError,
-    PathLike,
-    RetrievalData,
-    data_lines,
-    json_objects,
-    load_mteb_data,
-    mteb_task,
-    parse_int,
-)
+from .common import DataFormatError, PathLike, RetrievalData, data_lines, json_objects, mteb_task, parse_int
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +80,6 @@ def load_mteb_retrieval(task: Any, split: str | None = None) -> RetrievalData:
     if isinstance(task, str):
         task = beir_task_info(task).mteb_name or task
     task_obj = mteb_task(task, "retrieval")
-    load_mteb_data(task_obj)
     # A public method of AbsTaskRetrieval, but a transitional one (mteb means to convert every task directly): it turns
     # a task that loads the old format (queries/corpus/relevant_docs attributes) into ``dataset`` and does nothing for
     # the others, every BEIR task included; mteb's own evaluate() calls it the same way. Written against mteb 2.26.24;

@@ -18,7 +18,6 @@ from .common import (
     canonical_sts_name,
     data_lines,
     json_objects,
-    load_mteb_data,
     mteb_task,
     normalise_split,
     parse_score,
@@ -319,7 +318,6 @@ def load_mteb_sts(task: Any, split: str = "test") -> STSPairs:
     if isinstance(task, str):
         task = MTEB_STS_NAMES.get(canonical_sts_name(task), task)
     task_obj = mteb_task(task, "STS")
-    load_mteb_data(task_obj)
     dataset = task_obj.dataset
     if split not in dataset and "default" in dataset:
         dataset = dataset["default"]
