@@ -50,11 +50,10 @@ def _training_mask_rate(source: Any) -> float:
 
 def _batch_bounds(count: int, size: int) -> list[tuple[int, int]]:
     """Batches of ``size``; a lone last sentence joins the previous batch (it has no other embedding to borrow)."""
-    bounds = [(start, min(start + size, count)) for start in range(0, count, size)]
-    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] == 1:
-        last = bounds.pop()
-        bounds[-1] = (bounds[-1][0], last[1])
-    return bounds
+    starts = list(range(0, count, size))
+    if len(starts) > 1 and count - starts[-1] == 1:
+        starts.pop()
+    return list(zip(starts, [*starts[1:], count], strict=True))
 
 
 class ConditionalMLMEvaluator(BaseEvaluator):

@@ -60,7 +60,15 @@ class STSTaskResult:
 @dataclass
 class STSResult(TaskTableResult):
     """One model's :class:`STSTaskResult` by task name, in column order; ``print()`` shows the papers' table row
-    and where each number comes from (:func:`~st_infocse.evaluation.sts_markdown` for several models)."""
+    and where each number comes from (:func:`~st_infocse.evaluation.sts_markdown` for several models).
+
+    Example:
+        >>> task = STSTaskResult("STS-B", 80.0, 79.5, 1379, "mteb:STSBenchmark", "test")
+        >>> print(STSResult("my-model", {"STS-B": task}))
+        Model     STS-B   Avg.
+        my-model  80.00  80.00
+          data: mteb tasks (Hugging Face hub)
+    """
 
     n_sentences: int = 0
     score_field: ClassVar[str] = "spearman"
@@ -117,13 +125,8 @@ def _score(pairs: STSPairs, model: Any, batch_size: int, show_progress_bar: bool
                          pairs.note, subsets, tuple(gold.tolist()), tuple(cosine.tolist()))
 
 
-def evaluate_sts(
-    model: Any,
-    datasets: STSPairs | Sequence[STSPairs],
-    batch_size: int = 64,
-    show_progress_bar: bool | None = None,
-    model_label: str | None = None,
-) -> STSResult:
+def evaluate_sts(model: Any, datasets: STSPairs | Sequence[STSPairs], batch_size: int = 64,
+                 show_progress_bar: bool | None = None, model_label: str | None = None) -> STSResult:
     """Spearman x100 of cosine similarity on loaded STS pairs, one entry per dataset (NaN, printed "collapsed",
     when the model's similarities are constant); ``model_label`` defaults to the model's name."""
     if isinstance(datasets, STSPairs):
@@ -137,25 +140,13 @@ def evaluate_sts(
     return STSResult(model_label or model_name(model), results, time.perf_counter() - start, len(set(texts)))
 
 
-def evaluate_sts_suite(
-    model: Any,
-    source: PathLike | Mapping[str, PathLike | STSPairs] = "mteb",
-    tasks: Sequence[str] = STS_TASKS,
-    batch_size: int = 64,
-    show_progress_bar: bool | None = None,
-    model_label: str | None = None,
-) -> STSResult:
+def evaluate_sts_suite(model: Any, source: PathLike | Mapping[str, PathLike | STSPairs] = "mteb",
+                       tasks: Sequence[str] = STS_TASKS, batch_size: int = 64, show_progress_bar: bool | None = None,
+                       model_label: str | None = None) -> STSResult:
     """The papers' STS table row (STS12-16 "all", STS-B test, SICK-R test) in one call.
 
     ``source`` is ``"mteb"`` (online; mteb's SICK-R is all 9,927 SICK pairs), a SentEval ``data/downstream`` folder
     (SICK-R is the 4,927-pair test split), or a mapping task -> file, folder or :class:`STSPairs`.
-
-    Example:
-        >>> from sentence_transformers import SentenceTransformer
-        >>> model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")  # doctest: +SKIP
-        >>> print(evaluate_sts_suite(model, "../shared/data/senteval"))  # doctest: +SKIP
-        Model             STS12  STS13  STS14  STS15  STS16  STS-B  SICK-R   Avg.
-        all-MiniLM-L6-v2  72.36  80.60  75.60  85.39  78.99  82.03   77.15  78.87
     """
     loaded = []
     for task in tasks:
@@ -171,13 +162,8 @@ def evaluate_sts_suite(
     return evaluate_sts(model, loaded, batch_size, show_progress_bar, model_label)
 
 
-def stsb_dev_evaluator(
-    source: PathLike | STSPairs = "hub",
-    name: str = "sts-dev",
-    split: str = "dev",
-    batch_size: int = 64,
-    show_progress_bar: bool = False,
-) -> Any:
+def stsb_dev_evaluator(source: PathLike | STSPairs = "hub", name: str = "sts-dev", split: str = "dev",
+                       batch_size: int = 64, show_progress_bar: bool = False) -> Any:
     """STS-B dev Spearman for ``SentenceTransformerTrainer`` (checkpoint selection as in all four papers).
 
     An ``EmbeddingSimilarityEvaluator`` keeping each pair's similarity

@@ -26,11 +26,8 @@ def canonical_transfer_name(name: str) -> str:
         'SST2'
     """
     key = re.sub(r"[^a-z0-9]", "", name.lower())
-    if key in _TRANSFER_ALIASES:
-        return _TRANSFER_ALIASES[key]
-    for task in TRANSFER_TASKS:
-        if task.lower() == key:
-            return task
+    if found := {task.lower(): task for task in TRANSFER_TASKS}.get(key, _TRANSFER_ALIASES.get(key)):
+        return found
     raise ValueError(f"unknown transfer task {name!r}; expected one of {', '.join(TRANSFER_TASKS)}")
 
 
