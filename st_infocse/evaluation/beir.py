@@ -21,8 +21,6 @@ from .lexical import LexicalSettings
 from .loaders import PathLike, RetrievalData, load_beir_folder, load_mteb_retrieval
 from .retrieval import DEFAULT_K_VALUES, BEIRResult, RetrievalResult, evaluate_retrieval, quiet_logs
 
-__all__ = ["download_beir", "evaluate_beir"]
-
 
 def _average(name: str, parts: dict[str, RetrievalResult], source: str) -> RetrievalResult:
     results = list(parts.values())

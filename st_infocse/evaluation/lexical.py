@@ -21,8 +21,6 @@ from typing import Literal
 
 from ._deps import require
 
-__all__ = ["FUSIONS", "FUSION_DEPTH", "LexicalSettings", "bm25_search", "fuse_runs", "reference_runs"]
-
 Run = dict[str, dict[str, float]]  # query id -> {document id -> score}, the format beir and pytrec_eval read
 FUSIONS = ("minmax", "rrf")
 #: Documents per query each run contributes to the hybrid (the training-time evaluator's deepest cut-off, Recall@100).

@@ -10,8 +10,6 @@ import numpy as np
 
 from ._format import SCALE_X100, markdown_table, text_table
 
-__all__ = ["EvaluationResult", "TaskTableResult"]
-
 
 @runtime_checkable
 class EvaluationResult(Protocol):

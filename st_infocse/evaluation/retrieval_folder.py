@@ -20,9 +20,6 @@ from st_infocse.files import InputError
 
 from .loaders import PathLike, RetrievalData, load_beir_folder
 
-__all__ = ["RETRIEVAL_EVALUATOR_NAME", "RetrievalFolderInfo", "check_retrieval_folder", "resolve_retrieval_split",
-           "retrieval_evaluator", "retrieval_metric_keys"]
-
 #: The default evaluator name: the prefix of every logged key (``eval_retrieval_cosine_ndcg@10``).
 RETRIEVAL_EVALUATOR_NAME = "retrieval"
 

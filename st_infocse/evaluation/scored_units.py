@@ -12,8 +12,6 @@ from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimil
 
 from .paired import UnitScores
 
-__all__ = ["PairScoredSimilarityEvaluator", "primary_unit_key", "unit_scores"]
-
 
 class PairScoredSimilarityEvaluator(EmbeddingSimilarityEvaluator):
     """``EmbeddingSimilarityEvaluator`` that keeps each pair's cosine similarity of its last call (``similarities``),

@@ -80,10 +80,8 @@ def load_mteb_retrieval(task: Any, split: str | None = None) -> RetrievalData:
     if isinstance(task, str):
         task = beir_task_info(task).mteb_name or task
     task_obj = mteb_task(task, "retrieval")
-    # A public method of AbsTaskRetrieval, but a transitional one (mteb means to convert every task directly): it turns
-    # a task that loads the old format (queries/corpus/relevant_docs attributes) into ``dataset`` and does nothing for
-    # the others, every BEIR task included; mteb's own evaluate() calls it the same way. Written against mteb 2.26.24;
-    # tests/test_library_touchpoints.py pins its signature and fails when mteb changes or drops it.
+    # public but transitional in mteb: a task still in the old format (queries/corpus/relevant_docs) becomes
+    # ``dataset``, a no-op for every BEIR task, as mteb's own evaluate() calls it; the touchpoint tests pin it
     task_obj.convert_v1_dataset_format_to_v2(num_proc=None)
     split = split or task_obj.metadata.eval_splits[0]
     subsets = task_obj.dataset

@@ -53,10 +53,7 @@ def _senteval_sts_year(root: Path, name: str) -> STSPairs:
     folder = root / "STS" / folder_name
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: folder not found (needed for {name})")
-    s1: list[str] = []
-    s2: list[str] = []
-    scores: list[float] = []
-    sizes: dict[str, int] = {}
+    s1, s2, scores, sizes = [], [], [], {}
     for subset in subsets:
         input_path, gs_path = folder / f"STS.input.{subset}.txt", folder / f"STS.gs.{subset}.txt"
         inputs, gold = data_lines(input_path), data_lines(gs_path)
