@@ -324,8 +324,8 @@ def load_mteb_sts(task: Any, split: str = "test") -> STSPairs:
     c1, c2 = task_obj.column_names
     name = canonical_sts_name(task_obj.metadata.name)
     scores = [float(s) for s in ds["score"]]
-    note = f"mteb SICK-R: all of SICK ({len(scores):,} pairs), not the papers' 4,927-pair test split"
-    note *= name == "SICK-R"
+    note = (f"mteb SICK-R: all of SICK ({len(scores):,} pairs), not the papers' 4,927-pair test split"
+            if name == "SICK-R" else "")
     return STSPairs(name, list(ds[c1]), list(ds[c2]), scores, source=f"mteb:{task_obj.metadata.name}", split=split,
                     note=note)
 
