@@ -296,7 +296,8 @@ def idc_round_arguments(given: frozenset[str], training_args) -> dict:
 def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     """IDC's mine -> train rounds on ``--docs`` (on a LoRA adapter with ``--lora_r``); the best round (or the start)
     is saved, the adapter merged into it."""
-    from st_infocse.mining.rounds import document_sample, train_idc_rounds
+    from st_infocse.mining import train_idc_rounds
+    from st_infocse.mining.rounds import document_sample
 
     model, own_length = loaded.model, loaded.own_length
     idc, training_args, keep = flags.idc, flags.trainer, flags.keep
