@@ -15,7 +15,15 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 
 from st_infocse.mining.graph import check_similarity
 from st_infocse.mining.round_results import CycleStats, PlusPlusResult
-from st_infocse.mining.rounds import Evaluator, LossFactory, _better, _reiterable, _score, _train, train_idc_rounds
+from st_infocse.mining.rounds import (
+    Evaluator,
+    LossFactory,
+    is_better,
+    reiterable,
+    score_model,
+    train_idc_rounds,
+    train_round,
+)
 from st_infocse.training.snapshot import weights_snapshot
 
 logger = logging.getLogger(__name__)
@@ -88,13 +96,13 @@ def train_infocse_plus_plus(
     if len(labelled_pairs) == 0:
         raise ValueError("labelled_pairs is empty")
     check_similarity((mining_kwargs or {}).get("similarity", "cosine"))
-    fresh_documents = _reiterable(documents, cycles * idc_rounds)
+    fresh_documents = reiterable(documents, cycles * idc_rounds)
     inner_evaluator = evaluator if idc_evaluator == "same" else idc_evaluator
     greater = bool(getattr(evaluator, "greater_is_better", True))
     tmp = tempfile.TemporaryDirectory(prefix="infocse-pp-") if output_dir is None else None
     root = Path(tmp.name if tmp is not None else output_dir)
     try:
-        initial_score, _ = _score(evaluator, model)
+        initial_score, _ = score_model(evaluator, model)
         best_score, best_cycle, best_state = initial_score, 0, weights_snapshot(model)
         stats: list[CycleStats] = []
         stale, stopped_early = 0, False
@@ -114,7 +122,7 @@ def train_infocse_plus_plus(
                 output_dir=cycle_dir / "idc",
                 seed=seed + number,
             )
-            loss = _train(
+            loss = train_round(
                 model,
                 labelled_pairs,
                 supervised_loss_factory(model),
@@ -122,8 +130,8 @@ def train_infocse_plus_plus(
                 cycle_dir / "finetune",
                 seed + number,
             )
-            score, _ = _score(evaluator, model)
-            improved = _better(score, best_score, min_delta, greater)
+            score, _ = score_model(evaluator, model)
+            improved = is_better(score, best_score, min_delta, greater)
             if improved:
                 best_score, best_cycle, best_state, stale = score, number, weights_snapshot(model), 0
             else:

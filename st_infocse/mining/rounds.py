@@ -61,7 +61,7 @@ def document_sample(documents: Any, size: int | None, seed: int) -> tuple[Any, s
     return chosen, f"{size:,} of {len(documents):,} (a --seed {seed} sample, --idc_max_docs)"
 
 
-def _reiterable(documents: Any, passes: int) -> Callable[[], Iterable[Any]]:
+def reiterable(documents: Any, passes: int) -> Callable[[], Iterable[Any]]:
     """A function giving a fresh pass over the documents; refuses one-shot iterators."""
     if callable(documents) and not hasattr(documents, "__iter__"):
         return documents
@@ -73,7 +73,7 @@ def _reiterable(documents: Any, passes: int) -> Callable[[], Iterable[Any]]:
     return lambda: documents
 
 
-def _score(evaluator: Any, model: SentenceTransformer) -> tuple[float, dict[str, float]]:
+def score_model(evaluator: Any, model: SentenceTransformer) -> tuple[float, dict[str, float]]:
     """The evaluator's primary metric as a float, and every metric it returned."""
     out = evaluator(model)
     if not isinstance(out, dict):
@@ -84,11 +84,11 @@ def _score(evaluator: Any, model: SentenceTransformer) -> tuple[float, dict[str,
     return float(out[key]), {name: float(value) for name, value in out.items()}
 
 
-def _better(score: float, best: float, min_delta: float, greater_is_better: bool) -> bool:
+def is_better(score: float, best: float, min_delta: float, greater_is_better: bool) -> bool:
     return score > best + min_delta if greater_is_better else score < best - min_delta
 
 
-def _train(
+def train_round(
     model: SentenceTransformer,
     train_dataset: Dataset,
     loss: nn.Module,
@@ -205,7 +205,7 @@ def train_idc_rounds(
                          "keep_start_if_better=False turns off")
     if not 0 < weight_anchor <= 1:
         raise ValueError(f"weight_anchor is the share of the trained change kept, in (0, 1]; got {weight_anchor}")
-    fresh_documents = _reiterable(documents, rounds)
+    fresh_documents = reiterable(documents, rounds)
     mining_kwargs = {"seed": seed, **(mining_kwargs or {})}
     # Checked before any round: when the first round pairs adjacent sentences, a bad value would surface only after
     # it has trained.
@@ -214,7 +214,7 @@ def train_idc_rounds(
     tmp = tempfile.TemporaryDirectory(prefix="idc-rounds-") if output_dir is None else None
     root = Path(tmp.name if tmp is not None else output_dir)
     try:
-        initial_score, initial_metrics = _score(evaluator, model) if evaluator is not None else (None, None)
+        initial_score, initial_metrics = score_model(evaluator, model) if evaluator is not None else (None, None)
         initial_units, round_units = unit_scores(evaluator), []
         trained_metrics = initial_metrics
         primary = primary_unit_key(evaluator)
@@ -254,7 +254,7 @@ def train_idc_rounds(
                 raise ValueError(f"round {number}: no pairs to train on ({report.summary()})")
             sampler = DocumentAwareBatchSampler.for_pairs(pairs) if document_aware_batches else None
             t1 = time.perf_counter()
-            loss = _train(
+            loss = train_round(
                 model,
                 pairs.select_columns(["anchor", "positive"]),
                 loss_factory(model),
@@ -268,11 +268,11 @@ def train_idc_rounds(
                 model.load_state_dict(toward_start(initial_state, {k: current[k] for k in initial_state},
                                                    weight_anchor), strict=False)
             training_seconds = time.perf_counter() - t1
-            score, metrics = _score(evaluator, model) if evaluator is not None else (None, None)
+            score, metrics = score_model(evaluator, model) if evaluator is not None else (None, None)
             improved = None
             if score is not None:
                 round_units.append(unit_scores(evaluator))
-                improved = _better(score, best_score, min_delta, greater)
+                improved = is_better(score, best_score, min_delta, greater)
                 if improved or best_round == 0:  # the trained candidate: the best round, else the latest
                     trained_metrics, candidate = metrics, number
                 if improved:
