@@ -78,14 +78,14 @@ def user_files(reuters: Path, folder: Path, documents: int, queries: int, corpus
 
 
 def scifact_files(beir: Path, train_qrels: Path, folder: Path, documents: int, queries: int | None,
-                  ) -> dict[str, Any]:
+                  corpus_size: int | None = None) -> dict[str, Any]:
     """The user's documents (the first ``documents`` SciFact abstracts) and own-query folder: the claims of the
-    ``train`` split judged in ``train_qrels`` (a seeded ``queries`` of them, None: all) over the whole corpus; never
-    a test query."""
+    ``train`` split judged in ``train_qrels`` (a seeded ``queries`` of them, None: all) over the whole corpus (a
+    smoke run's ``corpus_size``: the judged abstracts and a seeded sample of the others); never a test query."""
     if not train_qrels.is_file():
         raise SystemExit(f"SciFact's train judgements not found at {train_qrels}: BEIR's scifact/qrels/train.tsv "
                          "(809 claims); pass --scifact-train-qrels PATH")
-    corpus = read_jsonl(beir / "corpus.jsonl")
+    corpus = abstracts = read_jsonl(beir / "corpus.jsonl")
     claims = {r["_id"]: r["text"] for r in read_jsonl(beir / "queries.jsonl")}
     tested = {line.split("\t")[0] for line in (beir / "qrels" / "test.tsv").read_text().splitlines()[1:]}
     judged: dict[str, list[str]] = {}
@@ -97,8 +97,13 @@ def scifact_files(beir: Path, train_qrels: Path, folder: Path, documents: int, q
         random.Random(SEED).sample(sorted(judged), queries))
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / "docs.jsonl").open("w") as out:
-        for r in corpus[:documents]:
+        for r in abstracts[:documents]:
             out.write(json.dumps({"id": r["_id"], "text": r["text"]}) + "\n")
+    if corpus_size is not None:
+        needed = {d for q in chosen for d in judged[q]}
+        others = [r for r in corpus if r["_id"] not in needed]
+        kept = needed | {r["_id"] for r in random.Random(SEED).sample(others, max(0, corpus_size - len(needed)))}
+        corpus = [r for r in corpus if r["_id"] in kept]
     own = folder / "own-queries"
     (own / "qrels").mkdir(parents=True, exist_ok=True)
     with (own / "corpus.jsonl").open("w") as out:
@@ -108,7 +113,7 @@ def scifact_files(beir: Path, train_qrels: Path, folder: Path, documents: int, q
         out.writelines(json.dumps({"_id": q, "text": claims[q]}) + "\n" for q in chosen)
     (own / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
         f"{q}\t{d}\t1\n" for q in chosen for d in judged[q]))
-    return {"documents": min(documents, len(corpus)), "own_queries": len(chosen), "own_corpus": len(corpus)}
+    return {"documents": min(documents, len(abstracts)), "own_queries": len(chosen), "own_corpus": len(corpus)}
 
 
 RECIPES = ("adapt-idc-mpnet", "adapt-idc-mpnet-lora", "adapt-informin")
@@ -297,9 +302,10 @@ def main() -> None:
         result["data"] = user_files(ns.reuters, folder, ns.documents, ns.queries or 300, ns.corpus)
     else:
         result["data"] = scifact_files(ns.scifact, ns.scifact_train_qrels or ns.scifact / "qrels" / "train.tsv",
-                                       folder, ns.documents, ns.queries)
-    extra = ["--max_steps", "2", "--eval_steps", "2", "--save_steps", "2"] if ns.smoke else []
-    extra += ["--idc_max_docs", "10"] if ns.smoke and mpnet is not None else []
+                                       folder, ns.documents, ns.queries, ns.corpus if ns.smoke else None)
+    extra = ["--max_steps", "2"] if ns.smoke else []
+    if ns.smoke:  # IDC's rounds evaluate after each round: no --eval_steps
+        extra += ["--idc_max_docs", "10"] if mpnet is not None else ["--eval_steps", "2", "--save_steps", "2"]
     result["run"] = run_recipe(ns.recipe, model, mpnet, folder, ns.threads, extra)
     print(result["run"]["printed_summary"])
     print(f"where the time went: {result['run']['time']}")
