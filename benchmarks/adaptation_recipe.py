@@ -11,7 +11,8 @@ the headlines of the next 300 ``TRAIN`` articles, each retrieving its own articl
 training articles). On SciFact (``--domain scifact``): the first 5,000 abstracts of the corpus as the documents, and
 as the own queries the SciFact claims that are not in the test split (BEIR's ``train`` split: 809 claims, their
 judgements from ``qrels/train.tsv``, which ``--scifact-train-qrels`` names; ``--queries N`` keeps a seeded N of them)
-over the whole corpus. The commands::
+over the whole corpus; without that file (the offline data has only the test judgements), the selection half of the
+150 + 150 test claims (``adaptation_queries.split_queries``), so that the confirmation half stays unseen. The commands::
 
     st-infocse train --recipe adapt-idc-mpnet --model all-MiniLM-L6-v2 --docs docs.jsonl \\
         --eval_retrieval own-queries --idc_annotator all-mpnet-base-v2 --stsb_dev none --output_dir out
@@ -80,19 +81,24 @@ def user_files(reuters: Path, folder: Path, documents: int, queries: int, corpus
 def scifact_files(beir: Path, train_qrels: Path, folder: Path, documents: int, queries: int | None,
                   corpus_size: int | None = None) -> dict[str, Any]:
     """The user's documents (the first ``documents`` SciFact abstracts) and own-query folder: the claims of the
-    ``train`` split judged in ``train_qrels`` (a seeded ``queries`` of them, None: all) over the whole corpus (a
-    smoke run's ``corpus_size``: the judged abstracts and a seeded sample of the others); never a test query."""
-    if not train_qrels.is_file():
-        raise SystemExit(f"SciFact's train judgements not found at {train_qrels}: BEIR's scifact/qrels/train.tsv "
-                         "(809 claims); pass --scifact-train-qrels PATH")
+    ``train`` split judged in ``train_qrels`` (a seeded ``queries`` of them, None: all), or without that file the
+    test split's selection half, over the whole corpus (a smoke run's ``corpus_size``: the judged abstracts and a
+    seeded sample of the others); never a confirmation-half query."""
     corpus = abstracts = read_jsonl(beir / "corpus.jsonl")
     claims = {r["_id"]: r["text"] for r in read_jsonl(beir / "queries.jsonl")}
-    tested = {line.split("\t")[0] for line in (beir / "qrels" / "test.tsv").read_text().splitlines()[1:]}
+    test_lines = [line.split("\t") for line in (beir / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    tested = {row[0] for row in test_lines}
     judged: dict[str, list[str]] = {}
-    for line in train_qrels.read_text().splitlines()[1:]:
-        query, doc, *_ = line.split("\t")
-        if query not in tested and query in claims:
-            judged.setdefault(query, []).append(doc)
+    if train_qrels.is_file():
+        for line in train_qrels.read_text().splitlines()[1:]:
+            query, doc, *_ = line.split("\t")
+            if query not in tested and query in claims:
+                judged.setdefault(query, []).append(doc)
+    else:  # no train judgements offline: the selection half of the test claims, the confirmation half held out
+        selection = set(split_queries(sorted(tested))[0])
+        for query, doc, *_ in test_lines:
+            if query in selection:
+                judged.setdefault(query, []).append(doc)
     chosen = sorted(judged) if queries is None or queries >= len(judged) else sorted(
         random.Random(SEED).sample(sorted(judged), queries))
     folder.mkdir(parents=True, exist_ok=True)
@@ -259,7 +265,8 @@ def render(results: dict[str, dict[str, Any]]) -> str:
     lines = [
         f"Command: `python -m benchmarks.adaptation_recipe --recipe NAME [--domain scifact] --work-dir DIR "
         f"[--threads N]` ({first['machine']['cores']} cores). Reuters: the headlines of held-out TRAIN articles over "
-        "1,000 articles; SciFact: the train-split claims over the whole corpus. The user's commands:",
+        "1,000 articles; SciFact: the selection half of the test claims (or the train-split claims where their "
+        "judgements are given) over the whole corpus. The user's commands:",
         "",
         *(f"- `{results[name]['run']['command'].replace(str(results[name]['folder']) + '/', '')}`" for name in names),
         "",

@@ -503,7 +503,7 @@ def test_the_confirmation_verdicts_are_holms_over_the_rows_and_the_chosen_row_is
     assert "The claim is clear, the row chosen on the selection half: a gain" in table
 
 
-def test_the_recipe_benchmark_on_scifact_asks_the_train_claims_never_a_test_one(tmp_path):
+def test_the_recipe_benchmark_on_scifact_asks_the_train_claims_or_the_selection_half_never_a_confirmation_one(tmp_path):
     recipe = importlib.import_module("benchmarks.adaptation_recipe")
     beir = tmp_path / "scifact"
     (beir / "qrels").mkdir(parents=True)
@@ -516,8 +516,13 @@ def test_the_recipe_benchmark_on_scifact_asks_the_train_claims_never_a_test_one(
     train = tmp_path / "train.tsv"  # claim 9 is a test claim: never the user's
     train.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{i}\tc{i + 10}\t1\n" for i in (0, 1, 2, 3, 9))
                      + "3\tc20\t1\n")
-    with pytest.raises(SystemExit, match="train.tsv"):
-        recipe.scifact_files(beir, tmp_path / "missing.tsv", tmp_path / "user", 20, None)
+    # without train judgements: the selection half of the test claims, never one of the confirmation half
+    info = recipe.scifact_files(beir, tmp_path / "missing.tsv", tmp_path / "halves", 20, None)
+    selection, confirmation = importlib.import_module("benchmarks.adaptation_queries").split_queries(
+        [str(i) for i in range(8, 12)])
+    asked = [json.loads(line)["_id"] for line in (tmp_path / "halves" / "own-queries" / "queries.jsonl").open()]
+    assert sorted(asked) == sorted(selection) and not set(asked) & set(confirmation)
+    assert info["own_queries"] == len(selection) == 2
     info = recipe.scifact_files(beir, train, tmp_path / "user", documents=20, queries=None)
     assert info == {"documents": 20, "own_queries": 4, "own_corpus": 30}
     docs = [json.loads(line)["id"] for line in (tmp_path / "user" / "docs.jsonl").read_text().splitlines()]
