@@ -631,8 +631,9 @@ def test_train_help_lists_own_flags_first(capsys):
     [
         (["--objective", "informin"], ["--temperature", "--lambda", "--train_data", "--weight_anchor"],
          ["--k ", "--informin_weight", "--docs", "--tie_head", "--decoder_warmup_steps"]),
-        (["--objective", "idc"], ["--docs", "--rounds", "--idc_loss {mnrl,infocse}", "--temperature"],
-         ["--lambda", "--train_data", "--weight_anchor", "--aux_learning_rate"]),
+        (["--objective", "idc"], ["--docs", "--rounds", "--idc_loss {mnrl,infocse}", "--temperature", "--weight_anchor",
+                                   "--keep_start_if_better", "--lora_r"],
+         ["--lambda", "--train_data", "--aux_learning_rate"]),
         (["--objective", "idc", "--idc_loss", "infocse"], ["--docs", "--lambda", "--aux_learning_rate"],
          ["--train_data", "--decoder_warmup_steps"]),
         (["--objective", "ict"], ["--docs", "--weight_anchor"], ["--temperature", "--lambda", "--rounds"]),
@@ -1063,8 +1064,8 @@ EXPECTED_OWN_FLAGS = {
     "ict": {"docs", *_LORA},
     "distill": {"docs", "distill_queries", "distill_loss", "distill_candidates", "student_temperature",
                 "teacher_temperature", "distill_max_queries", *_LORA},
-    "idc": _IDC,
-    "idc infocse": {*_IDC, "aux_learning_rate"},
+    "idc": {*_IDC, *_LORA},
+    "idc infocse": {*_IDC, "aux_learning_rate", *_LORA},
     "pretrain-aux": {"aux_learning_rate"},
 }
 # A non-default value for every such flag (--decoder: a folder that exists, from the test's working directory).

@@ -52,7 +52,8 @@ WHERE = {
     not any(type(callback).__name__ == "LexicalReferenceCallback" for callback in c["callbacks"]),
     "idc_annotator": lambda c: c["rounds"]["annotator"][0].auto_model.config._name_or_path,
     "idc_max_docs": lambda c: len(c["documents"]),
-    "weight_anchor": lambda c: next(callback.share for callback in c["callbacks"] if hasattr(callback, "share")),
+    "weight_anchor": lambda c: c["rounds"]["weight_anchor"] if "rounds" in c else
+    next(callback.share for callback in c["callbacks"] if hasattr(callback, "share")),
     "decoder_warmup_learning_rate": lambda c: c["train_probe_decoder"]["learning_rate"],
     "eval_retrieval": lambda c: c["retrieval_evaluator"]["folder"],
     "stsb_dev": lambda c: str(next(iter(c["stsb_dev_evaluator"].values()))),

@@ -500,9 +500,9 @@ def test_idc_rounds_keep_paper_002_defaults_unless_told(user_model, tmp_path, ca
     assert "learning_rate=2e-05" in capsys.readouterr().out
 
 
+# --keep_start_if_better and --weight_anchor apply to the rounds (tests/test_cli_idc_lora.py)
 @pytest.mark.parametrize("flag", [["--load_best_model_at_end", "true"], ["--train_data", "x.txt"],
-                                  ["--keep_start_if_better", "false"], ["--metric_for_best_model", "x"],
-                                  ["--weight_anchor", "0.5"]])
+                                  ["--metric_for_best_model", "x"]])
 def test_flags_a_round_cannot_use_are_refused(user_model, tmp_path, capsys, flag):
     assert main(_idc(user_model, _docs(tmp_path), tmp_path / "run", *flag)) == 2
     trainer_flag = flag[0] in ("--load_best_model_at_end", "--metric_for_best_model")
@@ -668,7 +668,7 @@ def test_ctrl_c_in_idcs_rounds_exits_130_with_the_rounds_mined(user_model, data,
     def pressed(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rounds, "_train", pressed)
+    monkeypatch.setattr(rounds, "train_round", pressed)
     out, docs = tmp_path / "idc", tmp_path / "docs.jsonl"
     _write(docs, [json.dumps({"id": f"d{i}", "sentences": random_sentences(4, seed=i)}) for i in range(6)])
     argv = ["train", "--objective", "idc", "--model", str(user_model), "--docs", str(docs), "--stsb_dev",

@@ -121,7 +121,7 @@ class RunEvaluationArguments(Checked):
 
 @dataclass
 class KeepArguments(Checked):
-    """What a run of one loss hands back (IDC's rounds keep their best round themselves)."""
+    """What a run hands back: the trained model or the start, and the share of the change kept (IDC: per round)."""
 
     _argument_group_name = "the model handed back"
     bounds = {"weight_anchor": ((0, 1, False, True), "(the share of the trained change kept)")}

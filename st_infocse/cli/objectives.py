@@ -33,7 +33,8 @@ from st_infocse.cli.output import end_summary, lengths, summary
 from st_infocse.losses.registry import STAGE1, get_objective, objective_names
 from st_infocse.mining.documents import load_documents
 
-__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "build_loss", "entry_of", "learning_rate_mapping", "takers"]
+__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "adapter_row", "add_adapter", "build_loss", "entry_of",
+           "learning_rate_mapping", "takers"]
 
 
 @dataclass
@@ -115,6 +116,39 @@ def learning_rate_mapping(loss, aux_learning_rate: float | None) -> dict[str, fl
     if not names:
         raise CLIError("--aux_learning_rate given, but this objective has no auxiliary modules")
     return {r"^(?!model\.)": aux_learning_rate}
+
+
+def add_adapter(model, lora) -> str:
+    """A LoRA adapter on the model when ``--lora_r`` asks for one (every other weight frozen); what it is, for the
+    summaries, or "" without one. Every objective that takes the adapter's flags adds it here, IDC's rounds too."""
+    if lora is None or not lora.lora_r:
+        return ""
+    from st_infocse.training.lora import LoRASettings, add_lora, lora_parameters
+
+    settings = LoRASettings(r=lora.lora_r, alpha=lora.lora_alpha, target_modules=tuple(lora.lora_target_modules),
+                            dropout=lora.lora_dropout)
+    try:
+        adapted = add_lora(model, settings)
+    except ValueError as error:
+        raise CLIError(f"--lora_target_modules: {error}") from None
+    trained = sum(p.numel() for _, p in lora_parameters(model))
+    total = sum(p.numel() for p in model.parameters())
+    return (f"rank {settings.r}, alpha {settings.alpha:g} on {len(adapted)} layers "
+            f"({', '.join(settings.target_modules)}); {trained:,} of {total:,} weights train")
+
+
+def adapter_row(adapter: str, start_saved: bool) -> str:
+    """The end summary's "LoRA adapter" row: where the adapter went, as this run saved it."""
+    return (f"{adapter}; not in the saved model, which is the starting model (see saved)" if start_saved
+            else f"{adapter}; merged into the saved model")
+
+
+def merge_adapter(model, adapter: str) -> None:
+    """The user's modules, with the adapter's change folded into the weights it adapted (nothing without one)."""
+    if adapter:
+        from st_infocse.training.lora import merge_lora
+
+        merge_lora(model)
 
 
 def warm_up_decoder(model, texts: Sequence[str], flags: Any) -> str:
@@ -259,31 +293,23 @@ def idc_round_arguments(given: frozenset[str], training_args) -> dict:
             **{name: getattr(training_args, name) for name in sorted(given)}}
 
 
-def idc_documents(documents, size: int | None, seed: int):
-    """A ``seed`` sample of ``size`` documents, in their order (``--idc_max_docs``), and how it was drawn (None: all)."""
-    import random
-
-    if size is None or len(documents) <= size:
-        return documents, None
-    kept = sorted(random.Random(seed).sample(range(len(documents)), size))
-    chosen = documents.select(kept) if hasattr(documents, "select") else [documents[i] for i in kept]
-    return chosen, f"{size:,} of {len(documents):,} (a --seed {seed} sample, --idc_max_docs)"
-
-
 def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
-    """IDC's mine -> train rounds on ``--docs``; the best round (or the start) is saved."""
+    """IDC's mine -> train rounds on ``--docs`` (on a LoRA adapter with ``--lora_r``); the best round (or the start)
+    is saved, the adapter merged into it."""
     from st_infocse.mining import train_idc_rounds
+    from st_infocse.mining.rounds import document_sample
 
     model, own_length = loaded.model, loaded.own_length
-    idc, training_args = flags.idc, flags.trainer
+    idc, training_args, keep = flags.idc, flags.trainer, flags.keep
     round_args = idc_round_arguments(flags.given, training_args)
+    adapter = add_adapter(model, flags.lora)  # once, before round 1: every round trains it and round 2 mines with it
     pair_entry = IDC_LOSSES[idc.idc_loss]
     factory: Callable = lambda m: pair_entry.loss(m, flags, prepared)  # noqa: E731
     if "learning_rate_mapping" not in round_args:  # the auxiliary modules' own rate, named as one loss names them
         mapping = learning_rate_mapping(factory(model), flags.aux_learning_rate)
         if mapping:
             round_args["learning_rate_mapping"] = mapping
-    docs, sampled = idc_documents(prepared.source, idc.idc_max_docs, training_args.seed)
+    docs, sampled = document_sample(prepared.source, idc.idc_max_docs, training_args.seed)
     annotator = None
     if idc.idc_annotator is not None:  # mines at its own length, with its own modules
         from st_infocse.training.builder import load_model
@@ -292,13 +318,17 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
             annotator = load_model(idc.idc_annotator, trust_remote_code=flags.model.trust_remote_code).model
         except OSError as exc:
             raise CLIError(f"--idc_annotator: cannot load {idc.idc_annotator}: {exc}") from None
+    anchor = (f"{keep.weight_anchor:g} of each round's change kept (start + {keep.weight_anchor:g} x (trained - "
+              "start)), before the round is scored and mines" if keep.weight_anchor < 1 else "")
     summary("IDC training", {
         "documents": len(docs) if not sampled else sampled,
         **({"round 1 mined by": idc.idc_annotator} if annotator is not None else {}),
         "rounds": f"up to {idc.rounds} (mine -> train)",
         "model": loaded.how,
+        **({"LoRA adapter": adapter} if adapter else {}),
         **measured.notes,
         "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
+        **({"weight anchor": anchor} if anchor else {}),
         "rounds folder": Path(training_args.output_dir) / "rounds",
         "max length": lengths(model.max_seq_length, own_length),
     })
@@ -308,7 +338,8 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
             evaluator=measured.evaluator, training_args=round_args,
             mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity},
             output_dir=Path(training_args.output_dir) / "rounds", seed=training_args.seed, annotator=annotator,
-            keep_trained_if=flags.run.keep_trained_if,
+            keep_trained_if=flags.run.keep_trained_if, keep_start_if_better=keep.keep_start_if_better,
+            weight_anchor=keep.weight_anchor,
         )
     except KeyboardInterrupt:  # a round's trainer stops where it is; the rounds done keep their pairs and reports
         done = sorted(p.name for p in (Path(training_args.output_dir) / "rounds").glob("round-*"))
@@ -316,8 +347,23 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
               f"{Path(training_args.output_dir) / 'rounds'}); no model saved: run again to train")
         return 130
     out, training_length = Path(training_args.output_dir), model.max_seq_length
+    merge_adapter(model, adapter)
     save_model(model, out, own_length)
-    print(result)
+    summary("IDC rounds", round_rows(result))
+    start_saved = result.initial_metrics is not None and result.best_round == 0
+    rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
+    record = {"objective": "idc", "model": loaded.how, "round_arguments": round_args, "rounds": result.to_dict(),
+              "settings": flags.settings()}
+    if adapter:
+        rows["LoRA adapter"] = adapter_row(adapter, start_saved)
+        record["lora"] = {"r": flags.lora.lora_r, "alpha": flags.lora.lora_alpha,
+                          "target_modules": flags.lora.lora_target_modules}
+    if anchor:
+        rows["weight anchor"], record["weight_anchor"] = anchor, keep.weight_anchor
+    if result.rounds_judged > 1:
+        rows["rounds judged"] = (f"{result.rounds_judged} against the start on the same units: each round's p is "
+                                 f"Holm-adjusted for the {result.rounds_judged} (its interval its own), and the "
+                                 "verdicts and the keep rule read the adjusted p")
     measured_rows = None
     if result.initial_metrics is not None:
         if result.keep_trained_if == "reliable" and result.best_round == 0:
@@ -328,12 +374,29 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
         # the trained candidate (best round, else the last) against the start; "saved" says which was kept
         measured_rows = tuple({f"eval_{key}": value for key, value in metrics.items()} for metrics in
                               (result.initial_metrics, result.trained_metrics or {}, result.changes)) + (saved,)
-    record = {"objective": "idc", "model": loaded.how, "round_arguments": round_args, "rounds": result.to_dict(),
-              "settings": flags.settings()}
-    end_summary("IDC training done", out, {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}, record,
-                measured.labels, measured_rows, lengths(training_length, own_length),
-                result.initial_metrics is not None and result.best_round == 0)
+    end_summary("IDC training done", out, rows, record, measured.labels, measured_rows,
+                lengths(training_length, own_length), start_saved)
     return 0
+
+
+def round_rows(result) -> dict[str, str]:
+    """One row per round: its pairs, where its time went and, where judged, its change from the start on the
+    evaluator's primary metric with the verdict read off the Holm-adjusted p."""
+    rows = {}
+    for stat in result.rounds:
+        line = (f"{stat.annotation}: {stat.pairs:,} pairs ({stat.pairs_per_document:.2f}/document); mining "
+                f"{stat.mining_seconds:.0f} s, training {stat.training_seconds:.0f} s")
+        change = stat.change
+        if change is not None and stat.p_holm is not None:
+            p = "p < 0.001" if change.p < 0.001 else f"p = {change.p:.3f}"
+            if result.rounds_judged > 1:
+                p += f", Holm p = {stat.p_holm:.3f} over {result.rounds_judged} rounds"
+            line += (f"; from the start {change.delta:+.2f} (95% CI {change.low:+.2f} to {change.high:+.2f}, {p}, "
+                     f"{change.n} {change.unit}): {stat.verdict}")
+        elif stat.score is not None:
+            line += f"; score {100 * stat.score:.2f}"
+        rows[f"round {stat.round}"] = line + (" (kept)" if stat.round == result.best_round else "")
+    return rows
 
 
 # ------------------------------------------------------------------------------------------------------ entries
@@ -359,7 +422,7 @@ ENTRIES: dict[str, Entry] = {
     "ict": Entry("ict", None, (ICTFlags, KeepArguments, LoRAFlags), context_pairs, pair_loss),
     "distill": Entry("distill", None, (DistillFlags, KeepArguments, LoRAFlags), pseudo_queries, distillation_loss,
                      finish=hybrid_teacher),
-    "idc": Entry("idc", MNRLFlags, (IDCFlags,), documents, pair_loss, run=train_idc,
+    "idc": Entry("idc", MNRLFlags, (IDCFlags, KeepArguments, LoRAFlags), documents, pair_loss, run=train_idc,
                  refused_trainer_flags=_ROUNDS_OWN, bm25_beside=False),
     STAGE1.name: Entry(STAGE1.name, Stage1Flags, (DataArguments, AuxiliaryRateFlags), texts, registry_loss,
                        save=save_stage1, title="Stage-1 auxiliary pre-training"),
@@ -370,7 +433,7 @@ ENTRIES: dict[str, Entry] = {
 #: decoder on).
 IDC_LOSSES: dict[str, Entry] = {
     "mnrl": ENTRIES["idc"],
-    "infocse": Entry("idc", ConditionalMLMFlags, (IDCFlags, AuxiliaryRateFlags), documents,
+    "infocse": Entry("idc", ConditionalMLMFlags, (IDCFlags, KeepArguments, AuxiliaryRateFlags, LoRAFlags), documents,
                      lambda model, flags, prepared: build_loss(model, "infocse", flags.loss), run=train_idc,
                      refused_trainer_flags=_ROUNDS_OWN, bm25_beside=False),
 }

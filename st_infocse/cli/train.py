@@ -17,7 +17,7 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import lexical_reference_callback, lexical_reference_rows, run_evaluation
 from st_infocse.cli.inputs import apply_weight_anchor, check_earlier_run, check_planned_steps, model_from_args
 from st_infocse.cli.interrupt import Interrupted
-from st_infocse.cli.objectives import learning_rate_mapping
+from st_infocse.cli.objectives import adapter_row, add_adapter, learning_rate_mapping, merge_adapter
 from st_infocse.cli.output import end_summary, kept_line, lengths, start_summary
 from st_infocse.cli.parsing import asks_for_help, read_sources
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
@@ -118,10 +118,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         print(stop.line(training_args.output_dir))
         return 130
     out, training_length = Path(training_args.output_dir), model.max_seq_length
-    if adapter:
-        from st_infocse.training.lora import merge_lora
-
-        merge_lora(model)  # the user's modules, with the adapter's change folded into the weights it adapted
+    merge_adapter(model, adapter)
     saved = entry.save(model, loss, out, own_length)
     rows = {"objective": objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}",
             "texts": len(dataset), "steps": trainer.state.global_step, "time": f"{time.time() - start:.0f} s"}
@@ -136,8 +133,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         rows["weight anchor"], record["weight_anchor"] = anchor, flags.keep.weight_anchor
     start_saved = ends is not None and ends.result.kept == "start"
     if adapter:
-        rows["LoRA adapter"] = (f"{adapter}; not in the saved model, which is the starting model (see saved)"
-                                if start_saved else f"{adapter}; merged into the saved model")
+        rows["LoRA adapter"] = adapter_row(adapter, start_saved)
         record["lora"] = {"r": flags.lora.lora_r, "alpha": flags.lora.lora_alpha,
                           "target_modules": flags.lora.lora_target_modules}
     result = None
@@ -152,25 +148,6 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
                 measured.labels if flags.run is not None else None, result, lengths(training_length, own_length),
                 start_saved, decides=ends.result.metric if ends is not None else None)
     return 0
-
-
-def add_adapter(model, lora) -> str:
-    """A LoRA adapter on the model when ``--lora_r`` asks for one (every other weight frozen); what it is, for the
-    summaries, or "" without one."""
-    if lora is None or not lora.lora_r:
-        return ""
-    from st_infocse.training.lora import LoRASettings, add_lora, lora_parameters
-
-    settings = LoRASettings(r=lora.lora_r, alpha=lora.lora_alpha, target_modules=tuple(lora.lora_target_modules),
-                            dropout=lora.lora_dropout)
-    try:
-        adapted = add_lora(model, settings)
-    except ValueError as error:
-        raise CLIError(f"--lora_target_modules: {error}") from None
-    trained = sum(p.numel() for _, p in lora_parameters(model))
-    total = sum(p.numel() for p in model.parameters())
-    return (f"rank {settings.r}, alpha {settings.alpha:g} on {len(adapted)} layers "
-            f"({', '.join(settings.target_modules)}); {trained:,} of {total:,} weights train")
 
 
 def reference_settings(flags: TrainingFlags, measured):

@@ -46,7 +46,7 @@ _WHERE = {
     "pseudo_queries": "distillation",
     "split_sentences": "sentences",
     "train_idc_rounds": "rounds",
-    "train_infocse_plus_plus": "rounds",
+    "train_infocse_plus_plus": "plus_plus",
 }
 
 __all__ = sorted(_WHERE)  # every lazily exported name, listed once above

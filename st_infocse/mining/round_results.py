@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from sentence_transformers import SentenceTransformer
+
+from st_infocse.evaluation.paired import PairedChange, holm
 
 
 @dataclass
@@ -26,6 +28,11 @@ class RoundStats:
         mining_seconds: Time spent mining.
         training_seconds: Time spent training.
         mining: The full :class:`MiningReport` as a dict.
+        change: The round's change from the model as given on the evaluator's primary metric, with its own 95%
+            interval and p over the queries (pairs); None without per-unit scores.
+        p_holm: That p adjusted by Holm's step-down rule for every round judged against the model as given: the
+            round's verdict (:attr:`verdict`) is read off it, so that judging several rounds on the same queries keeps
+            the chance of any false verdict among them at 5%.
     """
 
     round: int
@@ -40,6 +47,25 @@ class RoundStats:
     mining_seconds: float
     training_seconds: float
     mining: dict[str, Any] = field(repr=False)
+    change: PairedChange | None = None
+    p_holm: float | None = None
+
+    @property
+    def verdict(self) -> str | None:
+        """"a gain", "within noise" or "a loss" from the start, read off :attr:`p_holm`; None when not judged."""
+        return None if self.change is None or self.p_holm is None else replace(self.change, p=self.p_holm).verdict
+
+
+def holm_over_rounds(per_round: list[dict[str, PairedChange]]) -> list[dict[str, PairedChange]]:
+    """Each round's changes from the model as given (metric -> change), each metric's p adjusted by Holm's step-down
+    rule (:func:`~st_infocse.evaluation.paired.holm`) over the rounds that judged it; the intervals stay each
+    round's own, so one that excludes zero can be within noise once adjusted."""
+    adjusted = [dict(changes) for changes in per_round]
+    for key in {key for changes in per_round for key in changes}:
+        judged = [i for i, changes in enumerate(per_round) if key in changes]
+        for i, p in zip(judged, holm([per_round[i][key].p for i in judged]), strict=True):
+            adjusted[i][key] = replace(per_round[i][key], p=p)
+    return adjusted
 
 
 @dataclass
@@ -60,8 +86,11 @@ class RoundsResult:
         trained_metrics: Every metric of the trained candidate: the best round when one beat the model as given,
             else the last round (what ``changes`` compares with the model as given, whichever was kept).
         changes: The trained candidate's change from the model as given (x100), metric -> change with its 95%
-            interval over the evaluator's queries (pairs), for the metrics whose evaluator keeps unit scores.
+            interval over the evaluator's queries (pairs), for the metrics whose evaluator keeps unit scores; its p
+            (and verdict) Holm-adjusted for the :attr:`rounds_judged` rounds (:func:`holm_over_rounds`), which is
+            what ``keep_trained_if="reliable"`` reads.
         keep_trained_if: The rule that chose between the best round and the model as given.
+        rounds_judged: How many rounds were judged against the model as given on the evaluator's units.
     """
 
     model: SentenceTransformer = field(repr=False)
@@ -75,13 +104,15 @@ class RoundsResult:
     trained_metrics: dict[str, float] | None = None
     changes: dict[str, Any] = field(default_factory=dict)
     keep_trained_if: str = "better"
+    rounds_judged: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (without the model)."""
+        """JSON-ready dict (without the model); the changes' p Holm-adjusted for ``rounds_judged`` rounds."""
         return {
             "keep_trained_if": self.keep_trained_if,
             "changes": {key: change.to_dict() for key, change in self.changes.items()},
-            "rounds": [asdict(r) for r in self.rounds],
+            "multiple_rounds": {"rule": "holm", "family": self.rounds_judged},
+            "rounds": [asdict(r) | {"verdict": r.verdict} for r in self.rounds],
             "initial_score": self.initial_score,
             "best_round": self.best_round,
             "best_score": self.best_score,

@@ -1,10 +1,10 @@
-"""The mutually reinforced loop (paper 002 Alg. 1) and InfoCSE++ (section 3.3).
+"""The mutually reinforced loop (paper 002 Alg. 1); InfoCSE++ (section 3.3), which runs it between supervised
+fine-tunings, is in :mod:`st_infocse.mining.plus_plus`.
 
 Round ``t`` mines pairs with model ``t`` (or takes adjacent sentences in the first round),
 trains model ``t + 1`` on them with a fresh loss from the caller's factory, and scores it on the
 validation evaluator; the loop stops after ``patience`` rounds without improvement and puts the
-best weights back. InfoCSE++ alternates such IDC runs with supervised fine-tuning on a small
-labelled pair set and keeps the model that scores best on the labelled validation set.
+best weights back.
 
 Nothing here imports a loss from this package: callers pass a loss factory
 (``Callable[[SentenceTransformer], nn.Module]``), e.g. ``lambda m: InfoCSELoss(m, lambda_=1e-5)``.
@@ -13,6 +13,7 @@ Nothing here imports a loss from this package: callers pass a loss factory
 from __future__ import annotations
 
 import logging
+import random
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -21,15 +22,16 @@ from typing import Any, Literal
 
 from datasets import Dataset
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainingArguments
-from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from torch import nn
 
 from st_infocse.evaluation import PairedChange, paired_changes, primary_unit_key, unit_scores
 from st_infocse.mining.graph import check_similarity
 from st_infocse.mining.idc import READING_ARGUMENTS, MiningReport, adjacent_pairs, mine_pairs
-from st_infocse.mining.round_results import CycleStats, PlusPlusResult, RoundsResult, RoundStats
+from st_infocse.mining.round_results import RoundsResult, RoundStats, holm_over_rounds
 from st_infocse.mining.sampler import DocumentAwareBatchSampler
+from st_infocse.training.anchor import toward_start
 from st_infocse.training.builder import build_trainer
+from st_infocse.training.lora import has_lora
 from st_infocse.training.snapshot import weights_snapshot
 
 logger = logging.getLogger(__name__)
@@ -49,7 +51,17 @@ DEFAULT_TRAINING_ARGS: dict[str, Any] = {
 }
 
 
-def _reiterable(documents: Any, passes: int) -> Callable[[], Iterable[Any]]:
+def document_sample(documents: Any, size: int | None, seed: int) -> tuple[Any, str | None]:
+    """A ``seed`` sample of ``size`` documents (a list or ``datasets.Dataset``), in their order, and how it was drawn
+    for the summaries (None: all of them); the command line's ``--idc_max_docs``."""
+    if size is None or len(documents) <= size:
+        return documents, None
+    kept = sorted(random.Random(seed).sample(range(len(documents)), size))
+    chosen = documents.select(kept) if hasattr(documents, "select") else [documents[i] for i in kept]
+    return chosen, f"{size:,} of {len(documents):,} (a --seed {seed} sample, --idc_max_docs)"
+
+
+def reiterable(documents: Any, passes: int) -> Callable[[], Iterable[Any]]:
     """A function giving a fresh pass over the documents; refuses one-shot iterators."""
     if callable(documents) and not hasattr(documents, "__iter__"):
         return documents
@@ -61,7 +73,7 @@ def _reiterable(documents: Any, passes: int) -> Callable[[], Iterable[Any]]:
     return lambda: documents
 
 
-def _score(evaluator: Any, model: SentenceTransformer) -> tuple[float, dict[str, float]]:
+def score_model(evaluator: Any, model: SentenceTransformer) -> tuple[float, dict[str, float]]:
     """The evaluator's primary metric as a float, and every metric it returned."""
     out = evaluator(model)
     if not isinstance(out, dict):
@@ -72,11 +84,11 @@ def _score(evaluator: Any, model: SentenceTransformer) -> tuple[float, dict[str,
     return float(out[key]), {name: float(value) for name, value in out.items()}
 
 
-def _better(score: float, best: float, min_delta: float, greater_is_better: bool) -> bool:
+def is_better(score: float, best: float, min_delta: float, greater_is_better: bool) -> bool:
     return score > best + min_delta if greater_is_better else score < best - min_delta
 
 
-def _train(
+def train_round(
     model: SentenceTransformer,
     train_dataset: Dataset,
     loss: nn.Module,
@@ -118,11 +130,15 @@ def train_idc_rounds(
     seed: int = 0,
     annotator: SentenceTransformer | None = None,
     keep_trained_if: Literal["better", "reliable"] = "better",
+    keep_start_if_better: bool = True,
+    weight_anchor: float = 1.0,
 ) -> RoundsResult:
     """Mine -> train -> re-mine for ``rounds`` rounds (paper 002 Alg. 1), stopping at a plateau.
 
     Args:
-        model: The model to train in place; it also does the mining.
+        model: The model to train in place; it also does the mining. A model carrying a LoRA adapter
+            (:func:`~st_infocse.training.lora.add_lora`) trains and mines as it is: the adapter alone trains, each
+            round mines with the adapted model, and the best round is kept by the adapter's weights.
         documents: Re-iterable documents (list, ``datasets.Dataset``) or a zero-argument callable
             returning a fresh iterable each round; any form :func:`mine_pairs` reads.
         loss_factory: Builds the loss for a round from the model, e.g.
@@ -154,14 +170,20 @@ def train_idc_rounds(
             ``"reliable"``: only when their gain on the evaluator's primary metric is reliable over its queries
             (STS pairs), the paired test's 95% interval above zero, else the model as given is restored. Needs
             an evaluator that keeps unit scores (:func:`~st_infocse.evaluation.retrieval_evaluator`,
-            :func:`~st_infocse.evaluation.stsb_dev_evaluator`). The change is in ``RoundsResult.change``.
+            :func:`~st_infocse.evaluation.stsb_dev_evaluator`). The change is in ``RoundsResult.changes``; when
+            several rounds were judged against the model as given, its p is Holm-adjusted for them
+            (:func:`~st_infocse.mining.round_results.holm_over_rounds`) and the rule reads that.
+        keep_start_if_better: False: the trained candidate is kept even when no round beat the model as given (the
+            best round, else the last); not with ``keep_trained_if="reliable"``, which chooses the start.
+        weight_anchor: The share of the change kept after each round's training: the weights that train become
+            ``start + share x (trained - start)`` (:func:`~st_infocse.training.toward_start`, the start being the
+            model as given), and that is what the round scores and the next round mines with. 1: no anchor.
 
     Returns:
         :class:`RoundsResult` with per-round pair counts, scores and timings.
 
     Example:
-        >>> from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-        >>> result = train_idc_rounds(  # doctest: +SKIP
+        >>>         >>> result = train_idc_rounds(  # doctest: +SKIP
         ...     model, docs, MultipleNegativesRankingLoss, rounds=3, evaluator=sts_dev_evaluator
         ... )
         >>> [(r.round, r.pairs, r.score) for r in result.rounds]  # doctest: +SKIP
@@ -178,7 +200,12 @@ def train_idc_rounds(
         raise ValueError(f"keep_trained_if must be 'better' or 'reliable', got {keep_trained_if!r}")
     if keep_trained_if == "reliable" and evaluator is None:
         raise ValueError("keep_trained_if='reliable' needs an evaluator that keeps per-query (per-pair) scores")
-    fresh_documents = _reiterable(documents, rounds)
+    if keep_trained_if == "reliable" and not keep_start_if_better:
+        raise ValueError("keep_trained_if='reliable' chooses the model as given when no gain is reliable, which "
+                         "keep_start_if_better=False turns off")
+    if not 0 < weight_anchor <= 1:
+        raise ValueError(f"weight_anchor is the share of the trained change kept, in (0, 1]; got {weight_anchor}")
+    fresh_documents = reiterable(documents, rounds)
     mining_kwargs = {"seed": seed, **(mining_kwargs or {})}
     # Checked before any round: when the first round pairs adjacent sentences, a bad value would surface only after
     # it has trained.
@@ -187,8 +214,8 @@ def train_idc_rounds(
     tmp = tempfile.TemporaryDirectory(prefix="idc-rounds-") if output_dir is None else None
     root = Path(tmp.name if tmp is not None else output_dir)
     try:
-        initial_score, initial_metrics = _score(evaluator, model) if evaluator is not None else (None, None)
-        initial_units = trained_units = unit_scores(evaluator)
+        initial_score, initial_metrics = score_model(evaluator, model) if evaluator is not None else (None, None)
+        initial_units, round_units = unit_scores(evaluator), []
         trained_metrics = initial_metrics
         primary = primary_unit_key(evaluator)
         if keep_trained_if == "reliable" and primary is None:
@@ -200,8 +227,11 @@ def train_idc_rounds(
         if initial_score is not None:
             logger.info("IDC rounds: initial score %.4f", initial_score)
         best_score, best_round = initial_score, 0
-        best_state = weights_snapshot(model) if evaluator is not None else None
-        initial_state = best_state  # the same copy: a later best round replaces best_state, not its contents
+        # An adapter run changes the adapter alone: its copies are the adapter's weights, not the model's.
+        adapter_only = has_lora(model)
+        initial_state = (weights_snapshot(model, trainable_only=adapter_only)
+                         if evaluator is not None or weight_anchor < 1 else None)
+        best_state = initial_state if evaluator is not None else None  # a later best round replaces it, not its contents
         stats: list[RoundStats] = []
         stale, stopped_early = 0, False
         for number in range(1, rounds + 1):
@@ -224,7 +254,7 @@ def train_idc_rounds(
                 raise ValueError(f"round {number}: no pairs to train on ({report.summary()})")
             sampler = DocumentAwareBatchSampler.for_pairs(pairs) if document_aware_batches else None
             t1 = time.perf_counter()
-            loss = _train(
+            loss = train_round(
                 model,
                 pairs.select_columns(["anchor", "positive"]),
                 loss_factory(model),
@@ -233,16 +263,21 @@ def train_idc_rounds(
                 seed,
                 sampler,
             )
+            if weight_anchor < 1:  # back toward the model as given, before the round is scored or mines
+                current = model.state_dict()
+                model.load_state_dict(toward_start(initial_state, {k: current[k] for k in initial_state},
+                                                   weight_anchor), strict=False)
             training_seconds = time.perf_counter() - t1
-            score, metrics = _score(evaluator, model) if evaluator is not None else (None, None)
+            score, metrics = score_model(evaluator, model) if evaluator is not None else (None, None)
             improved = None
             if score is not None:
-                improved = _better(score, best_score, min_delta, greater)
+                round_units.append(unit_scores(evaluator))
+                improved = is_better(score, best_score, min_delta, greater)
                 if improved or best_round == 0:  # the trained candidate: the best round, else the latest
-                    trained_metrics, trained_units = metrics, unit_scores(evaluator)
+                    trained_metrics, candidate = metrics, number
                 if improved:
-                    best_score, best_round, best_state, stale = score, number, weights_snapshot(model), 0
-                    best_metrics = metrics
+                    best_state, stale = weights_snapshot(model, trainable_only=adapter_only), 0
+                    best_score, best_round, best_metrics = score, number, metrics
                 else:
                     stale += 1
             stats.append(
@@ -262,15 +297,23 @@ def train_idc_rounds(
                 stopped_early = True
                 logger.info("IDC rounds: no improvement for %d round(s), stopping after round %d", stale, number)
                 break
+        if best_state is not None and best_round == 0 and not keep_start_if_better:  # the latest round, kept
+            best_round, best_score, best_metrics = len(stats), stats[-1].score, trained_metrics
         if best_state is not None and best_round != len(stats):
-            model.load_state_dict(best_state)
+            model.load_state_dict(best_state, strict=not adapter_only)
             logger.info("IDC rounds: restored the weights of round %d (score %.4f)", best_round, best_score)
         if best_state is None:
             best_round = len(stats)
-        changes = paired_changes(initial_units, trained_units, seed=seed) if stats else {}
+        # every round judged against the start on the same units: each p Holm-adjusted for the rounds judged
+        raw = [paired_changes(initial_units, units, seed=seed) for units in round_units]
+        judged = holm_over_rounds(raw)
+        for stat, own, adjusted in zip(stats if judged else [], raw, judged, strict=True):
+            stat.change = own.get(primary) if primary else None
+            stat.p_holm = adjusted[primary].p if primary in adjusted else None
+        changes = judged[candidate - 1] if judged else {}
         change: PairedChange | None = changes.get(primary) if primary else None
         if keep_trained_if == "reliable" and best_round and not (change is not None and change.reliable_gain):
-            model.load_state_dict(initial_state)
+            model.load_state_dict(initial_state, strict=not adapter_only)
             logger.info(
                 "IDC rounds: round %d's gain is not reliable (%s); restored the model as given",
                 best_round,
@@ -289,6 +332,7 @@ def train_idc_rounds(
             trained_metrics,
             changes,
             keep_trained_if,
+            len(round_units),
         )
     finally:
         if tmp is not None:
@@ -319,134 +363,3 @@ def _round_stats(
         training_seconds=training_seconds,
         mining=report.to_dict(),
     )
-
-
-# --------------------------------------------------------------------------------------------
-# InfoCSE++ (few-shot)
-# --------------------------------------------------------------------------------------------
-
-
-def train_infocse_plus_plus(
-    model: SentenceTransformer,
-    documents: Iterable[Any] | Callable[[], Iterable[Any]],
-    labelled_pairs: Dataset,
-    evaluator: Evaluator,
-    idc_loss_factory: LossFactory,
-    supervised_loss_factory: LossFactory = MultipleNegativesRankingLoss,
-    *,
-    cycles: int = 3,
-    idc_rounds: int = 2,
-    initial_annotation: Literal["model", "adjacent"] = "model",
-    patience: int = 1,
-    min_delta: float = 0.0,
-    idc_training_args: dict[str, Any] | None = None,
-    supervised_training_args: dict[str, Any] | None = None,
-    mining_kwargs: dict[str, Any] | None = None,
-    idc_evaluator: Evaluator | None | Literal["same"] = "same",
-    output_dir: str | Path | None = None,
-    seed: int = 0,
-) -> PlusPlusResult:
-    """InfoCSE++: alternate IDC rounds on unlabelled documents with supervised fine-tuning.
-
-    Each cycle runs :func:`train_idc_rounds` from the current model, then fine-tunes on
-    ``labelled_pairs`` and scores the result on the labelled validation ``evaluator``. The loop
-    stops when that score has not improved for ``patience`` cycles; the best-scoring weights
-    (the model as given included) are loaded back into ``model``.
-
-    Args:
-        model: The model, trained in place.
-        documents: Unlabelled documents, as for :func:`train_idc_rounds`.
-        labelled_pairs: The few-shot training pairs; columns in the order the supervised loss
-            expects (``anchor``, ``positive`` for ``MultipleNegativesRankingLoss``).
-        evaluator: Validation on labelled data (sentence-transformers evaluator or ``model -> float``).
-        idc_loss_factory: Loss for the IDC rounds.
-        supervised_loss_factory: Loss for fine-tuning (default ``MultipleNegativesRankingLoss``).
-        cycles: Maximum number of IDC + fine-tuning cycles.
-        idc_rounds: Maximum IDC rounds per cycle.
-        initial_annotation: First annotation of the first cycle (later cycles mine with the
-            fine-tuned model, as the paper's Figure 3).
-        patience: Cycles without improvement before stopping.
-        min_delta: Improvement smaller than this does not count.
-        idc_training_args: Trainer arguments for IDC rounds (see :func:`train_idc_rounds`).
-        supervised_training_args: Trainer arguments for fine-tuning.
-        mining_kwargs: Arguments for :func:`mine_pairs` (``similarity`` included).
-        idc_evaluator: Early stopping inside the IDC rounds: ``"same"`` uses ``evaluator``,
-            ``None`` runs all ``idc_rounds``.
-        output_dir: Where each cycle's artefacts go; a temporary folder when omitted.
-        seed: Seed for training and mining.
-
-    Returns:
-        :class:`PlusPlusResult` with per-cycle IDC statistics and validation scores.
-
-    Example:
-        >>> result = train_infocse_plus_plus(  # doctest: +SKIP
-        ...     model, docs, few_labelled_pairs, dev_evaluator, MultipleNegativesRankingLoss, cycles=3
-        ... )
-        >>> result.best_cycle, result.best_score  # doctest: +SKIP
-    """
-    if cycles < 1:
-        raise ValueError(f"cycles must be >= 1, got {cycles}")
-    if patience < 1:
-        raise ValueError(f"patience must be >= 1, got {patience}")
-    if len(labelled_pairs) == 0:
-        raise ValueError("labelled_pairs is empty")
-    check_similarity((mining_kwargs or {}).get("similarity", "cosine"))
-    fresh_documents = _reiterable(documents, cycles * idc_rounds)
-    inner_evaluator = evaluator if idc_evaluator == "same" else idc_evaluator
-    greater = bool(getattr(evaluator, "greater_is_better", True))
-    tmp = tempfile.TemporaryDirectory(prefix="infocse-pp-") if output_dir is None else None
-    root = Path(tmp.name if tmp is not None else output_dir)
-    try:
-        initial_score, _ = _score(evaluator, model)
-        best_score, best_cycle, best_state = initial_score, 0, weights_snapshot(model)
-        stats: list[CycleStats] = []
-        stale, stopped_early = 0, False
-        for number in range(1, cycles + 1):
-            cycle_dir = root / f"cycle-{number}"
-            idc = train_idc_rounds(
-                model,
-                fresh_documents,
-                idc_loss_factory,
-                rounds=idc_rounds,
-                initial_annotation=initial_annotation if number == 1 else "model",
-                evaluator=inner_evaluator,
-                patience=patience,
-                min_delta=min_delta,
-                training_args=idc_training_args,
-                mining_kwargs=mining_kwargs,
-                output_dir=cycle_dir / "idc",
-                seed=seed + number,
-            )
-            loss = _train(
-                model,
-                labelled_pairs,
-                supervised_loss_factory(model),
-                supervised_training_args,
-                cycle_dir / "finetune",
-                seed + number,
-            )
-            score, _ = _score(evaluator, model)
-            improved = _better(score, best_score, min_delta, greater)
-            if improved:
-                best_score, best_cycle, best_state, stale = score, number, weights_snapshot(model), 0
-            else:
-                stale += 1
-            stats.append(CycleStats(number, idc, loss, score, improved))
-            logger.info(
-                "InfoCSE++ cycle %d: IDC rounds %d (best %d), fine-tuned score %.4f%s",
-                number,
-                len(idc.rounds),
-                idc.best_round,
-                score,
-                " (best)" if improved else " (no improvement)",
-            )
-            if stale >= patience and number < cycles:
-                stopped_early = True
-                break
-        if best_cycle != len(stats):
-            model.load_state_dict(best_state)
-            logger.info("InfoCSE++: restored the weights of cycle %d (score %.4f)", best_cycle, best_score)
-        return PlusPlusResult(model, stats, initial_score, best_cycle, best_score, stopped_early)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()

@@ -501,3 +501,71 @@ def test_the_confirmation_verdicts_are_holms_over_the_rows_and_the_chosen_row_is
     assert "p = 0.038" in edge_line and f"| p = {judged['edge']['p_holm']:.3f} | within noise |" in edge_line
     assert "| clear (chosen on the selection half: the claim) |" in table
     assert "The claim is clear, the row chosen on the selection half: a gain" in table
+
+
+def test_the_recipe_benchmark_on_scifact_asks_the_train_claims_or_the_selection_half_never_a_confirmation_one(tmp_path):
+    recipe = importlib.import_module("benchmarks.adaptation_recipe")
+    beir = tmp_path / "scifact"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"c{i}", "title": f"T{i}", "text": f"Abstract {i}."})
+                                               + "\n" for i in range(30)))
+    (beir / "queries.jsonl").write_text("".join(json.dumps({"_id": str(i), "text": f"claim {i}"}) + "\n"
+                                                for i in range(12)))
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{i}\tc{i}\t1\n" for i in range(8, 12)))
+    train = tmp_path / "train.tsv"  # claim 9 is a test claim: never the user's
+    train.write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{i}\tc{i + 10}\t1\n" for i in (0, 1, 2, 3, 9))
+                     + "3\tc20\t1\n")
+    # without train judgements: the selection half of the test claims, never one of the confirmation half
+    info = recipe.scifact_files(beir, tmp_path / "missing.tsv", tmp_path / "halves", 20, None)
+    selection, confirmation = importlib.import_module("benchmarks.adaptation_queries").split_queries(
+        [str(i) for i in range(8, 12)])
+    asked = [json.loads(line)["_id"] for line in (tmp_path / "halves" / "own-queries" / "queries.jsonl").open()]
+    assert sorted(asked) == sorted(selection) and not set(asked) & set(confirmation)
+    assert info["own_queries"] == len(selection) == 2
+    info = recipe.scifact_files(beir, train, tmp_path / "user", documents=20, queries=None)
+    assert info == {"documents": 20, "own_queries": 4, "own_corpus": 30}
+    docs = [json.loads(line)["id"] for line in (tmp_path / "user" / "docs.jsonl").read_text().splitlines()]
+    assert docs == [f"c{i}" for i in range(20)]
+    own = tmp_path / "user" / "own-queries"
+    from st_infocse.evaluation import check_retrieval_folder
+
+    check_retrieval_folder(own)
+    asked = [json.loads(line)["_id"] for line in (own / "queries.jsonl").read_text().splitlines()]
+    assert asked == ["0", "1", "2", "3"]
+    qrels = (own / "qrels" / "dev.tsv").read_text().splitlines()[1:]
+    assert sorted(qrels) == sorted(["0\tc10\t1", "1\tc11\t1", "2\tc12\t1", "3\tc13\t1", "3\tc20\t1"])
+    info = recipe.scifact_files(beir, train, tmp_path / "small", 20, 2, corpus_size=6)
+    kept = [json.loads(line)["_id"] for line in (tmp_path / "small" / "own-queries" / "corpus.jsonl").open()]
+    judged = {line.split("\t")[1] for line in (tmp_path / "small" / "own-queries" / "qrels" / "dev.tsv")
+              .read_text().splitlines()[1:]}
+    assert info["own_queries"] == 2 and len(kept) == 6 and judged <= set(kept)
+
+
+def test_the_recipe_benchmark_says_where_the_time_went_and_renders_a_scifact_column():
+    recipe = importlib.import_module("benchmarks.adaptation_recipe")
+    rounds = {"rounds": {"rounds": [{"mining_seconds": 300.4, "training_seconds": 120.2, "score": 0.72}],
+                         "initial_metrics": {"eval_own_ndcg@10": 0.70}, "final_metrics": {"eval_own_ndcg@10": 0.72},
+                         "trained_metrics": {"eval_own_ndcg@10": 0.72}, "best_round": 1,
+                         "keep_trained_if": "reliable", "changes": {}}}
+    assert recipe.where_time_went(rounds, 600.0) == {"mining_seconds": 300.4, "training_seconds": 120.2,
+                                                     "other_seconds": 179.4}
+    assert recipe.where_time_went({"start_end": {}}, 90.0) == {"other_seconds": 90.0}
+    assert recipe.result_key("adapt-idc-mpnet-lora", "scifact") == "adapt-idc-mpnet-lora (scifact)"
+    assert recipe.result_key("adapt-idc-mpnet", "reuters") == "adapt-idc-mpnet"
+    confirmation = {"delta": 0.5, "low": 0.1, "high": 0.9, "p": 0.02, "n": 150, "verdict": "a gain"}
+    result = {"machine": {"cores": 2, "load_1min": 0.1, "commit": "abcdef123"}, "folder": "/w",
+              "data": {"documents": 5000, "own_queries": 809, "own_corpus": 5183},
+              "test": {"given": {"ndcg@10": 64.51, "recall@100": 92.5}, "saved": {"ndcg@10": 65.0, "recall@100": 93.0},
+                       "metric": "ndcg@10", "changes": {"confirmation": confirmation}},
+              "run": {"command": "st-infocse train --docs /w/docs.jsonl", "wall_seconds": 600.0,
+                      "peak_memory_gb": 3.0, "threads": 2, "run_summary": rounds,
+                      "time": recipe.where_time_went(rounds, 600.0)}}
+    table = recipe.render({"adapt-idc-mpnet-lora (scifact)": result})
+    assert "| | `adapt-idc-mpnet-lora (scifact)` |" in table
+    assert "| the user's data | 5,000 documents, 809 own queries over 5,183 |" in table
+    assert ("| where the time went | mining 300 s, training 120 s, the rest (loading, evaluations, saving) 179 s |"
+            in table)
+    assert "| test split, headline metric: the model as given -> saved | ndcg@10 64.51 -> 65.00 |" in table
+    assert ("| test split, confirmation half: the saved model's change | +0.50 (95% CI +0.10 to +0.90, p = 0.020): "
+            "a gain, 150 queries |") in table

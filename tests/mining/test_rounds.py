@@ -204,3 +204,112 @@ def test_rounds_refuse_reliable_without_unit_scores(make_model, topic_docs, smal
     with pytest.raises(ValueError, match="needs an evaluator"):
         train_idc_rounds(make_model(), topic_docs, MultipleNegativesRankingLoss, rounds=1,
                          training_args=small_training_args, keep_trained_if="reliable")
+
+
+# +5 on 14 queries, -5 on 4: a gain on its own p (0.031), within noise once doubled for two rounds judged
+_EDGE = {q: 0.5 + (0.05 if i < 14 else 0.0) - (0.05 if 14 <= i < 18 else 0.0) for i, q in enumerate(_START)}
+
+
+def test_each_round_is_judged_against_the_start_with_holms_p_over_the_rounds(make_model, topic_docs,
+                                                                            small_training_args):
+    """Two rounds judged on the same queries: each round's p is Holm-adjusted for the two, its verdict read off
+    the adjusted p, and the candidate's printed change (what the keep rule reads) carries that adjusted p."""
+    from st_infocse.evaluation.paired import holm, paired_change
+
+    evaluator = _QueryScored([_START, _EDGE, _ONE_QUERY_UP])
+    result = train_idc_rounds(make_model(), topic_docs, MultipleNegativesRankingLoss, rounds=2, evaluator=evaluator,
+                              training_args=small_training_args, patience=2)
+    raw = [paired_change({q: 100 * v for q, v in _START.items()}, {q: 100 * v for q, v in after.items()})
+           for after in (_EDGE, _ONE_QUERY_UP)]
+    assert [r.change.p for r in result.rounds] == pytest.approx([c.p for c in raw])
+    assert [r.p_holm for r in result.rounds] == pytest.approx(holm([c.p for c in raw]))
+    assert raw[0].p < 0.05 <= result.rounds[0].p_holm and raw[0].verdict == "a gain"
+    assert [r.verdict for r in result.rounds] == ["within noise", "within noise"]
+    assert result.rounds_judged == 2 and result.best_round == 1
+    assert result.changes["own_ndcg@10"].p == pytest.approx(result.rounds[0].p_holm)
+    record = result.to_dict()
+    assert record["multiple_rounds"] == {"rule": "holm", "family": 2}
+    assert [r["verdict"] for r in record["rounds"]] == ["within noise", "within noise"]
+
+
+def test_reliable_reads_the_holm_adjusted_p_of_the_round_it_would_keep(make_model, topic_docs, small_training_args,
+                                                                       same_weights):
+    """Round 1 a gain on its own p, not once adjusted for the two rounds judged: the rule keeps the start."""
+    model = make_model()
+    evaluator = _QueryScored([_START, _EDGE, _START])
+    result = train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, rounds=2, evaluator=evaluator,
+                              training_args=small_training_args, keep_trained_if="reliable", patience=2)
+    assert result.rounds[0].change.verdict == "a gain" and result.rounds[0].verdict == "within noise"
+    assert result.best_round == 0 and same_weights(model.state_dict(), evaluator.seen[0])
+
+
+def test_keep_start_if_better_false_keeps_the_last_round(make_model, topic_docs, small_training_args,
+                                                         scripted_evaluator, same_weights):
+    model = make_model()
+    evaluator = scripted_evaluator([0.50, 0.40])
+    result = train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, rounds=1, evaluator=evaluator,
+                              training_args=small_training_args, keep_start_if_better=False)
+    assert result.best_round == 1 and result.best_score == 0.40
+    assert same_weights(model.state_dict(), evaluator.seen[1]) and not same_weights(evaluator.seen[0],
+                                                                                    evaluator.seen[1])
+    with pytest.raises(ValueError, match="keep_start_if_better=False turns off"):
+        train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, rounds=1, evaluator=evaluator,
+                         keep_trained_if="reliable", keep_start_if_better=False)
+
+
+def test_a_weight_anchor_keeps_its_share_of_each_rounds_change(make_model, topic_docs, small_training_args):
+    """The same round trained twice from the same start, once anchored at 0.25: the anchored weights are
+    start + 0.25 x (trained - start)."""
+    import torch
+
+    start = make_model()
+    before = {k: v.clone() for k, v in start.state_dict().items()}
+    train_idc_rounds(start, topic_docs, MultipleNegativesRankingLoss, rounds=1, training_args=small_training_args)
+    anchored = make_model()
+    train_idc_rounds(anchored, topic_docs, MultipleNegativesRankingLoss, rounds=1, training_args=small_training_args,
+                     weight_anchor=0.25)
+    trained, got = start.state_dict(), anchored.state_dict()
+    moved = [k for k in before if before[k].is_floating_point() and not torch.equal(before[k], trained[k])]
+    assert moved
+    for key in moved:
+        torch.testing.assert_close(got[key], before[key] + 0.25 * (trained[key] - before[key]), rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="weight_anchor"):
+        train_idc_rounds(anchored, topic_docs, MultipleNegativesRankingLoss, rounds=1, weight_anchor=0)
+
+
+def test_rounds_on_a_lora_adapter_train_and_keep_the_adapter_alone(make_model, topic_docs, small_training_args):
+    """Every round trains the adapter only; round 2 (worse) is undone by putting round 1's adapter back, and the
+    reliable rule, finding no gain, puts the start's adapter back: merged, the model is then the start exactly."""
+    import torch
+
+    from st_infocse.training.lora import LoRASettings, add_lora, lora_parameters, merge_lora
+
+    pytest.importorskip("peft")
+    texts = ["the cat sat on the road", "a king wrote a song"]
+    model = make_model()
+    start_embeddings = model.encode(texts, convert_to_tensor=True)
+    add_lora(model, LoRASettings(r=2))
+    frozen = {k: v.clone() for k, v in model.state_dict().items() if ".lora_" not in k}
+    adapters: list[dict[str, torch.Tensor]] = []
+
+    class Scored(_QueryScored):
+        def __call__(self, scored):
+            adapters.append({name: p.detach().clone() for name, p in lora_parameters(scored)})
+            return super().__call__(scored)
+
+    evaluator = Scored([_START, _ONE_QUERY_UP, _START])
+    result = train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, rounds=2, evaluator=evaluator,
+                              training_args={**small_training_args, "learning_rate": 1e-2}, patience=2)
+    assert result.best_round == 1 and len(result.rounds) == 2
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in frozen.items())  # only the adapter trained
+    assert not all(torch.equal(adapters[1][k], adapters[2][k]) for k in adapters[1])
+    assert all(torch.equal(p, adapters[1][name]) for name, p in lora_parameters(model))  # round 1's adapter back
+
+    model = make_model()
+    add_lora(model, LoRASettings(r=2))
+    evaluator = Scored([_START, _ONE_QUERY_UP])
+    result = train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, rounds=1, evaluator=evaluator,
+                              training_args={**small_training_args, "learning_rate": 1e-2}, keep_trained_if="reliable")
+    assert result.best_round == 0
+    merge_lora(model)
+    torch.testing.assert_close(model.encode(texts, convert_to_tensor=True), start_embeddings)
