@@ -99,12 +99,11 @@ def test_the_declared_resample_counts_reach_scipy(monkeypatch):
             return real(*args, **kwargs)
         return spied
 
-    for name in ("permutation_test", "bootstrap"):
-        monkeypatch.setattr(scipy.stats, name, spy(name))
+    monkeypatch.setattr(scipy.stats, "permutation_test", spy("permutation_test"))
     paired_change(_scores(30), _scores(30, seed=1))
     gold = np.arange(20.0)
     paired_spearman_change(gold, gold[::-1], gold)
-    assert seen == [("permutation_test", paired.RESAMPLES), ("bootstrap", paired.SPEARMAN_RESAMPLES)]
+    assert seen == [("permutation_test", paired.RESAMPLES), ("permutation_test", paired.SPEARMAN_RESAMPLES)]
     paired_change(_scores(30), _scores(30, seed=1), resamples=123)
     assert seen[-1] == ("permutation_test", 123)
 
@@ -163,13 +162,51 @@ def test_verdict_p_and_interval_agree_on_every_input(differences):
     assert change.delta == pytest.approx(np.mean(differences))
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(3, 40), st.integers(0, 2**32 - 1), st.floats(0, 3))
-def test_spearman_verdict_p_and_interval_agree(n, seed, noise):
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 120), st.integers(0, 2**32 - 1), st.floats(0, 3), st.sampled_from(["noisy", "tied", "few"]))
+def test_spearman_verdict_p_and_interval_agree(n, seed, noise, kind):
+    """Over pairs as over queries: random similarities, similarities in few distinct values (ties), and an after
+    that differs from the before on a few pairs only."""
     rng = np.random.default_rng(seed)
-    gold = rng.random(n)
-    before, after = gold + rng.normal(0, 1, n), gold + noise * rng.normal(0, 1, n)
-    _agrees(paired_spearman_change(gold, before, after, resamples=200))
+    gold = rng.integers(0, 6, n).astype(float) if kind == "tied" else rng.random(n)
+    before = gold + rng.normal(0, 1, n)
+    if kind == "few":
+        after = before.copy()
+        after[rng.integers(0, n, max(1, n // 10))] += rng.normal(0, 3)
+    else:
+        after = gold + noise * rng.normal(0, 1, n)
+    if kind == "tied":
+        before, after = np.round(before), np.round(after)
+    change = paired_spearman_change(gold, before, after, resamples=300)
+    _agrees(change)
+    assert change.low <= change.delta <= change.high
+
+
+def test_the_spearman_p_is_scipys_swap_test_and_the_interval_its_inversion():
+    """p is scipy's randomization test over which model each pair's similarity came from; each end of the interval
+    is where the shifted change turns from not rejected to rejected against the same swaps."""
+    from scipy.stats import permutation_test
+
+    rng = np.random.default_rng(5)
+    gold = rng.random(80)
+    before, after = gold + rng.normal(0, 0.6, 80), gold + rng.normal(0, 0.3, 80)
+    change = paired_spearman_change(gold, before, after, resamples=2_000, seed=3)
+
+    def statistic(b, a):  # scipy's own correlation, one swap at a time
+        return 100 * (spearmanr(gold, a).statistic - spearmanr(gold, b).statistic)
+
+    result = permutation_test((before, after), statistic, permutation_type="samples", vectorized=False, n_resamples=2_000,
+                              rng=np.random.default_rng(3))
+    assert change.delta == pytest.approx(result.statistic)
+    assert change.p == pytest.approx(result.pvalue)
+    swapped = result.null_distribution
+
+    def p_at(shift: float) -> float:
+        observed = change.delta - shift
+        return min(1.0, 2 * min((np.sum(swapped <= observed) + 1) / 2_001, (np.sum(swapped >= observed) + 1) / 2_001))
+
+    for bound, outward in ((change.low, -1), (change.high, 1)):
+        assert p_at(bound - outward * 1e-6) >= 0.05 > p_at(bound + outward * 1e-6)
 
 
 def test_the_p_value_is_scipys_and_the_interval_its_inversion():
