@@ -302,6 +302,30 @@ def unit_change(before: UnitScores, after: UnitScores, scale: float = 100.0, see
     return paired_spearman_change(before.gold, before.similarities, after.similarities, seed=seed, scale=scale)
 
 
+def split_units(units: UnitScores, share: float, seed: int = 0) -> tuple[UnitScores, UnitScores]:
+    """``units`` in two parts drawn at random (``seed``): the rest, and ``share`` of the units (rounded) held out.
+
+    The draw depends only on the units' ids (queries, by sorted id) or count (pairs, by position), the share and the
+    seed, so the scores of two models on the same units split the same way: a change judged on the held-out part is
+    judged on units that whatever was decided on the rest never saw.
+
+    Example:
+        >>> rest, held = split_units(UnitScores("queries", {f"q{i}": 0.5 for i in range(10)}), 0.3)
+        >>> len(rest.scores), len(held.scores)
+        (7, 3)
+    """
+    if not 0 < share < 1:
+        raise ValueError(f"share must lie in (0, 1), got {share}")
+    ids = sorted(units.scores or ()) if units.kind == "queries" else list(range(len(units.similarities)))
+    held = set(np.random.default_rng(seed).permutation(len(ids))[:round(share * len(ids))].tolist())
+    parts = [[i for k, i in enumerate(ids) if (k in held) == side] for side in (False, True)]
+    if units.kind == "queries":
+        scores = units.scores or {}
+        return tuple(UnitScores("queries", {i: scores[i] for i in part}) for part in parts)  # type: ignore[return-value]
+    return tuple(UnitScores("pairs", gold=tuple(units.gold[i] for i in part),  # type: ignore[return-value]
+                            similarities=tuple(units.similarities[i] for i in part)) for part in parts)
+
+
 def paired_changes(before: Mapping[str, UnitScores], after: Mapping[str, UnitScores], scale: float = 100.0,
                    seed: int = 0) -> dict[str, PairedChange]:
     """Each metric's :func:`unit_change` from ``before`` to ``after``, for the metrics both hold on the same units."""

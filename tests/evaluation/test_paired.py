@@ -264,3 +264,22 @@ def test_holm_rejects_what_the_step_down_procedure_rejects(p_values, alpha):
     assert {i for i, p in enumerate(adjusted) if p < alpha} == rejected
     assert all(p <= a <= 1 for p, a in zip(p_values, adjusted, strict=True))
     assert holm(p_values[::-1]) == adjusted[::-1]  # the order they come in does not matter
+
+
+def test_split_units_draws_the_same_parts_for_two_models_scored_on_the_same_units():
+    from st_infocse.evaluation import UnitScores
+    from st_infocse.evaluation.paired import split_units
+
+    first = UnitScores("queries", {f"q{i}": i / 10 for i in range(10)})
+    second = UnitScores("queries", {f"q{i}": 1 - i / 10 for i in reversed(range(10))})  # other order, other scores
+    (rest_a, held_a), (_, held_b) = split_units(first, 0.3, seed=4), split_units(second, 0.3, seed=4)
+    assert set(held_a.scores) == set(held_b.scores) and len(held_a.scores) == 3
+    assert set(rest_a.scores) | set(held_a.scores) == set(first.scores) and not set(rest_a.scores) & set(held_a.scores)
+    assert set(split_units(first, 0.3, seed=5)[1].scores) != set(held_a.scores)  # the seed draws the part
+    gold = tuple(float(i) for i in range(8))
+    pairs = [split_units(UnitScores("pairs", gold=gold, similarities=tuple(s * g for g in gold)), 0.5, seed=1)
+             for s in (1.0, -1.0)]
+    assert pairs[0][1].gold == pairs[1][1].gold and len(pairs[0][1].gold) == 4
+    assert pairs[1][1].similarities == tuple(-g for g in pairs[0][1].gold)  # each pair keeps its own scores
+    with pytest.raises(ValueError, match="share must lie in"):
+        split_units(first, 1.0)
