@@ -182,10 +182,22 @@ def test_spearman_verdict_p_and_interval_agree(n, seed, noise, kind):
     assert change.low <= change.delta <= change.high
 
 
+def test_swapping_ranks_finds_a_gain_between_models_on_different_scales():
+    """A model whose cosines all lie near 1 against one spread over [-1, 1]: swapping raw similarities would mix the
+    scales and scramble both orders; swapping ranks judges the change in order alone, which Spearman measures."""
+    rng = np.random.default_rng(1)
+    gold = rng.random(200)
+    before = 0.99 + 0.01 * np.tanh(gold + rng.normal(0, 0.25, 200))  # compressed near 1, noisier
+    after = np.tanh(2 * (gold + rng.normal(0, 0.15, 200) - 0.5))
+    change = paired_spearman_change(gold, before, after)
+    assert change.verdict == "a gain" and change.high - change.low < 20  # raw swaps: about 48 wide, within noise
+
+
 def test_the_spearman_p_is_scipys_swap_test_and_the_interval_its_inversion():
-    """p is scipy's randomization test over which model each pair's similarity came from; each end of the interval
-    is where the shifted change turns from not rejected to rejected against the same swaps."""
-    from scipy.stats import permutation_test
+    """p is scipy's randomization test over which model each pair's rank came from (each model's similarities
+    ranked among the pairs); each end of the interval is where the shifted change turns from not rejected to
+    rejected against the same swaps."""
+    from scipy.stats import permutation_test, rankdata
 
     rng = np.random.default_rng(5)
     gold = rng.random(80)
@@ -195,7 +207,7 @@ def test_the_spearman_p_is_scipys_swap_test_and_the_interval_its_inversion():
     def statistic(b, a):  # scipy's own correlation, one swap at a time
         return 100 * (spearmanr(gold, a).statistic - spearmanr(gold, b).statistic)
 
-    result = permutation_test((before, after), statistic, permutation_type="samples", vectorized=False, n_resamples=2_000,
+    result = permutation_test((rankdata(before), rankdata(after)), statistic, permutation_type="samples", vectorized=False, n_resamples=2_000,
                               rng=np.random.default_rng(3))
     assert change.delta == pytest.approx(result.statistic)
     assert change.p == pytest.approx(result.pvalue)
