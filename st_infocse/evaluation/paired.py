@@ -77,11 +77,13 @@ class PairedChange:
     def reliable_gain(self) -> bool:
         return self.verdict == GAIN
 
-    def describe(self, digits: int = 2) -> str:
-        """``+0.97 (95% CI -0.30 to +2.29, p = 0.14, 300 queries): within noise``."""
+    def describe(self, digits: int = 2, verdict: bool = True) -> str:
+        """``+0.97 (95% CI -0.30 to +2.29, p = 0.14, 300 queries): within noise`` (without ``verdict``, up to the
+        closing parenthesis: where the verdict is read off another p, one adjusted for many rows)."""
         p = "p < 0.001" if self.p < 0.001 else f"p = {self.p:.3f}"
-        return (f"{self.delta:+.{digits}f} (95% CI {self.low:+.{digits}f} to {self.high:+.{digits}f}, {p}, "
-                f"{self.n} {self.unit}): {self.verdict}")
+        text = (f"{self.delta:+.{digits}f} (95% CI {self.low:+.{digits}f} to {self.high:+.{digits}f}, {p}, "
+                f"{self.n} {self.unit})")
+        return f"{text}: {self.verdict}" if verdict else text
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"verdict": self.verdict}
