@@ -62,7 +62,7 @@ KINDS = {"centred": "the changes minus their mean: mean zero, as skewed as the r
          "symmetric": "the changes and their negatives: what no change at all looks like to a paired test",
          "real": "the changes as measured"}
 GOAL = {"coverage": (0.94, 0.96), "false_rate": 0.025}
-STSB_METHODS = {"randomization": "swaps of the two models' similarities per pair, interval by inversion (the package's)",
+STSB_METHODS = {"randomization": "swaps of the two models' ranks of each pair, interval by inversion (the package's)",
                 "percentile": "percentile bootstrap of the pairs resampled jointly, p from the same resamples (before)"}
 STSB_REAL = (("cls", "mean"), ("cls", "max"))  # (before, after) poolings of all-MiniLM-L6-v2
 SHARES = (0.3, 0.5)
