@@ -11,8 +11,20 @@ with its interval from inverting the test) and the percentile bootstrap with a p
 shifted to zero (``percentile_bootstrap`` below, kept here for comparison), and for reference the BCa bootstrap
 interval (``scipy.stats.bootstrap``, ``method="BCa"``; it gives no p-value).
 
+STS-B dev, judged over pairs by the change of Spearman's correlation, is calibrated the same way on the 1,500 pairs
+shipped with the package: the similarities of all-MiniLM-L6-v2 pooled three ways (its [CLS] token, as the demo
+starts; the mean, as shipped; the max) from one encoding. A user with ``n`` pairs is a draw of ``n`` pairs; the null
+is every pair twice, once with the two models' similarities swapped (no change at all); the real changes are CLS ->
+mean and CLS -> max as measured, the truth the change of Spearman on all 1,500 pairs. The package's procedure
+(randomization over which model each pair's similarity came from, interval by inversion) is judged beside the one
+it used before (a percentile bootstrap of the pairs resampled jointly, p from the same resamples).
+
+``--confirm_share``'s cost in power: the real changes of both domains drawn as a user's ``n`` queries, the keep rule
+judging ``n * (1 - share)`` of them and the confirmation the other ``n * share``: how often each finds the gain,
+beside the rule on all ``n``.
+
     python -m benchmarks.calibration            # JSON, markdown and PNG under benchmarks/results/
-    python -m benchmarks.calibration --draws 40 --sizes 20 50   # a quick look
+    python -m benchmarks.calibration --draws 40 --sizes 20 50 --stsb_draws 20   # a quick look
 """
 
 from __future__ import annotations
@@ -28,8 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.harness import commit
-from st_infocse.evaluation.paired import CONFIDENCE, RESAMPLES, paired_mean_changes
+from benchmarks.harness import commit, minilm_path
+from st_infocse.evaluation.paired import (
+    CONFIDENCE,
+    RESAMPLES,
+    SPEARMAN_RESAMPLES,
+    paired_mean_changes,
+    paired_spearman_change,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 JOBS = REPO / "benchmarks" / "results" / "adaptation_jobs"
@@ -44,6 +62,10 @@ KINDS = {"centred": "the changes minus their mean: mean zero, as skewed as the r
          "symmetric": "the changes and their negatives: what no change at all looks like to a paired test",
          "real": "the changes as measured"}
 GOAL = {"coverage": (0.94, 0.96), "false_rate": 0.025}
+STSB_METHODS = {"randomization": "swaps of the two models' ranks of each pair, interval by inversion (the package's)",
+                "percentile": "percentile bootstrap of the pairs resampled jointly, p from the same resamples (before)"}
+STSB_REAL = (("cls", "mean"), ("cls", "max"))  # (before, after) poolings of all-MiniLM-L6-v2
+SHARES = (0.3, 0.5)
 
 
 def population(domain: str, row: str) -> np.ndarray:
@@ -102,6 +124,123 @@ def randomization(draws: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) 
     return out
 
 
+def stsb_similarities() -> dict[str, np.ndarray]:
+    """Gold scores of the shipped STS-B dev pairs and all-MiniLM-L6-v2's cosine similarity of each pair, pooled by
+    its [CLS] token, by the mean and by the max of its token embeddings (one encoding)."""
+    from sentence_transformers import SentenceTransformer
+
+    from st_infocse.data import demo_stsb_dev
+
+    pairs = demo_stsb_dev()
+    model = SentenceTransformer(minilm_path(), device="cpu")
+    tokens = model.encode(pairs.sentences1 + pairs.sentences2, output_value="token_embeddings", batch_size=64)
+    pooled = {"cls": [t[0] for t in tokens], "mean": [t.mean(0) for t in tokens],
+              "max": [t.max(0).values for t in tokens]}
+    out = {"gold": np.asarray(pairs.scores, dtype=float)}
+    n = len(pairs.scores)
+    for name, vectors in pooled.items():
+        v = np.stack([x.float().numpy() for x in vectors])
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        out[name] = np.sum(v[:n] * v[n:], axis=1)
+    return out
+
+
+def _spearman_both(gold: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Spearman's correlation row by row, both arguments ranked per row (the bootstrap resamples gold too)."""
+    from scipy.stats import rankdata
+
+    g, v = (rankdata(x, axis=-1) for x in (gold, values))
+    g, v = g - g.mean(axis=-1, keepdims=True), v - v.mean(axis=-1, keepdims=True)
+    spread = np.sqrt(np.sum(g * g, axis=-1) * np.sum(v * v, axis=-1))
+    return np.where(spread > 0, np.sum(g * v, axis=-1) / np.where(spread > 0, spread, 1), 0.0)
+
+
+def stsb_percentile(gold: np.ndarray, before: np.ndarray, after: np.ndarray, resamples: int,
+                    seed: int = 0) -> tuple[float, float, float, float]:
+    """What the package did before: the pairs resampled jointly (``scipy.stats.bootstrap``, ``paired=True``), the
+    percentile interval, p twice the share of resampled changes on the far side of zero."""
+    from scipy.stats import bootstrap
+
+    def statistic(g, b, a, axis=-1):
+        return 100 * (_spearman_both(g, a) - _spearman_both(g, b))
+
+    delta = float(statistic(gold, before, after))
+    result = bootstrap((gold, before, after), statistic, paired=True, vectorized=True, n_resamples=resamples,
+                       confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
+    spread = np.asarray(result.bootstrap_distribution)
+    p = min(1.0, (2 * min(np.sum(spread <= 0), np.sum(spread >= 0)) + 1) / (resamples + 1))
+    return delta, float(result.confidence_interval.low), float(result.confidence_interval.high), p
+
+
+def stsb_judge(method: str, picked: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+               resamples: int) -> dict[str, np.ndarray]:
+    """Each draw of pairs judged by ``method``: the package's verdict, or the percentile bootstrap's read off its
+    interval, as the package read it."""
+    rows = []
+    for gold, before, after in picked:
+        if method == "randomization":
+            c = paired_spearman_change(gold, before, after, resamples=resamples)
+            rows.append((c.delta, c.low, c.high, c.p, {"a gain": 1, "a loss": -1}.get(c.verdict, 0)))
+        else:
+            delta, low, high, p = stsb_percentile(gold, before, after, resamples)
+            rows.append((delta, low, high, p, 1 if low > 0 else -1 if high < 0 else 0))
+    delta, low, high, p, verdict = (np.array(column, dtype=float) for column in zip(*rows, strict=True))
+    return {"delta": delta, "low": low, "high": high, "p": p, "verdict": verdict.astype(int)}
+
+
+def run_stsb(draws: int, sizes: tuple[int, ...], resamples: int, seed: int) -> list[dict[str, Any]]:
+    """The STS-B dev cells: the swap null and each real change of :data:`STSB_REAL`, at each n of ``sizes``."""
+    from scipy.stats import spearmanr
+
+    sims = stsb_similarities()
+    gold = sims["gold"]
+    rng = np.random.default_rng(seed)
+    first, second = STSB_REAL[0]
+    pools = {"symmetric": (np.concatenate([gold, gold]), np.concatenate([sims[first], sims[second]]),
+                           np.concatenate([sims[second], sims[first]]))}
+    pools |= {f"{b} -> {a}": (gold, sims[b], sims[a]) for b, a in STSB_REAL}
+    cases = []
+    for kind, (g, b, a) in pools.items():
+        truth = 100 * (spearmanr(g, a).statistic - spearmanr(g, b).statistic)
+        for n in sizes:
+            index = rng.integers(0, len(g), size=(draws, n))
+            picked = [(g[i], b[i], a[i]) for i in index]
+            case = {"kind": kind, "n": n, "target": round(float(truth), 4), "pairs": len(g), "methods": {}}
+            for method in STSB_METHODS:
+                start = time.perf_counter()
+                result = measure(g, truth, stsb_judge(method, picked, resamples))
+                case["methods"][method] = {k: (round(v, 4) if v is not None else None) for k, v in result.items()} | {
+                    "seconds": round(time.perf_counter() - start, 2)}
+            cases.append(case)
+            print("stsb", kind, n, {m: (r["coverage"], r["gain"], r["loss"]) for m, r in case["methods"].items()},
+                  flush=True)
+    return cases
+
+
+def run_shares(draws: int, sizes: tuple[int, ...], resamples: int, seed: int) -> list[dict[str, Any]]:
+    """``--confirm_share``'s power: each domain's real change drawn as ``n`` queries, the rule on ``n - k`` of them
+    and the confirmation on the other ``k = round(share * n)`` (a draw's queries are independent, so its first and
+    last ones are a random split), beside the rule on all ``n``."""
+    rng = np.random.default_rng(seed + 1)
+    cases = []
+    for domain in DOMAINS:
+        values, _ = population(domain, ROW)
+        for n in sizes:
+            picked = values[rng.integers(0, len(values), size=(draws, n))]
+            whole = randomization(picked, resamples)["verdict"]
+            for share in SHARES:
+                held = round(share * n)
+                decide = randomization(picked[:, :n - held], resamples)["verdict"]
+                confirm = randomization(picked[:, n - held:], resamples)["verdict"]
+                case = {"domain": domain, "n": n, "share": share, "decided_on": n - held, "held_out": held,
+                        "kept_on_all": float(np.mean(whole == 1)), "kept": float(np.mean(decide == 1)),
+                        "confirmed": float(np.mean(confirm == 1)),
+                        "kept_and_confirmed": float(np.mean((decide == 1) & (confirm == 1)))}
+                cases.append(case)
+                print("share", domain, n, share, case["kept_on_all"], case["kept"], case["confirmed"], flush=True)
+    return cases
+
+
 def measure(values: np.ndarray, truth: float, judged: dict[str, np.ndarray]) -> dict[str, float]:
     verdict, p = judged["verdict"], judged["p"]
     out = {"coverage": float(np.mean((judged["low"] <= truth) & (truth <= judged["high"]))),
@@ -142,17 +281,17 @@ def run(draws: int, sizes: tuple[int, ...], resamples: int, seed: int) -> dict[s
 
 
 def smallest_n(cases: list[dict[str, Any]], domain: str, method: str, null: str, draws: int,
-               slack: float = 0.0) -> int | None:
-    """The smallest n from which, at every larger n measured too, the ``null``'s coverage and the real change's are
-    within the goal and each false rate on the ``null`` at most the goal's, each widened by ``slack`` standard errors
-    of a rate over ``draws`` draws; None when the largest n misses it."""
+               slack: float = 0.0, reals: tuple[str, ...] = ("real",)) -> int | None:
+    """The smallest n from which, at every larger n measured too, the ``null``'s coverage and the real changes'
+    (the cases of kinds ``reals``) are within the goal and each false rate on the ``null`` at most the goal's, each
+    widened by ``slack`` standard errors of a rate over ``draws`` draws; None when the largest n misses it."""
     low, high = GOAL["coverage"]
     cover_slack = slack * (0.95 * 0.05 / draws) ** 0.5
     low, high = low - cover_slack, high + cover_slack
     false_rate = GOAL["false_rate"] + slack * (0.025 * 0.975 / draws) ** 0.5
     ok: dict[int, bool] = {}
     for case in cases:
-        if case["domain"] != domain or case["kind"] not in (null, "real"):
+        if case["domain"] != domain or case["kind"] not in (null, *reals):
             continue
         m = case["methods"][method]
         good = low <= m["coverage"] <= high
@@ -216,7 +355,58 @@ def markdown(result: dict[str, Any]) -> str:
         for null in ("centred", "symmetric"):
             cells = [" / ".join(str(n or "none") for n in result["smallest_n"][domain][null][m]) for m in METHODS]
             lines.append(f"| {domain} | {null} | " + " | ".join(cells) + " |")
+    if result.get("stsb"):
+        lines += ["", *stsb_markdown(result)]
+    if result.get("shares"):
+        lines += ["", *shares_markdown(result)]
     return "\n".join(lines) + "\n"
+
+
+def stsb_markdown(result: dict[str, Any]) -> list[str]:
+    cases, draws = result["stsb"], result["stsb_draws"]
+    reals = [kind for kind in dict.fromkeys(c["kind"] for c in cases) if kind != "symmetric"]
+    targets = {c["kind"]: c["target"] for c in cases}
+    se25 = (0.025 * 0.975 / draws) ** 0.5
+    pairs = next(c["pairs"] for c in cases if c["kind"] != "symmetric")
+    lines = [f"## STS-B dev over pairs ({pairs:,} pairs; all-MiniLM-L6-v2 "
+             + ", ".join(f"{kind} {targets[kind]:+.2f}" for kind in reals) + ")", "",
+             f"{draws} draws of n pairs per cell, {result['stsb_resamples']:,} resamples per judgement. The change of "
+             "Spearman's correlation x100 between two poolings of all-MiniLM-L6-v2 ([CLS] token, mean, max of the "
+             "token embeddings) on the STS-B dev pairs shipped with the package. *symmetric*: every pair twice, the "
+             "two models' similarities swapped in one copy (no change at all); the real changes: their change on all "
+             f"the pairs. A rate's standard error is about {100 * se25:.1f} points at 2.5%. Methods: "
+             + "; ".join(f"**{k}**: {v}" for k, v in STSB_METHODS.items()) + ".", "",
+             "| n | method | no change: coverage | false gain | false loss | "
+             + " | ".join(f"{kind}: coverage | \"a gain\"" for kind in reals) + " | verdict and p disagree (any case) |",
+             "|---|---|---|---|---|" + "---|---|" * len(reals) + "---|"]
+    for n in sorted({c["n"] for c in cases}):
+        by_kind = {c["kind"]: c["methods"] for c in cases if c["n"] == n}
+        for method in STSB_METHODS:
+            null = by_kind["symmetric"][method]
+            cells = [f"{_pct(by_kind[k][method]['coverage'])} | {_pct(by_kind[k][method]['gain'])}" for k in reals]
+            worst = max(by_kind[k][method]["disagree"] for k in by_kind)
+            lines.append(f"| {n} | {method} | {_pct(null['coverage'])} | {_pct(null['gain'])} | {_pct(null['loss'])} | "
+                         + " | ".join(cells) + f" | {_pct(worst)} |")
+    smallest = result["stsb_smallest_n"]
+    lines += ["", "Smallest n that meets the goal (as stated / within two standard errors), no-change null and the real "
+              "changes' coverage: " + "; ".join(f"{m}: " + " / ".join(str(n or "none") for n in smallest[m])
+                                                 for m in STSB_METHODS) + "."]
+    return lines
+
+
+def shares_markdown(result: dict[str, Any]) -> list[str]:
+    lines = ["## `--confirm_share`: the power it costs", "",
+             f"How often the rule finds each domain's real change (\"a gain\", p < 0.05; {result['draws']} draws per "
+             "cell): on all n queries (no share: it decides and reports on the same queries), on the n - k it decides "
+             "on, and on the k = share x n held out (the confirmation printed), and both.", "",
+             "| domain | real change | n | share | rule on all n | rule on n - k | confirmation on k | both |",
+             "|---|---|---|---|---|---|---|---|"]
+    means = {c["domain"]: c["population"]["mean"] for c in result["cases"] if c["kind"] == "real"}
+    for c in result["shares"]:
+        lines.append(f"| {c['domain']} | {means.get(c['domain'], float('nan')):+.2f} | {c['n']} | {c['share']:g} | "
+                     f"{_pct(c['kept_on_all'])} | {_pct(c['kept'])} ({c['decided_on']}) | {_pct(c['confirmed'])} "
+                     f"({c['held_out']}) | {_pct(c['kept_and_confirmed'])} |")
+    return lines
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
@@ -260,6 +450,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--resamples", type=int, default=RESAMPLES)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--stsb_draws", type=int, default=200, help="draws per STS-B cell (0: no STS-B block)")
+    parser.add_argument("--stsb_resamples", type=int, default=SPEARMAN_RESAMPLES)
     parser.add_argument("--out", type=Path, default=RESULTS, help="folder for calibration.{json,md,png}")
     args = parser.parse_args(argv)
     start = time.perf_counter()
@@ -267,6 +459,15 @@ def main(argv: list[str] | None = None) -> None:
               "commit": commit(), "draws": args.draws, "sizes": args.sizes, "resamples": args.resamples,
               "seed": args.seed, "methods": METHODS, "goal": GOAL}
     result |= run(args.draws, tuple(args.sizes), args.resamples, args.seed)
+    result["shares"] = run_shares(args.draws, tuple(args.sizes), args.resamples, args.seed)
+    result |= {"stsb_draws": args.stsb_draws, "stsb_resamples": args.stsb_resamples, "stsb_methods": STSB_METHODS}
+    if args.stsb_draws:
+        stsb = run_stsb(args.stsb_draws, tuple(args.sizes), args.stsb_resamples, args.seed)
+        result["stsb"] = stsb
+        reals = tuple(c["kind"] for c in stsb if c["kind"] != "symmetric")
+        result["stsb_smallest_n"] = {m: [smallest_n([c | {"domain": "stsb"} for c in stsb], "stsb", m, "symmetric",
+                                                    args.stsb_draws, slack, reals) for slack in (0.0, 2.0)]
+                                     for m in STSB_METHODS}
     result["seconds"] = round(time.perf_counter() - start, 1)
     result["smallest_n"] = {d: {null: {m: [smallest_n(result["cases"], d, m, null, args.draws, slack)
                                            for slack in (0.0, 2.0)] for m in METHODS}

@@ -79,9 +79,15 @@ def test_demo_tiny_run(objective, tiny_bert_headless_dir, tmp_path, capsys):
     assert demo.cmd_demo(argv) == 0
     printed = capsys.readouterr().out
     assert "before training:" in printed and f"after 2 {objective} steps:" in printed
-    # the change printed says why it has no interval, and where one is printed
-    after = next(line for line in printed.splitlines() if f"after 2 {objective} steps:" in line)
-    assert re.search(r": -?\d+\.\d\d \([+-]\d+\.\d\d, not judged: .*--stsb_dev.* interval and verdict\)$", after), after
+    # the change gets its interval, p and verdict over the pairs, from the per-pair scores at both ends
+    lines = printed.splitlines()
+    after = next(line for line in lines if f"after 2 {objective} steps:" in line)
+    change = lines[lines.index(after) + 1]
+    verdict = r"(a gain|a loss|within noise)"
+    assert re.search(r"^  change: [+-]\d+\.\d\d \(95% CI [+-]\d+\.\d\d to [+-]\d+\.\d\d, p [=<] \d\.\d{3}, "
+                     rf"1500 pairs\): {verdict}$", change), change
+    before, end = (float(line.rsplit(": ", 1)[1]) for line in lines if "before training:" in line or line == after)
+    assert float(change.split()[1]) == pytest.approx(end - before, abs=0.011)
 
     from sentence_transformers import SentenceTransformer
 

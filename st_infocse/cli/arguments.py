@@ -92,7 +92,8 @@ class DataArguments:
 @dataclass
 class RunEvaluationArguments(Checked):
     _argument_group_name = "measuring the run (start -> end)"
-    bounds = {"eval_retrieval_max_corpus": ((0, None, True, False), "(0: the whole corpus)")}
+    bounds = {"eval_retrieval_max_corpus": ((0, None, True, False), "(0: the whole corpus)"),
+              "confirm_share": ((0, 1, False, False), "(the share of the queries held out of the keep rule)")}
 
     stsb_dev: str = flag("hub", "STS-B dev for checkpoint selection: 'hub', 'demo' (the 1,500 pairs shipped with the "
                          "package), a SentEval data/downstream folder, a sentence1/sentence2/score file, or 'none'.")
@@ -107,8 +108,13 @@ class RunEvaluationArguments(Checked):
     keep_trained_if: Literal["better", "reliable"] = flag(
         "better", "Which model the run hands back, with an evaluator: 'better' keeps the trained model when its "
         "checkpoint metric is not below the start's; 'reliable' only when its gain is reliable over your queries (STS "
-        "pairs): the 95 percent interval of the paired test over them (sign flips over queries, a bootstrap over STS "
-        "pairs) lies above zero. The adapt-* recipes set 'reliable'.")
+        "pairs): the 95 percent interval of the paired test over them (sign flips over queries, swaps of the two "
+        "models' similarities over STS pairs) lies above zero; the gain printed is then the one that decided, which "
+        "reads high on those queries (--confirm_share). The adapt-* recipes set 'reliable'.")
+    confirm_share: float | None = flag(
+        None, "With --keep_trained_if reliable: hold this share of the checkpoint metric's queries (STS pairs) out of "
+        "the rule, drawn with --seed; the rule decides on the rest, and the change printed for the metric is the one "
+        "on the held-out part. Costs power: both parts are smaller (docs/your-own-model.md).", metavar="SHARE")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -117,6 +123,12 @@ class RunEvaluationArguments(Checked):
                            "corpus.jsonl, queries.jsonl, qrels/)")
         if self.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(self.stsb_dev).expanduser().exists():
             raise CLIError(f"STS-B dev data not found: {self.stsb_dev}")
+        if self.confirm_share is not None and self.keep_trained_if != "reliable":
+            raise CLIError("--confirm_share holds queries out of --keep_trained_if reliable's decision: give "
+                           "--keep_trained_if reliable")
+        if self.confirm_share is not None and self.stsb_dev.lower() == "none" and not self.eval_retrieval:
+            raise CLIError("--confirm_share splits the queries the run is measured on: give --eval_retrieval (or "
+                           "--stsb_dev)")
 
 
 @dataclass

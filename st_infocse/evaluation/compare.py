@@ -1,13 +1,17 @@
 """Two models on the same data: each score's change with its 95% interval over the queries (BEIR nDCG@10) or the
-pairs (each STS task's Spearman), from the paired test of :mod:`st_infocse.evaluation.paired`."""
+pairs (each STS task's Spearman), from the paired test of :mod:`st_infocse.evaluation.paired`.
+
+A comparison judges every row at once, so when it holds several the verdicts are read off p-values adjusted with
+Holm's rule over the rows judged (:func:`~st_infocse.evaluation.paired.holm`): reading each raw p at 5% would call one
+row in twenty a gain or a loss by chance, and a reader scanning the table for the row that moved would find it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ._format import markdown_table, text_table
-from .paired import PairedChange, UnitScores, unit_change
+from .paired import PairedChange, UnitScores, holm, unit_change
 from .retrieval import BEIRResult
 from .sts import STSResult
 
@@ -28,21 +32,62 @@ class Comparison:
     after: str
     rows: list[tuple[str, str, float, float, PairedChange | None]]
 
+    @property
+    def judged(self) -> int:
+        """How many rows carry a paired test: the family Holm's rule adjusts over."""
+        return sum(change is not None for *_, change in self.rows)
+
+    def adjusted(self) -> list[PairedChange | None]:
+        """Each row's change with its p adjusted by Holm's rule over the rows judged (its verdict read off that p;
+        its interval the row's own 95% one), or as it is when one row is judged; None where a row has no test."""
+        changes = [change for *_, change in self.rows]
+        if self.judged < 2:
+            return changes
+        adjusted = iter(holm([change.p for change in changes if change is not None]))
+        return [replace(change, p=next(adjusted)) if change is not None else None for change in changes]
+
+    @property
+    def note(self) -> str:
+        """What the verdicts are read off, in words ("" with one row judged)."""
+        if self.judged < 2:
+            return ""
+        return (f"verdicts: each row's p adjusted by Holm's rule over the {self.judged} rows judged, so that they "
+                "hold together at 5% (intervals: each row's own 95%)")
+
+    def _header(self) -> list[str]:
+        extra = [f"p (Holm, {self.judged} rows)", "verdict"] if self.judged > 1 else []
+        return ["", self.before, self.after, "change (95% CI over queries / pairs)", *extra]
+
     def _cells(self) -> list[list[str]]:
-        return [[f"{kind} {name}", f"{b:.2f}", f"{a:.2f}", change.describe() if change else f"{a - b:+.2f}"]
-                for kind, name, b, a, change in self.rows]
+        several = self.judged > 1
+        cells = []
+        for (kind, name, b, a, change), adjusted in zip(self.rows, self.adjusted(), strict=True):
+            row = [f"{kind} {name}", f"{b:.2f}", f"{a:.2f}",
+                   change.describe(verdict=not several) if change else f"{a - b:+.2f}"]
+            if several:
+                p = "" if adjusted is None else "p < 0.001" if adjusted.p < 0.001 else f"p = {adjusted.p:.3f}"
+                row += [p, adjusted.verdict if adjusted is not None else "not judged"]
+            cells.append(row)
+        return cells
 
     def __str__(self) -> str:
-        header = ["", self.before, self.after, "change (95% CI over queries / pairs)"]
-        return f"{self.after} against {self.before}\n" + text_table(header, self._cells())
+        note = f"\n{self.note}" if self.note else ""
+        return f"{self.after} against {self.before}\n" + text_table(self._header(), self._cells()) + note
 
     def to_markdown(self) -> str:
-        return markdown_table(["", self.before, self.after, "change (95% CI over queries / pairs)"], self._cells())
+        note = f"\n\n{self.note[0].upper()}{self.note[1:]}." if self.note else ""
+        return markdown_table(self._header(), self._cells()) + note
 
     def to_dict(self) -> dict[str, Any]:
-        return {"before": self.before, "after": self.after, "scale": "x100",
-                "rows": [{"kind": kind, "name": name, "before": b, "after": a,
-                          "change": change.to_dict() if change else None} for kind, name, b, a, change in self.rows]}
+        rows = []
+        for (kind, name, b, a, change), adjusted in zip(self.rows, self.adjusted(), strict=True):
+            row = {"kind": kind, "name": name, "before": b, "after": a,
+                   "change": change.to_dict() if change else None}
+            if change is not None and self.judged > 1:
+                row |= {"p_holm": adjusted.p, "verdict_holm": adjusted.verdict}
+            rows.append(row)
+        multiple = {"rule": "holm", "family": self.judged} if self.judged > 1 else None
+        return {"before": self.before, "after": self.after, "scale": "x100", "multiple_rows": multiple, "rows": rows}
 
 
 def compare_results(before: dict[str, Any], after: dict[str, Any], seed: int = 0) -> Comparison:

@@ -12,10 +12,12 @@ excludes zero exactly when p is below 0.05, and the verdict follows both: "a gai
 sign of the change, else "within noise". With five queries or fewer no flip can reach 5%: the interval is unbounded.
 
 For STS-B dev the unit is a pair and the statistic is Spearman's correlation, which is not a mean of per-pair
-differences and has no shifted form to test; there the pairs are resampled jointly (``scipy.stats.bootstrap``, gold
-score and both models' similarities of a pair kept together) and interval and p are read off the same resamples
-so that they agree the same way: p is twice the share of resampled changes on the far side of zero, and the interval
-ends are the resampled changes at which that share reaches 2.5%.
+differences. The test is the same randomization, over which model each pair's similarity came from: if training
+changed nothing, the two models' similarities of a pair were as likely to be swapped, so the change is compared with
+the changes of ``SPEARMAN_RESAMPLES`` random swaps (``scipy.stats.permutation_test``, ``permutation_type="samples"``;
+every swap when there are fewer). What is swapped is each model's rank of the pair among the pairs, which its
+Spearman correlation is made of, so that two models whose similarities lie on different scales can be swapped. The interval is that test inverted under a shift: every ``d`` for which the change
+minus ``d`` would not be rejected against the swapped changes. Interval, p and verdict agree as they do over queries.
 
 What it does not cover: the variance over training seeds (another run of the same recipe), and queries of another
 kind than the ones measured. A change chosen because it was the best of several on these queries is also biased
@@ -25,7 +27,6 @@ upwards on them: choose on one set of queries and judge on another.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -76,11 +77,13 @@ class PairedChange:
     def reliable_gain(self) -> bool:
         return self.verdict == GAIN
 
-    def describe(self, digits: int = 2) -> str:
-        """``+0.97 (95% CI -0.30 to +2.29, p = 0.14, 300 queries): within noise``."""
+    def describe(self, digits: int = 2, verdict: bool = True) -> str:
+        """``+0.97 (95% CI -0.30 to +2.29, p = 0.14, 300 queries): within noise`` (without ``verdict``, up to the
+        closing parenthesis: where the verdict is read off another p, one adjusted for many rows)."""
         p = "p < 0.001" if self.p < 0.001 else f"p = {self.p:.3f}"
-        return (f"{self.delta:+.{digits}f} (95% CI {self.low:+.{digits}f} to {self.high:+.{digits}f}, {p}, "
-                f"{self.n} {self.unit}): {self.verdict}")
+        text = (f"{self.delta:+.{digits}f} (95% CI {self.low:+.{digits}f} to {self.high:+.{digits}f}, {p}, "
+                f"{self.n} {self.unit})")
+        return f"{text}: {self.verdict}" if verdict else text
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"verdict": self.verdict}
@@ -209,55 +212,64 @@ def paired_change(before: Mapping[str, float], after: Mapping[str, float], resam
     return paired_mean_changes(differences[None, :], resamples, seed, unit)[0]
 
 
-def _bootstrap_change(distribution: np.ndarray, observed: float, n: int, unit: str) -> PairedChange:
-    """Interval and p from one bootstrap distribution, agreeing by construction: with ``c`` the resampled changes
-    on the far side of zero, p = (2c + 1) / (resamples + 1), and the interval's ends are the resampled changes
-    ``k`` places in from either end, ``k`` the largest ``c`` whose p is below 5%, so an end passes zero exactly
-    when p does."""
-    ordered = np.sort(distribution)
-    total = len(ordered)
-    far = min(np.count_nonzero(ordered <= 0), np.count_nonzero(ordered >= 0))
-    p_of = (2 * np.arange(total) + 1) / (total + 1)
-    k = int(np.count_nonzero(p_of < _ALPHA)) - 1
-    p = float(min(1.0, p_of[far] if far < total else 1.0))
-    low = float(ordered[k]) if k >= 0 else -math.inf
-    high = float(ordered[total - 1 - k]) if k >= 0 else math.inf
-    return PairedChange(observed, low, high, p, n, unit)
+def _ranks_centred(values: np.ndarray) -> np.ndarray:
+    """Average ranks along the last axis, centred, as Spearman's correlation ranks them."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(values, axis=-1)
+    return ranks - ranks.mean(axis=-1, keepdims=True)
+
+
+def _spearman_rows(gold_ranks: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Spearman's correlation of each row of ``values`` with the gold scores (``gold_ranks``: their centred ranks);
+    0 for a row of constant scores (a collapsed model correlates with nothing), where scipy gives NaN."""
+    ranks = _ranks_centred(values)
+    spread = np.sqrt(np.sum(ranks * ranks, axis=-1) * np.sum(gold_ranks * gold_ranks))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(spread > 0, np.sum(ranks * gold_ranks, axis=-1) / np.where(spread > 0, spread, 1), 0.0)
 
 
 def paired_spearman_change(gold: Sequence[float], before: Sequence[float], after: Sequence[float],
                            resamples: int = SPEARMAN_RESAMPLES, seed: int = 0, scale: float = 100.0) -> PairedChange:
-    """The change in Spearman's correlation with ``gold`` (x``scale``), the pairs resampled jointly.
+    """The change in Spearman's correlation with ``gold`` (x``scale``), judged by swapping the two models'
+    similarities pair by pair (the randomization test of the module's docstring), its interval that test inverted.
 
     Example:
         >>> gold = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
         >>> change = paired_spearman_change(gold, [0, 2, 1, 3, 5, 4], [0, 1, 2, 3, 4, 5], resamples=200)
-        >>> round(change.delta, 2)
-        11.43
+        >>> round(change.delta, 2), change.verdict
+        (11.43, 'within noise')
     """
-    from scipy.stats import bootstrap, spearmanr
+    from scipy.stats import permutation_test
 
     if not len(gold) == len(before) == len(after):
         raise ValueError("gold, before and after must score the same pairs")
+    from scipy.stats import rankdata
 
-    def spearman(g: np.ndarray, s: np.ndarray) -> float:
-        with warnings.catch_warnings():  # constant scores: NaN, read as no correlation below
-            warnings.simplefilter("ignore")
-            value = spearmanr(g, s).statistic
-        return 0.0 if np.isnan(value) else float(value)  # a collapsed model (constant scores) correlates with nothing
+    gold_ranks = _ranks_centred(np.asarray(gold, dtype=float))
+    # Each model's similarities by their ranks, which leave its Spearman as it is: the two models' scales differ
+    # (one's cosines may all lie near 1), and a swap between scales would scramble both orders, whatever the change.
+    first, second = (rankdata(np.asarray(x, dtype=float)) for x in (before, after))
+    n = len(gold_ranks)
 
-    def statistic(g: np.ndarray, b: np.ndarray, a: np.ndarray) -> float:
-        return scale * (spearman(g, a) - spearman(g, b))
+    def statistic(b: np.ndarray, a: np.ndarray, axis: int = -1) -> np.ndarray:
+        return scale * (_spearman_rows(gold_ranks, a) - _spearman_rows(gold_ranks, b))
 
-    arrays = tuple(np.asarray(x, dtype=float) for x in (gold, before, after))
-    observed = statistic(*arrays)
-    if np.array_equal(arrays[1], arrays[2]):
-        return PairedChange(0.0, 0.0, 0.0, 1.0, len(gold), "pairs")
-    if len(gold) < 2:
-        return PairedChange(observed, -math.inf, math.inf, 1.0, len(gold), "pairs")
-    result = bootstrap(arrays, statistic, paired=True, vectorized=False, n_resamples=resamples,
-                       confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
-    return _bootstrap_change(np.asarray(result.bootstrap_distribution, dtype=float), observed, len(gold), "pairs")
+    observed = float(statistic(first, second))
+    if np.array_equal(first, second):
+        return PairedChange(0.0, 0.0, 0.0, 1.0, n, "pairs")
+    if n < 2:
+        return PairedChange(observed, -math.inf, math.inf, 1.0, n, "pairs")
+    result = permutation_test((first, second), statistic, permutation_type="samples", vectorized=True,
+                              n_resamples=resamples, batch=max(1, min(resamples, _BATCH_VALUES // (2 * n))),
+                              alternative="two-sided", axis=-1, rng=np.random.default_rng(seed))
+    swapped = np.asarray(result.null_distribution, dtype=float)
+    # A shift moves the change, not the swapped ones: the location-shift form of the test, inverted as over queries.
+    p_at = _sign_flip_p(observed, swapped, np.zeros_like(swapped), exact=len(swapped) == 2 ** n)
+    p = p_at(0.0)
+    spread = float(np.max(np.abs(swapped))) or abs(observed) or scale
+    low, high = (_inverted_bound(p_at, observed, p, spread, side) for side in (-1, 1))
+    return PairedChange(observed, low, high, p, n, "pairs")
 
 
 @dataclass(frozen=True)
@@ -295,6 +307,30 @@ def unit_change(before: UnitScores, after: UnitScores, scale: float = 100.0, see
     if not before.similarities or before.gold != after.gold or len(before.similarities) != len(after.similarities):
         return None
     return paired_spearman_change(before.gold, before.similarities, after.similarities, seed=seed, scale=scale)
+
+
+def split_units(units: UnitScores, share: float, seed: int = 0) -> tuple[UnitScores, UnitScores]:
+    """``units`` in two parts drawn at random (``seed``): the rest, and ``share`` of the units (rounded) held out.
+
+    The draw depends only on the units' ids (queries, by sorted id) or count (pairs, by position), the share and the
+    seed, so the scores of two models on the same units split the same way: a change judged on the held-out part is
+    judged on units that whatever was decided on the rest never saw.
+
+    Example:
+        >>> rest, held = split_units(UnitScores("queries", {f"q{i}": 0.5 for i in range(10)}), 0.3)
+        >>> len(rest.scores), len(held.scores)
+        (7, 3)
+    """
+    if not 0 < share < 1:
+        raise ValueError(f"share must lie in (0, 1), got {share}")
+    ids = sorted(units.scores or ()) if units.kind == "queries" else list(range(len(units.similarities)))
+    held = set(np.random.default_rng(seed).permutation(len(ids))[:round(share * len(ids))].tolist())
+    parts = [[i for k, i in enumerate(ids) if (k in held) == side] for side in (False, True)]
+    if units.kind == "queries":
+        scores = units.scores or {}
+        return tuple(UnitScores("queries", {i: scores[i] for i in part}) for part in parts)  # type: ignore[return-value]
+    return tuple(UnitScores("pairs", gold=tuple(units.gold[i] for i in part),  # type: ignore[return-value]
+                            similarities=tuple(units.similarities[i] for i in part)) for part in parts)
 
 
 def paired_changes(before: Mapping[str, UnitScores], after: Mapping[str, UnitScores], scale: float = 100.0,

@@ -5,7 +5,9 @@ Where the evaluator keeps what its score is made of (the package's retrieval and
 (:mod:`~st_infocse.evaluation.paired`) over the queries (or STS pairs) and a verdict: "a gain", "within noise" or
 "a loss", marked approximate below :data:`~st_infocse.evaluation.paired.RELIABLE_FROM` units; a change without unit
 scores is printed as not judged. ``keep_trained_if="reliable"`` then keeps the trained model only when the deciding
-metric's gain is reliable (the interval's lower end above zero).
+metric's gain is reliable (the interval's lower end above zero). The gain that decided is biased upwards on the
+queries it decided on (a run is kept when its luck on them was good); ``confirm_share`` holds a share of them out of
+the decision, and the deciding metric's change printed is the one on those.
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ import logging
 import math
 import numbers
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from st_infocse.evaluation import PairedChange, UnitScores, paired_changes, unit_scores, x100
-from st_infocse.evaluation.paired import RELIABLE_FROM
+from st_infocse.evaluation.paired import RELIABLE_FROM, split_units, unit_change
 from st_infocse.training.snapshot import StartingWeights
 
 logger = logging.getLogger(__name__)
@@ -130,7 +132,10 @@ class StartEndResult:
         worse_at_end: metrics whose end is worse than their start (greater is better, except ``metric``'s own
             direction and names containing "loss").
         changes: metric -> the change from the start to the model the trainer left (x100), with its 95% interval
-            over the queries or pairs and its verdict, for the metrics whose evaluator keeps unit scores.
+            over the queries or pairs and its verdict, for the metrics whose evaluator keeps unit scores. With
+            ``confirm_share``, the deciding metric's is the change on the held-out units (unit "held-out queries").
+        decided_on: with ``confirm_share``, the deciding metric's change on the units the rule read (None without).
+        confirm_share: the share of the deciding metric's units held out of the rule (None: all of them decided).
         keep_trained_if: the rule that chose between the start and the trained model (``KEEP_TRAINED_IF``; None
             when nothing was restored by rule, ``keep_start_if_better=False``).
         reason: why ``kept`` was chosen, in words.
@@ -151,11 +156,14 @@ class StartEndResult:
     changes: dict[str, PairedChange] = field(default_factory=dict)
     keep_trained_if: str | None = "better"
     reason: str = ""
+    decided_on: PairedChange | None = None
+    confirm_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Everything above as plain JSON-ready values (each change with its verdict)."""
         out = asdict(self)
         out["changes"] = {key: change.to_dict() for key, change in self.changes.items()}
+        out["decided_on"] = self.decided_on.to_dict() if self.decided_on is not None else None
         return out
 
     def _greater(self, key: str) -> bool:
@@ -169,6 +177,8 @@ class StartEndResult:
         [-1, 1] times 100), then what was kept when it was the start, then a warning if a metric got worse."""
         keys = [self.metric] * (self.metric in self.start) + [k for k in self.start if k != self.metric]
         out = ["{} {} -> {}".format(key, *self._pair(key)) + self.interval(key) for key in keys]
+        if self.decided_on is not None:
+            out.append(f"{self.metric} on the units the keep rule read: {describe_change(self.decided_on)}")
         if self.kept == "start" and self.keep_trained_if == "reliable":
             out.append(f"{self.reason}; saved: the starting model")
         elif self.kept == "start" and _better(self.best_score, self.start_score, self.greater_is_better):
@@ -246,6 +256,10 @@ class StartEndCallback(TrainerCallback):
             otherwise).
         log: log each metric's start -> end, what was kept and what got worse once training ends (the command
             line prints its own summary instead).
+        confirm_share: with ``keep_trained_if="reliable"``, hold this share of the deciding metric's queries (STS
+            pairs; drawn with ``args.seed``) out of the rule: it decides on the rest, and the change reported for the
+            metric (``result.changes``) is the one on the held-out part, which the decision did not pick. Costs
+            power: the rule decides on fewer queries and the confirmation is measured on fewer still.
 
     Example:
         >>> from st_infocse.training import StartEndCallback
@@ -259,9 +273,13 @@ class StartEndCallback(TrainerCallback):
 
     def __init__(self, evaluator: Any, keep_start_if_better: bool = True, log: bool = True,
                  keep_trained_if: Literal["better", "reliable"] = "better",
-                 start_weights: StartingWeights | None = None) -> None:
+                 start_weights: StartingWeights | None = None, confirm_share: float | None = None) -> None:
         if keep_trained_if not in KEEP_TRAINED_IF:
             raise ValueError(f"keep_trained_if must be one of {', '.join(KEEP_TRAINED_IF)}, got {keep_trained_if!r}")
+        if confirm_share is not None and not (0 < confirm_share < 1 and keep_trained_if == "reliable"):
+            raise ValueError("confirm_share holds a share in (0, 1) of the queries out of keep_trained_if='reliable', "
+                             f"got {confirm_share} with keep_trained_if={keep_trained_if!r}")
+        self.confirm_share = confirm_share
         self.evaluator = evaluator
         self.keep_start_if_better = keep_start_if_better
         self.keep_trained_if = keep_trained_if
@@ -301,11 +319,18 @@ class StartEndCallback(TrainerCallback):
         self._start = self._evaluate(model, state)
         self._start_units, self._units = self._last_units(), {}
         metric = self._decider(args)[0]
-        if self.keep_start_if_better and self.keep_trained_if == "reliable" and metric not in self._start_units:
+        if ((self.keep_start_if_better or self.confirm_share) and self.keep_trained_if == "reliable"
+                and metric not in self._start_units):
             raise ValueError(
                 f"keep_trained_if='reliable' needs per-query (per-pair) scores for {metric}, which this evaluator "
                 "does not keep; use retrieval_evaluator or stsb_dev_evaluator, or keep_trained_if='better'"
             )
+        if self.confirm_share:
+            parts = split_units(self._start_units[metric], self.confirm_share, args.seed)
+            sizes = [len(part.scores or ()) if part.kind == "queries" else len(part.gold) for part in parts]
+            if min(sizes) < 1:
+                raise ValueError(f"confirm_share={self.confirm_share} of {sum(sizes)} units of {metric} leaves none "
+                                 "on one side; give a share nearer 0.5 or more queries")
         self._release()
         if self.keep_start_if_better:
             self.start_weights.acquire(model)
@@ -361,9 +386,19 @@ class StartEndCallback(TrainerCallback):
         start_score = self._start.get(metric)
         if start_score is None and state.is_world_process_zero:
             logger.warning("The evaluator gives no %s for the starting model; the start is not compared.", metric)
-        changes = paired_changes(self._start_units, self._units.get(held_step, {}), seed=args.seed)
+        held_units = self._units.get(held_step, {})
+        changes = paired_changes(self._start_units, held_units, seed=args.seed)
+        decided, decided_on = changes.get(metric), None
+        if self.confirm_share and metric in self._start_units and metric in held_units:
+            (rest, out), (rest_end, out_end) = (split_units(units[metric], self.confirm_share, args.seed)
+                                                for units in (self._start_units, held_units))
+            decided = decided_on = unit_change(rest, rest_end, seed=args.seed)
+            confirmation = unit_change(out, out_end, seed=args.seed)
+            if confirmation is not None:
+                changes[metric] = replace(confirmation, unit=f"held-out {confirmation.unit}")
         rule = self.keep_trained_if if snapshot is not None else None
-        restore, reason = self._verdict(rule, metric, start_score, held, greater, changes.get(metric))
+        restore, reason = self._verdict(rule, metric, start_score, held, greater, decided,
+                                        held_out=self.confirm_share is not None)
         if restore:
             model.load_state_dict(snapshot, strict=False)  # the weights that train; the frozen ones never moved
             kept = "start"
@@ -378,7 +413,7 @@ class StartEndCallback(TrainerCallback):
             metric=metric, greater_is_better=greater, start=dict(self._start), end=dict(end),
             start_step=self._start_step, end_step=step, start_score=start_score, end_score=end.get(metric),
             best_step=best_step, best_score=best_score, kept=kept, worse_at_end=worse, changes=changes,
-            keep_trained_if=rule, reason=reason,
+            keep_trained_if=rule, reason=reason, decided_on=decided_on, confirm_share=self.confirm_share,
         )  # fmt: skip
         self._units, self._start_units = {}, {}
         if self.log and state.is_world_process_zero:
@@ -388,8 +423,9 @@ class StartEndCallback(TrainerCallback):
 
     @staticmethod
     def _verdict(rule: str | None, metric: str, start: float | None, held: float | None, greater: bool,
-                 change: PairedChange | None) -> tuple[bool, str]:
-        """Whether to restore the start under ``rule``, and why, in words."""
+                 change: PairedChange | None, held_out: bool = False) -> tuple[bool, str]:
+        """Whether to restore the start under ``rule``, and why, in words (``held_out``: ``change`` is on the part
+        of the units not held out by ``confirm_share``)."""
         if rule is None:
             return False, "measured only (keep_start_if_better=False)"
         if rule == "reliable":
@@ -397,8 +433,14 @@ class StartEndCallback(TrainerCallback):
                 return True, f"{metric} has no per-query scores at the end to judge the gain by"
             gain = change.delta if greater else -change.delta
             reliable = (change.low > 0) if greater else (change.high < 0)
+            if held_out:
+                where = (f"on the {change.n} {change.unit} the rule read; the change printed for it is on the others, "
+                         "held out of the rule")
+            else:  # a run is kept when its luck on these units was good, so its gain on them reads high
+                where = (f"on the {change.unit} it is printed for: the printed gain is the one that decided, so it "
+                         f"reads high there (confirm_share judges it on {change.unit} held out)")
             if reliable:
-                return False, f"{metric} gained {gain:+.2f}, reliably (the 95% interval excludes zero)"
+                return False, f"{metric} gained {gain:+.2f} reliably (the 95% interval excludes zero) {where}"
             return True, f"{metric} changed {change.describe()}, not a reliable gain"
         if _better(start, held, greater):
             return True, f"the start scored better on {metric}"

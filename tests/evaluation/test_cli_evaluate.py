@@ -71,3 +71,51 @@ def test_verbose_shows_the_metric_log_and_leaves_the_loggers_as_found(tiny_bert_
     assert any(r.getMessage().startswith("NDCG@10:") for r in _beir_info(caplog))
     # a second command in the same process is held back again
     assert {name: logging.getLogger(name).level for name in RETRIEVAL_LOGGERS} == levels
+
+
+def test_a_comparison_of_several_rows_reads_its_verdicts_off_holms_p():
+    from st_infocse.evaluation import PairedChange
+    from st_infocse.evaluation.compare import Comparison
+
+    rows = [("STS", "A", 70.0, 72.0, PairedChange(2.0, 0.5, 3.5, 0.01, 300, "pairs")),
+            ("STS", "B", 70.0, 71.0, PairedChange(1.0, 0.1, 1.9, 0.04, 300, "pairs")),
+            ("BEIR nDCG@10", "c", 30.0, 31.0, PairedChange(1.0, 0.2, 1.8, 0.03, 50)),
+            ("BEIR nDCG@10", "d", 30.0, 30.5, None)]  # kept no per-query scores: not in the family
+    comparison = Comparison("old", "new", rows)
+    # raw p 0.01, 0.04, 0.03 over 3 rows -> 0.03, 0.06, 0.06: one gain left where each raw p gave three
+    assert [c and round(c.p, 3) for c in comparison.adjusted()] == [0.03, 0.06, 0.06, None]
+    recorded = comparison.to_dict()
+    assert recorded["multiple_rows"] == {"rule": "holm", "family": 3}
+    assert [row.get("verdict_holm") for row in recorded["rows"]] == ["a gain", "within noise", "within noise", None]
+    assert recorded["rows"][1]["change"]["verdict"] == "a gain"  # the row's own test, kept beside
+    printed = str(comparison)
+    assert "p (Holm, 3 rows)" in printed and "adjusted by Holm's rule over the 3 rows judged" in printed
+    assert "+1.00 (95% CI +0.10 to +1.90, p = 0.040, 300 pairs)" in printed and "p = 0.060" in printed
+    assert "300 pairs): a gain" not in printed  # no raw verdict beside the adjusted one
+    assert "Holm's rule over the 3 rows" in comparison.to_markdown()
+    one = Comparison("old", "new", rows[:1])
+    assert one.note == "" and one.to_dict()["multiple_rows"] is None and str(one).rstrip().endswith("a gain")
+
+
+def test_evaluate_compare_on_several_sets_applies_holm_and_says_so(tiny_bert_dir, senteval_tree, beir_root, tmp_path,
+                                                                      capsys):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    other = SentenceTransformer(str(tiny_bert_dir), device="cpu")
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for parameter in other.parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))
+    other.save(str(tmp_path / "other"))
+    out = tmp_path / "eval"
+    argv = _evaluate(tiny_bert_dir, out, "--sts", str(senteval_tree), "--beir", "scifact", "--beir_source",
+                     str(beir_root), "--compare", str(tmp_path / "other"))
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    comparison = json.loads((out / "comparison.json").read_text())["comparison"]
+    judged = [row for row in comparison["rows"] if row["change"] is not None]
+    assert len(judged) > 1 and comparison["multiple_rows"] == {"rule": "holm", "family": len(judged)}
+    assert all(row["p_holm"] >= row["change"]["p"] for row in judged)
+    assert f"Holm's rule over the {len(judged)} rows judged" in printed
+    assert "Holm" in (out / "comparison.md").read_text()

@@ -99,12 +99,11 @@ def test_the_declared_resample_counts_reach_scipy(monkeypatch):
             return real(*args, **kwargs)
         return spied
 
-    for name in ("permutation_test", "bootstrap"):
-        monkeypatch.setattr(scipy.stats, name, spy(name))
+    monkeypatch.setattr(scipy.stats, "permutation_test", spy("permutation_test"))
     paired_change(_scores(30), _scores(30, seed=1))
     gold = np.arange(20.0)
     paired_spearman_change(gold, gold[::-1], gold)
-    assert seen == [("permutation_test", paired.RESAMPLES), ("bootstrap", paired.SPEARMAN_RESAMPLES)]
+    assert seen == [("permutation_test", paired.RESAMPLES), ("permutation_test", paired.SPEARMAN_RESAMPLES)]
     paired_change(_scores(30), _scores(30, seed=1), resamples=123)
     assert seen[-1] == ("permutation_test", 123)
 
@@ -163,13 +162,63 @@ def test_verdict_p_and_interval_agree_on_every_input(differences):
     assert change.delta == pytest.approx(np.mean(differences))
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(3, 40), st.integers(0, 2**32 - 1), st.floats(0, 3))
-def test_spearman_verdict_p_and_interval_agree(n, seed, noise):
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 120), st.integers(0, 2**32 - 1), st.floats(0, 3), st.sampled_from(["noisy", "tied", "few"]))
+def test_spearman_verdict_p_and_interval_agree(n, seed, noise, kind):
+    """Over pairs as over queries: random similarities, similarities in few distinct values (ties), and an after
+    that differs from the before on a few pairs only."""
     rng = np.random.default_rng(seed)
-    gold = rng.random(n)
-    before, after = gold + rng.normal(0, 1, n), gold + noise * rng.normal(0, 1, n)
-    _agrees(paired_spearman_change(gold, before, after, resamples=200))
+    gold = rng.integers(0, 6, n).astype(float) if kind == "tied" else rng.random(n)
+    before = gold + rng.normal(0, 1, n)
+    if kind == "few":
+        after = before.copy()
+        after[rng.integers(0, n, max(1, n // 10))] += rng.normal(0, 3)
+    else:
+        after = gold + noise * rng.normal(0, 1, n)
+    if kind == "tied":
+        before, after = np.round(before), np.round(after)
+    change = paired_spearman_change(gold, before, after, resamples=300)
+    _agrees(change)
+    assert change.low <= change.delta <= change.high
+
+
+def test_swapping_ranks_finds_a_gain_between_models_on_different_scales():
+    """A model whose cosines all lie near 1 against one spread over [-1, 1]: swapping raw similarities would mix the
+    scales and scramble both orders; swapping ranks judges the change in order alone, which Spearman measures."""
+    rng = np.random.default_rng(1)
+    gold = rng.random(200)
+    before = 0.99 + 0.01 * np.tanh(gold + rng.normal(0, 0.25, 200))  # compressed near 1, noisier
+    after = np.tanh(2 * (gold + rng.normal(0, 0.15, 200) - 0.5))
+    change = paired_spearman_change(gold, before, after)
+    assert change.verdict == "a gain" and change.high - change.low < 20  # raw swaps: about 48 wide, within noise
+
+
+def test_the_spearman_p_is_scipys_swap_test_and_the_interval_its_inversion():
+    """p is scipy's randomization test over which model each pair's rank came from (each model's similarities
+    ranked among the pairs); each end of the interval is where the shifted change turns from not rejected to
+    rejected against the same swaps."""
+    from scipy.stats import permutation_test, rankdata
+
+    rng = np.random.default_rng(5)
+    gold = rng.random(80)
+    before, after = gold + rng.normal(0, 0.6, 80), gold + rng.normal(0, 0.3, 80)
+    change = paired_spearman_change(gold, before, after, resamples=2_000, seed=3)
+
+    def statistic(b, a):  # scipy's own correlation, one swap at a time
+        return 100 * (spearmanr(gold, a).statistic - spearmanr(gold, b).statistic)
+
+    result = permutation_test((rankdata(before), rankdata(after)), statistic, permutation_type="samples", vectorized=False, n_resamples=2_000,
+                              rng=np.random.default_rng(3))
+    assert change.delta == pytest.approx(result.statistic)
+    assert change.p == pytest.approx(result.pvalue)
+    swapped = result.null_distribution
+
+    def p_at(shift: float) -> float:
+        observed = change.delta - shift
+        return min(1.0, 2 * min((np.sum(swapped <= observed) + 1) / 2_001, (np.sum(swapped >= observed) + 1) / 2_001))
+
+    for bound, outward in ((change.low, -1), (change.high, 1)):
+        assert p_at(bound - outward * 1e-6) >= 0.05 > p_at(bound + outward * 1e-6)
 
 
 def test_the_p_value_is_scipys_and_the_interval_its_inversion():
@@ -227,3 +276,22 @@ def test_holm_rejects_what_the_step_down_procedure_rejects(p_values, alpha):
     assert {i for i, p in enumerate(adjusted) if p < alpha} == rejected
     assert all(p <= a <= 1 for p, a in zip(p_values, adjusted, strict=True))
     assert holm(p_values[::-1]) == adjusted[::-1]  # the order they come in does not matter
+
+
+def test_split_units_draws_the_same_parts_for_two_models_scored_on_the_same_units():
+    from st_infocse.evaluation import UnitScores
+    from st_infocse.evaluation.paired import split_units
+
+    first = UnitScores("queries", {f"q{i}": i / 10 for i in range(10)})
+    second = UnitScores("queries", {f"q{i}": 1 - i / 10 for i in reversed(range(10))})  # other order, other scores
+    (rest_a, held_a), (_, held_b) = split_units(first, 0.3, seed=4), split_units(second, 0.3, seed=4)
+    assert set(held_a.scores) == set(held_b.scores) and len(held_a.scores) == 3
+    assert set(rest_a.scores) | set(held_a.scores) == set(first.scores) and not set(rest_a.scores) & set(held_a.scores)
+    assert set(split_units(first, 0.3, seed=5)[1].scores) != set(held_a.scores)  # the seed draws the part
+    gold = tuple(float(i) for i in range(8))
+    pairs = [split_units(UnitScores("pairs", gold=gold, similarities=tuple(s * g for g in gold)), 0.5, seed=1)
+             for s in (1.0, -1.0)]
+    assert pairs[0][1].gold == pairs[1][1].gold and len(pairs[0][1].gold) == 4
+    assert pairs[1][1].similarities == tuple(-g for g in pairs[0][1].gold)  # each pair keeps its own scores
+    with pytest.raises(ValueError, match="share must lie in"):
+        split_units(first, 1.0)

@@ -44,7 +44,8 @@ def _scripted_evaluator(score: dict[int, float], alt: dict[int, float] | None = 
     return Scripted()
 
 
-def _train(model, evaluator, tmp_path, keep: bool = True, keep_trained_if: str = "better", **kwargs):
+def _train(model, evaluator, tmp_path, keep: bool = True, keep_trained_if: str = "better", confirm_share=None,
+           **kwargs):
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
@@ -64,7 +65,8 @@ def _train(model, evaluator, tmp_path, keep: bool = True, keep_trained_if: str =
         dataloader_pin_memory=False,
     )
     settings.update(kwargs)
-    callback = StartEndCallback(evaluator, keep_start_if_better=keep, keep_trained_if=keep_trained_if)
+    callback = StartEndCallback(evaluator, keep_start_if_better=keep, keep_trained_if=keep_trained_if,
+                                confirm_share=confirm_share)
     trainer = SentenceTransformerTrainer(
         model=model,
         args=SentenceTransformerTrainingArguments(**settings),
