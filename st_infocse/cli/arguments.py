@@ -2,12 +2,16 @@
 model, the data, the run's measurement, the output folder, mining and evaluation. The objectives' flags are in
 :mod:`~st_infocse.cli.objective_flags`, and :mod:`~st_infocse.cli.parsing` reads them all.
 
-A field is declared with :func:`flag` (its default and help); a section's ``bounds`` (field -> (low, high, low
-included, high included), why) are refused by :class:`Checked` under the flag's name when the section is built.
+A field is declared with :func:`flag` (its default and help), or read by :func:`derived` from the signature and
+docstring of the library function it reaches; a section's ``bounds`` (field -> (low, high, low included, high
+included), why) are refused by :class:`Checked` under the flag's name when the section is built.
 """
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
-from dataclasses import dataclass, field, fields
+import ast
+import importlib.util
+import re
+from dataclasses import Field, dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +21,7 @@ from st_infocse.losses.registry import out_of_bounds
 WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
 BUNDLED = "demo"  # --train_data demo / --stsb_dev demo: the data shipped in st_infocse/data
 AT_LEAST_1, POSITIVE = (1, None, True, False), (0, None, False, False)  # the commonest bounds
+DOCS_HELP = "Documents, in any form that `st-infocse mine --docs` reads."
 
 
 def flag(default: Any, help: str, **metadata: Any) -> Any:
@@ -45,6 +50,101 @@ class Checked:
             why = out_of_bounds(item.name, getattr(self, item.name), bounds) if bounds else None
             if why:
                 raise CLIError(f"{flag_name(item)} {why}{' ' + note if note else ''}, got {getattr(self, item.name):g}")
+
+
+def _source(module: str) -> ast.Module:
+    """The parsed source of ``module``, found without importing it or its package (the losses and miners import
+    torch and datasets)."""
+    top, *rest = module.split(".")
+    path = Path(importlib.util.find_spec(top).origin).parent.joinpath(*rest)
+    return ast.parse((path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text())
+
+
+def _imported(tree: ast.Module, name: str, module: str) -> tuple[str, ast.Module] | None:
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
+            origin = importlib.util.resolve_name("." * node.level + (node.module or ""), module.rpartition(".")[0]) \
+                if node.level else node.module
+            return origin, _source(origin)
+    return None
+
+
+def _choices(tree: ast.Module, module: str, name: str) -> tuple[str, ...] | None:
+    """The values of ``Literal[...]`` written in place, or of ``name = Literal[...]`` where ``module`` defines or
+    imports it."""
+    if name.startswith("Literal["):
+        return tuple(ast.literal_eval(name[8:-1] + ","))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            if isinstance(node.value, ast.Subscript) and getattr(node.value.value, "id", "") == "Literal":
+                return tuple(ast.literal_eval(node.value.slice))
+    found = _imported(tree, name, module)
+    return _choices(found[1], found[0], name) if found else None
+
+
+def _arguments(module: str, name: str) -> dict[str, tuple[str, str, str, ast.Module, str]]:
+    """Keyword argument -> (annotation, default, docstring Args text, the tree and module that declare it) of the
+    function ``name`` or of class ``name``'s ``__init__`` (its bases' for what it passes on through ``**kwargs``)."""
+    tree = _source(module)
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == name)
+    function = node if isinstance(node, ast.FunctionDef) else next(
+        n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    docs = re.split(r"\n\s*\n(?=\s*\w+:\n)", (ast.get_docstring(function) or "").partition("Args:\n")[2])[0]
+    helps = {m[1]: " ".join(m[2].split()) for m in re.finditer(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", docs, re.M | re.S)}
+    found: dict[str, tuple[str, str, str, ast.Module, str]] = {}
+    if isinstance(node, ast.ClassDef) and function.args.kwarg is not None:  # the base's arguments, passed on
+        for base in node.bases:
+            origin = _imported(tree, base.id, module)
+            found.update(_arguments(origin[0] if origin else module, base.id))
+    args = function.args
+    positional = args.posonlyargs + args.args
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults, strict=False))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None})
+    for arg in positional + args.kwonlyargs:
+        default = ast.unparse(defaults[arg.arg]) if arg.arg in defaults else ""
+        found[arg.arg] = (ast.unparse(arg.annotation) if arg.annotation else "", default, helps.get(arg.arg, ""), tree, module)
+    return found
+
+
+def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check: Any = None, unset: bool = False,
+            name: str = "Flags", owner: str = __name__) -> type:
+    """A ``--help`` section whose flags are read from the library: each of ``flags`` maps a flag to
+    ``"module:function.argument"`` (``"module:Class.argument"`` for ``__init__``'s; ``.argument`` left out: the
+    flag's own name), optionally with ``{"default": ..., "help": ...}`` that the section sets itself, or to
+    ``(type, flag(...))`` for a flag of the command line's own. Read from the source without importing it: the type
+    and choices from the annotation (a ``Literal`` alias followed to where it is defined), the default from the
+    signature and the help from the docstring's ``Args:`` entry. ``unset``: every flag defaults to None, "the
+    library's own" (``loss_defaults`` keeps each default as written), and ``lambda_`` is also ``--lambda``;
+    ``check`` runs after ``bounds``; ``owner``: the module that declares the section."""
+    specs, own_defaults, read = [], {}, {}
+    for flag_, source in flags.items():
+        if isinstance(source, tuple) and isinstance(source[1], Field):
+            specs.append((flag_, *source))
+            continue
+        source, given = (source, {}) if isinstance(source, str) else source
+        where, _, function = source.partition(":")
+        function, _, argument = function.partition(".")
+        if (where, function) not in read:
+            read[where, function] = _arguments(where, function)
+        annotation, default, help_text, tree, module = read[where, function][argument or flag_]
+        own_defaults[flag_] = default
+        parts = [part.strip() for part in annotation.split("|")]
+        choices = next((c for part in parts if (c := _choices(tree, module, part))), None)
+        kind: Any = next((k for k in (float, int, bool) if k.__name__ in parts), str)
+        if choices is not None:
+            # None as a choice of its own where it is not the default (no projection head): the flag's "none"
+            kind = Literal[(*choices, *(("none",) if unset and "None" in parts and default != "None" else ()))]
+        help_text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: m[1].rsplit(".", 1)[-1], help_text).replace("``", "")
+        metadata = {"help": given.get("help", help_text),
+                    **({"aliases": [f"--{flag_[:-1]}"]} if flag_.endswith("_") else {})}
+        value = None if unset else given.get("default", ast.literal_eval(default) if default else None)
+        specs.append((flag_, kind | None if unset or "None" in parts else kind, field(default=value, metadata=metadata)))
+    namespace = {"_argument_group_name": title, "bounds": bounds or {}, "loss_defaults": own_defaults}
+    if check is not None:
+        namespace["__post_init__"] = lambda self: (Checked.__post_init__(self), check(self))[0]
+    section = make_dataclass(name, specs, bases=(Checked,), namespace=namespace)
+    section.__module__ = owner  # make_dataclass would name the types module
+    return section
 
 
 @dataclass
@@ -144,26 +244,19 @@ class OutputArguments:
         "first). Without it, a folder holding a run is refused unless --resume_from_checkpoint resumes it.")
 
 
-@dataclass
-class MineArguments(Checked):
-    _argument_group_name = "mining"
-    bounds = {"min_sentences": ((2, None, True, False), "(a pair needs two sentences)")}
+_MINE, _DOCUMENTS = "st_infocse.mining.idc:mine_pairs", "st_infocse.mining.sentences:prepare_documents"
 
-    docs: str = flag(None, "Documents: a .txt(.gz) file with documents separated by blank lines (each line is split "
-                     "into sentences), .jsonl(.gz)/.json objects with 'sentences' (list) or 'text' (and 'id'), a "
-                     "save_to_disk folder, or a hub dataset id.")
-    output_dir: str = flag("pairs", "Folder for the mined pairs (datasets save_to_disk) and report.json.")
-    k: int = flag(1, "Top-K neighbours per sentence.")
-    threshold: float | None = flag(None, "Floor on the edge score: a cosine, or the raw inner product with "
-                                   "--similarity dot.")
-    similarity: Literal["cosine", "dot"] = flag("cosine", "Edge score: cosine, or dot (inner product, paper 002 eq. "
-                                                "2; the same as cosine for models ending in Normalize).")
-    min_sentences: int = flag(2, "Skip documents with fewer sentences.")  # the miner would raise it to 2 silently
-    max_sentences: int | None = flag(1000, "Skip documents with more sentences.")
-    max_pairs_per_cluster: int | None = flag(None, "Cap on pairs per cluster.")
-    batch_size: int = flag(64, "Encoding batch size.")
-    max_docs: int | None = flag(None, "Mine only the first N documents.")
-    seed: int = flag(0, "Seed for the pair cap's sample.")
+#: ``st-infocse mine``'s flags, each the miner's own argument of the same name.
+MineArguments = derived("mining", {
+    "docs": (str, flag(None, "Documents: a .txt(.gz) file with documents separated by blank lines (each line is split "
+                             "into sentences), .jsonl(.gz)/.json objects with 'sentences' (list) or 'text' (and 'id'), "
+                             "a save_to_disk folder, or a hub dataset id.")),
+    "output_dir": (str, flag("pairs", "Folder for the mined pairs (datasets save_to_disk) and report.json.")),
+    **dict.fromkeys(("k", "threshold", "similarity"), _MINE), "min_sentences": _DOCUMENTS,
+    "max_sentences": (_DOCUMENTS, {"help": "Skip documents with more sentences."}),
+    **dict.fromkeys(("max_pairs_per_cluster", "batch_size", "seed"), _MINE),
+    "max_docs": (int | None, flag(None, "Mine only the first N documents.")),
+}, bounds={"min_sentences": ((2, None, True, False), "(a pair needs two sentences)")}, name="MineArguments")
 
 
 @dataclass
