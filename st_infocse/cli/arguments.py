@@ -139,7 +139,7 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
                     **({"aliases": [f"--{flag_[:-1]}"]} if flag_.endswith("_") else {})}
         value = None if unset else given.get("default", ast.literal_eval(default) if default else None)
         specs.append((flag_, kind | None if unset or "None" in parts else kind, field(default=value, metadata=metadata)))
-    namespace = {"_argument_group_name": title, "bounds": bounds or {}, "loss_defaults": own_defaults}
+    namespace = {"_argument_group_name": title, "bounds": bounds or {}, **({"loss_defaults": own_defaults} if unset else {})}
     if check is not None:
         namespace["__post_init__"] = lambda self: (Checked.__post_init__(self), check(self))[0]
     section = make_dataclass(name, specs, bases=(Checked,), namespace=namespace)

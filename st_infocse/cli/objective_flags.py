@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal
 
-from st_infocse.cli.arguments import AT_LEAST_1, DOCS_HELP, POSITIVE, Checked, derived, flag
+from st_infocse.cli.arguments import AT_LEAST_1, DOCS_HELP, POSITIVE, derived, flag
 from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import BOUNDS, STAGE1, objective_names
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
@@ -76,37 +76,25 @@ DecoderFlags = loss_flags(OBJECTIVE_REGISTRY["cmlm"].loss, _DECODER)
 Stage1Flags = loss_flags(STAGE1.loss, ("k", "n", "fusion_init", "mask_rate", "tie_head", "masking"))
 
 
-@dataclass
-class MNRLFlags(Checked):
-    """IDC's pair loss with ``--idc_loss mnrl``: sentence-transformers' MultipleNegativesRankingLoss."""
+#: IDC's pair loss with ``--idc_loss mnrl``: sentence-transformers' MultipleNegativesRankingLoss.
+MNRLFlags = derived("the pair loss (--idc_loss mnrl)", {"temperature": (float | None, flag(
+    None, "Its scale is 1 / temperature (default: the loss's scale 20, that is 1 / 0.05)."))},
+    {"temperature": (POSITIVE, "")}, name="MNRLFlags", owner=__name__)
 
-    _argument_group_name = "the pair loss (--idc_loss mnrl)"
-    bounds = {"temperature": (POSITIVE, "")}
+AuxiliaryRateFlags = derived("the loss's own modules", {"aux_learning_rate": (float | None, flag(
+    None, "Own learning rate for the loss's modules (projection head, decoder)."))},
+    {"aux_learning_rate": (POSITIVE, "")}, name="AuxiliaryRateFlags", owner=__name__)
 
-    temperature: float | None = flag(None, "Its scale is 1 / temperature (default: the loss's scale 20, that is "
-                                     "1 / 0.05).")
-
-
-@dataclass
-class AuxiliaryRateFlags(Checked):
-    _argument_group_name = "the loss's own modules"
-    bounds = {"aux_learning_rate": (POSITIVE, "")}
-
-    aux_learning_rate: float | None = flag(None, "Own learning rate for the loss's modules (projection head, "
-                                           "decoder).")
-
-
-@dataclass
-class DecoderWarmupFlags(Checked):
-    _argument_group_name = "the loss's own modules"
-    bounds = {"decoder_warmup_steps": (AT_LEAST_1, ""), "decoder_warmup_learning_rate": (POSITIVE, "")}
-
-    decoder_warmup_steps: int | None = flag(
+#: A decoder warmed up alone first (:func:`~st_infocse.training.train_probe_decoder`).
+DecoderWarmupFlags = derived("the loss's own modules", {
+    "decoder_warmup_steps": (int | None, flag(
         None, "First train the auxiliary decoder alone for this many steps on the frozen model's embeddings of the "
         "training texts (written to OUTPUT/decoder_warmup), then train from it; a decoder that already reads the "
-        "sentence embedding (docs: 'Does the auxiliary objective help my model?').")
-    decoder_warmup_learning_rate: float = flag(5e-4, "Learning rate of --decoder_warmup_steps (AdamW, the decoder's "
-                                               "own).")
+        "sentence embedding (docs: 'Does the auxiliary objective help my model?').")),
+    "decoder_warmup_learning_rate": ("st_infocse.training.probe_decoder:train_probe_decoder.learning_rate",
+                                     {"help": "Learning rate of --decoder_warmup_steps (AdamW, the decoder's own)."}),
+}, {"decoder_warmup_steps": (AT_LEAST_1, ""), "decoder_warmup_learning_rate": (POSITIVE, "")},
+    name="DecoderWarmupFlags", owner=__name__)
 
 
 _ROUNDS, _MINE = "st_infocse.mining.rounds:train_idc_rounds", "st_infocse.mining.idc:mine_pairs"
@@ -165,35 +153,30 @@ DistillFlags = derived("hybrid-teacher distillation (the teacher: --hybrid_fusio
     "distill_max_queries": (AT_LEAST_1, "")}, name="DistillFlags", owner=__name__)
 
 
-@dataclass
-class LoRAFlags(Checked):
-    _argument_group_name = "a LoRA adapter (st_infocse.training.lora; needs the lora extra: peft)"
-    bounds = {"lora_dropout": ((0, 1, True, False), "")}
+def _check_lora(lora: Any) -> None:
+    """The adapter's flags, and PEFT's presence, before the model loads."""
+    from st_infocse.training.lora import LORA_INSTALL_HINT
 
-    lora_r: int = flag(0, "Train a LoRA adapter of this rank on the encoder, every other weight of the model frozen "
-                       "(0: no adapter, all weights train). The adapter is merged into the model when it is saved.")
-    lora_alpha: float = flag(LoRASettings.alpha, "The adapter's scaling is lora_alpha / lora_r.")
-    lora_target_modules: list[str] = flag(list(DEFAULT_TARGETS), "Names of the linear layers to adapt (BERT family: "
-                                          "query key value; MPNet: q k v).")
-    lora_dropout: float = flag(LoRASettings.dropout, "Dropout on the adapter's input.")
+    if lora.lora_r < 0:
+        raise CLIError(f"--lora_r must be 0 (no adapter) or a rank of 1 or more, got {lora.lora_r}")
+    given = [f"--{item.name}" for item in fields(lora) if item.name != "lora_r" and getattr(lora, item.name)
+             != (item.default_factory() if item.default is MISSING else item.default)]
+    if not lora.lora_r and given:
+        raise CLIError(f"{', '.join(given)}: the adapter's settings apply with --lora_r R (a rank of 1 or more)")
+    if lora.lora_r and not lora.lora_target_modules:
+        raise CLIError("--lora_target_modules: name at least one linear layer to adapt")
+    if lora.lora_r and importlib.util.find_spec("peft") is None:
+        raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")
 
-    def __post_init__(self) -> None:
-        """The adapter's flags, and PEFT's presence, before the model loads."""
-        from st_infocse.training.lora import LORA_INSTALL_HINT
 
-        if self.lora_r < 0:
-            raise CLIError(f"--lora_r must be 0 (no adapter) or a rank of 1 or more, got {self.lora_r}")
-        if not self.lora_r:
-            given = [f"--{item.name}" for item in fields(self) if item.name != "lora_r" and getattr(self, item.name)
-                     != (item.default_factory() if item.default is MISSING else item.default)]
-            if given:
-                raise CLIError(f"{', '.join(given)}: the adapter's settings apply with --lora_r R (a rank of 1 or more)")
-            return
-        if not self.lora_target_modules:
-            raise CLIError("--lora_target_modules: name at least one linear layer to adapt")
-        super().__post_init__()
-        if importlib.util.find_spec("peft") is None:
-            raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")
+LoRAFlags = derived("a LoRA adapter (st_infocse.training.lora; needs the lora extra: peft)", {
+    "lora_r": (int, flag(0, "Train a LoRA adapter of this rank on the encoder, every other weight of the model frozen "
+                            "(0: no adapter, all weights train). The adapter is merged into the model when it is saved.")),
+    "lora_alpha": (float, flag(LoRASettings.alpha, "The adapter's scaling is lora_alpha / lora_r.")),
+    "lora_target_modules": (list[str], flag(list(DEFAULT_TARGETS), "Names of the linear layers to adapt (BERT family: "
+                                                                   "query key value; MPNet: q k v).")),
+    "lora_dropout": (float, flag(LoRASettings.dropout, "Dropout on the adapter's input.")),
+}, {"lora_dropout": ((0, 1, True, False), "")}, _check_lora, name="LoRAFlags", owner=__name__)
 
 
 def loss_options(flags: Any) -> dict[str, Any]:
