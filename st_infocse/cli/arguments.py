@@ -63,8 +63,7 @@ def _source(module: str) -> ast.Module:
 def _imported(tree: ast.Module, name: str, module: str) -> tuple[str, ast.Module] | None:
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
-            origin = importlib.util.resolve_name("." * node.level + (node.module or ""), module.rpartition(".")[0]) \
-                if node.level else node.module
+            origin = importlib.util.resolve_name("." * node.level + (node.module or ""), module.rpartition(".")[0])
             return origin, _source(origin)
     return None
 
@@ -83,20 +82,26 @@ def _choices(tree: ast.Module, module: str, name: str) -> tuple[str, ...] | None
 
 
 def _arguments(module: str, name: str) -> dict[str, tuple[str, str, str, ast.Module, str]]:
-    """Keyword argument -> (annotation, default, docstring Args text, the tree and module that declare it) of the
-    function ``name`` or of class ``name``'s ``__init__`` (its bases' for what it passes on through ``**kwargs``)."""
+    """Keyword argument -> (annotation, default, docstring text, the tree and module that declare it) of the function
+    ``name``, of class ``name``'s ``__init__`` (its bases' for what it passes on through ``**kwargs``; help from the
+    ``Args:``) or of dataclass ``name``'s fields (help from its ``Attributes:``)."""
     tree = _source(module)
     node = next(n for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == name)
-    function = node if isinstance(node, ast.FunctionDef) else next(
-        n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
-    docs = re.split(r"\n\s*\n(?=\s*\w+:\n)", (ast.get_docstring(function) or "").partition("Args:\n")[2])[0]
+    init = node if isinstance(node, ast.FunctionDef) else next(
+        (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    section = re.search(r"^(?:Args|Attributes):\n(.*)", ast.get_docstring(init or node) or "", re.M | re.S)
+    docs = re.split(r"\n\s*\n(?=\s*\w+:\n)", section[1] if section else "")[0]
     helps = {m[1]: " ".join(m[2].split()) for m in re.finditer(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", docs, re.M | re.S)}
     found: dict[str, tuple[str, str, str, ast.Module, str]] = {}
-    if isinstance(node, ast.ClassDef) and function.args.kwarg is not None:  # the base's arguments, passed on
+    if init is None:  # a dataclass
+        return {item.target.id: (ast.unparse(item.annotation), ast.unparse(item.value) if item.value else "",
+                                 helps.get(item.target.id, ""), tree, module)
+                for item in node.body if isinstance(item, ast.AnnAssign)}
+    if init is not node and init.args.kwarg is not None:  # the base's arguments, passed on
         for base in node.bases:
             origin = _imported(tree, base.id, module)
             found.update(_arguments(origin[0] if origin else module, base.id))
-    args = function.args
+    args = init.args
     positional = args.posonlyargs + args.args
     defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults, strict=False))
     defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None})
@@ -259,22 +264,17 @@ MineArguments = derived("mining", {
 }, bounds={"min_sentences": ((2, None, True, False), "(a pair needs two sentences)")}, name="MineArguments")
 
 
-@dataclass
-class LexicalArguments(Checked):
-    """BM25 and its hybrid with the model, scored beside the model on the same queries (--beir, --eval_retrieval)."""
+_LEXICAL = "st_infocse.evaluation.lexical:LexicalSettings"
 
-    _argument_group_name = "BM25 beside your retrieval scores"
-    bounds = {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}
 
-    bm25: bool = flag(True, "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same "
-                      "queries, with the model's change against each and its interval over the queries.")
-    bm25_language: str = flag("english", "BM25's stemmer (Snowball) and stop-word language.")
-    bm25_stem: bool = flag(True, "Stem BM25's tokens.")
-    bm25_stopwords: bool = flag(True, "Drop the language's stop words from BM25's tokens.")
-    hybrid_fusion: Literal["minmax", "rrf"] = flag(
-        "minmax", "How the hybrid fuses the two runs per query: minmax (each run's scores min-max normalised, then "
-        "summed with --hybrid_weight) or rrf (reciprocal rank fusion).")
-    hybrid_weight: float = flag(0.5, "BM25's weight in the minmax hybrid.")
+class LexicalArguments(derived("BM25 beside your retrieval scores", {
+    "bm25": (bool, flag(True, "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same "
+                              "queries, with the model's change against each and its interval over the queries.")),
+    "bm25_language": f"{_LEXICAL}.language", "bm25_stem": f"{_LEXICAL}.stem", "bm25_stopwords": f"{_LEXICAL}.stopwords",
+    "hybrid_fusion": f"{_LEXICAL}.fusion", "hybrid_weight": f"{_LEXICAL}.weight",
+}, {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}, name="LexicalArguments")):
+    """BM25 and its hybrid with the model (:class:`~st_infocse.evaluation.LexicalSettings`), scored beside the model
+    on the same queries (--beir, --eval_retrieval)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -316,18 +316,16 @@ def check_bm25_language(language: str, stem: bool, stopwords: bool) -> None:
     """``--bm25_language`` against the stemmer's own languages (PyStemmer's ``algorithms()``) and the stop-word
     lists of ``bm25s`` (its own lookup, which raises for a language it has no list of)."""
     import difflib
-    import importlib.util
 
+    if stem and importlib.util.find_spec("Stemmer") is None:
+        if language != "english":
+            raise CLIError(f"--bm25_language {language} cannot be checked: PyStemmer is not installed (pip install "
+                           "'st-infocse[eval]')")
+        return
     if stem:
-        if importlib.util.find_spec("Stemmer") is None:
-            if language != "english":
-                raise CLIError(f"--bm25_language {language} cannot be checked: PyStemmer is not installed (pip "
-                               "install 'st-infocse[eval]')")
-            return
         import Stemmer
 
-        known = sorted(Stemmer.algorithms())
-        if language not in known:
+        if language not in (known := sorted(Stemmer.algorithms())):
             close = difflib.get_close_matches(language, known, n=1)
             raise CLIError(f"--bm25_language {language} is not a language of the stemmer"
                            f"{f' (did you mean {close[0]}?)' if close else ''}; it knows {', '.join(known)}")

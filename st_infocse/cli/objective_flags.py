@@ -20,25 +20,9 @@ from st_infocse.losses.registry import BOUNDS, STAGE1, objective_names
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
 from st_infocse.training.lora import DEFAULT_TARGETS, LoRASettings
 
-__all__ = [
-    "OBJECTIVES",
-    "AuxiliaryRateFlags",
-    "ConditionalMLMFlags",
-    "ContrastiveFlags",
-    "DecoderFlags",
-    "CMLMCSEFlags",
-    "DecoderWarmupFlags",
-    "DistillFlags",
-    "ICTFlags",
-    "IDCFlags",
-    "InforMinFlags",
-    "LoRAFlags",
-    "MNRLFlags",
-    "ObjectiveArguments",
-    "Stage1Flags",
-    "loss_flags",
-    "loss_options",
-]
+__all__ = ["OBJECTIVES", "AuxiliaryRateFlags", "CMLMCSEFlags", "ConditionalMLMFlags", "ContrastiveFlags", "DecoderFlags",
+           "DecoderWarmupFlags", "DistillFlags", "ICTFlags", "IDCFlags", "InforMinFlags", "LoRAFlags", "MNRLFlags",
+           "ObjectiveArguments", "Stage1Flags", "loss_flags", "loss_options"]
 
 OBJECTIVES = objective_names()
 ObjectiveName = Literal[OBJECTIVES]  # type: ignore[valid-type]  # the registry's names, as --objective's choices
@@ -55,10 +39,9 @@ class ObjectiveArguments:
 def loss_flags(loss: str, names: Sequence[str]) -> type:
     """The dataclass of the loss's keyword arguments ``names`` (``loss``: ``"module:Class"``), each defaulting to
     None, so the loss applies its own default."""
-    flags = derived("the loss (unset: the objective's own default)", dict.fromkeys(names, loss),
-                    {name: (BOUNDS[name], "") for name in names if name in BOUNDS}, unset=True,
-                    name=f"{loss.rpartition(':')[2]}Flags", owner=__name__)
-    return flags
+    return derived("the loss (unset: the objective's own default)", dict.fromkeys(names, loss),
+                   {name: (BOUNDS[name], "") for name in names if name in BOUNDS}, unset=True,
+                   name=f"{loss.rpartition(':')[2]}Flags", owner=__name__)
 
 
 _CONTRASTIVE = ("temperature", "projection", "gather_across_devices")
@@ -180,11 +163,8 @@ LoRAFlags = derived("a LoRA adapter (st_infocse.training.lora; needs the lora ex
 
 
 def loss_options(flags: Any) -> dict[str, Any]:
-    """The loss flags given (not None) as the loss's keyword arguments of the same names.
-
-    A flag left unset is not passed, so the loss applies its own default; a given value, 0 included, reaches the
-    loss as it is, which uses it or refuses it in one line.
-    """
+    """The loss flags given (not None) as the loss's keyword arguments of the same names: a flag left unset is not
+    passed, so the loss applies its own default; a given value, 0 included, reaches the loss as it is."""
     if flags is None:
         return {}
     options = {item.name: getattr(flags, item.name) for item in fields(flags) if getattr(flags, item.name) is not None}
