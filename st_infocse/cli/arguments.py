@@ -115,7 +115,7 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
             name: str = "Flags", owner: str = __name__) -> type:
     """A ``--help`` section whose flags are read from the library: each of ``flags`` maps a flag to
     ``"module:function.argument"`` (``"module:Class.argument"`` for ``__init__``'s; ``.argument`` left out: the
-    flag's own name), optionally with ``{"default": ..., "help": ...}`` that the section sets itself, or to
+    flag's own name), optionally with ``{"help": ...}`` where the section words it itself, or to
     ``(type, flag(...))`` for a flag of the command line's own. Read from the source without importing it: the type
     and choices from the annotation (a ``Literal`` alias followed to where it is defined), the default from the
     signature and the help from the docstring's ``Args:`` entry. ``unset``: every flag defaults to None, "the
@@ -142,7 +142,7 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
         help_text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: m[1].rsplit(".", 1)[-1], help_text).replace("``", "")
         metadata = {"help": given.get("help", help_text),
                     **({"aliases": [f"--{flag_[:-1]}"]} if flag_.endswith("_") else {})}
-        value = None if unset else given.get("default", ast.literal_eval(default) if default else None)
+        value = None if unset or not default else ast.literal_eval(default)
         specs.append((flag_, kind | None if unset or "None" in parts else kind, field(default=value, metadata=metadata)))
     namespace = {"_argument_group_name": title, "bounds": bounds or {}, **({"loss_defaults": own_defaults} if unset else {})}
     if check is not None:
