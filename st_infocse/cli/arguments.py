@@ -9,6 +9,7 @@ included), why) are refused by :class:`Checked` under the flag's name when the s
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
 import ast
+import functools
 import importlib.util
 import re
 from dataclasses import Field, dataclass, field, fields, make_dataclass
@@ -52,6 +53,7 @@ class Checked:
                 raise CLIError(f"{flag_name(item)} {why}{' ' + note if note else ''}, got {getattr(self, item.name):g}")
 
 
+@functools.cache  # one parse per module, however many sections read it
 def _source(module: str) -> ast.Module:
     """The parsed source of ``module``, found without importing it or its package (the losses and miners import
     torch and datasets)."""
@@ -146,7 +148,11 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
         specs.append((flag_, kind | None if unset or "None" in parts else kind, field(default=value, metadata=metadata)))
     namespace = {"_argument_group_name": title, "bounds": bounds or {}, **({"loss_defaults": own_defaults} if unset else {})}
     if check is not None:
-        namespace["__post_init__"] = lambda self: (Checked.__post_init__(self), check(self))[0]
+        def __post_init__(self) -> None:
+            Checked.__post_init__(self)
+            check(self)
+
+        namespace["__post_init__"] = __post_init__
     section = make_dataclass(name, specs, bases=(Checked,), namespace=namespace)
     section.__module__ = owner  # make_dataclass would name the types module
     return section
