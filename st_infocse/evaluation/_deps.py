@@ -13,15 +13,8 @@ _DISTRIBUTIONS = {"sklearn": "scikit-learn", "pytrec_eval": "pytrec-eval-terrier
 
 
 def require(module: str, feature: str) -> ModuleType:
-    """Import ``module`` or raise an ImportError that says how to install it; the caller's global random states are
-    kept (mteb seeds Python's, NumPy's and torch's on import).
-
-    Args:
-        module: Dotted import path, e.g. ``"beir.retrieval.evaluation"``.
-        feature: What needs it, for the message (``"BEIR metrics"``).
-
-    Returns:
-        The imported module.
+    """Import ``module`` or raise an ImportError that says how to install it, naming the ``feature`` that needs it;
+    the caller's global random states are kept (mteb seeds Python's, NumPy's and torch's on import).
 
     Example:
         >>> require("json", "tests").__name__

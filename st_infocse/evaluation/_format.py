@@ -23,37 +23,19 @@ def x100(value: float | None) -> str:
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Columns padded to a common width: the first left-aligned, the others (numbers) right-aligned.
 
-    Args:
-        header: Column names.
-        rows: Cells, as strings.
-
-    Returns:
-        The table, one line per row.
-
     Example:
         >>> print(text_table(["Model", "STS12"], [["m", "70.00"]]))
         Model  STS12
         m      70.00
     """
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        )
-
-    return "\n".join(line(r) for r in [header, *rows])
+    cells = [[(c.ljust if i == 0 else c.rjust)(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))]
+             for r in [header, *rows]]
+    return "\n".join("  ".join(row) for row in cells)
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A markdown table with the first column left-aligned and the others right-aligned.
-
-    Args:
-        header: Column names.
-        rows: Cells, as strings.
-
-    Returns:
-        The markdown.
 
     Example:
         >>> print(markdown_table(["Model", "STS12"], [["m", "70.00"]]))

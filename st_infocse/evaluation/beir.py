@@ -21,60 +21,27 @@ from .lexical import LexicalSettings
 from .loaders import PathLike, RetrievalData, load_beir_folder, load_mteb_retrieval
 from .retrieval import DEFAULT_K_VALUES, BEIRResult, RetrievalResult, evaluate_retrieval, quiet_logs
 
-__all__ = ["download_beir", "evaluate_beir"]
-
 
 def _average(name: str, parts: dict[str, RetrievalResult], source: str) -> RetrievalResult:
-    keys = next(iter(parts.values())).metrics
-    return RetrievalResult(
-        name=name,
-        metrics={k: float(np.mean([p.metrics[k] for p in parts.values()])) for k in keys},
-        n_queries=sum(p.n_queries for p in parts.values()),
-        n_documents=sum(p.n_documents for p in parts.values()),
-        source=source,
-        split=next(iter(parts.values())).split,
-        seconds=sum(p.seconds for p in parts.values()),
-        parts=parts,
-    )
+    results = list(parts.values())
+    metrics = {k: float(np.mean([p.metrics[k] for p in results])) for k in results[0].metrics}
+    return RetrievalResult(name, metrics, sum(p.n_queries for p in results), sum(p.n_documents for p in results),
+                           source, results[0].split, sum(p.seconds for p in results), parts)
 
 
-def evaluate_beir(
-    model: Any,
-    datasets: str | Sequence[str] = ("scifact",),
-    source: PathLike = "mteb",
-    k_values: Sequence[int] = DEFAULT_K_VALUES,
-    split: str | None = None,
-    batch_size: int = 64,
-    show_progress_bar: bool | None = None,
-    model_label: str | None = None,
-    per_query: Sequence[str] = (),
-    lexical: LexicalSettings | None = None,
-) -> BEIRResult:
-    """BEIR zero-shot retrieval on one or more datasets, online through mteb or from local BEIR folders.
-
-    CQADupStack is evaluated per forum and averaged, as BEIR and the papers do.
+def evaluate_beir(model: Any, datasets: str | Sequence[str] = ("scifact",), source: PathLike = "mteb",
+                  k_values: Sequence[int] = DEFAULT_K_VALUES, split: str | None = None, batch_size: int = 64,
+                  show_progress_bar: bool | None = None, model_label: str | None = None, per_query: Sequence[str] = (),
+                  lexical: LexicalSettings | None = None) -> BEIRResult:
+    """BEIR zero-shot retrieval on one or more datasets, each by :func:`evaluate_retrieval` (CQADupStack per forum,
+    then averaged, as BEIR and the papers do), and their average nDCG@10.
 
     Args:
-        model: A ``SentenceTransformer``.
-        datasets: BEIR names (``"scifact"``, ``"nfcorpus"``... see :data:`BEIR_PAPER_DATASETS`), mteb names, or paths
-            of BEIR-layout folders (read from disk whatever ``source`` says, named by the folder).
-        source: ``"mteb"`` (Hugging Face hub) or a folder holding one subfolder per dataset (``<source>/scifact``),
-            or a single BEIR dataset folder.
-        k_values: Cut-offs.
+        datasets: BEIR names (:data:`BEIR_PAPER_DATASETS`), mteb names, or paths of BEIR-layout folders (read from
+            disk whatever ``source`` says, named by the folder).
+        source: ``"mteb"`` (Hugging Face hub), a folder holding one subfolder per dataset, or one dataset's folder.
         split: Qrels split (default: ``test``, ``dev`` for MS MARCO; in a local folder without that file, ``dev``).
-        batch_size: Encoding batch size.
-        show_progress_bar: ``None``: shown for 1,000+ texts.
-        model_label: Name in the printed table.
-        per_query: Metrics also kept query by query in each dataset's result (``RetrievalResult.per_query``), for
-            :func:`~st_infocse.evaluation.compare_results`.
-        lexical: Also score BM25 and its hybrid with the model on each dataset's queries (printed beside the model,
-            with the model's change against each; see :func:`evaluate_retrieval`). Not for CQADupStack's forums.
-
-    Returns:
-        The per-dataset results and their average nDCG@10.
-
-    Example:
-        >>> print(evaluate_beir(model, "scifact", source="../shared/data/beir"))  # doctest: +SKIP
+        lexical: Also score BM25 and its hybrid with the model on each dataset's queries. Not for CQADupStack.
     """
     names = [datasets] if isinstance(datasets, str) else list(datasets)
     out: dict[str, RetrievalResult] = {}
@@ -107,18 +74,8 @@ def _load_retrieval(name: str, source: PathLike, split: str | None) -> list[tupl
 
 
 def download_beir(name: str, out_dir: PathLike) -> Path:
-    """Download and unzip a BEIR dataset from the BEIR authors' server (not the Hugging Face hub).
-
-    Args:
-        name: BEIR dataset name (``"scifact"``).
-        out_dir: Where to unzip; the dataset lands in ``out_dir/name``.
-
-    Returns:
-        The dataset folder, ready for :func:`~st_infocse.evaluation.load_beir_folder`.
-
-    Example:
-        >>> folder = download_beir("scifact", "beir-data")  # doctest: +SKIP
-    """
+    """Download and unzip a BEIR dataset (``"scifact"``) from the BEIR authors' server (not the Hugging Face hub)
+    into ``out_dir/name``, the folder returned."""
     util = require("beir.util", "Downloading BEIR datasets")
     url = f"https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/{name}.zip"
     with quiet_logs():

@@ -1,7 +1,5 @@
-"""The BEIR datasets: their folder names, the mteb task behind each, and how each is evaluated.
-
-Data-side facts that the loaders (``data.py``) and the evaluation (``retrieval.py``) both read.
-"""
+"""The BEIR datasets: their folder names, the mteb task behind each, and how each is evaluated (read by the loaders
+and by the evaluation)."""
 
 from __future__ import annotations
 
@@ -9,47 +7,19 @@ from dataclasses import dataclass
 
 #: The 14 public BEIR datasets of paper 000's Table 3, in its row order (BEIR folder names).
 BEIR_PAPER_DATASETS: tuple[str, ...] = (
-    "trec-covid",
-    "nfcorpus",
-    "nq",
-    "fiqa",
-    "arguana",
-    "webis-touche2020",
-    "quora",
-    "cqadupstack",
-    "dbpedia-entity",
-    "scidocs",
-    "climate-fever",
-    "scifact",
-    "hotpotqa",
-    "fever",
+    "trec-covid", "nfcorpus", "nq", "fiqa", "arguana", "webis-touche2020", "quora", "cqadupstack", "dbpedia-entity",
+    "scidocs", "climate-fever", "scifact", "hotpotqa", "fever",
 )
 CQADUPSTACK_FORUMS: tuple[str, ...] = (
-    "android",
-    "english",
-    "gaming",
-    "gis",
-    "mathematica",
-    "physics",
-    "programmers",
-    "stats",
-    "tex",
-    "unix",
-    "webmasters",
-    "wordpress",
+    "android", "english", "gaming", "gis", "mathematica", "physics", "programmers", "stats", "tex", "unix",
+    "webmasters", "wordpress",
 )
 
 
 @dataclass(frozen=True)
 class BEIRTaskInfo:
-    """How a BEIR dataset is evaluated.
-
-    Attributes:
-        name: BEIR folder name.
-        mteb_name: The mteb task (``None`` when mteb has no single task for it).
-        ignore_identical_ids: Drop a retrieved document whose id equals the query id (mteb's per-task setting).
-        split: The evaluation split.
-    """
+    """How a BEIR dataset (by its folder name) is evaluated: its mteb task (``None`` when mteb has no single task for
+    it), whether a retrieved document whose id is the query's is dropped (mteb's per-task setting), its split."""
 
     name: str
     mteb_name: str | None
@@ -85,13 +55,8 @@ _BEIR_TASKS: dict[str, BEIRTaskInfo] = {
 
 
 def beir_task_info(name: str) -> BEIRTaskInfo:
-    """Settings for a BEIR dataset given its BEIR folder name or mteb task name (case-insensitive).
-
-    Args:
-        name: ``"scifact"``, ``"SciFact"``, ``"fiqa"``, ``"FiQA2018"``...
-
-    Returns:
-        The settings; unknown names get mteb's defaults (no mteb task, identical ids kept, ``test`` split).
+    """Settings for a BEIR dataset by its BEIR folder or mteb task name (``"fiqa"``, ``"FiQA2018"``, any case);
+    unknown names get mteb's defaults (no mteb task, identical ids kept, ``test`` split).
 
     Example:
         >>> beir_task_info("FiQA2018").ignore_identical_ids, beir_task_info("scifact").mteb_name

@@ -13,34 +13,18 @@ import numpy as np
 PROGRESS_BAR_MIN_TEXTS = 1000
 
 
-def encode_unique(
-    model: Any,
-    texts: Sequence[str],
-    batch_size: int = 64,
-    show_progress_bar: bool | None = None,
-    kind: str | None = None,
-    longest_first: bool = False,
-    **encode_kwargs: Any,
-) -> np.ndarray:
-    """Embed ``texts`` with one ``model.encode`` call over their distinct values.
-
-    One call over every distinct text pads least (``encode`` sorts its input by length) and shows one progress bar.
+def encode_unique(model: Any, texts: Sequence[str], batch_size: int = 64, show_progress_bar: bool | None = None,
+                  kind: str | None = None, longest_first: bool = False, **encode_kwargs: Any) -> np.ndarray:
+    """A float32 row per entry of ``texts`` from one ``model.encode`` call over their distinct values, which pads
+    least (``encode`` sorts its input by length) and shows one progress bar (by default from 1,000 texts).
 
     Args:
-        model: A ``SentenceTransformer`` (anything with a compatible ``encode``).
-        texts: Texts, duplicates allowed.
-        batch_size: Encoding batch size.
-        show_progress_bar: ``None`` shows one when there are at least 1,000 distinct texts.
         kind: ``"query"`` or ``"document"`` to use ``model.encode_query``/``encode_document`` (which apply the
             model's query/document prompts, as mteb does) when the model has them.
         longest_first: Hand ``encode`` the texts sorted longest first (mining does): a multi-process pool
             (``pool=`` in ``encode_kwargs``) splits its input into chunks before sorting, and sorted chunks pad
             little. Off, ``encode`` gets them in first-appearance order; the order changes a few embeddings in their
             last bits (batches are padded differently), so each caller keeps one order for repeatable numbers.
-        encode_kwargs: More arguments for ``encode`` (``normalize_embeddings``, ``pool``, ``device``...).
-
-    Returns:
-        A float32 array with one row per entry of ``texts``.
 
     Example:
         >>> class Lengths:  # a stand-in encoder: each text's length
@@ -58,14 +42,9 @@ def encode_unique(
         show_progress_bar = len(unique) >= PROGRESS_BAR_MIN_TEXTS
     by_length = np.argsort([-len(t) for t in unique], kind="stable") if longest_first else np.arange(len(unique))
     encode = getattr(model, f"encode_{kind}", None) if kind else None
-    encoded = (encode or model.encode)(
-        [unique[i] for i in by_length],
-        batch_size=batch_size,
-        show_progress_bar=show_progress_bar,
-        convert_to_numpy=True,
-        **encode_kwargs,
-    )
-    encoded = np.asarray(encoded, dtype=np.float32)
+    encoded = np.asarray((encode or model.encode)([unique[i] for i in by_length], batch_size=batch_size,
+                                                  show_progress_bar=show_progress_bar, convert_to_numpy=True,
+                                                  **encode_kwargs), dtype=np.float32)
     if encoded.ndim != 2 or encoded.shape[0] != len(unique):
         raise ValueError(f"model.encode returned shape {encoded.shape} for {len(unique)} distinct texts")
     embeddings = np.empty_like(encoded)
@@ -74,13 +53,7 @@ def encode_unique(
 
 
 def model_name(model: Any) -> str:
-    """A short display name for ``model``: its model-card name, else the folder it was loaded from.
-
-    Args:
-        model: A ``SentenceTransformer`` or anything else.
-
-    Returns:
-        The name (``"model"`` when nothing better is known).
+    """A short display name for ``model``: its model-card name, else the folder it was loaded from, else ``"model"``.
 
     Example:
         >>> model_name(object())

@@ -24,15 +24,7 @@ from .loaders import PathLike, STSPairs, load_sts
 
 @dataclass
 class GeometryResult:
-    """Alignment and uniformity (lower is better).
-
-    Attributes:
-        alignment: Mean squared distance of positive pairs.
-        uniformity: Log of the mean Gaussian potential over distinct sentence pairs.
-        n_positive_pairs: Pairs counted for alignment.
-        n_sentences: Distinct sentences counted for uniformity.
-        source: Where the pairs came from.
-    """
+    """Alignment over ``n_positive_pairs`` and uniformity over ``n_sentences`` distinct sentences (lower is better)."""
 
     alignment: float
     uniformity: float
@@ -44,27 +36,16 @@ class GeometryResult:
         return dict(self.__dict__)
 
     def to_markdown(self) -> str:
-        return markdown_table(
-            ["metric", "value"],
-            [[k, f"{v:.4f}" if isinstance(v, float) else str(v)] for k, v in self.to_dict().items()],
-        )
+        return markdown_table(["metric", "value"],
+                              [[k, f"{v:.4f}" if isinstance(v, float) else str(v)] for k, v in self.to_dict().items()])
 
     def __str__(self) -> str:
-        return (
-            f"alignment {self.alignment:.4f} ({self.n_positive_pairs} positive pairs)  "
-            f"uniformity {self.uniformity:.4f} ({self.n_sentences} sentences)"
-        )
+        return (f"alignment {self.alignment:.4f} ({self.n_positive_pairs} positive pairs)  "
+                f"uniformity {self.uniformity:.4f} ({self.n_sentences} sentences)")
 
 
 def alignment_loss(x: torch.Tensor, y: torch.Tensor, alpha: float = 2.0) -> float:
-    """Mean ``||x_i - y_i||^alpha`` over rows of two L2-normalised embedding matrices.
-
-    Args:
-        x, y: Paired embeddings, shape ``(n, d)``.
-        alpha: Exponent.
-
-    Returns:
-        The alignment.
+    """Mean ``||x_i - y_i||^alpha`` over the rows of two L2-normalised ``(n, d)`` embedding matrices.
 
     Example:
         >>> round(alignment_loss(torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]])), 4)
@@ -74,17 +55,8 @@ def alignment_loss(x: torch.Tensor, y: torch.Tensor, alpha: float = 2.0) -> floa
 
 
 def uniformity_loss(x: torch.Tensor, t: float = 2.0, chunk_size: int = 4096) -> float:
-    """``log mean_{i<j} exp(-t ||x_i - x_j||^2)`` over the rows of an L2-normalised embedding matrix.
-
-    Computed block by block so that tens of thousands of sentences fit in memory.
-
-    Args:
-        x: Embeddings, shape ``(n, d)`` with ``n >= 2``.
-        t: Temperature.
-        chunk_size: Rows per block.
-
-    Returns:
-        The uniformity.
+    """``log mean_{i<j} exp(-t ||x_i - x_j||^2)`` over the rows (2 or more) of an L2-normalised ``(n, d)`` matrix,
+    ``chunk_size`` rows at a time so that tens of thousands of sentences fit in memory.
 
     Example:
         >>> round(uniformity_loss(torch.tensor([[1.0, 0.0], [-1.0, 0.0]])), 4)  # distance^2 = 4: log e^-8
@@ -104,28 +76,10 @@ def uniformity_loss(x: torch.Tensor, t: float = 2.0, chunk_size: int = 4096) -> 
     return float(torch.log(total / (n * (n - 1) / 2)))
 
 
-def evaluate_alignment_uniformity(
-    model: Any,
-    source: PathLike | STSPairs,
-    positive_above: float = 4.0,
-    batch_size: int = 64,
-    show_progress_bar: bool | None = None,
-) -> GeometryResult:
-    """Alignment and uniformity of ``model`` on STS pairs (SimCSE's Figure 2 / paper 001's Figure 3 protocol).
-
-    Args:
-        model: A ``SentenceTransformer``.
-        source: STS-B pairs, a SentEval folder (STS-B test), ``"mteb"``, or a sentence1/sentence2/score file/folder.
-        positive_above: Pairs with a gold score strictly above this are positives (SimCSE: 4.0 on a 0-5 scale).
-        batch_size: Encoding batch size.
-        show_progress_bar: ``None``: shown for 1,000+ sentences.
-
-    Returns:
-        Both numbers.
-
-    Example:
-        >>> print(evaluate_alignment_uniformity(model, "../shared/data/senteval"))  # doctest: +SKIP
-    """
+def evaluate_alignment_uniformity(model: Any, source: PathLike | STSPairs, positive_above: float = 4.0,
+                                  batch_size: int = 64, show_progress_bar: bool | None = None) -> GeometryResult:
+    """Alignment and uniformity of ``model`` on STS-B test pairs (anything :func:`~st_infocse.evaluation.load_sts`
+    reads), as SimCSE's Figure 2 and paper 001's Figure 3: positives are pairs scored above ``positive_above``."""
     pairs = load_sts(source, task="STS-B", split="test")
     positives = [i for i, s in enumerate(pairs.scores) if s > positive_above]
     if not positives:

@@ -10,7 +10,6 @@ token) is the information ``h`` carries about the masked tokens, as far as this 
 from __future__ import annotations
 
 import csv
-import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,19 +25,12 @@ from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
 
-logger = logging.getLogger(__name__)
-
 METRICS = ("loss", "accuracy", "loss_shuffled", "accuracy_shuffled", "information_gain", "accuracy_gap")
 
 
 class _HasDecoder(Protocol):
     decoder: AuxiliaryDecoder
     mask_rate: float
-
-
-def _shift_within(batch: int) -> torch.Tensor:
-    """Each row takes the next row's embedding (a derangement for batches of 2 or more)."""
-    return torch.roll(torch.arange(batch), shifts=-1)
 
 
 def _training_mask_rate(source: Any) -> float:
@@ -58,80 +50,39 @@ def _training_mask_rate(source: Any) -> float:
 
 def _batch_bounds(count: int, size: int) -> list[tuple[int, int]]:
     """Batches of ``size``; a lone last sentence joins the previous batch (it has no other embedding to borrow)."""
-    bounds = [(start, min(start + size, count)) for start in range(0, count, size)]
-    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] == 1:
-        last = bounds.pop()
-        bounds[-1] = (bounds[-1][0], last[1])
-    return bounds
+    starts = list(range(0, count, size))
+    if len(starts) > 1 and count - starts[-1] == 1:
+        starts.pop()
+    return list(zip(starts, [*starts[1:], count], strict=True))
 
 
 class ConditionalMLMEvaluator(BaseEvaluator):
     """Auxiliary-MLM loss and accuracy with each sentence's own embedding ``h`` and with a shuffled one.
 
-    The sentences are tokenized with the model's tokenizer, masked once with a seeded masker (the 80/10/10 rule of
-    training), and scored by the decoder under ``torch.no_grad`` in eval mode. The shuffled score gives sentence
-    ``i`` the embedding of sentence ``i + 1`` of its batch, so the lower layers' view of the masked sentence is
-    unchanged and only ``h`` is wrong. Reported (prefixed with ``name``):
-
-    - ``loss`` / ``accuracy``: cross-entropy and top-1 accuracy on the masked tokens with the true ``h``;
-    - ``loss_shuffled`` / ``accuracy_shuffled``: the same with another sentence's ``h``;
-    - ``information_gain``: ``loss_shuffled - loss``, nats per masked token that ``h`` saves the decoder (the primary
-      metric; about 0 when the decoder ignores ``h``);
-    - ``accuracy_gap``: ``accuracy - accuracy_shuffled``.
-
-    Pass the training loss (an ``InfoCSELoss``, ``CMLMCSELoss``, ``ConditionalMLMLoss`` or
-    ``AuxiliaryPretrainingLoss``) to follow its live decoder during training, or a fixed decoder (an
-    :class:`~st_infocse.modeling.AuxiliaryDecoder` or a folder written by its ``save_pretrained``) to score any
-    model, e.g. a SimCSE-trained one, with the same frozen decoder. A decoder trained on a model's frozen
-    embeddings comes from :func:`st_infocse.training.train_probe_decoder`.
+    The sentences are tokenized with the model's tokenizer, masked once with a seeded masker (training's 80/10/10
+    rule, so every call scores the same tokens) and scored by the decoder in eval mode. The shuffled score gives
+    sentence ``i`` the embedding of sentence ``i + 1`` of its batch, so the lower layers' view of the masked sentence
+    is unchanged and only ``h`` is wrong. Reported, prefixed with ``name``: ``loss``/``accuracy`` (cross-entropy and
+    top-1 accuracy on the masked tokens), ``loss_shuffled``/``accuracy_shuffled``, ``information_gain`` (the shuffled
+    loss minus the true one: nats per masked token that ``h`` saves the decoder, about 0 when it ignores ``h``; the
+    primary metric) and ``accuracy_gap``. Used as in the evaluation guide.
 
     Args:
-        sentences: held-out sentences (at least 2 per batch; use a few hundred).
-        decoder: a loss holding a ``decoder`` (read at each call), an ``AuxiliaryDecoder``, or a decoder folder.
-        mask_rate: share of real tokens masked; None (default): the loss's, or for a bare decoder InfoCSE's preset
-            for the depth of the encoder it was built from (0.40; 0.30 from 24 layers; ``st_infocse/losses/registry.py``).
-        batch_size: sentences per decoder pass, and the group within which ``h`` is shuffled.
-        max_seq_length: tokenization length; defaults to the model's.
-        seed: seeds the masks, so every call scores the same masked tokens.
-        name: prefix of the reported metrics.
-        show_progress_bar: show a progress bar over the batches.
-        write_csv: append the metrics to ``conditional_mlm_evaluation_{name}_results.csv`` in ``output_path``.
-
-    Example:
-        ::
-
-            from datasets import Dataset
-            from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
-            from sentence_transformers.base.modules import Transformer
-            from sentence_transformers.sentence_transformer.modules import Pooling
-            from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
-            from st_infocse import losses
-            from st_infocse.evaluation import ConditionalMLMEvaluator
-
-            encoder = Transformer("bert-base-uncased", max_seq_length=32)
-            model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
-            loss = losses.InfoCSELoss(model, lambda_=1e-5)
-            held_out = ["A man is playing a guitar.", "The cat sleeps on the sofa.", "Stocks fell on Monday."]
-            evaluator = ConditionalMLMEvaluator(held_out, decoder=loss, name="aux")
-            print(evaluator(model))  # {'aux_loss': ..., 'aux_information_gain': ..., ...}
-            args = SentenceTransformerTrainingArguments("out", eval_strategy="steps", eval_steps=50)
-            train = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."] * 64})
-            SentenceTransformerTrainer(model=model, args=args, train_dataset=train, loss=loss,
-                                       evaluator=evaluator).train()
+        sentences: Held-out sentences (a few hundred; at least 2 per batch).
+        decoder: The training loss (an ``InfoCSELoss``, ``CMLMCSELoss``, ``ConditionalMLMLoss`` or
+            ``AuxiliaryPretrainingLoss``, whose live decoder is read at each call), or a fixed
+            :class:`~st_infocse.modeling.AuxiliaryDecoder` or folder written by its ``save_pretrained`` (to score any
+            model with the same frozen decoder, e.g. one from :func:`st_infocse.training.train_probe_decoder`).
+        mask_rate: Share of real tokens masked; None: the loss's, or for a bare decoder InfoCSE's preset for the
+            depth of the encoder it was built from.
+        batch_size: Sentences per decoder pass, and the group within which ``h`` is shuffled.
+        max_seq_length: Tokenization length; None: the model's.
+        write_csv: Append the metrics to ``conditional_mlm_evaluation_{name}_results.csv`` in ``output_path``.
     """
 
-    def __init__(
-        self,
-        sentences: Sequence[str],
-        decoder: AuxiliaryDecoder | _HasDecoder | str | os.PathLike,
-        mask_rate: float | None = None,
-        batch_size: int = 64,
-        max_seq_length: int | None = None,
-        seed: int = 0,
-        name: str = "",
-        show_progress_bar: bool = False,
-        write_csv: bool = True,
-    ) -> None:
+    def __init__(self, sentences: Sequence[str], decoder: AuxiliaryDecoder | _HasDecoder | str | os.PathLike,
+                 mask_rate: float | None = None, batch_size: int = 64, max_seq_length: int | None = None, seed: int = 0,
+                 name: str = "", show_progress_bar: bool = False, write_csv: bool = True) -> None:
         super().__init__()
         sentences = list(sentences)
         blank = [i for i, s in enumerate(sentences) if not isinstance(s, str) or not s.strip()]
@@ -146,10 +97,8 @@ class ConditionalMLMEvaluator(BaseEvaluator):
         if isinstance(decoder, str | os.PathLike):
             decoder = AuxiliaryDecoder.from_pretrained(decoder)
         if not isinstance(decoder, AuxiliaryDecoder) and not isinstance(getattr(decoder, "decoder", None), nn.Module):
-            raise TypeError(
-                "decoder must be an AuxiliaryDecoder, a folder written by its save_pretrained, or a loss with a "
-                f"`decoder` attribute; got {type(decoder).__name__}"
-            )
+            raise TypeError("decoder must be an AuxiliaryDecoder, a folder written by its save_pretrained, or a loss "
+                            f"with a `decoder` attribute; got {type(decoder).__name__}")
         self.sentences = sentences
         self.source = decoder
         self.mask_rate = mask_rate if mask_rate is not None else _training_mask_rate(decoder)
@@ -170,9 +119,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
         # Stage 1 shares the encoder's lower layers; its untied copy holds their current weights.
         return untied() if callable(untied) else self.source.decoder
 
-    def __call__(
-        self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1
-    ) -> dict[str, float]:
+    def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict:
         decoder = self.decoder
         parts = find_encoder_parts(model)
         decoder.check_compatible(model)
@@ -194,12 +141,8 @@ class ConditionalMLMEvaluator(BaseEvaluator):
             model.train(model_was_training)
             decoder.train(decoder_was_training)
         total = max(sums["total"], 1.0)
-        metrics = {
-            "loss": sums["loss"] / total,
-            "accuracy": sums["correct"] / total,
-            "loss_shuffled": sums["loss_shuffled"] / total,
-            "accuracy_shuffled": sums["correct_shuffled"] / total,
-        }
+        metrics = {name: sums[key] / total for name, key in (("loss", "loss"), ("accuracy", "correct"),
+                   ("loss_shuffled", "loss_shuffled"), ("accuracy_shuffled", "correct_shuffled"))}
         metrics["information_gain"] = metrics["loss_shuffled"] - metrics["loss"]
         metrics["accuracy_gap"] = metrics["accuracy"] - metrics["accuracy_shuffled"]
         metrics["masked_tokens"] = sums["total"]
@@ -209,16 +152,8 @@ class ConditionalMLMEvaluator(BaseEvaluator):
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
 
-    def _score_batch(
-        self,
-        model: Any,
-        decoder: AuxiliaryDecoder,
-        masker: TokenMasker,
-        batch: list[str],
-        length: int,
-        device: torch.device,
-        sums: dict[str, float],
-    ) -> None:
+    def _score_batch(self, model: Any, decoder: AuxiliaryDecoder, masker: TokenMasker, batch: list[str], length: int,
+                     device: torch.device, sums: dict[str, float]) -> None:
         previous = model.max_seq_length
         model.max_seq_length = length
         try:
@@ -230,10 +165,10 @@ class ConditionalMLMEvaluator(BaseEvaluator):
         masked, labels = masker(features["input_ids"], features["attention_mask"])
         token_types = features.get("token_type_ids")
         lower = decoder.lower_hidden_states(masked, features["attention_mask"], token_types)
-        for key, embedding in (("", h), ("_shuffled", h[_shift_within(len(batch)).to(device)])):
+        shifted = h[torch.roll(torch.arange(len(batch)), shifts=-1).to(device)]  # row i takes row i + 1's h
+        for key, embedding in (("", h), ("_shuffled", shifted)):
             out = decoder(embedding, masked, features["attention_mask"], labels, lower_hidden=lower)
-            count = float(out.total)
-            sums["loss" + key] += float(out.loss) * count
+            sums["loss" + key] += float(out.loss) * float(out.total)
             sums["correct" + key] += float(out.correct)
         sums["total"] += float(out.total)
 

@@ -17,14 +17,8 @@ from .loaders import PathLike, STSPairs, load_sts
 
 @dataclass
 class InDomainRetrievalResult:
-    """Recall@k x100 of finding ``s2`` from ``s1`` among all STS-B test sentences.
-
-    Attributes:
-        recall: k -> recall x100.
-        n_queries: Pairs with the gold score (97 on STS-B test).
-        n_corpus: Corpus size (every sentence slot: 2,758 on STS-B test).
-        source: Where the pairs came from.
-    """
+    """Recall@k x100 (k -> recall) of finding ``s2`` from ``s1`` among all STS-B test sentences: ``n_queries`` pairs
+    with the gold score (97 on STS-B test) among ``n_corpus`` sentence slots (2,758)."""
 
     recall: dict[int, float]
     n_queries: int
@@ -32,52 +26,27 @@ class InDomainRetrievalResult:
     source: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "scale": SCALE_X100,
-            "recall": {f"R@{k}": v for k, v in self.recall.items()},
-            "n_queries": self.n_queries,
-            "n_corpus": self.n_corpus,
-            "source": self.source,
-        }
+        return {"scale": SCALE_X100, "recall": {f"R@{k}": v for k, v in self.recall.items()},
+                "n_queries": self.n_queries, "n_corpus": self.n_corpus, "source": self.source}
 
     def to_markdown(self) -> str:
-        header = ["", *(f"R@{k}" for k in self.recall)]
-        return markdown_table(
-            header, [[f"recall ({self.n_queries} queries)", *(f"{v:.2f}" for v in self.recall.values())]]
-        )
+        return markdown_table(["", *(f"R@{k}" for k in self.recall)],
+                              [[f"recall ({self.n_queries} queries)", *(f"{v:.2f}" for v in self.recall.values())]])
 
     def __str__(self) -> str:
         return "  ".join(f"R@{k} {v:.2f}" for k, v in self.recall.items()) + f"  ({self.n_queries} queries)"
 
 
-def evaluate_in_domain_retrieval(
-    model: Any,
-    source: PathLike | STSPairs,
-    gold_score: float = 5.0,
-    k_values: Sequence[int] = (1, 5, 10),
-    batch_size: int = 64,
-    show_progress_bar: bool | None = None,
-) -> InDomainRetrievalResult:
-    """In-domain retrieval on STS-B test (paper 000, Table 11): query ``s1`` of each gold-5.0 pair, find ``s2``.
+def evaluate_in_domain_retrieval(model: Any, source: PathLike | STSPairs, gold_score: float = 5.0,
+                                 k_values: Sequence[int] = (1, 5, 10), batch_size: int = 64,
+                                 show_progress_bar: bool | None = None) -> InDomainRetrievalResult:
+    """In-domain retrieval on STS-B test (paper 000, Table 11): query ``s1`` of each pair scored ``gold_score``, find
+    ``s2`` among every sentence slot of the test set (both sides of every pair); ``source`` is anything
+    :func:`~st_infocse.evaluation.load_sts` reads.
 
-    The corpus is every sentence slot of the test set (both sides of every pair: 2,758 sentences, 97 queries
-    on STS-B test). A query never retrieves itself: its own slot and other slots holding exactly the query's
-    text are left out of its ranking (a duplicate of the query is not a neighbour), unless that text is also
-    the answer. A hit at k: a slot holding the answer's text ranks in the top k (ties count in its favour).
-
-    Args:
-        model: A ``SentenceTransformer``.
-        source: STS-B test pairs, a SentEval folder, ``"mteb"``, or a sentence1/sentence2/score file or folder.
-        gold_score: Gold score that marks a query/answer pair.
-        k_values: Recall cut-offs.
-        batch_size: Encoding batch size.
-        show_progress_bar: ``None``: shown for 1,000+ sentences.
-
-    Returns:
-        Recall@k x100.
-
-    Example:
-        >>> print(evaluate_in_domain_retrieval(model, "../shared/data/senteval"))  # doctest: +SKIP
+    A query never retrieves itself: its own slot and other slots holding exactly its text are left out of its
+    ranking (a duplicate of the query is not a neighbour), unless that text is also the answer. A hit at k: a slot
+    holding the answer's text ranks in the top k (ties count in its favour).
     """
     pairs = load_sts(source, task="STS-B", split="test")
     slots = [*pairs.sentences1, *pairs.sentences2]

@@ -15,13 +15,11 @@ the distillation teacher fuse the same runs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from ._deps import require
-
-__all__ = ["FUSIONS", "FUSION_DEPTH", "LexicalSettings", "bm25_search", "fuse_runs", "reference_runs"]
 
 Run = dict[str, dict[str, float]]  # query id -> {document id -> score}, the format beir and pytrec_eval read
 FUSIONS = ("minmax", "rrf")
@@ -31,17 +29,9 @@ FUSION_DEPTH = 100
 
 @dataclass(frozen=True)
 class LexicalSettings:
-    """How BM25 tokenises, and how the hybrid fuses.
-
-    Attributes:
-        language: The stemmer's and the stop words' language (``"english"``; the Snowball languages of PyStemmer,
-            the stop-word languages of ``bm25s``).
-        stem: Stem every token (Snowball).
-        stopwords: Drop the language's stop words.
-        fusion: ``"minmax"`` (each run's scores min-max normalised per query, then ``weight`` x BM25 + (1 - weight)
-            x dense) or ``"rrf"`` (reciprocal rank fusion, 1 / (60 + rank) summed).
-        weight: BM25's weight in ``"minmax"`` fusion.
-    """
+    """How BM25 tokenises (the Snowball stemmer's and ``bm25s``' stop words' ``language``), and how the hybrid fuses:
+    ``"minmax"`` (each run's scores min-max normalised per query, then ``weight`` x BM25 + (1 - ``weight``) x dense)
+    or ``"rrf"`` (reciprocal rank fusion, 1 / (60 + rank) summed)."""
 
     language: str = "english"
     stem: bool = True
@@ -66,16 +56,8 @@ class LexicalSettings:
 def bm25_search(
     corpus: Mapping[str, str], queries: Mapping[str, str], top_k: int = 100, settings: LexicalSettings | None = None
 ) -> Run:
-    """Each query's ``top_k`` documents by BM25.
-
-    Args:
-        corpus: Document id -> text (title and text joined, as the dense search reads them).
-        queries: Query id -> text.
-        top_k: Documents kept per query (fewer when the corpus is smaller).
-        settings: Tokenisation (default: English, stemmed, without stop words).
-
-    Returns:
-        Query id -> {document id -> BM25 score}, documents with a score of 0 left out.
+    """Each query's ``top_k`` documents by BM25 (query id -> {document id -> score}, scores of 0 left out); the
+    corpus is document id -> text as the dense search reads it.
 
     Example:
         >>> run = bm25_search({"d1": "cats sit on mats", "d2": "dogs run"}, {"q": "a cat sat"}, top_k=2)
@@ -117,24 +99,16 @@ def fuse_runs(dense: Run, lexical: Run, settings: LexicalSettings | None = None)
                                for doc in a.keys() | b.keys()}
         else:
             norm_a, norm_b = _min_max(a), _min_max(b)
-            fused[query_id] = {doc: (1 - settings.weight) * norm_a.get(doc, 0.0) + settings.weight * norm_b.get(doc, 0.0)
+            weight = settings.weight
+            fused[query_id] = {doc: (1 - weight) * norm_a.get(doc, 0.0) + weight * norm_b.get(doc, 0.0)
                                for doc in sorted(a.keys() | b.keys())}
     return fused
 
 
 def reference_runs(dense: Run, corpus: Mapping[str, str], queries: Mapping[str, str],
                    settings: LexicalSettings | None = None, depth: int = FUSION_DEPTH) -> dict[str, Run]:
-    """BM25's run and its hybrid with ``dense``, each cut to ``depth`` documents per query before fusion.
-
-    Args:
-        dense: The model's run (query id -> {document id -> score}), at least ``depth`` deep where the corpus allows.
-        corpus: Document id -> text, as the dense search read it.
-        queries: Query id -> text.
-        settings: BM25's tokenisation and the fusion.
-        depth: Documents per query of each run.
-
-    Returns:
-        ``{"BM25": run, "hybrid": run}``.
+    """``{"BM25": run, "hybrid": run}``: BM25's run and its hybrid with ``dense`` (the model's run, at least ``depth``
+    deep where the corpus allows), each cut to ``depth`` documents per query before fusion.
 
     Example:
         >>> runs = reference_runs({"q": {"d2": 0.9, "d1": 0.1}}, {"d1": "cats sit", "d2": "dogs run"}, {"q": "a cat"})
@@ -148,13 +122,11 @@ def reference_runs(dense: Run, corpus: Mapping[str, str], queries: Mapping[str, 
 
 
 def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
-    order: Sequence[str] = sorted(scores, key=lambda doc: (-scores[doc], doc))
-    return {doc: rank for rank, doc in enumerate(order, start=1)}
+    return {doc: rank for rank, doc in enumerate(sorted(scores, key=lambda doc: (-scores[doc], doc)), start=1)}
 
 
 def _min_max(scores: Mapping[str, float]) -> dict[str, float]:
     if not scores:
         return {}
-    low, high = min(scores.values()), max(scores.values())
-    span = high - low
+    low, span = min(scores.values()), max(scores.values()) - min(scores.values())
     return {doc: (value - low) / span if span > 0 else 1.0 for doc, value in scores.items()}

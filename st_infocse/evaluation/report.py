@@ -1,8 +1,8 @@
 """Results out: JSON, markdown tables, and plots (matplotlib, from the ``eval`` extra).
 
-Tables and plots show every score x100 as the papers do. The JSON keeps each result's own values and says
-which scale they are on in its ``"scale"`` field: ``"x100"`` (STS, transfer, in-domain recall) or ``"0-1"``
-(BEIR metrics, as beir and mteb return them). Alignment and uniformity are distances, not scores: left as is.
+Tables and plots show every score x100 as the papers do; the JSON keeps each result's own values and names their
+scale in ``"scale"``: ``"x100"`` (STS, transfer, in-domain recall) or ``"0-1"`` (BEIR metrics, as beir and mteb
+return them). Alignment and uniformity are distances, not scores: left as is.
 """
 
 from __future__ import annotations
@@ -26,10 +26,7 @@ PathLike = str | Path
 
 
 def environment() -> dict[str, str]:
-    """Versions of the packages that shape the numbers, for the JSON.
-
-    Returns:
-        Package -> version (``"not installed"`` when absent), plus the Python version.
+    """Versions of Python and of the packages that shape the numbers (``"not installed"`` when absent), for the JSON.
 
     Example:
         >>> "python" in environment()
@@ -45,15 +42,8 @@ def environment() -> dict[str, str]:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Turn result objects (anything with ``to_dict``), numpy scalars and paths into JSON-ready values.
-
-    Non-finite floats become ``None`` (JSON has no NaN).
-
-    Args:
-        value: A result, or a dict/list of them.
-
-    Returns:
-        Plain dicts, lists, strings, numbers.
+    """Result objects (anything with ``to_dict``), numpy scalars and paths as JSON-ready values; non-finite floats
+    become ``None`` (JSON has no NaN).
 
     Example:
         >>> to_jsonable({"x": float("nan"), "p": Path("a")})
@@ -74,22 +64,10 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def write_json(
-    results: Mapping[str, Any],
-    path: PathLike,
-    include_environment: bool = True,
-    settings: Mapping[str, Any] | None = None,
-) -> Path:
-    """Write results (and the package versions) as indented JSON.
-
-    Args:
-        results: Name -> result object / dict / number.
-        path: Output file; parent folders are created.
-        include_environment: Add ``"environment"`` (versions) and ``"created"`` (UTC time).
-        settings: How the results were produced (model, ``max_seq_length``...), written first as ``"settings"``.
-
-    Returns:
-        The path written.
+def write_json(results: Mapping[str, Any], path: PathLike, include_environment: bool = True,
+               settings: Mapping[str, Any] | None = None) -> Path:
+    """Write results as indented JSON (parent folders created): ``settings`` (how they were produced) first, then
+    each result by name, then with ``include_environment`` the package versions and the UTC time.
 
     Example:
         >>> import tempfile
@@ -111,17 +89,7 @@ def write_json(
 
 
 def sts_markdown(results: Sequence[STSResult]) -> str:
-    """Several models' STS rows in one markdown table (the papers' Table 2 layout), notes below.
-
-    Args:
-        results: One result per model, same tasks.
-
-    Returns:
-        The markdown.
-
-    Example:
-        >>> print(sts_markdown([result_a, result_b]))  # doctest: +SKIP
-    """
+    """Several models' STS rows (same tasks) in one markdown table, the papers' Table 2 layout, notes below."""
     if not results:
         raise ValueError("no results")
     table = markdown_table(["Model", *results[0].scores], [r.row() for r in results])
@@ -130,19 +98,8 @@ def sts_markdown(results: Sequence[STSResult]) -> str:
 
 
 def markdown_report(results: Mapping[str, Any], settings: Mapping[str, Any] | None = None) -> str:
-    """One markdown document with a section per result (scores x100).
-
-    Args:
-        results: Title -> an ``STSResult`` (or a list of them), ``BEIRResult``, ``TransferResult``,
-            ``InDomainRetrievalResult``, ``GeometryResult``, or any JSON-able value.
-        settings: How the results were produced (model, ``max_seq_length``...): a first "Settings" section.
-
-    Returns:
-        The markdown.
-
-    Example:
-        >>> print(markdown_report({"STS": sts_result}))  # doctest: +SKIP
-    """
+    """One markdown document with a "Settings" section, then a section per result (scores x100): title -> an
+    ``STSResult`` (or a list of them), any :class:`EvaluationResult`, or any JSON-able value."""
     sections = []
     if settings:
         sections.append("## Settings\n\n" + "\n".join(f"- {key}: {_cell(v)}" for key, v in settings.items()))
@@ -174,67 +131,43 @@ def _figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
+def _grouped_bars(axes: Any, labels: Sequence[str], series: dict[str, list[float]], fontsize: int,
+                  horizontal: bool = False) -> None:
+    """One bar per series at each label, side by side, each bar labelled with its value."""
+    width = 0.8 / len(series)
+    for i, (name, values) in enumerate(series.items()):
+        positions = [t + (i - (len(series) - 1) / 2) * width for t in range(len(labels))]
+        bars = (axes.barh if horizontal else axes.bar)(positions, values, width, label=name)
+        axes.bar_label(bars, fmt="%.1f", fontsize=fontsize)
+
+
 def plot_sts(results: Sequence[STSResult], path: PathLike, reference: Mapping[str, float] | None = None) -> Path:
-    """Grouped bar chart of Spearman x100 per STS task, one bar per model.
-
-    Args:
-        results: One result per model.
-        path: Output image (``.png``, ``.svg``...).
-        reference: Optional task -> value drawn as black ticks (e.g. published numbers).
-
-    Returns:
-        The path written.
-
-    Example:
-        >>> plot_sts([result], "sts.png", reference={"STS12": 72.37})  # doctest: +SKIP
-    """
+    """Spearman x100 per STS task, a bar per model; ``reference`` (task -> value, e.g. published numbers) is drawn as
+    black ticks."""
     tasks = list(results[0].scores)
     # At most 10 inches wide, so that the labels stay readable where a documentation column shows it (~750 px).
     figure = _figure(min(10.0, 1.2 * len(tasks) + 2), 4.5)
     axes = figure.add_subplot()
-    width = 0.8 / len(results)
-    for i, result in enumerate(results):
-        positions = [t + (i - (len(results) - 1) / 2) * width for t in range(len(tasks))]
-        bars = axes.bar(positions, [result.scores.get(t, math.nan) for t in tasks], width, label=result.model)
-        axes.bar_label(bars, fmt="%.1f", fontsize=10)
+    _grouped_bars(axes, tasks, {r.model: [r.scores.get(t, math.nan) for t in tasks] for r in results}, 10)
     if reference:
         xs = [i for i, t in enumerate(tasks) if t in reference]
         axes.scatter(xs, [reference[tasks[i]] for i in xs], marker="_", s=400, color="black", label="reference")
     axes.set_xticks(range(len(tasks)), tasks, fontsize=11)
     axes.tick_params(axis="y", labelsize=10)
     axes.set_ylabel("Spearman x100 (cosine)", fontsize=11)
-    low = min(v for r in results for v in r.scores.values())
-    axes.set_ylim(max(0.0, low - 10), 100)
+    axes.set_ylim(max(0.0, min(v for r in results for v in r.scores.values()) - 10), 100)
     axes.legend(fontsize=10)
     return _save(figure, path)
 
 
 def plot_beir(results: Sequence[BEIRResult], path: PathLike, metric: str = "ndcg@10") -> Path:
-    """Horizontal bar chart of one retrieval metric (x100) per dataset, one bar per model.
-
-    Args:
-        results: One result per model.
-        path: Output image.
-        metric: Which metric (``"ndcg@10"``, ``"recall@100"``...).
-
-    Returns:
-        The path written.
-
-    Example:
-        >>> plot_beir([beir_result], "beir.png")  # doctest: +SKIP
-    """
+    """One retrieval metric (x100) per dataset, a horizontal bar per model."""
     datasets = list(results[0].datasets)
     figure = _figure(6, 0.5 * len(datasets) * max(1, len(results)) + 1.5)
     axes = figure.add_subplot()
-    height = 0.8 / len(results)
-    for i, result in enumerate(results):
-        positions = [d + (i - (len(results) - 1) / 2) * height for d in range(len(datasets))]
-        values = [
-            100 * result.datasets[d].metrics.get(metric, math.nan) if d in result.datasets else math.nan
-            for d in datasets
-        ]
-        bars = axes.barh(positions, values, height, label=result.model)
-        axes.bar_label(bars, fmt="%.1f", fontsize=7)
+    series = {r.model: [100 * r.datasets[d].metrics.get(metric, math.nan) if d in r.datasets else math.nan
+                        for d in datasets] for r in results}
+    _grouped_bars(axes, datasets, series, 7, horizontal=True)
     axes.set_yticks(range(len(datasets)), datasets)
     axes.invert_yaxis()
     axes.set_xlabel(f"{metric} x100")
@@ -243,41 +176,30 @@ def plot_beir(results: Sequence[BEIRResult], path: PathLike, metric: str = "ndcg
 
 
 def _log_history(source: Any) -> list[dict[str, Any]]:
-    if isinstance(source, (str, Path)):
-        path = Path(source)
-        if path.is_dir():
-            path = path / "trainer_state.json"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: file not found (expected a trainer_state.json)")
-        from transformers import TrainerState
-
-        try:
-            history = TrainerState.load_from_json(str(path)).log_history  # the trainer's own reader
-        except (json.JSONDecodeError, TypeError) as exc:
-            raise ValueError(f"{path}: not a trainer_state.json with a log_history ({exc})") from None
-        if not history:
-            raise ValueError(f"{path}: not a trainer_state.json with a log_history (none logged)")
-        return list(history)
     if hasattr(source, "log_history"):
         return list(source.log_history)
-    return list(source)
+    if not isinstance(source, (str, Path)):
+        return list(source)
+    path = Path(source)
+    if path.is_dir():
+        path = path / "trainer_state.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: file not found (expected a trainer_state.json)")
+    from transformers import TrainerState
+
+    try:
+        history = TrainerState.load_from_json(str(path)).log_history  # the trainer's own reader
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise ValueError(f"{path}: not a trainer_state.json with a log_history ({exc})") from None
+    if not history:
+        raise ValueError(f"{path}: not a trainer_state.json with a log_history (none logged)")
+    return list(history)
 
 
 def plot_training_curve(source: Any, path: PathLike, metric: str = STSB_DEV_METRIC) -> Path:
-    """Line plot of an evaluation metric over training steps, the best step marked.
-
-    Args:
-        source: A ``TrainerState`` (``trainer.state``), its ``log_history`` list, a ``trainer_state.json`` file,
-            or a checkpoint folder holding one.
-        path: Output image.
-        metric: Logged key (default: :func:`~st_infocse.evaluation.stsb_dev_evaluator`'s metric).
-
-    Returns:
-        The path written.
-
-    Example:
-        >>> plot_training_curve(trainer.state, "sts_dev.png")  # doctest: +SKIP
-    """
+    """An evaluation metric over training steps, the best step marked. ``source`` is a ``TrainerState``, its
+    ``log_history``, a ``trainer_state.json`` or a checkpoint folder holding one; ``metric`` a logged key (default:
+    :func:`~st_infocse.evaluation.stsb_dev_evaluator`'s)."""
     points = [(entry["step"], entry[metric]) for entry in _log_history(source) if metric in entry and "step" in entry]
     if not points:
         raise ValueError(f"no {metric!r} entries in the training log")
@@ -286,14 +208,8 @@ def plot_training_curve(source: Any, path: PathLike, metric: str = STSB_DEV_METR
     axes = figure.add_subplot()
     axes.plot(steps, values, marker="o", markersize=3)
     best = max(range(len(values)), key=values.__getitem__)
-    axes.annotate(
-        f"best {values[best]:.4f} @ {steps[best]}",
-        (steps[best], values[best]),
-        textcoords="offset points",
-        xytext=(0, 8),
-        ha="center",
-        fontsize=8,
-    )
+    axes.annotate(f"best {values[best]:.4f} @ {steps[best]}", (steps[best], values[best]),
+                  textcoords="offset points", xytext=(0, 8), ha="center", fontsize=8)
     axes.set_xlabel("step")
     axes.set_ylabel(metric)
     axes.grid(alpha=0.3)
@@ -307,33 +223,13 @@ def _save(figure: Any, path: PathLike) -> Path:
     return path
 
 
-def save_report(
-    results: Mapping[str, Any],
-    out_dir: PathLike,
-    name: str = "evaluation",
-    plots: bool = True,
-    settings: Mapping[str, Any] | None = None,
-) -> dict[str, Path]:
-    """Write ``<name>.json``, ``<name>.md`` and, when matplotlib is installed, a plot per STS/BEIR result.
-
-    Args:
-        results: Title -> result (see :func:`markdown_report`).
-        out_dir: Output folder.
-        name: File stem.
-        plots: Draw plots (skipped quietly when matplotlib is missing).
-        settings: How the results were produced (model, ``max_seq_length``...), recorded in both files.
-
-    Returns:
-        Kind (``"json"``, ``"markdown"``, ``"plot:<title>"``) -> path written.
-
-    Example:
-        >>> save_report({"STS": sts_result, "BEIR": beir_result}, "results")  # doctest: +SKIP
-    """
+def save_report(results: Mapping[str, Any], out_dir: PathLike, name: str = "evaluation", plots: bool = True,
+                settings: Mapping[str, Any] | None = None) -> dict[str, Path]:
+    """Write ``<name>.json``, ``<name>.md`` and, with ``plots`` and matplotlib installed, a plot per STS/BEIR result;
+    returns kind (``"json"``, ``"markdown"``, ``"plot:<title>"``) -> path written."""
     out_dir = Path(out_dir)
-    written = {
-        "json": write_json(results, out_dir / f"{name}.json", settings=settings),
-        "markdown": out_dir / f"{name}.md",
-    }
+    written = {"json": write_json(results, out_dir / f"{name}.json", settings=settings),
+               "markdown": out_dir / f"{name}.md"}
     written["markdown"].write_text(markdown_report(results, settings), encoding="utf-8")
     if not plots:
         return written
@@ -343,8 +239,7 @@ def save_report(
         return written
     for title, value in results.items():
         slug = "".join(c if c.isalnum() else "_" for c in title.lower()).strip("_")
-        if isinstance(value, STSResult):
-            written[f"plot:{title}"] = plot_sts([value], out_dir / f"{name}_{slug}.png")
-        elif isinstance(value, BEIRResult):
-            written[f"plot:{title}"] = plot_beir([value], out_dir / f"{name}_{slug}.png")
+        plot = plot_sts if isinstance(value, STSResult) else plot_beir if isinstance(value, BEIRResult) else None
+        if plot is not None:
+            written[f"plot:{title}"] = plot([value], out_dir / f"{name}_{slug}.png")
     return written

@@ -10,14 +10,11 @@ import numpy as np
 
 from ._format import SCALE_X100, markdown_table, text_table
 
-__all__ = ["EvaluationResult", "TaskTableResult"]
-
 
 @runtime_checkable
 class EvaluationResult(Protocol):
-    """What :func:`~st_infocse.evaluation.markdown_report` and :func:`~st_infocse.evaluation.write_json` need of a
-    result: a JSON-able dict (scores x100, the scale named) and a markdown section. ``str(result)`` is the line the
-    command line prints."""
+    """What the report and the JSON need of a result: a JSON-able dict (the scale named) and a markdown section;
+    ``str(result)`` is what the command line prints."""
 
     def to_dict(self) -> dict[str, Any]: ...
 
@@ -26,8 +23,8 @@ class EvaluationResult(Protocol):
 
 @dataclass
 class TaskTableResult:
-    """One model's row over several tasks (scores x100) with the papers' plain average: the one formatter of the STS
-    and transfer results. A subclass names the field of its task results that is the score (``score_field``)."""
+    """One model's row over several tasks (scores x100) with the papers' plain average, for the STS and transfer
+    results; ``score_field`` names the field of a task result that is its score."""
 
     model: str
     tasks: dict[str, Any]
@@ -48,8 +45,8 @@ class TaskTableResult:
         return {**{name: self.task_score(t) for name, t in self.tasks.items()}, "Avg.": self.average}
 
     def row(self) -> list[str]:
-        """The table row's cells: model name, each task, the average (2 decimals; "collapsed" where a model's
-        similarities were constant, so that no correlation exists)."""
+        """Model name, each task, the average (2 decimals; "collapsed" where no correlation exists: constant
+        similarities)."""
         return [self.model] + ["collapsed" if math.isnan(v) else f"{v:.2f}" for v in self.scores.values()]
 
     def to_markdown(self) -> str:

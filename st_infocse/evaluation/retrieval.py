@@ -1,18 +1,11 @@
-"""Retrieval: one evaluator for training time and the command line, its result types, and BM25 beside it (the BEIR
-datasets by name or folder are read and averaged in :mod:`~st_infocse.evaluation.beir`).
+"""Retrieval: one evaluator for training time and the command line, its result types, and BM25 beside it (BEIR
+datasets by name or folder are in :mod:`~st_infocse.evaluation.beir`).
 
-:class:`RetrievalEvaluator` is sentence-transformers' ``InformationRetrievalEvaluator`` (its encoding with
-``encode_query``/``encode_document``, its exact search with the model's own similarity, its logged keys), with every
-metric taken from one pytrec_eval evaluation of its hits: graded relevance and trec_eval's tie order, as beir and mteb
-score, so each query's score is kept and the logged mean is the queries' mean. Its run is also what BM25's hybrid is
-fused with (:func:`~st_infocse.evaluation.lexical.reference_runs`).
-
-Documents are read as ``title + " " + text`` (stripped) as mteb does, and query-document id collisions are
-ignored only for the datasets where mteb does so (ArguAna, FiQA, Quora, FEVER, MS MARCO), not beir's blanket
-default.
-
-Scales: the metrics stay in [0, 1] as beir and mteb return them (attributes and ``to_dict``, labelled
-``"scale": "0-1"``); printed and markdown tables show them x100 as the papers do.
+:class:`RetrievalEvaluator` is sentence-transformers' ``InformationRetrievalEvaluator`` with every metric taken from
+one pytrec_eval evaluation of its hits (graded relevance, trec_eval's tie order, as beir and mteb score), so each
+query's score is kept and the logged mean is the queries' mean. Documents are read as ``title + " " + text`` as mteb
+does; query-document id collisions are ignored only where mteb does so (:func:`beir_task_info`). Metrics stay in
+[0, 1] as beir and mteb return them (``"scale": "0-1"`` in JSON); tables show them x100.
 """
 
 from __future__ import annotations
@@ -46,15 +39,14 @@ _CUTOFFS = {"accuracy": "accuracy_at_k", "precision": "precision_recall_at_k", "
             "mrr": "mrr_at_k", "ndcg": "ndcg_at_k", "map": "map_at_k"}
 # the metrics a result reports, as beir's EvaluateRetrieval and mteb's retrieval tasks name them
 _BEIR_METRICS = ("ndcg", "map", "recall", "precision")
-_IR_LOGGER = "sentence_transformers.sentence_transformer.evaluation.information_retrieval"
 #: The loggers whose per-metric INFO lines ``st-infocse evaluate`` holds back unless given a level (``--verbose``).
-RETRIEVAL_LOGGERS = ("beir", _IR_LOGGER)
+RETRIEVAL_LOGGERS = ("beir", "sentence_transformers.sentence_transformer.evaluation.information_retrieval")
 
 
 @contextmanager
 def quiet_logs(names: Sequence[str] = RETRIEVAL_LOGGERS) -> Iterator[None]:
-    """Hold back the INFO records of ``names`` (a line per metric and cut-off) while keeping warnings and errors; a
-    level already set on one of them is the user's choice and is left alone.
+    """Hold back the INFO records of ``names`` (a line per metric and cut-off), keeping warnings; a level already set
+    on one of them is the user's choice and is left alone.
 
     Example:
         >>> with quiet_logs():
@@ -73,18 +65,10 @@ def quiet_logs(names: Sequence[str] = RETRIEVAL_LOGGERS) -> Iterator[None]:
 
 def per_query_metrics(qrels: Mapping[str, Mapping[str, int]], run: Run, metrics: Sequence[str] = ("ndcg@10",),
                       ignore_identical_ids: bool = False) -> dict[str, dict[str, float]]:
-    """Each query's score for ``metrics`` from one pytrec_eval evaluation (graded relevance, trec_eval's order:
-    score, then document id descending); their mean over queries is what beir and mteb report.
-
-    Args:
-        qrels: Query id -> {document id -> relevance}.
-        run: Query id -> {document id -> score}.
-        metrics: ``"ndcg@10"``, ``"map@100"``, ``"recall@100"``, ``"precision@10"``, ``"accuracy@1"`` (a relevant
-            document in the top k) or ``"mrr@10"`` (reciprocal rank of the first relevant document in the top k).
-        ignore_identical_ids: Drop retrieved documents whose id equals the query id.
-
-    Returns:
-        Metric -> {query id -> score in [0, 1]}, for every query that has both judgements and results.
+    """Metric -> {query id -> score in [0, 1]} from one pytrec_eval evaluation, for every query with judgements and
+    results; their mean over queries is what beir and mteb report. ``metrics`` are ``"ndcg@10"``, ``"map@100"``,
+    ``"recall@100"``, ``"precision@10"``, ``"accuracy@1"`` (a relevant document in the top k) or ``"mrr@10"``;
+    ``ignore_identical_ids`` drops retrieved documents whose id is the query's.
 
     Example:
         >>> per_query_metrics({"q": {"d1": 1}}, {"q": {"d2": 0.9, "d1": 0.1}}, ["ndcg@1", "recall@2", "mrr@10"])
@@ -111,6 +95,10 @@ def per_query_metrics(qrels: Mapping[str, Mapping[str, int]], run: Run, metrics:
     return {metric: out[metric] for metric in metrics}
 
 
+def _means(scores: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    return {metric: float(np.mean(list(by_query.values()))) for metric, by_query in scores.items()}
+
+
 def retrieval_metrics(qrels: Mapping[str, Mapping[str, int]], run: Run, k_values: Sequence[int] = DEFAULT_K_VALUES,
                       ignore_identical_ids: bool = False) -> dict[str, float]:
     """nDCG, MAP, recall and precision at each k: the queries' means of :func:`per_query_metrics`.
@@ -120,29 +108,17 @@ def retrieval_metrics(qrels: Mapping[str, Mapping[str, int]], run: Run, k_values
         1.0
     """
     names = [f"{name}@{k}" for name in _BEIR_METRICS for k in k_values]
-    return {metric: float(np.mean(list(scores.values())))
-            for metric, scores in per_query_metrics(qrels, run, names, ignore_identical_ids).items()}
+    return _means(per_query_metrics(qrels, run, names, ignore_identical_ids))
 
 
 class RetrievalEvaluator(InformationRetrievalEvaluator):
     """sentence-transformers' ``InformationRetrievalEvaluator`` scored by pytrec_eval, keeping each query's scores.
 
-    It searches as its parent does (``encode_query``/``encode_document``, the model's similarity, each query's top
-    hits down to the deepest cut-off) and logs the same keys (``{name}_{similarity}_ndcg@10``...), but every metric is
-    the queries' mean of :func:`per_query_metrics` on those hits: graded relevance, trec_eval's tie order, a document
-    whose id is the query's dropped when ``ignore_identical_ids``, as beir and mteb score. After a call, ``hits`` is
-    the run, ``query_scores`` each query's score of every metric, and ``per_query`` those of the primary metric
-    (nDCG at the largest ``ndcg_at_k``), whose mean is the logged primary metric.
-
-    Args:
-        queries: Query id -> text.
-        corpus: Document id -> text.
-        qrels: Query id -> {document id -> relevance}; relevance above 0 is relevant, higher grades count more in
-            nDCG. Queries without judgements are not evaluated.
-        k_values: Cut-offs for every metric (accuracy, precision, recall, MRR, nDCG, MAP); None leaves the parent's
-            keyword arguments (``ndcg_at_k=[10]``...) or its defaults.
-        ignore_identical_ids: Drop a retrieved document whose id equals the query id.
-        kwargs: The parent's (``name``, ``batch_size``, ``show_progress_bar``, ``write_csv``...).
+    It searches and logs as its parent does (``encode_query``/``encode_document``, the model's similarity, keys
+    ``{name}_{similarity}_ndcg@10``...), but every metric is the queries' mean of :func:`per_query_metrics` on its
+    hits. After a call, ``hits`` is the run, ``query_scores`` each query's score of every metric, and ``per_query``
+    those of the primary metric (nDCG at the largest ``ndcg_at_k``). ``k_values`` sets every metric's cut-offs (None:
+    the parent's keyword arguments or defaults); ``kwargs`` are the parent's (``name``, ``batch_size``...).
 
     Example:
         >>> evaluator = RetrievalEvaluator(queries, corpus, qrels, name="dev")  # doctest: +SKIP
@@ -167,25 +143,17 @@ class RetrievalEvaluator(InformationRetrievalEvaluator):
 
     @property
     def primary_key(self) -> str:
-        """The primary metric without the name and similarity: ``"ndcg@10"``."""
         return f"ndcg@{max(self.ndcg_at_k)}"
 
     @property
     def per_query(self) -> dict[str, float] | None:
-        """Each query's primary metric of the last call."""
         return None if self.query_scores is None else self.query_scores[self.primary_key]
 
-    @property
-    def depth(self) -> int:
-        """Documents kept per query: the deepest cut-off."""
-        return max(max(getattr(self, attribute)) for attribute in set(_CUTOFFS.values()))
-
     def metrics_of(self, run: Run) -> dict[str, dict[str, float]]:
-        """Each query's score of every metric for a run (query id -> {document id -> score}), as for the model's."""
+        """Each query's score of every metric for a run (query id -> {document id -> score})."""
         return per_query_metrics(self.relevant_docs, run, self.metric_names, self.ignore_identical_ids)
 
     def score_run(self, run: Run) -> dict[str, float]:
-        """Each query's primary metric for a run."""
         return self.metrics_of(run)[self.primary_key]
 
     def compute_metrics(self, queries_result_list: list[object]) -> dict[str, dict[int, float]]:
@@ -193,60 +161,49 @@ class RetrievalEvaluator(InformationRetrievalEvaluator):
                      for query_id, hits in zip(self.queries_ids, queries_result_list, strict=True)}
         self.query_scores = self.metrics_of(self.hits)
         means: dict[str, dict[int, float]] = {}
-        for metric, scores in self.query_scores.items():
+        for metric, mean in _means(self.query_scores).items():
             name, _, k = metric.partition("@")
-            means.setdefault(f"{name}@k", {})[int(k)] = float(np.mean(list(scores.values())))
+            means.setdefault(f"{name}@k", {})[int(k)] = mean
         return means
 
     def lexical_references(self, settings: LexicalSettings | None = None) -> dict[str, dict[str, float]]:
-        """BM25's and the hybrid's (BM25 fused with the last call's hits) primary metric per query, on this
-        evaluator's queries and corpus."""
+        """BM25's and the hybrid's primary metric per query, on this evaluator's queries and corpus."""
         return {name: scores[self.primary_key] for name, scores in self.reference_scores(settings).items()}
 
     def reference_scores(self, settings: LexicalSettings | None = None) -> dict[str, dict[str, dict[str, float]]]:
-        """BM25's and the hybrid's score of every metric per query (:func:`~.lexical.reference_runs`)."""
+        """BM25's and the hybrid's (BM25 fused with the last call's hits, :func:`~.lexical.reference_runs`) score of
+        every metric per query."""
         if self.hits is None:
             raise ValueError("the references fuse BM25 with the last evaluation's hits: call the evaluator first")
-        if self.depth < min(FUSION_DEPTH, len(self.corpus)):
-            raise ValueError(f"the hybrid fuses the top {FUSION_DEPTH} hits; this evaluator keeps {self.depth}")
+        depth = max(max(getattr(self, attribute)) for attribute in set(_CUTOFFS.values()))
+        if depth < min(FUSION_DEPTH, len(self.corpus)):
+            raise ValueError(f"the hybrid fuses the top {FUSION_DEPTH} hits; this evaluator keeps {depth}")
         runs = reference_runs(self.hits, dict(zip(self.corpus_ids, self.corpus, strict=True)),
                               dict(zip(self.queries_ids, self.queries, strict=True)), settings)
         return {name: self.metrics_of(run) for name, run in runs.items()}
 
-    @property
-    def unit_metrics(self) -> list[str]:
-        """The metrics :meth:`units` keeps query by query: the primary one and recall at the deepest cut-off (the
-        ranking's quality and what a reranker could still find, the two a training summary prints)."""
-        recall = f"recall@{max(self.precision_recall_at_k)}" if self.precision_recall_at_k else None
-        return [self.primary_key] + [recall] * (recall is not None and recall != self.primary_key)
-
     def units(self) -> dict[str, UnitScores]:
-        """Each of :attr:`unit_metrics`' per-query scores of the last call, under the key the evaluator returns
-        (``{name}_{similarity}_recall@100``), so that a start -> end of each gets its interval over the queries."""
+        """The last call's per-query scores of the primary metric and of recall at the deepest cut-off (the ranking's
+        quality and what a reranker could still find), under the keys the evaluator returns, so that a start -> end
+        of each gets its interval over the queries."""
         if self.query_scores is None or not self.primary_metric or not self.primary_metric.endswith(self.primary_key):
             return {}
         prefix = self.primary_metric[: -len(self.primary_key)]  # "{name}_{similarity}_", as the parent names keys
+        recall = [f"recall@{max(self.precision_recall_at_k)}"] if self.precision_recall_at_k else []
         return {prefix + metric: UnitScores("queries", scores=dict(self.query_scores[metric]))
-                for metric in self.unit_metrics if metric in self.query_scores}
+                for metric in dict.fromkeys([self.primary_key, *recall]) if metric in self.query_scores}
 
 
 @dataclass
 class RetrievalResult:
-    """Retrieval metrics for one dataset, in [0, 1] as BEIR reports them (``to_dict`` says so in ``"scale"``).
+    """Retrieval metrics for one dataset, in [0, 1] as BEIR reports them.
 
     Attributes:
-        name: Dataset name.
-        metrics: ``"ndcg@10"``, ``"recall@100"``, ``"map@10"``, ``"precision@1"`` ... -> value.
-        n_queries, n_documents: Sizes.
-        source: Where the data came from.
-        split: Qrels split.
-        seconds: Wall time.
-        parts: For datasets made of several (CQADupStack): each part's result; ``metrics`` is their mean.
-        per_query: Metric -> {query id -> that query's score}, for the metrics asked for (``per_query=`` of
-            :func:`evaluate_retrieval`); their mean over queries is ``metrics[metric]``.
+        metrics: ``"ndcg@10"``, ``"recall@100"``, ``"map@10"``, ``"precision@1"``... -> value.
+        parts: For a dataset made of several (CQADupStack), each part's result; ``metrics`` is their mean.
+        per_query: Metric -> {query id -> score} for the metrics asked for; their mean is ``metrics[metric]``.
         references: ``"BM25"`` and ``"hybrid"`` (BM25 fused with this model) on the same queries, each with its
-            nDCG@10 per query (``lexical=`` of :func:`evaluate_retrieval`).
-        lexical: The references' settings, described.
+            nDCG@10 per query; ``lexical`` describes their settings.
     """
 
     name: str
@@ -266,7 +223,7 @@ class RetrievalResult:
         return self.metrics["ndcg@10"]
 
     def units(self) -> UnitScores:
-        """Each query's nDCG@10, for a paired comparison (none kept: no scores)."""
+        """Each query's nDCG@10, for a paired comparison."""
         return UnitScores("queries", scores=self.per_query.get("ndcg@10"))
 
     def reference_changes(self) -> dict[str, PairedChange]:
@@ -298,16 +255,13 @@ class RetrievalResult:
         return out
 
 
+# the change of scale between tables and JSON is easy to miss, so every table says it
+_BEIR_SCALE_NOTE = "scores x100 (the JSON keeps beir's 0-1 values)"
+
+
 @dataclass
 class BEIRResult:
-    """nDCG@10 (and the other metrics) of one model on several BEIR datasets; prints like paper 000's Table 3.
-
-    Values are kept in [0, 1]; ``print()`` and :meth:`to_markdown` show them x100.
-
-    Attributes:
-        model: Model name.
-        datasets: Dataset name -> result.
-    """
+    """One model's results on several BEIR datasets (dataset name -> result); prints like paper 000's Table 3, x100."""
 
     model: str
     datasets: dict[str, RetrievalResult]
@@ -327,8 +281,7 @@ class BEIRResult:
         return lines, next((result.lexical for result in self.datasets.values() if result.lexical), "")
 
     def to_markdown(self, metrics: Sequence[str] = ("ndcg@10", "recall@100")) -> str:
-        """A markdown table (x100): one row per dataset, one column per metric, then the average; then BM25's and
-        the hybrid's nDCG@10 on the same queries where they were scored."""
+        """A row per dataset, a column per metric, the average; then BM25's and the hybrid's nDCG@10 where scored."""
         lines, lexical = self._references()
         notes = [f"- {name}, on the same queries: {line}" for name, line in lines]
         notes += [f"- references: {lexical}"] if lexical else []
@@ -346,28 +299,10 @@ class BEIRResult:
         return "\n".join([self.model, table, *notes, f"  {_BEIR_SCALE_NOTE}"])
 
 
-# the change of scale between tables and JSON is easy to miss, so every table says it
-_BEIR_SCALE_NOTE = "scores x100 (the JSON keeps beir's 0-1 values)"
-
-
 def document_text(doc: Mapping[str, str]) -> str:
-    """A BEIR document as one text, as mteb's ``_corpus_to_dict`` and beir join it: the title, a space, the text,
-    stripped; the text alone when there is no title."""
+    """A BEIR document as one text, as mteb and beir join it: title, a space, text, stripped."""
     title = doc.get("title") or ""
     return (title + " " + doc["text"]).strip() if title else doc["text"].strip()
-
-
-def search(model: Any, data: RetrievalData, top_k: int = 1000, batch_size: int = 64,
-           show_progress_bar: bool | None = None) -> Run:
-    """Each judged query's ``top_k`` documents by the model's own similarity: a :class:`RetrievalEvaluator`'s hits.
-
-    Returns:
-        Query id -> {document id -> score}, the format pytrec_eval, beir and mteb read.
-    """
-    evaluator = _evaluator(data, (top_k,), False, batch_size, show_progress_bar)
-    with quiet_logs():
-        evaluator(model)
-    return evaluator.hits or {}
 
 
 def _evaluator(data: RetrievalData, k_values: Sequence[int], ignore_identical_ids: bool, batch_size: int,
@@ -381,36 +316,28 @@ def _evaluator(data: RetrievalData, k_values: Sequence[int], ignore_identical_id
                               show_progress_bar=show_progress_bar, write_csv=False)
 
 
-def evaluate_retrieval(
-    model: Any,
-    data: RetrievalData,
-    k_values: Sequence[int] = DEFAULT_K_VALUES,
-    ignore_identical_ids: bool | None = None,
-    batch_size: int = 64,
-    show_progress_bar: bool | None = None,
-    per_query: Sequence[str] = (),
-    lexical: LexicalSettings | None = None,
-) -> RetrievalResult:
+def search(model: Any, data: RetrievalData, top_k: int = 1000, batch_size: int = 64,
+           show_progress_bar: bool | None = None) -> Run:
+    """Each judged query's ``top_k`` documents by the model's own similarity: a :class:`RetrievalEvaluator`'s hits."""
+    evaluator = _evaluator(data, (top_k,), False, batch_size, show_progress_bar)
+    with quiet_logs():
+        evaluator(model)
+    return evaluator.hits or {}
+
+
+def evaluate_retrieval(model: Any, data: RetrievalData, k_values: Sequence[int] = DEFAULT_K_VALUES,
+                       ignore_identical_ids: bool | None = None, batch_size: int = 64,
+                       show_progress_bar: bool | None = None, per_query: Sequence[str] = (),
+                       lexical: LexicalSettings | None = None) -> RetrievalResult:
     """Zero-shot retrieval metrics of ``model`` on one dataset, by a :class:`RetrievalEvaluator`.
 
     Args:
-        model: A ``SentenceTransformer``.
-        data: The dataset (:func:`~st_infocse.evaluation.load_beir_folder`, ``load_mteb_retrieval``).
         k_values: Cut-offs of nDCG, MAP, recall and precision (the metrics reported, as beir reports them).
         ignore_identical_ids: ``None``: mteb's setting for this dataset (see :func:`beir_task_info`).
-        batch_size: Encoding batch size.
         show_progress_bar: ``None``: shown for 1,000+ texts.
-        per_query: Metrics also kept query by query (``RetrievalResult.per_query``), for a paired comparison of two
-            models on the same queries (:func:`~st_infocse.evaluation.compare_results`).
-        lexical: Also score BM25 and the hybrid of BM25 with this model on the same queries
-            (``RetrievalResult.references``, with nDCG@10 per query; :mod:`~st_infocse.evaluation.lexical`).
-
-    Returns:
-        The metrics.
-
-    Example:
-        >>> data = load_beir_folder("../shared/data/beir/scifact")  # doctest: +SKIP
-        >>> evaluate_retrieval(model, data).ndcg_at_10  # doctest: +SKIP
+        per_query: Metrics also kept query by query, for a paired comparison of two models on the same queries
+            (:func:`~st_infocse.evaluation.compare_results`).
+        lexical: Also score BM25 and its hybrid with this model on the same queries (``references``).
     """
     if ignore_identical_ids is None:
         ignore_identical_ids = beir_task_info(data.name).ignore_identical_ids
@@ -422,10 +349,8 @@ def evaluate_retrieval(
         per_query = sorted({*per_query, "ndcg@10"})
 
     def result(name: str, scores: dict[str, dict[str, float]], keep: Sequence[str]) -> RetrievalResult:
-        means = {metric: float(np.mean(list(v.values()))) for metric, v in scores.items()
-                 if metric.partition("@")[0] in _BEIR_METRICS}
-        return RetrievalResult(name, means,
-                               len(data.queries), len(data.corpus), data.source, data.split,
+        means = {metric: mean for metric, mean in _means(scores).items() if metric.partition("@")[0] in _BEIR_METRICS}
+        return RetrievalResult(name, means, len(data.queries), len(data.corpus), data.source, data.split,
                                per_query={metric: scores[metric] for metric in keep})
 
     own = result(data.name, evaluator.query_scores or {}, per_query)

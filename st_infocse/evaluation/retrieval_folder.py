@@ -1,25 +1,17 @@
 """The user's own BEIR-layout retrieval folder as a training-time evaluator.
 
-A folder holding ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` (read by
-:func:`~st_infocse.evaluation.loaders.load_beir_folder`) becomes a :class:`~st_infocse.evaluation.RetrievalEvaluator`,
-sentence-transformers' ``InformationRetrievalEvaluator`` scored by pytrec_eval as beir and mteb score, so
-``SentenceTransformerTrainer`` logs its nDCG@10 and Recall@100 at every evaluation and can keep the best checkpoint by
-them, and each query's nDCG@10 is kept for an interval over the queries.
-
-:func:`check_retrieval_folder` validates the folder cheaply (it reads the files, loads no model) and reports every
-problem as one :class:`~st_infocse.files.InputError`; :func:`retrieval_evaluator` builds the evaluator, with a large
-corpus cut down to every judged document plus a seeded random sample of the rest; :func:`retrieval_metric_keys` names
-the keys the trainer logs. Queries are those with a relevant document (a qrels score above 0); grades above 1 count
-more in nDCG, as in beir and mteb. On a sampled corpus the scores are higher than on the whole one: they compare
-checkpoints of one run, not models across papers.
+A folder of ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv`` becomes a
+:class:`~st_infocse.evaluation.RetrievalEvaluator`, so ``SentenceTransformerTrainer`` logs its nDCG@10 and Recall@100
+at every evaluation, can keep the best checkpoint by them, and keeps each query's nDCG@10 for an interval over the
+queries. :func:`check_retrieval_folder` validates the folder without a model, every problem one
+:class:`~st_infocse.files.InputError`. Queries are those with a relevant document (a qrels score above 0). A large
+corpus is cut to every judged document plus a seeded sample of the rest, which scores higher than the whole corpus:
+it compares checkpoints of one run, not models across papers.
 """
 
 from __future__ import annotations
 
-import logging
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -27,15 +19,6 @@ from typing import Any
 from st_infocse.files import InputError
 
 from .loaders import PathLike, RetrievalData, load_beir_folder
-
-__all__ = [
-    "RETRIEVAL_EVALUATOR_NAME",
-    "RetrievalFolderInfo",
-    "check_retrieval_folder",
-    "resolve_retrieval_split",
-    "retrieval_evaluator",
-    "retrieval_metric_keys",
-]
 
 #: The default evaluator name: the prefix of every logged key (``eval_retrieval_cosine_ndcg@10``).
 RETRIEVAL_EVALUATOR_NAME = "retrieval"
@@ -51,12 +34,9 @@ _CUTOFFS = {"accuracy_at_k": [1, 10], "precision_recall_at_k": [10, 100], "mrr_a
 
 @dataclass(frozen=True)
 class RetrievalFolderInfo:
-    """What a BEIR-layout folder holds, and how much of its corpus an evaluator uses.
+    """What a BEIR-layout folder holds, and how much of its corpus an evaluator searches.
 
     Attributes:
-        folder: The dataset folder.
-        split: The qrels split (``qrels/<split>.tsv``).
-        n_corpus: Documents in ``corpus.jsonl``.
         n_queries: Judged queries: those with at least one relevant document (qrels score above 0).
         n_judged_docs: Distinct documents judged relevant to some query of the split.
         n_corpus_used: Documents the evaluator searches (``n_corpus`` unless the corpus was sampled).
@@ -79,20 +59,15 @@ class RetrievalFolderInfo:
 
     @property
     def sampled(self) -> bool:
-        """Whether the evaluator searches fewer documents than the corpus holds."""
         return self.n_corpus_used < self.n_corpus
 
     @property
     def name(self) -> str:
         """``<folder name>-<split>``, e.g. ``"scifact-dev"``."""
-        folder_name = self.folder.name or self.folder.resolve().name
-        return f"{folder_name}-{self.split}"
+        return f"{self.folder.name or self.folder.resolve().name}-{self.split}"
 
     def describe(self) -> str:
         """One line for a start-up summary.
-
-        Returns:
-            E.g. ``"scifact-test: 300 queries, 1,200 of 5,183 documents (all 283 judged + a seed-0 sample)"``.
 
         Example:
             >>> info = RetrievalFolderInfo(Path("scifact"), "test", 5183, 300, 283, n_corpus_used=1200, seed=0)
@@ -113,33 +88,15 @@ def _count(n: int, singular: str, plural: str | None = None) -> str:
 
 
 def _qrels_listing(folder: Path) -> str:
-    qrels = folder / "qrels"
-    if not qrels.is_dir():
+    if not (folder / "qrels").is_dir():
         return f"{folder} has no qrels/ folder"
-    splits = sorted(path.name for path in qrels.glob("*.tsv"))
+    splits = sorted(path.name for path in (folder / "qrels").glob("*.tsv"))
     return f"qrels/ holds {', '.join(splits)}" if splits else "qrels/ holds no .tsv file"
 
 
 def resolve_retrieval_split(folder: PathLike, split: str | None = None) -> str:
-    """The qrels split to evaluate on: ``split`` itself, or with None the first of ``dev``, ``test`` that exists.
-
-    Reads nothing but the folder listing (no torch needed).
-
-    Args:
-        folder: A BEIR-layout folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
-        split: A split name (``"dev"`` reads ``qrels/dev.tsv``); None tries ``dev``, then ``test``.
-
-    Returns:
-        The split name.
-
-    Raises:
-        InputError: the folder is missing, the named split's qrels file is missing, or (``split=None``) neither
-            ``qrels/dev.tsv`` nor ``qrels/test.tsv`` exists; one line naming the folder or file.
-
-    Example:
-        >>> resolve_retrieval_split("../shared/data/beir/scifact")  # doctest: +SKIP
-        'test'
-    """
+    """``split`` itself (``"dev"`` reads ``qrels/dev.tsv``), or with None the first of :data:`DEFAULT_SPLITS` that
+    exists; reads only the folder listing. A missing folder or qrels file is one :class:`InputError` naming it."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: folder not found (expected a BEIR dataset folder)")
@@ -155,77 +112,35 @@ def resolve_retrieval_split(folder: PathLike, split: str | None = None) -> str:
     raise InputError(f"{folder}: neither {tried} found ({_qrels_listing(folder)}); name the split to use")
 
 
-@contextmanager
-def _loader_warnings_held() -> Iterator[None]:
-    # load_beir_folder only warns about judged documents missing from the corpus; that is an error here, raised with
-    # a count and examples, so the warning would only say it twice.
-    loader_logger = logging.getLogger(load_beir_folder.__module__)
-
-    def keep(record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.ERROR
-
-    loader_logger.addFilter(keep)
-    try:
-        yield
-    finally:
-        loader_logger.removeFilter(keep)
-
-
-def _examples(ids: list[str], n: int = 3) -> str:
-    shown = ", ".join(repr(i) for i in ids[:n])
-    return f"e.g. {shown}" if len(ids) > n else shown
-
-
-def _load_checked(
-    folder: PathLike, split: str | None
-) -> tuple[RetrievalData, dict[str, set[str]], RetrievalFolderInfo]:
+def _load_checked(folder: PathLike, split: str | None) -> tuple[RetrievalData, dict[str, set[str]],
+                                                                  RetrievalFolderInfo]:
     """The folder's data, its relevant documents per judged query, and its info; every problem as one InputError."""
     folder = Path(folder)
     split = resolve_retrieval_split(folder, split)
     qrels_path = folder / "qrels" / f"{split}.tsv"
-    try:
-        with _loader_warnings_held():
-            # raises DataFormatError (an InputError naming file and line) for malformed files and for a qrels row
-            # whose query id is not in queries.jsonl
-            data = load_beir_folder(folder, split=split)
+    try:  # a malformed file is a DataFormatError, an InputError naming file and line
+        data = load_beir_folder(folder, split, warn_unknown=False)  # refused below, with examples
     except FileNotFoundError as exc:  # a missing corpus.jsonl or queries.jsonl
         raise InputError(str(exc)) from None
-
-    unknown_docs = list(dict.fromkeys(d for rel in data.qrels.values() for d in rel if d not in data.corpus))
-    if unknown_docs:
-        raise InputError(
-            f"{qrels_path} names {_count(len(unknown_docs), 'document id')} not in corpus.jsonl "
-            f"({_examples(unknown_docs)})"
-        )
+    unknown = list(dict.fromkeys(d for rel in data.qrels.values() for d in rel if d not in data.corpus))
+    if unknown:
+        shown = ", ".join(repr(i) for i in unknown[:3])
+        raise InputError(f"{qrels_path} names {_count(len(unknown), 'document id')} not in corpus.jsonl "
+                         f"({'e.g. ' * (len(unknown) > 3)}{shown})")
     relevant = {qid: {d for d, score in rel.items() if score > 0} for qid, rel in data.qrels.items()}
     relevant = {qid: docs for qid, docs in relevant.items() if docs}
     if not relevant:
         raise InputError(f"{qrels_path}: no relevant documents (every row scores 0 or less; relevant means above 0)")
     judged_docs = {d for docs in relevant.values() for d in docs}
-    info = RetrievalFolderInfo(folder, split, len(data.corpus), len(relevant), len(judged_docs))
-    return data, relevant, info
+    return data, relevant, RetrievalFolderInfo(folder, split, len(data.corpus), len(relevant), len(judged_docs))
 
 
 def check_retrieval_folder(folder: PathLike, split: str | None = None) -> RetrievalFolderInfo:
-    """Validate a BEIR-layout folder fully and cheaply: every file is read, no model is loaded.
+    """Validate a BEIR-layout folder fully and cheaply (every file read, no model loaded) and count what it holds.
 
-    Args:
-        folder: The folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
-        split: The qrels split; None: ``dev``, else ``test`` (see :func:`resolve_retrieval_split`).
-
-    Returns:
-        Its counts (judged queries, documents, judged documents).
-
-    Raises:
-        InputError: one line naming the file and the problem: a missing folder or file, a malformed line
-            (:class:`~st_infocse.evaluation.DataFormatError`, which names the line), a split with no relevant
-            document (no qrels score above 0), or qrels naming query ids not in ``queries.jsonl`` or document ids
-            not in ``corpus.jsonl``.
-
-    Example:
-        >>> info = check_retrieval_folder("../shared/data/beir/scifact")  # doctest: +SKIP
-        >>> info.split, info.n_queries, info.n_corpus, info.n_judged_docs  # doctest: +SKIP
-        ('test', 300, 5183, 283)
+    Every problem is one :class:`InputError` naming the file: a missing folder or file, a malformed line (which it
+    names), a split with no relevant document, or qrels naming ids not in ``queries.jsonl`` or ``corpus.jsonl``.
+    ``split`` None is ``dev``, else ``test`` (:func:`resolve_retrieval_split`).
     """
     return _load_checked(folder, split)[2]
 
@@ -235,56 +150,26 @@ def _sample_corpus(doc_ids: list[str], judged: set[str], max_corpus: int | None,
     if max_corpus is None or len(doc_ids) <= max_corpus:
         return set(doc_ids)
     others = [d for d in doc_ids if d not in judged]  # file order, so the sample depends on the seed alone
-    room = max(0, max_corpus - len(judged))
-    return judged | set(random.Random(seed).sample(others, room))
+    return judged | set(random.Random(seed).sample(others, max(0, max_corpus - len(judged))))
 
 
-def retrieval_evaluator(
-    folder: PathLike,
-    split: str | None = None,
-    *,
-    max_corpus: int | None = 10_000,
-    seed: int = 0,
-    name: str = RETRIEVAL_EVALUATOR_NAME,
-    batch_size: int = 32,
-    show_progress_bar: bool = False,
-) -> tuple[Any, RetrievalFolderInfo]:
-    """A :class:`~st_infocse.evaluation.RetrievalEvaluator` on the user's own BEIR-layout folder.
+def retrieval_evaluator(folder: PathLike, split: str | None = None, *, max_corpus: int | None = 10_000, seed: int = 0,
+                        name: str = RETRIEVAL_EVALUATOR_NAME, batch_size: int = 32,
+                        show_progress_bar: bool = False) -> tuple[Any, RetrievalFolderInfo]:
+    """A :class:`~st_infocse.evaluation.RetrievalEvaluator` on the user's own BEIR-layout folder, and the folder's
+    counts with how much of the corpus it searches (``info.describe()`` is a one-line summary).
 
-    Queries are the judged ones (at least one qrels score above 0), and a document is read as mteb and beir read it:
-    ``title + " " + text``, stripped (just the text when there is no title). The evaluator reports Accuracy@1/10,
-    Precision and Recall@10/100, MRR@10, nDCG@10 and MAP@100 under the model's own similarity; its primary metric is
-    nDCG@10, so the trainer logs e.g. ``eval_retrieval_cosine_ndcg@10`` (:func:`retrieval_metric_keys` gives the
-    exact keys).
-
-    A corpus larger than ``max_corpus`` is cut down to every judged document plus a ``random.Random(seed)`` sample of
-    the others, ``max_corpus`` documents in all (all judged documents when they alone reach ``max_corpus``); the same
-    seed gives the same documents.
-
-    Args:
-        folder: The folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``).
-        split: The qrels split; None: ``dev``, else ``test``.
-        max_corpus: The most documents to search; None searches the whole corpus.
-        seed: Seed of the corpus sample.
-        name: The evaluator's name, the prefix of its metric keys.
-        batch_size: Encoding batch size.
-        show_progress_bar: Progress bars while encoding.
-
-    Returns:
-        ``(evaluator, info)``: the evaluator, and the folder's counts with how much of the corpus is used
-        (``info.describe()`` is a one-line summary).
-
-    Raises:
-        InputError: a problem with the folder (see :func:`check_retrieval_folder`), or ``max_corpus`` below 1.
+    Queries are the judged ones, a document is ``title + " " + text`` as mteb reads it. It reports Accuracy@1/10,
+    Precision and Recall@10/100, MRR@10, nDCG@10 and MAP@100 under the model's similarity, nDCG@10 first, so the
+    trainer logs e.g. ``eval_retrieval_cosine_ndcg@10`` (:func:`retrieval_metric_keys`). A corpus larger than
+    ``max_corpus`` (None: no cap) is cut to every judged document plus a ``random.Random(seed)`` sample of the others,
+    ``max_corpus`` in all. A folder problem (:func:`check_retrieval_folder`) or a ``max_corpus`` below 1 is one
+    :class:`InputError`.
 
     Example:
         >>> evaluator, info = retrieval_evaluator("../shared/data/beir/scifact", max_corpus=1200)  # doctest: +SKIP
         >>> print(info.describe())  # doctest: +SKIP
         scifact-test: 300 queries, 1,200 of 5,183 documents (all 283 judged + a seed-0 sample)
-        >>> keys = retrieval_metric_keys(evaluator, model.similarity_fn_name)  # doctest: +SKIP
-        >>> args = SentenceTransformerTrainingArguments(  # doctest: +SKIP
-        ...     "out", eval_strategy="steps", eval_steps=125, save_steps=125,
-        ...     load_best_model_at_end=True, metric_for_best_model=keys["ndcg@10"])
     """
     from .retrieval import RetrievalEvaluator, document_text
 
@@ -302,17 +187,8 @@ def retrieval_evaluator(
 
 
 def retrieval_metric_keys(evaluator_or_name: Any, similarity_fn_name: str, *, prefix: str = "eval") -> dict[str, str]:
-    """The keys under which the trainer logs a :func:`retrieval_evaluator`'s metrics:
-    ``{prefix}_{name}_{similarity}_{metric}@{k}`` (the similarity is the model's ``similarity_fn_name``).
-
-    Args:
-        evaluator_or_name: The evaluator (its name and cut-offs are read) or the name it was built with (the
-            cut-offs are :func:`retrieval_evaluator`'s).
-        similarity_fn_name: The evaluated model's ``similarity_fn_name`` (``"cosine"`` unless set otherwise).
-        prefix: ``"eval"`` for the trainer's keys; ``""`` for the keys the evaluator itself returns.
-
-    Returns:
-        Metric -> key for every metric the evaluator reports.
+    """Metric -> the key under which the trainer logs it: ``{prefix}_{name}_{similarity}_{metric}@{k}``, for an
+    evaluator or the name a :func:`retrieval_evaluator` was built with; ``prefix=""`` gives the evaluator's own keys.
 
     Example:
         >>> keys = retrieval_metric_keys("retrieval", "cosine")

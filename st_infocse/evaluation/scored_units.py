@@ -1,10 +1,6 @@
-"""What an evaluator's score is made of, so that two evaluations of the same set (a run's start and its end, or two
-models) can be compared unit by unit (:func:`~st_infocse.evaluation.paired_changes`).
-
-:class:`PairScoredSimilarityEvaluator` is ``EmbeddingSimilarityEvaluator`` keeping each pair's similarity, so Spearman's
-correlation can be resampled over the pairs; :class:`~st_infocse.evaluation.RetrievalEvaluator` keeps each query's
-scores. :func:`unit_scores` collects them from any evaluator, inside ``SequentialEvaluator`` and wrappers that hold an
-``inner`` or ``evaluator`` attribute.
+"""What an evaluator's score is made of (each pair's similarity, each query's score), so that two evaluations of the
+same set (a run's start and its end, or two models) can be compared unit by unit
+(:func:`~st_infocse.evaluation.paired_changes`).
 """
 
 from __future__ import annotations
@@ -16,21 +12,11 @@ from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimil
 
 from .paired import UnitScores
 
-__all__ = ["PairScoredSimilarityEvaluator", "primary_unit_key", "unit_scores"]
-
 
 class PairScoredSimilarityEvaluator(EmbeddingSimilarityEvaluator):
-    """``EmbeddingSimilarityEvaluator`` that keeps each pair's cosine similarity of its last call
-    (``similarities``), for resampling its Spearman correlation over pairs. Cosine only (``main_similarity``).
-
-    Both sides of the pairs are encoded in one ``encode`` call over their distinct sentences (one call per dataset,
-    a sentence on both sides encoded once); the evaluator's metrics are then computed as it computes them.
-
-    Example:
-        >>> evaluator = PairScoredSimilarityEvaluator(s1, s2, gold, main_similarity="cosine")  # doctest: +SKIP
-        >>> evaluator(model); len(evaluator.similarities) == len(gold)  # doctest: +SKIP
-        True
-    """
+    """``EmbeddingSimilarityEvaluator`` that keeps each pair's cosine similarity of its last call (``similarities``),
+    for resampling its Spearman correlation over pairs (``main_similarity="cosine"``). Both sides are encoded in one
+    ``encode`` call over their distinct sentences; the metrics are computed as the parent computes them."""
 
     similarities: tuple[float, ...] | None = None
     _both_sides: tuple[dict[str, int], Any] | None = None
@@ -68,9 +54,8 @@ class PairScoredSimilarityEvaluator(EmbeddingSimilarityEvaluator):
 
 
 def unit_scores(evaluator: Any) -> dict[str, UnitScores]:
-    """The unit scores of an evaluator's last call, by metric name (as the evaluator returns it, no ``eval_``):
-    from :class:`~st_infocse.evaluation.RetrievalEvaluator` and :class:`PairScoredSimilarityEvaluator`, also inside a
-    ``SequentialEvaluator`` or a wrapper holding ``inner`` or ``evaluator``; empty for any other evaluator."""
+    """The unit scores of an evaluator's last call by metric name (as the evaluator returns it, no ``eval_``), from any
+    evaluator with ``units()``, inside a ``SequentialEvaluator`` or a wrapper holding ``inner`` or ``evaluator`` too."""
     if evaluator is None:
         return {}
     if hasattr(evaluator, "units") and callable(evaluator.units):

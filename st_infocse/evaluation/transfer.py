@@ -33,17 +33,8 @@ C_GRID: tuple[float, ...] = tuple(2.0**t for t in range(-8, 7, 2))
 
 @dataclass
 class TransferTaskResult:
-    """One transfer task's test accuracy.
-
-    Attributes:
-        name: Task name.
-        accuracy: Test accuracy x100 (mean over the outer folds for cross-validated tasks).
-        protocol: How it was measured.
-        n_train, n_test: Example counts (for cross-validation, ``n_test`` is the total over the folds).
-        chosen_c: The selected C (one per outer fold for cross-validated tasks).
-        f1: Test F1 x100 of the positive class (MRPC only).
-        source: Where the data came from.
-    """
+    """One transfer task's test accuracy x100 (the outer folds' mean for cross-validated tasks, where ``n_test`` is
+    the total over the folds and ``chosen_c`` has one C per fold); ``f1`` is MRPC's F1 x100 of the positive class."""
 
     name: str
     accuracy: float
@@ -83,39 +74,12 @@ def _classifier(c: float, seed: int, max_iter: int, standardize: bool) -> Any:
     return pipeline.Pipeline([("scale", scale), ("logisticregression", classifier)])
 
 
-def _grid_search(c_grid: Sequence[float], folds: int, seed: int, max_iter: int, standardize: bool) -> Any:
-    model_selection = require("sklearn.model_selection", "Transfer tasks")
-    inner = model_selection.StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    estimator = _classifier(c_grid[0], seed, max_iter, standardize)
-    return model_selection.GridSearchCV(estimator, {"logisticregression__C": list(c_grid)}, cv=inner, n_jobs=1)
-
-
-def classify(
-    data: TransferData,
-    train_x: np.ndarray,
-    test_x: np.ndarray | None = None,
-    dev_x: np.ndarray | None = None,
-    kfold: int = 10,
-    inner_kfold: int = 5,
-    c_grid: Sequence[float] = C_GRID,
-    seed: int = 1111,
-    max_iter: int = 1000,
-    standardize: bool = False,
-) -> TransferTaskResult:
-    """Run SentEval's protocol for ``data`` on precomputed features.
-
-    Args:
-        data: The task (its labels and which splits exist decide the protocol).
-        train_x, test_x, dev_x: Features for ``data.train``, ``data.test``, ``data.dev``.
-        kfold: Outer folds for tasks without a test split.
-        inner_kfold: Folds of the inner cross-validation that picks C.
-        c_grid: C values searched.
-        seed: Seed of the fold shuffles and the solver.
-        max_iter: Solver iterations.
-        standardize: Standardise the features (fitted on the training part) before the classifier.
-
-    Returns:
-        The task's result.
+def classify(data: TransferData, train_x: np.ndarray, test_x: np.ndarray | None = None,
+             dev_x: np.ndarray | None = None, kfold: int = 10, inner_kfold: int = 5, c_grid: Sequence[float] = C_GRID,
+             seed: int = 1111, max_iter: int = 1000, standardize: bool = False) -> TransferTaskResult:
+    """SentEval's protocol for ``data`` on precomputed features of ``data.train``, ``data.test`` and ``data.dev``:
+    ``kfold`` outer folds for a task without a test split, C picked by an ``inner_kfold`` cross-validation (or on dev
+    where there is one) over ``c_grid``; ``seed`` seeds the folds and the solver.
 
     Example:
         >>> import numpy as np
@@ -124,102 +88,57 @@ def classify(
         >>> classify(data, x, kfold=2, inner_kfold=2).accuracy
         100.0
     """
-    threadpoolctl = require("threadpoolctl", "Transfer tasks")
-    # these fits are small: a multi-threaded BLAS only adds contention (8x slower on a busy 2-core machine)
-    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
-        return _classify(data, train_x, test_x, dev_x, kfold, inner_kfold, c_grid, seed, max_iter, standardize)
-
-
-def _classify(
-    data: TransferData,
-    train_x: np.ndarray,
-    test_x: np.ndarray | None,
-    dev_x: np.ndarray | None,
-    kfold: int,
-    inner_kfold: int,
-    c_grid: Sequence[float],
-    seed: int,
-    max_iter: int,
-    standardize: bool,
-) -> TransferTaskResult:
     model_selection = require("sklearn.model_selection", "Transfer tasks")
     metrics = require("sklearn.metrics", "Transfer tasks")
+    threadpoolctl = require("threadpoolctl", "Transfer tasks")
+
+    def grid_search() -> Any:
+        inner = model_selection.StratifiedKFold(n_splits=inner_kfold, shuffle=True, random_state=seed)
+        estimator = _classifier(c_grid[0], seed, max_iter, standardize)
+        return model_selection.GridSearchCV(estimator, {"logisticregression__C": list(c_grid)}, cv=inner, n_jobs=1)
+
     y = np.asarray(data.train_labels)
-    if data.test is None:
-        outer = model_selection.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
-        accuracies, chosen = [], []
-        for train_index, test_index in outer.split(train_x, y):
-            search = _grid_search(c_grid, inner_kfold, seed, max_iter, standardize).fit(
-                train_x[train_index], y[train_index]
-            )
-            accuracies.append(search.score(train_x[test_index], y[test_index]))
-            chosen.append(float(search.best_params_["logisticregression__C"]))
-        return TransferTaskResult(
-            data.name, 100 * float(np.mean(accuracies)), f"{kfold}-fold CV", len(y), len(y), chosen, data.source
-        )
-    if test_x is None:
+    if data.test is not None and test_x is None:
         raise ValueError(f"{data.name}: test features missing")
-    y_test = np.asarray(data.test_labels)
-    if data.dev is not None:
-        if dev_x is None:
-            raise ValueError(f"{data.name}: dev features missing")
-        y_dev = np.asarray(data.dev_labels)
-        dev_scores = [_classifier(c, seed, max_iter, standardize).fit(train_x, y).score(dev_x, y_dev) for c in c_grid]
-        best_c = float(c_grid[int(np.argmax(dev_scores))])
-        fitted = _classifier(best_c, seed, max_iter, standardize).fit(train_x, y)
-        protocol = "C chosen on dev"
-    else:
-        search = _grid_search(c_grid, inner_kfold, seed, max_iter, standardize).fit(train_x, y)
-        best_c, fitted = float(search.best_params_["logisticregression__C"]), search.best_estimator_
-        protocol = f"C chosen by {inner_kfold}-fold CV on train"
-    predicted = fitted.predict(test_x)
+    if data.test is not None and data.dev is not None and dev_x is None:
+        raise ValueError(f"{data.name}: dev features missing")
+    # these fits are small: a multi-threaded BLAS only adds contention (8x slower on a busy 2-core machine)
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
+        if data.test is None:
+            outer = model_selection.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
+            accuracies, chosen = [], []
+            for train_index, test_index in outer.split(train_x, y):
+                search = grid_search().fit(train_x[train_index], y[train_index])
+                accuracies.append(search.score(train_x[test_index], y[test_index]))
+                chosen.append(float(search.best_params_["logisticregression__C"]))
+            return TransferTaskResult(data.name, 100 * float(np.mean(accuracies)), f"{kfold}-fold CV", len(y), len(y),
+                                      chosen, data.source)
+        y_test = np.asarray(data.test_labels)
+        if data.dev is not None:
+            y_dev = np.asarray(data.dev_labels)
+            dev_scores = [_classifier(c, seed, max_iter, standardize).fit(train_x, y).score(dev_x, y_dev)
+                          for c in c_grid]
+            best_c = float(c_grid[int(np.argmax(dev_scores))])
+            fitted = _classifier(best_c, seed, max_iter, standardize).fit(train_x, y)
+            protocol = "C chosen on dev"
+        else:
+            search = grid_search().fit(train_x, y)
+            best_c, fitted = float(search.best_params_["logisticregression__C"]), search.best_estimator_
+            protocol = f"C chosen by {inner_kfold}-fold CV on train"
+        predicted = fitted.predict(test_x)
     f1 = 100 * float(metrics.f1_score(y_test, predicted)) if data.name == "MRPC" else None
-    return TransferTaskResult(
-        data.name,
-        100 * float(metrics.accuracy_score(y_test, predicted)),
-        protocol,
-        len(y),
-        len(y_test),
-        [best_c],
-        data.source,
-        f1,
-    )
+    return TransferTaskResult(data.name, 100 * float(metrics.accuracy_score(y_test, predicted)), protocol, len(y),
+                              len(y_test), [best_c], data.source, f1)
 
 
-def evaluate_transfer(
-    model: Any,
-    source: PathLike | Sequence[TransferData] | Mapping[str, TransferData],
-    tasks: Sequence[str] = TRANSFER_TASKS,
-    kfold: int = 10,
-    inner_kfold: int = 5,
-    c_grid: Sequence[float] = C_GRID,
-    seed: int = 1111,
-    batch_size: int = 64,
-    show_progress_bar: bool | None = None,
-    model_label: str | None = None,
-    standardize: bool = False,
-) -> TransferResult:
-    """Transfer-task accuracy (the papers' transfer table) with logistic regression on frozen embeddings.
-
-    Args:
-        model: A ``SentenceTransformer``.
-        source: A SentEval ``data/downstream`` folder, or loaded :class:`TransferData` (a list or name mapping).
-        tasks: Which tasks (ignored when ``source`` is loaded data).
-        kfold: Outer folds for MR, CR, SUBJ, MPQA (SentEval: 10).
-        inner_kfold: Folds of the inner search for C.
-        c_grid: C values searched.
-        seed: Seed of the fold shuffles and the solver.
-        batch_size: Encoding batch size.
-        show_progress_bar: ``None``: shown for 1,000+ sentences.
-        model_label: Name in the printed row.
-        standardize: Standardise the features before the classifier.
-
-    Returns:
-        Accuracy x100 per task and the average.
-
-    Example:
-        >>> print(evaluate_transfer(model, "../shared/data/senteval"))  # doctest: +SKIP
-    """
+def evaluate_transfer(model: Any, source: PathLike | Sequence[TransferData] | Mapping[str, TransferData],
+                      tasks: Sequence[str] = TRANSFER_TASKS, kfold: int = 10, inner_kfold: int = 5,
+                      c_grid: Sequence[float] = C_GRID, seed: int = 1111, batch_size: int = 64,
+                      show_progress_bar: bool | None = None, model_label: str | None = None,
+                      standardize: bool = False) -> TransferResult:
+    """Transfer-task accuracy x100 (the papers' transfer table) by logistic regression on frozen embeddings, on a
+    SentEval ``data/downstream`` folder's ``tasks`` or on loaded :class:`TransferData` (a list or name mapping);
+    the protocol's arguments are :func:`classify`'s."""
     require("sklearn", "Transfer tasks")
     if isinstance(source, Mapping):
         loaded = list(source.values())
@@ -230,10 +149,8 @@ def evaluate_transfer(
     start = time.perf_counter()
     results = {}
     for data in loaded:
-        train_x = _features(model, data.train, batch_size, show_progress_bar)
-        test_x = _features(model, data.test, batch_size, show_progress_bar) if data.test is not None else None
-        dev_x = _features(model, data.dev, batch_size, show_progress_bar) if data.dev is not None else None
-        results[data.name] = classify(
-            data, train_x, test_x, dev_x, kfold, inner_kfold, c_grid, seed, standardize=standardize
-        )
+        train_x, test_x, dev_x = (None if x is None else _features(model, x, batch_size, show_progress_bar)
+                                  for x in (data.train, data.test, data.dev))
+        results[data.name] = classify(data, train_x, test_x, dev_x, kfold, inner_kfold, c_grid, seed,
+                                      standardize=standardize)
     return TransferResult(model_label or model_name(model), results, time.perf_counter() - start)

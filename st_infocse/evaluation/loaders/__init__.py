@@ -1,7 +1,6 @@
-"""Loaders for evaluation data, one module per family: STS pairs (:mod:`.sts`), retrieval data (:mod:`.retrieval`)
-and SentEval's transfer tasks (:mod:`.transfer`); :mod:`.common` holds the task tables, the containers they return and
-:class:`DataFormatError`. SentEval and BEIR files go through the package's one line reader and JSON-lines reader
-(:mod:`st_infocse.files`); a user's STS pairs file or Hugging Face folder through ``datasets.load_dataset``.
+"""Loaders for evaluation data: STS pairs (:mod:`.sts`), retrieval data (:mod:`.retrieval`) and SentEval's transfer
+tasks (:mod:`.transfer`); :mod:`.common` holds the task tables, the containers and :class:`DataFormatError`. SentEval
+and BEIR files go through the package's line readers, a user's STS file or Hugging Face folder through ``datasets``.
 """
 
 from __future__ import annotations
@@ -9,26 +8,12 @@ from __future__ import annotations
 from st_infocse.lazy import lazy_exports
 
 _WHERE = {
-    "MTEB_STS_NAMES": "common",
-    "SENTEVAL_STS_SUBSETS": "common",
-    "STS_TASKS": "common",
-    "TRANSFER_TASKS": "common",
-    "DataFormatError": "common",
-    "PathLike": "common",
-    "RetrievalData": "common",
-    "STSPairs": "common",
-    "TransferData": "common",
-    "canonical_sts_name": "common",
-    "load_beir_folder": "retrieval",
-    "load_mteb_retrieval": "retrieval",
-    "find_senteval_root": "sts",
-    "load_mteb_sts": "sts",
-    "load_senteval_sts": "sts",
-    "load_sts": "sts",
-    "load_sts_file": "sts",
-    "load_sts_hf": "sts",
-    "canonical_transfer_name": "transfer",
-    "load_senteval_transfer": "transfer",
+    **dict.fromkeys(("MTEB_STS_NAMES", "SENTEVAL_STS_SUBSETS", "STS_TASKS", "TRANSFER_TASKS", "DataFormatError",
+                     "PathLike", "RetrievalData", "STSPairs", "TransferData", "canonical_sts_name"), "common"),
+    **dict.fromkeys(("load_beir_folder", "load_mteb_retrieval"), "retrieval"),
+    **dict.fromkeys(("find_senteval_root", "load_mteb_sts", "load_senteval_sts", "load_sts", "load_sts_file",
+                     "load_sts_hf"), "sts"),
+    **dict.fromkeys(("canonical_transfer_name", "load_senteval_transfer"), "transfer"),
 }
 
 __all__ = sorted(_WHERE)  # every exported name, listed once above

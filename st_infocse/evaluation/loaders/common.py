@@ -1,13 +1,10 @@
-"""What every evaluation loader shares: the task tables, the containers the loaders return, the error they raise,
-and the package's one line reader and JSON-lines reader worded for evaluation data.
-
-Every loader validates what it reads and raises :class:`DataFormatError` naming the file and the line
-(or row) of the first problem, so a malformed file never surfaces as a deep stack trace.
+"""What every evaluation loader shares: the task tables, the containers the loaders return, and the package's line
+and JSON-lines readers worded for evaluation data. A loader raises :class:`DataFormatError` naming the file and the
+line (or row) of the first problem, so a malformed file never surfaces as a deep stack trace.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,8 +17,6 @@ from st_infocse.files import FileFormatError, InvalidJSONLineError, NotDecodable
 from st_infocse.modeling.random_state import global_random_state_kept
 
 from .._deps import require
-
-logger = logging.getLogger(__name__)
 
 PathLike = str | Path
 
@@ -38,48 +33,24 @@ SENTEVAL_STS_SUBSETS: dict[str, tuple[str, tuple[str, ...]]] = {
     "STS15": ("STS15-en-test", ("answers-forums", "answers-students", "belief", "headlines", "images")),
     "STS16": ("STS16-en-test", ("answer-answer", "headlines", "plagiarism", "postediting", "question-question")),
 }
-MTEB_STS_NAMES: dict[str, str] = {
-    "STS12": "STS12",
-    "STS13": "STS13",
-    "STS14": "STS14",
-    "STS15": "STS15",
-    "STS16": "STS16",
-    "STS-B": "STSBenchmark",
-    "SICK-R": "SICK-R",
-}
-_STS_ALIASES = {
-    "stsb": "STS-B",
-    "stsbenchmark": "STS-B",
-    "sickr": "SICK-R",
-    "sick": "SICK-R",
-    "sickrelatedness": "SICK-R",
-}
+#: The table's STS names -> mteb's task names.
+MTEB_STS_NAMES: dict[str, str] = {**{task: task for task in STS_TASKS}, "STS-B": "STSBenchmark"}
+_STS_ALIASES = {"stsb": "STS-B", "stsbenchmark": "STS-B", "sickr": "SICK-R", "sick": "SICK-R",
+                "sickrelatedness": "SICK-R"}
 _SPLIT_ALIASES = {"validation": "dev", "val": "dev", "trial": "dev"}
 
 
 class DataFormatError(FileFormatError):
-    """A data file is missing a column, has a non-numeric score, is empty, or is otherwise malformed.
-
-    Attributes:
-        path: The offending file (or folder).
-        line: 1-based line number (or row number for Hugging Face folders); ``None`` for whole-file problems.
-    """
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# result containers
+    """A data file is missing a column, has a non-numeric score, is empty, or is otherwise malformed (``path``, and
+    ``line``: the 1-based line or row, ``None`` for whole-file problems)."""
 
 
 @dataclass
 class STSPairs:
-    """Sentence pairs with gold similarity scores.
+    """Sentence pairs with gold similarity scores (any scale; only ranks matter for Spearman).
 
     Attributes:
-        name: Task name (``"STS12"``, ``"STS-B"``, a file stem...).
-        sentences1, sentences2: The pairs.
-        scores: Gold scores (any scale; only ranks matter for Spearman).
         source: Where the data came from, e.g. ``"senteval:/data/STS/STS12-en-test"`` or ``"mteb:STS12"``.
-        split: Split name (``"test"``, ``"dev"``...).
         subsets: Subset name -> number of pairs, in file order (SentEval's STS12-16 subsets).
         note: Anything a reader of the results must know (e.g. which SICK-R split).
     """
@@ -106,16 +77,8 @@ class STSPairs:
 
 @dataclass
 class RetrievalData:
-    """A BEIR-style retrieval dataset.
-
-    Attributes:
-        name: Dataset name (``"scifact"``).
-        corpus: Document id -> ``{"title": ..., "text": ...}``.
-        queries: Query id -> text; only queries that have qrels.
-        qrels: Query id -> {document id -> relevance}.
-        source: Where it came from.
-        split: The qrels split.
-    """
+    """A BEIR-style retrieval dataset: document id -> ``{"title": ..., "text": ...}``, query id -> text (only queries
+    that have qrels), and the qrels split's query id -> {document id -> relevance}."""
 
     name: str
     corpus: dict[str, dict[str, str]]
@@ -127,18 +90,10 @@ class RetrievalData:
 
 @dataclass
 class TransferData:
-    """A SentEval classification task.
+    """A SentEval classification task: sentences (sentence pairs for MRPC) and label ids (``classes`` names them).
 
-    ``train``/``dev``/``test`` hold sentences (or sentence pairs for MRPC). Tasks without a test split (MR, CR,
-    SUBJ, MPQA) are evaluated by k-fold cross-validation over ``train``.
-
-    Attributes:
-        name: Task name.
-        train, train_labels: Training examples.
-        test, test_labels: Test examples (``None`` for cross-validated tasks).
-        dev, dev_labels: Development examples used to choose the regularisation (SST2 only).
-        classes: Label names, indexed by label id.
-        source: Where it came from.
+    Tasks without a test split (MR, CR, SUBJ, MPQA) are evaluated by k-fold cross-validation over ``train``; SST2's
+    ``dev`` chooses the regularisation.
     """
 
     name: str
@@ -156,30 +111,16 @@ class TransferData:
         return bool(self.train) and isinstance(self.train[0], tuple)
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# small helpers
-
-
 def canonical_sts_name(name: str) -> str:
-    """Map ``"stsb"``, ``"STSBenchmark"``, ``"SICKRelatedness"``... to the table names in :data:`STS_TASKS`.
-
-    Args:
-        name: Any common spelling of an STS task.
-
-    Returns:
-        The canonical name, or ``name`` unchanged when it is not one of the papers' tasks.
+    """Map ``"stsb"``, ``"STSBenchmark"``, ``"SICKRelatedness"``... to the table names in :data:`STS_TASKS`; any
+    other name is returned unchanged.
 
     Example:
         >>> canonical_sts_name("STSBenchmark"), canonical_sts_name("sick-r"), canonical_sts_name("sts12")
         ('STS-B', 'SICK-R', 'STS12')
     """
     key = re.sub(r"[^a-z0-9]", "", name.lower())
-    if key in _STS_ALIASES:
-        return _STS_ALIASES[key]
-    for task in STS_TASKS:
-        if re.sub(r"[^a-z0-9]", "", task.lower()) == key:
-            return task
-    return name
+    return {re.sub(r"[^a-z0-9]", "", task.lower()): task for task in STS_TASKS}.get(key, _STS_ALIASES.get(key, name))
 
 
 @contextmanager
@@ -196,15 +137,13 @@ def _data_errors(path: Path) -> Iterator[None]:
 
 
 def data_lines(path: Path, fallback: str | None = None) -> list[str]:
-    """The file's lines without line terminators, through the package's one line reader
-    (:func:`st_infocse.files.read_lines`); a final newline does not make an extra line."""
+    """The file's lines (:func:`st_infocse.files.read_lines`); a final newline does not make an extra line."""
     with _data_errors(path):
         return [line for _, line in read_lines(path, fallback_encoding=fallback)]
 
 
 def json_objects(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
-    """``(line, object)`` for each JSON object of a JSON-lines file, through the package's one JSON-lines reader
-    (:func:`st_infocse.files.read_json_objects`); anything but an object is an error naming its line."""
+    """``(line, object)`` for each JSON object of a JSON-lines file (:func:`st_infocse.files.read_json_objects`)."""
     with _data_errors(path):
         for where, row in read_json_objects(path, error=DataFormatError):
             yield int(where.split()[1]), row
@@ -237,24 +176,18 @@ def senteval_tokens(text: str) -> str:
 
 
 def pick_split(split: str, available: Sequence[str]) -> str | None:
-    wanted = normalise_split(split)
-    for candidate in available:
-        if normalise_split(candidate) == wanted:
-            return candidate
-    return None
+    return next((candidate for candidate in available if normalise_split(candidate) == normalise_split(split)), None)
 
 
 def mteb_task(task: Any, kind: str) -> Any:
+    """The mteb task (by name or as given) with its data loaded; the global random states are kept (mteb seeds
+    Python's, NumPy's and torch's when it builds or loads a task)."""
     mteb = require("mteb", f"Loading {kind} data from mteb")
     if isinstance(task, str):
-        with global_random_state_kept():  # mteb seeds random, NumPy and torch when it builds a task
-            return mteb.get_task(task)
-    return task
-
-
-def load_mteb_data(task: Any) -> None:
+        with global_random_state_kept():
+            task = mteb.get_task(task)
     if getattr(task, "data_loaded", False):
-        return
+        return task
     try:
         with global_random_state_kept():
             task.load_data()
@@ -264,3 +197,4 @@ def load_mteb_data(task: Any) -> None:
             "Offline? Pass a local folder as the source instead (a SentEval data/downstream folder for STS, "
             "a BEIR folder for retrieval)."
         ) from exc
+    return task

@@ -9,16 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..beir_tasks import beir_task_info
-from .common import (
-    DataFormatError,
-    PathLike,
-    RetrievalData,
-    data_lines,
-    json_objects,
-    load_mteb_data,
-    mteb_task,
-    parse_int,
-)
+from .common import DataFormatError, PathLike, RetrievalData, data_lines, json_objects, mteb_task, parse_int
 
 logger = logging.getLogger(__name__)
 
@@ -33,28 +24,16 @@ def _beir_jsonl(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, di
         yield number, row
 
 
-def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = None) -> RetrievalData:
-    """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``.
+def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = None, *,
+                     warn_unknown: bool = True) -> RetrievalData:
+    """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``; ``name`` defaults to the
+    folder name. Judged documents missing from the corpus are counted in a warning (``warn_unknown``; the
+    training-time evaluator refuses them instead).
 
-    What beir's ``GenericDataLoader`` reads, read the same way: ids are strings, a missing title is ``""``, the qrels
-    header line is skipped, and only queries with qrels are kept. It is not used because it reports a bad file as a
-    traceback without its line (``JSONDecodeError``, ``IndexError``, ``ValueError``, a ``KeyError`` for a qrels row
-    naming an unknown query) or not at all (a missing text is ``None``, a duplicate id overwrites the first); here the
-    files go through the package's line readers, so each of those is one :class:`DataFormatError` naming the file and
-    the line, before any model loads.
-
-    Args:
-        folder: The dataset folder (e.g. ``.../beir/scifact``).
-        split: Which qrels file.
-        name: Dataset name (default: the folder name).
-
-    Returns:
-        The dataset.
-
-    Example:
-        >>> data = load_beir_folder("../shared/data/beir/scifact")  # doctest: +SKIP
-        >>> len(data.corpus), len(data.queries)  # doctest: +SKIP
-        (5183, 300)
+    Read as beir's ``GenericDataLoader`` reads it (string ids, a missing title ``""``, the qrels header skipped, only
+    queries with qrels kept), but not by it: it reports a bad file as a traceback without its line or not at all (a
+    missing text is ``None``, a duplicate id overwrites the first). Here each is one :class:`DataFormatError` naming
+    the file and the line, before any model loads.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -64,28 +43,21 @@ def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = N
     for path in (corpus_path, queries_path, qrels_path):
         if not path.is_file():
             raise FileNotFoundError(f"{path}: file not found (a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/)")
-
     corpus: dict[str, dict[str, str]] = {}
     for number, row in _beir_jsonl(corpus_path, ("_id", "text")):
         doc_id = str(row["_id"])
         if doc_id in corpus:
             raise DataFormatError(corpus_path, number, f"duplicate _id {doc_id!r}")
         corpus[doc_id] = {"title": str(row.get("title") or ""), "text": str(row["text"])}
-
-    all_queries: dict[str, str] = {}
-    for _number, row in _beir_jsonl(queries_path, ("_id", "text")):
-        all_queries[str(row["_id"])] = str(row["text"])
-
+    all_queries = {str(row["_id"]): str(row["text"]) for _, row in _beir_jsonl(queries_path, ("_id", "text"))}
     qrels: dict[str, dict[str, int]] = {}
-    lines = data_lines(qrels_path)
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(data_lines(qrels_path), start=1):
         if not line.strip():
             continue
         fields = line.split("\t")
         if len(fields) < 3:
-            raise DataFormatError(
-                qrels_path, number, f"expected query-id, corpus-id, score; found {len(fields)} field(s)"
-            )
+            found = f"found {len(fields)} field(s)"
+            raise DataFormatError(qrels_path, number, f"expected query-id, corpus-id, score; {found}")
         if number == 1 and not re.fullmatch(r"-?\d+", fields[2].strip()):
             continue  # header ("query-id corpus-id score")
         query_id, doc_id = fields[0].strip(), fields[1].strip()
@@ -96,45 +68,28 @@ def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = N
     if not qrels:
         raise DataFormatError(qrels_path, None, "no relevance judgements")
     unknown = sum(doc_id not in corpus for rel in qrels.values() for doc_id in rel)
-    if unknown:
+    if unknown and warn_unknown:
         logger.warning("%s: %d judged document id(s) are not in %s", qrels_path, unknown, corpus_path.name)
     queries = {qid: all_queries[qid] for qid in qrels}
     return RetrievalData(name or folder.name, corpus, queries, qrels, source=f"beir-folder:{folder}", split=split)
 
 
 def load_mteb_retrieval(task: Any, split: str | None = None) -> RetrievalData:
-    """Load a retrieval task through mteb (downloads from the Hugging Face hub unless cached).
-
-    Args:
-        task: An mteb task name (``"SciFact"``; BEIR names such as ``"scifact"`` are mapped) or task object.
-        split: The split (default: the task's evaluation split).
-
-    Returns:
-        The dataset.
-
-    Example:
-        >>> data = load_mteb_retrieval("SciFact")  # doctest: +SKIP
-    """
-
+    """Load a retrieval task through mteb (from the Hugging Face hub unless cached): an mteb task name (``"SciFact"``;
+    BEIR names such as ``"scifact"`` are mapped) or task object; ``split`` defaults to the task's evaluation split."""
     if isinstance(task, str):
         task = beir_task_info(task).mteb_name or task
     task_obj = mteb_task(task, "retrieval")
-    load_mteb_data(task_obj)
-    # A public method of AbsTaskRetrieval, but a transitional one (mteb means to convert every task directly): it turns
-    # a task that loads the old format (queries/corpus/relevant_docs attributes) into ``dataset`` and does nothing for
-    # the others, every BEIR task included; mteb's own evaluate() calls it the same way. Written against mteb 2.26.24;
-    # tests/test_library_touchpoints.py pins its signature and fails when mteb changes or drops it.
+    # public but transitional in mteb: a task still in the old format (queries/corpus/relevant_docs) becomes
+    # ``dataset``, a no-op for every BEIR task, as mteb's own evaluate() calls it; the touchpoint tests pin it
     task_obj.convert_v1_dataset_format_to_v2(num_proc=None)
     split = split or task_obj.metadata.eval_splits[0]
     subsets = task_obj.dataset
     if len(subsets) != 1:
         raise ValueError(f"mteb task {task_obj.metadata.name} has several subsets ({', '.join(subsets)}); load one")
     data = next(iter(subsets.values()))[split]
-    corpus = {
-        str(row["id"]): {"title": str(row.get("title") or ""), "text": str(row["text"])} for row in data["corpus"]
-    }
+    corpus = {str(row["id"]): {"title": str(row.get("title") or ""), "text": str(row["text"])}
+              for row in data["corpus"]}
     qrels = {str(q): {str(d): int(s) for d, s in rel.items()} for q, rel in data["relevant_docs"].items() if rel}
     queries = {str(row["id"]): str(row["text"]) for row in data["queries"] if str(row["id"]) in qrels}
-    return RetrievalData(
-        task_obj.metadata.name, corpus, queries, qrels, source=f"mteb:{task_obj.metadata.name}", split=split
-    )
+    return RetrievalData(task_obj.metadata.name, corpus, queries, qrels, f"mteb:{task_obj.metadata.name}", split)

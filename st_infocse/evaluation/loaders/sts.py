@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ from .common import (
     canonical_sts_name,
     data_lines,
     json_objects,
-    load_mteb_data,
     mteb_task,
     normalise_split,
     parse_score,
@@ -27,24 +25,10 @@ from .common import (
     senteval_tokens,
 )
 
-logger = logging.getLogger(__name__)
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# STS: SentEval folders
-
 
 def find_senteval_root(folder: PathLike) -> Path:
-    """Locate SentEval's ``data/downstream`` folder under ``folder``.
-
-    Accepts the ``downstream`` folder itself, a SentEval checkout (``data/downstream``), or a folder that holds a
-    ``senteval`` or ``downstream`` subfolder (``../shared/data``).
-
-    Args:
-        folder: Where to look.
-
-    Returns:
-        The folder that contains ``STS/``, ``SICK/``, ``MR/``...
+    """SentEval's ``data/downstream`` folder: ``folder`` itself, or its ``downstream``, ``data/downstream`` or
+    ``senteval`` subfolder (the one holding ``STS/``, ``SICK/``, ``MR/``...).
 
     Example:
         >>> import tempfile, pathlib
@@ -69,20 +53,14 @@ def _senteval_sts_year(root: Path, name: str) -> STSPairs:
     folder = root / "STS" / folder_name
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: folder not found (needed for {name})")
-    s1: list[str] = []
-    s2: list[str] = []
-    scores: list[float] = []
-    sizes: dict[str, int] = {}
+    s1, s2, scores, sizes = [], [], [], {}
     for subset in subsets:
-        input_path = folder / f"STS.input.{subset}.txt"
-        gs_path = folder / f"STS.gs.{subset}.txt"
-        inputs = data_lines(input_path)
-        gold = data_lines(gs_path)
+        input_path, gs_path = folder / f"STS.input.{subset}.txt", folder / f"STS.gs.{subset}.txt"
+        inputs, gold = data_lines(input_path), data_lines(gs_path)
         if len(inputs) != len(gold):
-            raise DataFormatError(
-                gs_path, None, f"{len(gold)} scores for {len(inputs)} sentence pairs in {input_path.name}"
-            )
-        kept = 0
+            raise DataFormatError(gs_path, None, f"{len(gold)} scores for {len(inputs)} sentence pairs in "
+                                  f"{input_path.name}")
+        before = len(scores)
         for number, (pair, score) in enumerate(zip(inputs, gold, strict=True), start=1):
             if not score.strip():
                 continue  # SentEval: pairs without a gold score are not evaluated
@@ -92,36 +70,33 @@ def _senteval_sts_year(root: Path, name: str) -> STSPairs:
             s1.append(senteval_tokens(fields[0]))
             s2.append(senteval_tokens(fields[1]))
             scores.append(parse_score(score.strip(), gs_path, number))
-            kept += 1
-        sizes[subset] = kept
+        sizes[subset] = len(scores) - before
     if not scores:
         raise DataFormatError(folder, None, "no scored sentence pairs")
-    return STSPairs(
-        name,
-        s1,
-        s2,
-        scores,
-        source=f"senteval:{folder}",
-        split="test",
-        subsets=sizes,
-        note="subsets concatenated (SentEval 'all')",
-    )
+    return STSPairs(name, s1, s2, scores, source=f"senteval:{folder}", split="test", subsets=sizes,
+                    note="subsets concatenated (SentEval 'all')")
+
+
+def _tab_pairs(path: Path, lines: Iterable[tuple[int, str]], columns: tuple[int, int, int], expected: str,
+               score_column: str = "score") -> tuple[list[str], list[str], list[float]]:
+    """Sentence 1, sentence 2 and score from the tab-separated ``(number, line)`` rows at ``columns``."""
+    s1, s2, scores = [], [], []
+    for number, line in lines:
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) <= max(columns):
+            raise DataFormatError(path, number, f"expected {expected} tab-separated columns, found {len(fields)}")
+        scores.append(parse_score(fields[columns[2]], path, number, column=score_column))
+        s1.append(senteval_tokens(fields[columns[0]]))
+        s2.append(senteval_tokens(fields[columns[1]]))
+    return s1, s2, scores
 
 
 def _senteval_stsb(root: Path, split: str) -> STSPairs:
     path = root / "STS" / "STSBenchmark" / f"sts-{split}.csv"
-    lines = data_lines(path)
-    s1, s2, scores = [], [], []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        # genre, file, year, id, score, sentence1, sentence2 [, source columns]
-        if len(fields) < 7:
-            raise DataFormatError(path, number, f"expected at least 7 tab-separated columns, found {len(fields)}")
-        scores.append(parse_score(fields[4], path, number))
-        s1.append(senteval_tokens(fields[5]))
-        s2.append(senteval_tokens(fields[6]))
+    # genre, file, year, id, score, sentence1, sentence2 [, source columns]
+    s1, s2, scores = _tab_pairs(path, enumerate(data_lines(path), start=1), (5, 6, 4), "at least 7")
     if not scores:
         raise DataFormatError(path, None, "file is empty (no sentence pairs)")
     return STSPairs("STS-B", s1, s2, scores, source=f"senteval:{path}", split=split)
@@ -142,17 +117,8 @@ def _senteval_sick(root: Path, split: str) -> STSPairs:
     missing = [c for c in wanted if c not in header]
     if missing:
         raise DataFormatError(path, 1, f"header lacks column(s) {', '.join(missing)} (found: {', '.join(header)})")
-    ia, ib, iscore = (header.index(c) for c in wanted)
-    s1, s2, scores = [], [], []
-    for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        if len(fields) <= max(ia, ib, iscore):
-            raise DataFormatError(path, number, f"expected {len(header)} tab-separated columns, found {len(fields)}")
-        scores.append(parse_score(fields[iscore], path, number, column="relatedness_score"))
-        s1.append(senteval_tokens(fields[ia]))
-        s2.append(senteval_tokens(fields[ib]))
+    columns = tuple(header.index(c) for c in wanted)
+    s1, s2, scores = _tab_pairs(path, enumerate(lines[1:], start=2), columns, str(len(header)), "relatedness_score")
     if not scores:
         raise DataFormatError(path, None, "no sentence pairs after the header")
     note = f"SentEval SICK {split} split ({len(scores):,} pairs)"
@@ -160,24 +126,12 @@ def _senteval_sick(root: Path, split: str) -> STSPairs:
 
 
 def load_senteval_sts(folder: PathLike, task: str, split: str = "test") -> STSPairs:
-    """Load one STS task from a SentEval ``data/downstream`` folder.
+    """Load one STS task from a SentEval ``data/downstream`` folder (or one holding it, :func:`find_senteval_root`).
 
-    STS12-16 return all subsets concatenated (SentEval's "all" setting, which is also what mteb's STS12-16 test
-    sets hold); unscored pairs (empty gold lines, e.g. in STS16) are skipped as SentEval does. Sentences are
-    whitespace-normalised like SentEval's tokenise-and-rejoin.
-
-    Args:
-        folder: The ``data/downstream`` folder (or a folder containing it, see :func:`find_senteval_root`).
-        task: ``"STS12"`` ... ``"STS16"``, ``"STS-B"`` or ``"SICK-R"`` (aliases accepted).
-        split: ``"test"``, ``"dev"`` or ``"train"`` for STS-B and SICK-R; STS12-16 only have ``"test"``.
-
-    Returns:
-        The pairs, with ``subsets`` filled for STS12-16.
-
-    Example:
-        >>> pairs = load_senteval_sts("../shared/data/senteval", "STS-B", split="dev")  # doctest: +SKIP
-        >>> len(pairs)  # doctest: +SKIP
-        1500
+    STS12-16 hold all subsets concatenated (SentEval's "all" setting, as mteb's STS12-16 test sets do), with
+    ``subsets`` giving each one's size; pairs without a gold score are skipped and sentences whitespace-normalised,
+    as SentEval does. ``task`` is ``"STS12"`` ... ``"STS16"``, ``"STS-B"`` or ``"SICK-R"`` (aliases accepted);
+    ``split`` is ``"test"``, or ``"dev"``/``"train"`` for STS-B and SICK-R.
     """
     root = find_senteval_root(folder)
     name = canonical_sts_name(task)
@@ -193,17 +147,9 @@ def load_senteval_sts(folder: PathLike, task: str, split: str = "test") -> STSPa
     raise ValueError(f"unknown SentEval STS task {task!r}; expected one of {', '.join(STS_TASKS)}")
 
 
-# --------------------------------------------------------------------------------------------------------------------
-# STS: jsonl / csv / tsv files and Hugging Face folders
-
-
-def _rows_to_pairs(
-    rows: Iterable[Mapping[str, Any]],
-    path: Path,
-    columns: tuple[str, str, str],
-    locate: Callable[[int], tuple[int, str]],
-) -> tuple[list[str], list[str], list[float]]:
-    """The three columns of a datasets ``Dataset``'s rows, checked; row ``index`` is named by ``locate(index)``, its
+def _rows_to_pairs(rows: Iterable[Mapping[str, Any]], path: Path, columns: tuple[str, str, str],
+                   locate: Callable[[int], tuple[int, str]]) -> tuple[list[str], list[str], list[float]]:
+    """The three columns of a ``Dataset``'s rows, checked; row ``index`` is named by ``locate(index)``, its
     ``(number, unit)`` in the file (a line of a text file, a row of a Hugging Face folder)."""
     c1, c2, cs = columns
     s1, s2, scores = [], [], []
@@ -231,8 +177,8 @@ def _error_reason(exc: BaseException) -> str:
 
 
 def _csv_record_lines(lines: list[str], delimiter: str) -> list[int]:
-    """The first line of each non-blank record (the header's first), as pandas counts records: a quoted field may
-    span lines, blank lines are skipped. Only counted, to name the line of a bad row."""
+    """The first line of each non-blank record (the header's first), as pandas counts records (a quoted field may
+    span lines); only to name the line of a bad row."""
     starts, end = [], 0
     reader = csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter)
     for row in reader:
@@ -242,19 +188,13 @@ def _csv_record_lines(lines: list[str], delimiter: str) -> list[int]:
     return starts
 
 
-def _json_record_lines(lines: list[str]) -> list[int]:
-    """The line of each JSON-lines record (blank lines skipped, as datasets' JSON reader skips them)."""
-    return [number for number, line in enumerate(lines, start=1) if line.strip()]
-
-
 #: JSON value kinds as pyarrow types a column (an integer column holding a float is promoted, not refused)
 _JSON_KINDS = {str: "string", int: "number", float: "number", bool: "boolean", list: "list", dict: "object"}
 
 
 def _locate_json_error(path: Path) -> None:
-    """Raise a line-numbered error for a JSON-lines file datasets could not read: invalid JSON or a non-object
-    line (the package's JSON-lines reader names it), or a column whose JSON type changes between lines (pyarrow
-    reads one type per column and names no line)."""
+    """Name the line datasets could not read: invalid JSON or a non-object line (the JSON-lines reader names it), or
+    a column whose JSON type changes between lines (pyarrow reads one type per column and names no line)."""
     first: dict[str, tuple[int, str]] = {}
     for number, row in json_objects(path):
         for column, value in row.items():
@@ -263,35 +203,15 @@ def _locate_json_error(path: Path) -> None:
             kind = _JSON_KINDS.get(type(value), type(value).__name__)
             seen = first.setdefault(column, (number, kind))
             if seen[1] != kind:
-                raise DataFormatError(
-                    path,
-                    number,
-                    f"{column} is a {kind} where line {seen[0]} has a {seen[1]} (one JSON type per column)",
-                )
+                raise DataFormatError(path, number, f"{column} is a {kind} where line {seen[0]} has a {seen[1]} "
+                                      "(one JSON type per column)")
 
 
-def load_sts_file(
-    path: PathLike,
-    name: str | None = None,
-    sentence1_column: str = "sentence1",
-    sentence2_column: str = "sentence2",
-    score_column: str = "score",
-    split: str = "test",
-) -> STSPairs:
-    """Load sentence pairs from a ``.jsonl``, ``.json``, ``.csv`` or ``.tsv`` file with sentence1/sentence2/score
-    columns, read by ``datasets.load_dataset`` (its ``json`` and ``csv`` builders, offline).
-
-    jsonl files hold one JSON object per line (a ``.json`` file may also hold one list of objects); csv/tsv files
-    start with a header row. A bad row is named by its line in the file.
-
-    Args:
-        path: The file.
-        name: Task name for the results (default: the file stem).
-        sentence1_column, sentence2_column, score_column: Column names.
-        split: Split label recorded in the results.
-
-    Returns:
-        The pairs.
+def load_sts_file(path: PathLike, name: str | None = None, sentence1_column: str = "sentence1",
+                  sentence2_column: str = "sentence2", score_column: str = "score", split: str = "test") -> STSPairs:
+    """Load sentence pairs from a ``.jsonl``, ``.json``, ``.csv`` or ``.tsv`` file, read by ``datasets.load_dataset``
+    (its ``json`` and ``csv`` builders); a bad row is named by its line. ``name`` defaults to the file stem; ``split``
+    is only recorded.
 
     Example:
         >>> import tempfile, pathlib
@@ -310,7 +230,10 @@ def load_sts_file(
     lines = data_lines(path)  # also refuses text that is not utf-8, naming the line
     delimiter = "\t" if suffix == ".tsv" else ","
     is_json = suffix in (".jsonl", ".json")
-    record_lines = _json_record_lines(lines) if is_json else _csv_record_lines(lines, delimiter)
+    if is_json:  # blank lines skipped, as datasets' JSON reader skips them
+        record_lines = [number for number, line in enumerate(lines, start=1) if line.strip()]
+    else:
+        record_lines = _csv_record_lines(lines, delimiter)
     if len(record_lines) < (1 if is_json else 2):  # nothing, or a csv header alone
         raise DataFormatError(path, None, "file is empty (no sentence pairs)")
     json_array = is_json and lines[record_lines[0] - 1].lstrip().startswith("[")  # a .json list of objects
@@ -334,8 +257,8 @@ def load_sts_file(
     missing = [c for c in columns if c not in ds.column_names]
     if missing and (not is_json or len(missing) == len(columns)):  # a JSON row is checked for its own columns
         found = ", ".join(ds.column_names) or "nothing"
-        header = None if is_json else record_lines[0]
-        raise DataFormatError(path, header, f"missing column(s) {', '.join(missing)} (found: {found})")
+        raise DataFormatError(path, None if is_json else record_lines[0],
+                              f"missing column(s) {', '.join(missing)} (found: {found})")
     rows = ds.select_columns([c for c in columns if c in ds.column_names])
     s1, s2, scores = _rows_to_pairs(rows, path, columns, locate)
     if not scores:
@@ -343,27 +266,11 @@ def load_sts_file(
     return STSPairs(canonical_sts_name(name or path.stem), s1, s2, scores, source=f"file:{path}", split=split)
 
 
-def load_sts_hf(
-    path: PathLike,
-    split: str = "test",
-    name: str | None = None,
-    sentence1_column: str = "sentence1",
-    sentence2_column: str = "sentence2",
-    score_column: str = "score",
-) -> STSPairs:
-    """Load sentence pairs from a local Hugging Face dataset folder.
-
-    Either a folder written by ``Dataset.save_to_disk``/``DatasetDict.save_to_disk`` or a folder of data files
-    that ``datasets.load_dataset(folder)`` understands (``test.jsonl``, ``data/test-*.parquet``, ...).
-
-    Args:
-        path: The folder.
-        split: Which split (``"validation"`` and ``"dev"`` are tried for each other).
-        name: Task name for the results (default: the folder name).
-        sentence1_column, sentence2_column, score_column: Column names.
-
-    Returns:
-        The pairs.
+def load_sts_hf(path: PathLike, split: str = "test", name: str | None = None, sentence1_column: str = "sentence1",
+                sentence2_column: str = "sentence2", score_column: str = "score") -> STSPairs:
+    """Load sentence pairs from a local Hugging Face dataset folder: one written by ``save_to_disk``, or data files
+    that ``datasets.load_dataset(folder)`` reads (``test.jsonl``, ``data/test-*.parquet``...). ``"validation"`` and
+    ``"dev"`` name the same split; ``name`` defaults to the folder name.
 
     Example:
         >>> from datasets import Dataset
@@ -379,31 +286,22 @@ def load_sts_hf(
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: folder not found")
     if (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
-        loaded = datasets.load_from_disk(str(path))
-        if isinstance(loaded, datasets.DatasetDict):
-            available = list(loaded)
-            chosen = pick_split(split, available)
-            if chosen is None:
-                raise DataFormatError(path, None, f"no split {split!r} (available: {', '.join(available)})")
-            ds = loaded[chosen]
-        else:
-            ds = loaded
+        ds = datasets.load_from_disk(str(path))
     else:
         try:
-            loaded = datasets.load_dataset(str(path))
+            ds = datasets.load_dataset(str(path))
         except Exception as exc:  # datasets raises many types for unreadable folders
             raise DataFormatError(path, None, f"not a readable Hugging Face dataset folder ({exc})") from None
-        available = list(loaded)
-        chosen = pick_split(split, available)
+    if isinstance(ds, datasets.DatasetDict):
+        chosen = pick_split(split, list(ds))
         if chosen is None:
-            raise DataFormatError(path, None, f"no split {split!r} (available: {', '.join(available)})")
-        ds = loaded[chosen]
+            raise DataFormatError(path, None, f"no split {split!r} (available: {', '.join(ds)})")
+        ds = ds[chosen]
     columns = (sentence1_column, sentence2_column, score_column)
     missing = [c for c in columns if c not in ds.column_names]
     if missing:
-        raise DataFormatError(
-            path, None, f"missing column(s) {', '.join(missing)} (found: {', '.join(ds.column_names)})"
-        )
+        found = ", ".join(ds.column_names)
+        raise DataFormatError(path, None, f"missing column(s) {', '.join(missing)} (found: {found})")
     s1, s2, scores = _rows_to_pairs(ds.select_columns(list(columns)), path, columns, lambda i: (i + 1, "row"))
     if not scores:
         raise DataFormatError(path, None, f"split {split!r} is empty (no sentence pairs)")
@@ -411,28 +309,12 @@ def load_sts_hf(
 
 
 def load_mteb_sts(task: Any, split: str = "test") -> STSPairs:
-    """Load an STS task through mteb (downloads from the Hugging Face hub unless cached).
-
-    mteb's ``SICK-R`` holds all 9,927 SICK pairs, not the papers' 4,927-pair test split; the returned
-    ``note`` says so.
-
-    Args:
-        task: An mteb task name (``"STS12"``, ``"STSBenchmark"``, ``"SICK-R"``; our names such as ``"STS-B"``
-            are mapped) or an mteb task object.
-        split: The split.
-
-    Returns:
-        The pairs.
-
-    Example:
-        >>> pairs = load_mteb_sts("STS-B")  # doctest: +SKIP
-        >>> len(pairs)  # doctest: +SKIP
-        1379
-    """
+    """Load an STS task through mteb (from the Hugging Face hub unless cached): an mteb task name (``"STS12"``,
+    ``"STSBenchmark"``; the table's names such as ``"STS-B"`` are mapped) or task object. mteb's ``SICK-R`` holds
+    all 9,927 SICK pairs, not the papers' 4,927-pair test split; the returned ``note`` says so."""
     if isinstance(task, str):
         task = MTEB_STS_NAMES.get(canonical_sts_name(task), task)
     task_obj = mteb_task(task, "STS")
-    load_mteb_data(task_obj)
     dataset = task_obj.dataset
     if split not in dataset and "default" in dataset:
         dataset = dataset["default"]
@@ -442,37 +324,15 @@ def load_mteb_sts(task: Any, split: str = "test") -> STSPairs:
     c1, c2 = task_obj.column_names
     name = canonical_sts_name(task_obj.metadata.name)
     scores = [float(s) for s in ds["score"]]
-    note = ""
-    if name == "SICK-R":
-        note = f"mteb SICK-R: all of SICK ({len(scores):,} pairs), not the papers' 4,927-pair test split"
-    return STSPairs(
-        name,
-        list(ds[c1]),
-        list(ds[c2]),
-        scores,
-        source=f"mteb:{task_obj.metadata.name}",
-        split=split,
-        note=note,
-    )
+    note = (f"mteb SICK-R: all of SICK ({len(scores):,} pairs), not the papers' 4,927-pair test split"
+            if name == "SICK-R" else "")
+    return STSPairs(name, list(ds[c1]), list(ds[c2]), scores, source=f"mteb:{task_obj.metadata.name}", split=split,
+                    note=note)
 
 
 def load_sts(source: PathLike | STSPairs, task: str | None = None, split: str = "test") -> STSPairs:
-    """Load STS pairs from any supported source.
-
-    Args:
-        source: ``"mteb"`` (online), a SentEval folder (with ``task``), a ``.jsonl/.csv/.tsv`` file, a Hugging Face
-            dataset folder, or already loaded :class:`STSPairs` (returned as is).
-        task: Task name; required for ``"mteb"`` and SentEval folders.
-        split: The split.
-
-    Returns:
-        The pairs.
-
-    Example:
-        >>> pairs = load_sts("../shared/data/senteval", "STS12")  # doctest: +SKIP
-        >>> pairs.subsets["MSRpar"]  # doctest: +SKIP
-        750
-    """
+    """STS pairs from ``"mteb"`` (online, needs ``task``), a SentEval folder (with ``task``), a ``.jsonl/.csv/.tsv``
+    file, a Hugging Face dataset folder, or already loaded :class:`STSPairs` (returned as they are)."""
     if isinstance(source, STSPairs):
         return source
     if isinstance(source, str) and source == "mteb":

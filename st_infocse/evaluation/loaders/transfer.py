@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 import re
 from pathlib import Path
 
-from .common import (
-    TRANSFER_TASKS,
-    DataFormatError,
-    PathLike,
-    TransferData,
-    data_lines,
-    parse_int,
-    senteval_tokens,
-)
+from .common import TRANSFER_TASKS, DataFormatError, PathLike, TransferData, data_lines, parse_int, senteval_tokens
 from .sts import find_senteval_root
-
-logger = logging.getLogger(__name__)
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# transfer tasks: SentEval folders
 
 _BINARY_FILES = {
     "MR": ("MR", "rt-polarity.pos", "rt-polarity.neg"),
@@ -36,22 +21,13 @@ _TRANSFER_ALIASES = {"sst": "SST2", "sst2": "SST2", "subj": "SUBJ"}
 def canonical_transfer_name(name: str) -> str:
     """Map ``"sst-2"``, ``"mr"``... to the names in :data:`TRANSFER_TASKS`.
 
-    Args:
-        name: Any common spelling.
-
-    Returns:
-        The canonical name.
-
     Example:
         >>> canonical_transfer_name("SST-2")
         'SST2'
     """
     key = re.sub(r"[^a-z0-9]", "", name.lower())
-    if key in _TRANSFER_ALIASES:
-        return _TRANSFER_ALIASES[key]
-    for task in TRANSFER_TASKS:
-        if task.lower() == key:
-            return task
+    if found := {task.lower(): task for task in TRANSFER_TASKS}.get(key, _TRANSFER_ALIASES.get(key)):
+        return found
     raise ValueError(f"unknown transfer task {name!r}; expected one of {', '.join(TRANSFER_TASKS)}")
 
 
@@ -111,22 +87,9 @@ def _mrpc(path: Path) -> tuple[list[tuple[str, str]], list[int]]:
 
 
 def load_senteval_transfer(folder: PathLike, task: str) -> TransferData:
-    """Load a SentEval transfer task (MR, CR, SUBJ, MPQA, SST2, TREC, MRPC) from a ``data/downstream`` folder.
-
-    Blank lines are skipped (SentEval keeps them as empty sentences: 4 of CR's 3,775 lines, 3 of MPQA's 10,606).
-
-    Args:
-        folder: The ``data/downstream`` folder (or a folder containing it).
-        task: The task name.
-
-    Returns:
-        The task's data; MR, CR, SUBJ and MPQA have only ``train`` (k-fold cross-validation).
-
-    Example:
-        >>> data = load_senteval_transfer("../shared/data/senteval", "TREC")  # doctest: +SKIP
-        >>> len(data.train), len(data.test)  # doctest: +SKIP
-        (5452, 500)
-    """
+    """Load a SentEval transfer task (MR, CR, SUBJ, MPQA, SST2, TREC, MRPC) from a ``data/downstream`` folder (or one
+    holding it); MR, CR, SUBJ and MPQA have only ``train`` (k-fold cross-validation). Blank lines are skipped
+    (SentEval keeps them as empty sentences: 4 of CR's 3,775 lines, 3 of MPQA's 10,606)."""
     root = find_senteval_root(folder)
     name = canonical_transfer_name(task)
     if name in _BINARY_FILES:
@@ -149,31 +112,16 @@ def load_senteval_transfer(folder: PathLike, task: str) -> TransferData:
             bad = next((i for i, (_, y) in enumerate(rows) if y not in (0, 1)), None)
             if bad is not None:
                 raise DataFormatError(base / f"sentiment-{s}", None, f"label {rows[bad][1]} is not 0 or 1")
-        return TransferData(
-            name,
-            [t for t, _ in splits["train"]],
-            [y for _, y in splits["train"]],
-            ("negative", "positive"),
-            source=f"senteval:{base}",
-            test=[t for t, _ in splits["test"]],
-            test_labels=[y for _, y in splits["test"]],
-            dev=[t for t, _ in splits["dev"]],
-            dev_labels=[y for _, y in splits["dev"]],
-        )
+        (train, train_labels), (dev, dev_labels), (test, test_labels) = (
+            ([t for t, _ in rows], [y for _, y in rows]) for rows in splits.values())
+        return TransferData(name, train, train_labels, ("negative", "positive"), f"senteval:{base}", test=test,
+                            test_labels=test_labels, dev=dev, dev_labels=dev_labels)
     if name == "TREC":
         train, train_labels = _trec(root / "TREC" / "train_5500.label")
         test, test_labels = _trec(root / "TREC" / "TREC_10.label")
-        return TransferData(
-            name, train, train_labels, _TREC_CLASSES, f"senteval:{root / 'TREC'}", test=test, test_labels=test_labels
-        )
+        return TransferData(name, train, train_labels, _TREC_CLASSES, f"senteval:{root / 'TREC'}", test=test,
+                            test_labels=test_labels)
     train_pairs, train_labels = _mrpc(root / "MRPC" / "msr_paraphrase_train.txt")
     test_pairs, test_labels = _mrpc(root / "MRPC" / "msr_paraphrase_test.txt")
-    return TransferData(
-        name,
-        train_pairs,
-        train_labels,
-        ("not paraphrase", "paraphrase"),
-        f"senteval:{root / 'MRPC'}",
-        test=test_pairs,
-        test_labels=test_labels,
-    )
+    return TransferData(name, train_pairs, train_labels, ("not paraphrase", "paraphrase"), f"senteval:{root / 'MRPC'}",
+                        test=test_pairs, test_labels=test_labels)
