@@ -1215,7 +1215,6 @@ def library_function(documents, *, count: int = 3, kind: Literal["near", "far"] 
     """A function of the library, whose signature and docstring the command line reads.
 
     Args:
-        documents: Not a flag.
         count: How many
             neighbours.
         kind: Which ones.
@@ -1245,6 +1244,8 @@ def test_a_derived_section_takes_the_functions_types_defaults_choices_and_help()
     assert section(count=5).count == 5
     with pytest.raises(CLIError, match="--count must be at least 1, got 0"):
         section(count=0)
+    with pytest.raises(TypeError, match="--documents: .* has no docstring entry"):  # a flag never goes without help
+        derived("a section", {"documents": source})
     unset = derived("a loss", dict.fromkeys(("count", "kind"), source), unset=True)
     assert [item.default for item in fields(unset)] == [None, None] and unset.loss_defaults == {"count": "3",
                                                                                                "kind": "'far'"}

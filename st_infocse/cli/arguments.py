@@ -134,6 +134,8 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
         if (where, function) not in read:
             read[where, function] = _arguments(where, function)
         annotation, default, help_text, tree, module = read[where, function][argument or flag_]
+        if not help_text and "help" not in given:  # a flag with no help would reach --help and the docs silently
+            raise TypeError(f"--{flag_}: {source} has no docstring entry for {argument or flag_}; word its help")
         own_defaults[flag_] = default
         parts = [part.strip() for part in annotation.split("|")]
         choices = next((c for part in parts if (c := _choices(tree, module, part))), None)
@@ -276,8 +278,13 @@ _LEXICAL = "st_infocse.evaluation.lexical:LexicalSettings"
 class LexicalArguments(derived("BM25 beside your retrieval scores", {
     "bm25": (bool, flag(True, "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same "
                               "queries, with the model's change against each and its interval over the queries.")),
-    "bm25_language": f"{_LEXICAL}.language", "bm25_stem": f"{_LEXICAL}.stem", "bm25_stopwords": f"{_LEXICAL}.stopwords",
-    "hybrid_fusion": f"{_LEXICAL}.fusion", "hybrid_weight": f"{_LEXICAL}.weight",
+    "bm25_language": (f"{_LEXICAL}.language", {"help": "BM25's stemmer (Snowball) and stop-word language."}),
+    "bm25_stem": (f"{_LEXICAL}.stem", {"help": "Stem BM25's tokens."}),
+    "bm25_stopwords": (f"{_LEXICAL}.stopwords", {"help": "Drop the language's stop words from BM25's tokens."}),
+    "hybrid_fusion": (f"{_LEXICAL}.fusion", {"help": "How the hybrid fuses the two runs per query: minmax (each run's "
+                                             "scores min-max normalised, then summed with --hybrid_weight) or rrf "
+                                             "(reciprocal rank fusion)."}),
+    "hybrid_weight": (f"{_LEXICAL}.weight", {"help": "BM25's weight in the minmax hybrid."}),
 }, {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}, name="LexicalArguments")):
     """BM25 and its hybrid with the model (:class:`~st_infocse.evaluation.LexicalSettings`), scored beside the model
     on the same queries (--beir, --eval_retrieval)."""
