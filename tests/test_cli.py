@@ -4,6 +4,7 @@ import json
 import random
 import re
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from sentence_transformers import SentenceTransformer
@@ -1206,3 +1207,77 @@ def test_distillation_trains_the_model_on_its_hybrid_teachers_scores(workspace, 
     capsys.readouterr()
     assert main([*argv[:-len(FAST)], "--bm25", "false", "--overwrite_output_dir", "true", *FAST]) == 2
     assert "--bm25 false leaves --objective distill no teacher" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ flags read from the library
+
+
+def library_function(documents, *, count: int = 3, kind: Literal["near", "far"] = "far", cap: float | None = None):
+    """A function of the library, whose signature and docstring the command line reads.
+
+    Args:
+        count: How many
+            neighbours.
+        kind: Which ones.
+        cap: A floor on the score.
+    """
+
+
+def test_a_derived_section_takes_the_functions_types_defaults_choices_and_help():
+    import typing
+    from dataclasses import fields
+
+    from st_infocse.cli import CLIError
+    from st_infocse.cli.arguments import derived, flag
+
+    source = f"{__name__}:library_function"
+    section = derived("a section", {"count": source, "near_or_far": f"{source}.kind", "cap": (source, {"help": "own"}),
+                                    "extra": (int, flag(7, "The command line's own."))},
+                      {"count": ((1, None, True, False), "")}, name="ReadFlags")
+    items = {item.name: item for item in fields(section)}
+    hints = typing.get_type_hints(section)
+    assert {name: item.default for name, item in items.items()} == {"count": 3, "near_or_far": "far", "cap": None,
+                                                                      "extra": 7}
+    assert hints["count"] is int and typing.get_args(hints["near_or_far"]) == ("near", "far")
+    assert hints["cap"] == float | None
+    assert {name: item.metadata["help"] for name, item in items.items()} == {
+        "count": "How many neighbours.", "near_or_far": "Which ones.", "cap": "own", "extra": "The command line's own."}
+    assert section(count=5).count == 5
+    with pytest.raises(CLIError, match="--count must be at least 1, got 0"):
+        section(count=0)
+    with pytest.raises(TypeError, match="--documents: .* has no docstring entry"):  # a flag never goes without help
+        derived("a section", {"documents": source})
+    unset = derived("a loss", dict.fromkeys(("count", "kind"), source), unset=True)
+    assert [item.default for item in fields(unset)] == [None, None] and unset.loss_defaults == {"count": "3",
+                                                                                               "kind": "'far'"}
+
+
+def test_the_mining_idc_and_distillation_flags_take_the_librarys_defaults():
+    import inspect
+    from dataclasses import fields
+
+    from st_infocse.cli.arguments import LexicalArguments, MineArguments
+    from st_infocse.cli.objective_flags import DistillFlags, IDCFlags
+    from st_infocse.evaluation.lexical import LexicalSettings
+    from st_infocse.mining import distillation_loss, mine_pairs, pseudo_queries, train_idc_rounds
+
+    def defaults(function, **renamed):
+        return {flag: inspect.signature(function).parameters[name].default for flag, name in renamed.items()}
+
+    def flags(section, *names):
+        return {item.name: item.default for item in fields(section) if item.name in names}
+
+    mined = defaults(mine_pairs, k="k", threshold="threshold", similarity="similarity", seed="seed",
+                     max_pairs_per_cluster="max_pairs_per_cluster", batch_size="batch_size")
+    assert flags(MineArguments, *mined) == mined
+    rounds = {**defaults(train_idc_rounds, rounds="rounds", initial_annotation="initial_annotation",
+                         idc_annotator="annotator"), **defaults(mine_pairs, idc_k="k", idc_similarity="similarity")}
+    assert flags(IDCFlags, *rounds) == rounds
+    distill = {**defaults(pseudo_queries, distill_queries="query_kind", distill_max_queries="max_queries"),
+               **defaults(distillation_loss, student_temperature="student_temperature",
+                          teacher_temperature="teacher_temperature")}
+    assert flags(DistillFlags, *distill) == distill
+    lexical = LexicalSettings()
+    assert flags(LexicalArguments, "bm25_language", "bm25_stem", "bm25_stopwords", "hybrid_fusion", "hybrid_weight") == {
+        "bm25_language": lexical.language, "bm25_stem": lexical.stem, "bm25_stopwords": lexical.stopwords,
+        "hybrid_fusion": lexical.fusion, "hybrid_weight": lexical.weight}

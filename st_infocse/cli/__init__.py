@@ -1,16 +1,7 @@
-"""The ``st-infocse`` command: stage-1 pre-training, training, IDC mining and evaluation without a script.
-
-    st-infocse pretrain-aux --model bert-base-uncased --train_data corpus.txt --output_dir stage1
-    st-infocse train --objective infocse --model stage1/model --decoder stage1/decoder --output_dir out
-    st-infocse mine --model out --docs docs.jsonl.gz --output_dir pairs
-    st-infocse evaluate --model out --sts ../shared/data/senteval --beir scifact --beir_source ../shared/data/beir
-    st-infocse train --recipe infocse-bert-base --train_data wiki1m_for_simcse.txt --output_dir out   # a paper's run
-    st-infocse demo                                                                          # offline, a few minutes
-
-Each command is a module of this package (imported when it runs, so ``--help`` and the input checks stay fast),
-reading its flags through :mod:`~st_infocse.cli.parsing`; a bad input exits with code 2 and one line, before any
-model, dataset or document loads.
-"""
+"""The ``st-infocse`` command: stage-1 pre-training, training, IDC mining and evaluation without a script
+(``st-infocse --help``; docs/command-line.md). Each command is a module of this package, imported when it runs so
+that ``--help`` and the input checks stay fast; a bad input exits with code 2 and one line, before any model,
+dataset or document loads."""
 
 from __future__ import annotations
 
@@ -37,9 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _usage() -> str:
-    lines = ["usage: st-infocse <command> [flags]   (st-infocse <command> --help for its flags)", "", "commands:"]
-    lines += [f"  {name:<13} {help_text}" for name, (_, help_text) in COMMANDS.items()]
-    return "\n".join(lines)
+    return "\n".join(["usage: st-infocse <command> [flags]   (st-infocse <command> --help for its flags)", "",
+                      "commands:", *(f"  {name:<13} {text}" for name, (_, text) in COMMANDS.items())])
 
 
 def _command(command: str):

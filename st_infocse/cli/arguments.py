@@ -2,12 +2,17 @@
 model, the data, the run's measurement, the output folder, mining and evaluation. The objectives' flags are in
 :mod:`~st_infocse.cli.objective_flags`, and :mod:`~st_infocse.cli.parsing` reads them all.
 
-A field is declared with :func:`flag` (its default and help); a section's ``bounds`` (field -> (low, high, low
-included, high included), why) are refused by :class:`Checked` under the flag's name when the section is built.
+A field is declared with :func:`flag` (its default and help), or read by :func:`derived` from the signature and
+docstring of the library function it reaches; a section's ``bounds`` (field -> (low, high, low included, high
+included), why) are refused by :class:`Checked` under the flag's name when the section is built.
 """
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
-from dataclasses import dataclass, field, fields
+import ast
+import functools
+import importlib.util
+import re
+from dataclasses import Field, dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +22,7 @@ from st_infocse.losses.registry import out_of_bounds
 WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
 BUNDLED = "demo"  # --train_data demo / --stsb_dev demo: the data shipped in st_infocse/data
 AT_LEAST_1, POSITIVE = (1, None, True, False), (0, None, False, False)  # the commonest bounds
+DOCS_HELP = "Documents, in any form that `st-infocse mine --docs` reads."
 
 
 def flag(default: Any, help: str, **metadata: Any) -> Any:
@@ -45,6 +51,113 @@ class Checked:
             why = out_of_bounds(item.name, getattr(self, item.name), bounds) if bounds else None
             if why:
                 raise CLIError(f"{flag_name(item)} {why}{' ' + note if note else ''}, got {getattr(self, item.name):g}")
+
+
+@functools.cache  # one parse per module, however many sections read it
+def _source(module: str) -> ast.Module:
+    """The parsed source of ``module``, found without importing it or its package (the losses and miners import
+    torch and datasets)."""
+    top, *rest = module.split(".")
+    path = Path(importlib.util.find_spec(top).origin).parent.joinpath(*rest)
+    return ast.parse((path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text())
+
+
+def _imported(tree: ast.Module, name: str, module: str) -> tuple[str, ast.Module] | None:
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
+            origin = importlib.util.resolve_name("." * node.level + (node.module or ""), module.rpartition(".")[0])
+            return origin, _source(origin)
+    return None
+
+
+def _choices(tree: ast.Module, module: str, name: str) -> tuple[str, ...] | None:
+    """The values of ``Literal[...]`` written in place, or of ``name = Literal[...]`` where ``module`` defines or
+    imports it."""
+    if name.startswith("Literal["):
+        return tuple(ast.literal_eval(name[8:-1] + ","))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            if isinstance(node.value, ast.Subscript) and getattr(node.value.value, "id", "") == "Literal":
+                return tuple(ast.literal_eval(node.value.slice))
+    found = _imported(tree, name, module)
+    return _choices(found[1], found[0], name) if found else None
+
+
+def _arguments(module: str, name: str) -> dict[str, tuple[str, str, str, ast.Module, str]]:
+    """Keyword argument -> (annotation, default, docstring text, the tree and module that declare it) of the function
+    ``name``, of class ``name``'s ``__init__`` (its bases' for what it passes on through ``**kwargs``; help from the
+    ``Args:``) or of dataclass ``name``'s fields (help from its ``Attributes:``)."""
+    tree = _source(module)
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == name)
+    init = node if isinstance(node, ast.FunctionDef) else next(
+        (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    section = re.search(r"^(?:Args|Attributes):\n(.*)", ast.get_docstring(init or node) or "", re.M | re.S)
+    docs = re.split(r"\n\s*\n(?=\s*\w+:\n)", section[1] if section else "")[0]
+    helps = {m[1]: " ".join(m[2].split()) for m in re.finditer(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", docs, re.M | re.S)}
+    found: dict[str, tuple[str, str, str, ast.Module, str]] = {}
+    if init is None:  # a dataclass
+        return {item.target.id: (ast.unparse(item.annotation), ast.unparse(item.value) if item.value else "",
+                                 helps.get(item.target.id, ""), tree, module)
+                for item in node.body if isinstance(item, ast.AnnAssign)}
+    if init is not node and init.args.kwarg is not None:  # the base's arguments, passed on
+        for base in node.bases:
+            origin = _imported(tree, base.id, module)
+            found.update(_arguments(origin[0] if origin else module, base.id))
+    args = init.args
+    positional = args.posonlyargs + args.args
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults, strict=False))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None})
+    for arg in positional + args.kwonlyargs:
+        default = ast.unparse(defaults[arg.arg]) if arg.arg in defaults else ""
+        found[arg.arg] = (ast.unparse(arg.annotation) if arg.annotation else "", default, helps.get(arg.arg, ""), tree, module)
+    return found
+
+
+def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check: Any = None, unset: bool = False,
+            name: str = "Flags", owner: str = __name__) -> type:
+    """A ``--help`` section whose flags are read from the library: each of ``flags`` maps a flag to
+    ``"module:function.argument"`` (``"module:Class.argument"`` for ``__init__``'s; ``.argument`` left out: the
+    flag's own name), optionally with ``{"help": ...}`` where the section words it itself, or to
+    ``(type, flag(...))`` for a flag of the command line's own. Read from the source without importing it: the type
+    and choices from the annotation (a ``Literal`` alias followed to where it is defined), the default from the
+    signature and the help from the docstring's ``Args:`` entry. ``unset``: every flag defaults to None, "the
+    library's own" (``loss_defaults`` keeps each default as written), and ``lambda_`` is also ``--lambda``;
+    ``check`` runs after ``bounds``; ``owner``: the module that declares the section."""
+    specs, own_defaults, read = [], {}, {}
+    for flag_, source in flags.items():
+        if isinstance(source, tuple) and isinstance(source[1], Field):
+            specs.append((flag_, *source))
+            continue
+        source, given = (source, {}) if isinstance(source, str) else source
+        where, _, function = source.partition(":")
+        function, _, argument = function.partition(".")
+        if (where, function) not in read:
+            read[where, function] = _arguments(where, function)
+        annotation, default, help_text, tree, module = read[where, function][argument or flag_]
+        if not help_text and "help" not in given:  # a flag with no help would reach --help and the docs silently
+            raise TypeError(f"--{flag_}: {source} has no docstring entry for {argument or flag_}; word its help")
+        own_defaults[flag_] = default
+        parts = [part.strip() for part in annotation.split("|")]
+        choices = next((c for part in parts if (c := _choices(tree, module, part))), None)
+        kind: Any = next((k for k in (float, int, bool) if k.__name__ in parts), str)
+        if choices is not None:
+            # None as a choice of its own where it is not the default (no projection head): the flag's "none"
+            kind = Literal[(*choices, *(("none",) if unset and "None" in parts and default != "None" else ()))]
+        help_text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: m[1].rsplit(".", 1)[-1], help_text).replace("``", "")
+        metadata = {"help": given.get("help", help_text),
+                    **({"aliases": [f"--{flag_[:-1]}"]} if flag_.endswith("_") else {})}
+        value = None if unset or not default else ast.literal_eval(default)
+        specs.append((flag_, kind | None if unset or "None" in parts else kind, field(default=value, metadata=metadata)))
+    namespace = {"_argument_group_name": title, "bounds": bounds or {}, **({"loss_defaults": own_defaults} if unset else {})}
+    if check is not None:
+        def __post_init__(self) -> None:
+            Checked.__post_init__(self)
+            check(self)
+
+        namespace["__post_init__"] = __post_init__
+    section = make_dataclass(name, specs, bases=(Checked,), namespace=namespace)
+    section.__module__ = owner  # make_dataclass would name the types module
+    return section
 
 
 @dataclass
@@ -156,44 +269,37 @@ class OutputArguments:
         "first). Without it, a folder holding a run is refused unless --resume_from_checkpoint resumes it.")
 
 
-@dataclass
-class MineArguments(Checked):
-    _argument_group_name = "mining"
-    bounds = {"min_sentences": ((2, None, True, False), "(a pair needs two sentences)")}
+_MINE, _DOCUMENTS = "st_infocse.mining.idc:mine_pairs", "st_infocse.mining.sentences:prepare_documents"
 
-    docs: str = flag(None, "Documents: a .txt(.gz) file with documents separated by blank lines (each line is split "
-                     "into sentences), .jsonl(.gz)/.json objects with 'sentences' (list) or 'text' (and 'id'), a "
-                     "save_to_disk folder, or a hub dataset id.")
-    output_dir: str = flag("pairs", "Folder for the mined pairs (datasets save_to_disk) and report.json.")
-    k: int = flag(1, "Top-K neighbours per sentence.")
-    threshold: float | None = flag(None, "Floor on the edge score: a cosine, or the raw inner product with "
-                                   "--similarity dot.")
-    similarity: Literal["cosine", "dot"] = flag("cosine", "Edge score: cosine, or dot (inner product, paper 002 eq. "
-                                                "2; the same as cosine for models ending in Normalize).")
-    min_sentences: int = flag(2, "Skip documents with fewer sentences.")  # the miner would raise it to 2 silently
-    max_sentences: int | None = flag(1000, "Skip documents with more sentences.")
-    max_pairs_per_cluster: int | None = flag(None, "Cap on pairs per cluster.")
-    batch_size: int = flag(64, "Encoding batch size.")
-    max_docs: int | None = flag(None, "Mine only the first N documents.")
-    seed: int = flag(0, "Seed for the pair cap's sample.")
+#: ``st-infocse mine``'s flags, each the miner's own argument of the same name.
+MineArguments = derived("mining", {
+    "docs": (str, flag(None, "Documents: a .txt(.gz) file with documents separated by blank lines (each line is split "
+                             "into sentences), .jsonl(.gz)/.json objects with 'sentences' (list) or 'text' (and 'id'), "
+                             "a save_to_disk folder, or a hub dataset id.")),
+    "output_dir": (str, flag("pairs", "Folder for the mined pairs (datasets save_to_disk) and report.json.")),
+    **dict.fromkeys(("k", "threshold", "similarity"), _MINE), "min_sentences": _DOCUMENTS,
+    "max_sentences": (_DOCUMENTS, {"help": "Skip documents with more sentences."}),
+    **dict.fromkeys(("max_pairs_per_cluster", "batch_size", "seed"), _MINE),
+    "max_docs": (int | None, flag(None, "Mine only the first N documents.")),
+}, bounds={"min_sentences": ((2, None, True, False), "(a pair needs two sentences)")}, name="MineArguments")
 
 
-@dataclass
-class LexicalArguments(Checked):
-    """BM25 and its hybrid with the model, scored beside the model on the same queries (--beir, --eval_retrieval)."""
+_LEXICAL = "st_infocse.evaluation.lexical:LexicalSettings"
 
-    _argument_group_name = "BM25 beside your retrieval scores"
-    bounds = {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}
 
-    bm25: bool = flag(True, "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same "
-                      "queries, with the model's change against each and its interval over the queries.")
-    bm25_language: str = flag("english", "BM25's stemmer (Snowball) and stop-word language.")
-    bm25_stem: bool = flag(True, "Stem BM25's tokens.")
-    bm25_stopwords: bool = flag(True, "Drop the language's stop words from BM25's tokens.")
-    hybrid_fusion: Literal["minmax", "rrf"] = flag(
-        "minmax", "How the hybrid fuses the two runs per query: minmax (each run's scores min-max normalised, then "
-        "summed with --hybrid_weight) or rrf (reciprocal rank fusion).")
-    hybrid_weight: float = flag(0.5, "BM25's weight in the minmax hybrid.")
+class LexicalArguments(derived("BM25 beside your retrieval scores", {
+    "bm25": (bool, flag(True, "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same "
+                              "queries, with the model's change against each and its interval over the queries.")),
+    "bm25_language": (f"{_LEXICAL}.language", {"help": "BM25's stemmer (Snowball) and stop-word language."}),
+    "bm25_stem": (f"{_LEXICAL}.stem", {"help": "Stem BM25's tokens."}),
+    "bm25_stopwords": (f"{_LEXICAL}.stopwords", {"help": "Drop the language's stop words from BM25's tokens."}),
+    "hybrid_fusion": (f"{_LEXICAL}.fusion", {"help": "How the hybrid fuses the two runs per query: minmax (each run's "
+                                             "scores min-max normalised, then summed with --hybrid_weight) or rrf "
+                                             "(reciprocal rank fusion)."}),
+    "hybrid_weight": (f"{_LEXICAL}.weight", {"help": "BM25's weight in the minmax hybrid."}),
+}, {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}, name="LexicalArguments")):
+    """BM25 and its hybrid with the model (:class:`~st_infocse.evaluation.LexicalSettings`), scored beside the model
+    on the same queries (--beir, --eval_retrieval)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -235,18 +341,16 @@ def check_bm25_language(language: str, stem: bool, stopwords: bool) -> None:
     """``--bm25_language`` against the stemmer's own languages (PyStemmer's ``algorithms()``) and the stop-word
     lists of ``bm25s`` (its own lookup, which raises for a language it has no list of)."""
     import difflib
-    import importlib.util
 
+    if stem and importlib.util.find_spec("Stemmer") is None:
+        if language != "english":
+            raise CLIError(f"--bm25_language {language} cannot be checked: PyStemmer is not installed (pip install "
+                           "'st-infocse[eval]')")
+        return
     if stem:
-        if importlib.util.find_spec("Stemmer") is None:
-            if language != "english":
-                raise CLIError(f"--bm25_language {language} cannot be checked: PyStemmer is not installed (pip "
-                               "install 'st-infocse[eval]')")
-            return
         import Stemmer
 
-        known = sorted(Stemmer.algorithms())
-        if language not in known:
+        if language not in (known := sorted(Stemmer.algorithms())):
             close = difflib.get_close_matches(language, known, n=1)
             raise CLIError(f"--bm25_language {language} is not a language of the stemmer"
                            f"{f' (did you mean {close[0]}?)' if close else ''}; it knows {', '.join(known)}")

@@ -1,4 +1,4 @@
-"""The command line's error: a problem with the user's input, reported in one line with exit code 2."""
+"""The command line's error."""
 
 from __future__ import annotations
 

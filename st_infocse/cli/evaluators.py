@@ -17,13 +17,8 @@ __all__ = ["RunEvaluation", "lexical_reference_callback", "lexical_reference_row
 
 @dataclass
 class RunEvaluation:
-    """The evaluator a run trains with and the metrics it reports start -> end.
-
-    Attributes:
-        evaluator: what the trainer evaluates (None: nothing to measure).
-        labels: trainer metric key (``eval_...``) -> the name printed, e.g. ``"STS-B dev"``.
-        notes: lines for the start-up summary (the retrieval set and its sample, the checkpoint metric).
-    """
+    """The evaluator a run trains with (None: nothing to measure); ``labels``: trainer metric key -> the name
+    printed; ``notes``: lines for the start-up summary."""
 
     evaluator: Any = None
     labels: dict[str, str] = field(default_factory=dict)
@@ -44,11 +39,9 @@ class RunEvaluation:
             from st_infocse.evaluation import retrieval_metric_keys
 
             keys = retrieval_metric_keys(self.retrieval, model.similarity_fn_name)
-            self.labels[keys["ndcg@10"]] = "retrieval nDCG@10"
-            self.labels[keys["recall@100"]] = "retrieval Recall@100"
+            self.labels.update({keys["ndcg@10"]: "retrieval nDCG@10", keys["recall@100"]: "retrieval Recall@100"})
             if self.retrieval_chooses:
-                training_args.metric_for_best_model = keys["ndcg@10"]
-                training_args.greater_is_better = True
+                training_args.metric_for_best_model, training_args.greater_is_better = keys["ndcg@10"], True
         if self.evaluator is not None and training_args.metric_for_best_model:
             self.notes["checkpoint metric"] = training_args.metric_for_best_model
 
@@ -72,33 +65,27 @@ def dev_evaluator(source: str):
 
 
 def run_evaluation(run_args: RunEvaluationArguments | None, training_args: Any, given: Collection[str]) -> RunEvaluation:
-    """Build the run's evaluators from the flags, before the model loads, and pick the checkpoint metric.
-
-    With ``--eval_retrieval`` the user's own retrieval nDCG@10 chooses the checkpoint (and decides whether the
-    starting model is handed back), unless ``--metric_for_best_model`` is given (``given``: the flags set).
-    """
+    """The run's evaluators, built before the model loads. With ``--eval_retrieval`` the user's own retrieval
+    nDCG@10 chooses the checkpoint (and decides whether the starting model is handed back), unless
+    ``--metric_for_best_model`` is given (``given``: the flags set)."""
     from st_infocse.evaluation import STSB_DEV_METRIC
 
-    evaluators: list[Any] = []
     run = RunEvaluation()
     if run_args is None:  # stage 1: nothing to measure
         return run
-    dev = dev_evaluator(run_args.stsb_dev)
+    evaluators = [dev] if (dev := dev_evaluator(run_args.stsb_dev)) is not None else []
     if dev is not None:
-        evaluators.append(dev)
         run.labels[STSB_DEV_METRIC] = "STS-B dev"
     if run_args.eval_retrieval:
         from st_infocse.evaluation import retrieval_evaluator
 
-        max_corpus = run_args.eval_retrieval_max_corpus or None
         try:
-            retrieval, info = retrieval_evaluator(
-                run_args.eval_retrieval, run_args.eval_retrieval_split, max_corpus=max_corpus, seed=training_args.seed
-            )
+            run.retrieval, info = retrieval_evaluator(run_args.eval_retrieval, run_args.eval_retrieval_split,
+                                                      max_corpus=run_args.eval_retrieval_max_corpus or None,
+                                                      seed=training_args.seed)
         except InputError as exc:
             raise CLIError(f"--eval_retrieval: {exc}") from exc
-        evaluators.append(retrieval)  # last: with STS-B dev beside it, it is the evaluator's primary metric
-        run.retrieval = retrieval
+        evaluators.append(run.retrieval)  # last: with STS-B dev beside it, it is the evaluator's primary metric
         run.notes["retrieval set"] = info.describe()
         run.retrieval_chooses = "metric_for_best_model" not in given
     if len(evaluators) > 1:
@@ -112,8 +99,8 @@ def run_evaluation(run_args: RunEvaluationArguments | None, training_args: Any, 
 
 def lexical_reference_callback(retrieval: Any, settings: Any):
     """A trainer callback that scores BM25 and the hybrid of BM25 with the model as given on the run's retrieval
-    queries, once the start has been evaluated (add it after the :class:`~st_infocse.training.StartEndCallback`,
-    whose start evaluation leaves the start model's hits in ``retrieval``), and keeps the start's and the last
+    queries once the start has been evaluated (so add it after the :class:`~st_infocse.training.StartEndCallback`,
+    whose start evaluation leaves the start's hits in ``retrieval``), and keeps the start's and the last
     evaluation's per-query scores to set beside them (:func:`lexical_reference_rows`)."""
     from transformers import TrainerCallback
 
@@ -121,9 +108,6 @@ def lexical_reference_callback(retrieval: Any, settings: Any):
         references: dict[str, dict[str, float]] | None = None
         start: dict[str, float] | None = None
         end: dict[str, float] | None = None
-
-        def __init__(self) -> None:
-            self.settings = settings
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.references = retrieval.lexical_references(settings)
@@ -133,7 +117,9 @@ def lexical_reference_callback(retrieval: Any, settings: Any):
             if retrieval.per_query is not None:
                 self.end = dict(retrieval.per_query)
 
-    return LexicalReferenceCallback()
+    callback = LexicalReferenceCallback()
+    callback.settings = settings
+    return callback
 
 
 def lexical_reference_rows(callback: Any, description: str) -> tuple[dict[str, str], dict[str, Any]]:
@@ -144,11 +130,9 @@ def lexical_reference_rows(callback: Any, description: str) -> tuple[dict[str, s
     rows: dict[str, str] = {}
     record: dict[str, Any] = {"settings": description}
     for name, scores in (callback.references or {}).items():
-        reference = UnitScores("queries", scores)
+        reference, mean = UnitScores("queries", scores), sum(scores.values()) / len(scores)
         start, end = (unit_change(reference, UnitScores("queries", own)) for own in (callback.start, callback.end))
         label = "BM25 on your queries" if name == "BM25" else "hybrid (BM25 + the model as given)"
-        rows[label] = (f"{x100(sum(scores.values()) / len(scores))}; the model as given against it "
-                       f"{start.describe()}; at the last step {end.describe()}")
-        record[name] = {"ndcg@10": sum(scores.values()) / len(scores), "start_against_it": start.to_dict(),
-                        "end_against_it": end.to_dict()}
+        rows[label] = f"{x100(mean)}; the model as given against it {start.describe()}; at the last step {end.describe()}"
+        record[name] = {"ndcg@10": mean, "start_against_it": start.to_dict(), "end_against_it": end.to_dict()}
     return rows, record

@@ -11,15 +11,8 @@ from st_infocse.cli.arguments import ModelArguments
 from st_infocse.cli.errors import CLIError
 from st_infocse.files import looks_local
 
-__all__ = [
-    "apply_weight_anchor",
-    "check_earlier_run",
-    "check_model_source",
-    "check_output_dir",
-    "check_planned_steps",
-    "check_step_counts",
-    "model_from_args",
-]
+__all__ = ["apply_weight_anchor", "check_earlier_run", "check_model_source", "check_output_dir", "check_planned_steps",
+           "check_step_counts", "model_from_args"]
 
 
 def check_model_source(source: str, flag: str | None = None) -> None:
@@ -28,19 +21,19 @@ def check_model_source(source: str, flag: str | None = None) -> None:
 
 
 def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None:
-    """A folder to write into: a file in its place or a folder that cannot be written would fail only after the
-    model loaded (or the evaluation ran). Tried by creating it and a file in it; what the try created is removed."""
+    """A folder to write into, tried by creating it and a file in it (what the try created is removed): a file in
+    its place or a folder that cannot be written would fail only after the model loaded."""
     if not output_dir:
         return
+    import tempfile
+
     folder = Path(output_dir).expanduser()
     if folder.is_file():
         raise CLIError(f"{flag}: {output_dir} is a file, not a folder")
-    import tempfile
-
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=folder).close()  # a file created and removed: the folder takes writes
+        tempfile.TemporaryFile(dir=folder).close()
     except OSError as exc:
         raise CLIError(f"{flag}: cannot write into {output_dir} ({exc.strerror or exc})") from None
     finally:
@@ -51,24 +44,22 @@ def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None
 
 def check_step_counts(training_args) -> None:
     """transformers trains ``max_steps`` when it is 0 or more (so 0 trains nothing) and epochs only when it is
-    negative, so ``-5`` would silently mean "epochs": only -1 is that setting's spelling. A learning rate must be
-    positive (the trainer would otherwise train backwards, or not at all, without a word)."""
+    negative, so ``-5`` would silently mean "epochs"; a learning rate of 0 or below would train backwards, or not at
+    all, without a word."""
     max_steps, epochs = training_args.max_steps, training_args.num_train_epochs
     if not training_args.learning_rate > 0:
         raise CLIError(f"--learning_rate must be positive, got {training_args.learning_rate:g}")
     if max_steps < 0 and max_steps != -1:
         raise CLIError(f"--max_steps must be a positive number of steps, or -1 to train --num_train_epochs; got {max_steps:g}")
     if max_steps == 0 or (max_steps < 0 and epochs <= 0):
-        raise CLIError(
-            f"--max_steps {max_steps:g} with --num_train_epochs {epochs:g} makes no optimizer step: "
-            "give --max_steps N > 0, or --max_steps -1 (the default) with --num_train_epochs > 0"
-        )
+        raise CLIError(f"--max_steps {max_steps:g} with --num_train_epochs {epochs:g} makes no optimizer step: give "
+                       "--max_steps N > 0, or --max_steps -1 (the default) with --num_train_epochs > 0")
 
 
 def model_from_args(args: ModelArguments, seed: int | None = None):
-    """The model the flags name, by the package's one loading rule (:func:`st_infocse.training.load_model`). Given
-    ``seed``, seeded first, as the authors' scripts do, so that what is initialised fresh (a pooling or MLM head, the
-    loss's modules) is the same at every run with the same ``--seed``: the trainer seeds only once the loss exists."""
+    """The model the flags name (:func:`st_infocse.training.load_model`), seeded first where ``seed`` is given, so
+    that what is initialised fresh (a pooling or MLM head, the loss's modules) is the same at every run with the same
+    ``--seed``: the trainer seeds only once the loss exists."""
     from transformers import set_seed
 
     from st_infocse.training.builder import load_model
@@ -79,34 +70,33 @@ def model_from_args(args: ModelArguments, seed: int | None = None):
 
 
 def apply_weight_anchor(share: float, training_args, steps: int, given: set[str]) -> str | None:
-    """Check ``--weight_anchor`` and make the run keep its anchored last step; returns the start summary's note
-    (None when the anchor is off). The anchor moves only the last step's model, so a best checkpoint from an earlier
-    evaluation would hand back an unanchored model: load_best_model_at_end is turned off when the user left it at
-    its default, and refused by name when they asked for it."""
+    """The start summary's note of ``--weight_anchor`` (None when it is off). The anchor moves only the last step's
+    model, so a best checkpoint from an earlier evaluation would hand back an unanchored model:
+    load_best_model_at_end is turned off when left at its default, and refused by name when asked for."""
     if share == 1:
         return None
     from st_infocse.training.anchor import evaluates_before_last_step
 
     if training_args.load_best_model_at_end and evaluates_before_last_step(training_args, steps):
         if "load_best_model_at_end" in given:
-            raise CLIError(
-                "--weight_anchor moves the last step's model only, and --load_best_model_at_end could hand back an "
-                f"earlier checkpoint, not anchored: evaluate only at the end (--eval_steps {steps}) or drop one of them"
-            )
+            raise CLIError("--weight_anchor moves the last step's model only, and --load_best_model_at_end could hand "
+                           f"back an earlier checkpoint, not anchored: evaluate only at the end (--eval_steps {steps}) "
+                           "or drop one of them")
         training_args.load_best_model_at_end = False
     return f"{share:g} of the trained change kept after step {steps} (start + {share:g} x (trained - start))"
 
 
 def check_planned_steps(texts: int, training_args) -> int:
     """The optimizer steps the trainer will take on ``texts`` examples, counted as transformers' Trainer counts them;
-    a run of none is an error (checked before the model is loaded)."""
+    a run of none is an error."""
     per_batch = training_args.per_device_train_batch_size * max(1, training_args.world_size)
-    batches = texts // per_batch if training_args.dataloader_drop_last else math.ceil(texts / per_batch)
+    drop_last = training_args.dataloader_drop_last
+    batches = texts // per_batch if drop_last else math.ceil(texts / per_batch)
     steps = int(training_args.max_steps) if training_args.max_steps >= 0 else 0 if batches == 0 else math.ceil(
         training_args.num_train_epochs * max(1, math.ceil(batches / training_args.gradient_accumulation_steps)))
     if steps <= 0:
         raise CLIError(f"this run makes no optimizer step: {texts} texts, batch size {per_batch}"
-                       + (" with --dataloader_drop_last" if training_args.dataloader_drop_last else ""))
+                       + (" with --dataloader_drop_last" if drop_last else ""))
     return steps
 
 
@@ -118,13 +108,11 @@ _RUN_FILES = re.compile(r"^(checkpoint-\d+|rounds|model|decoder|decoder-warmup|r
 
 
 def check_earlier_run(output_dir: str, resume: object, overwrite: bool) -> str | None:
-    """A folder that holds an earlier run is refused in one line (a second run would mix its files with the first's:
-    a new model beside old checkpoints), unless the run resumes it or ``--overwrite_output_dir`` replaces it; then the
-    earlier run's files are removed first. Returns a note for the start-up summary when something was removed."""
+    """A folder that holds an earlier run is refused (a second run would mix its files with the first's), unless the
+    run resumes it or ``--overwrite_output_dir`` replaces it, its files removed first; returns a note for the start-up
+    summary when something was removed."""
     folder = Path(output_dir).expanduser()
-    if not folder.is_dir():
-        return None
-    earlier = sorted(p for p in folder.iterdir() if _RUN_FILES.match(p.name))
+    earlier = sorted(p for p in folder.iterdir() if _RUN_FILES.match(p.name)) if folder.is_dir() else []
     if not earlier or (resume is not None and str(resume).lower() not in ("false", "none", "")):
         return None
     names = ", ".join(p.name for p in earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")

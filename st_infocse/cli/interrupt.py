@@ -28,31 +28,21 @@ class Interrupted(KeyboardInterrupt):
 
 
 def interrupt_callback() -> Any:
-    """A trainer callback that turns a Ctrl-C (its ``requested``) into the trainer's own checkpoint save at the end of
-    the current step, then raises :class:`Interrupted` so that nothing after training (the final save, the end
-    evaluation) runs. Built here so that this module imports no trainer before the command line's checks."""
+    """A trainer callback that turns a Ctrl-C (its ``requested``) into the trainer's own checkpoint save (optimizer,
+    scheduler and RNG states) at the end of the current step, then raises :class:`Interrupted` so that nothing after
+    training (the final save, the end evaluation) runs. Built here so that this module imports no trainer."""
     from transformers import TrainerCallback
 
     class InterruptCallback(TrainerCallback):
-        def __init__(self) -> None:
-            self.requested = False
-            self.state: Any = None  # the trainer's own TrainerState, updated in place as training goes
-
-        @property
-        def step(self) -> int:
-            return self.state.global_step if self.state is not None else 0
-
-        @property
-        def max_steps(self) -> int:
-            return self.state.max_steps if self.state is not None else 0
+        requested = False
+        state: Any = None  # the trainer's own TrainerState, updated in place as training goes
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.state = state
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if self.requested:
-                control.should_save = True  # checkpoint-<step>, with optimizer, scheduler and RNG states
-                control.should_training_stop = True
+                control.should_save = control.should_training_stop = True
 
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if self.requested:
@@ -68,10 +58,11 @@ def interruptible(callback: Any) -> Iterator[None]:
     at once (no checkpoint). The previous SIGINT handler is put back afterwards."""
 
     def handler(signum: int, frame: Any) -> None:
+        step, max_steps = (callback.state.global_step, callback.state.max_steps) if callback.state else (0, 0)
         if callback.requested:
-            raise Interrupted(callback.step, callback.max_steps, None)
+            raise Interrupted(step, max_steps, None)
         callback.requested = True
-        print(f"\ninterrupt: saving a checkpoint at the end of step {callback.step + 1} (Ctrl-C again to stop at once, "
+        print(f"\ninterrupt: saving a checkpoint at the end of step {step + 1} (Ctrl-C again to stop at once, "
               "without it)", flush=True)
 
     previous = signal.signal(signal.SIGINT, handler)

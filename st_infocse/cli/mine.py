@@ -9,6 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 
 from st_infocse.cli.arguments import MineArguments, SavedModelArguments
@@ -45,10 +46,10 @@ def cmd_mine(argv: Sequence[str]) -> int:
     miner_logger.setLevel(logging.WARNING)
     start = time.time()
     try:
-        mined = mine_pairs(documents, model, k=mine_args.k, threshold=mine_args.threshold,
-                           similarity=mine_args.similarity, min_sentences=mine_args.min_sentences,
-                           max_sentences=mine_args.max_sentences, max_pairs_per_cluster=mine_args.max_pairs_per_cluster,
-                           batch_size=mine_args.batch_size, seed=mine_args.seed, show_progress_bar=True)
+        # every flag of the section but the command's own is the miner's argument of the same name
+        mined = mine_pairs(documents, model, show_progress_bar=True, **{
+            item.name: getattr(mine_args, item.name) for item in fields(mine_args)
+            if item.name not in ("docs", "output_dir", "max_docs")})
     finally:
         miner_logger.setLevel(level)
     out = Path(mine_args.output_dir)

@@ -10,10 +10,7 @@ from typing import Any
 
 from st_infocse.cli.inputs import check_planned_steps
 
-__all__ = ["NOT_MEASURED", "end_summary", "kept_line", "lengths", "start_summary", "summary", "worse_at_end",
-           "write_run_summary"]
-
-NOT_MEASURED = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
+__all__ = ["end_summary", "kept_line", "lengths", "start_summary", "summary", "worse_at_end"]
 
 
 def summary(title: str, rows: dict[str, Any]) -> None:
@@ -23,13 +20,13 @@ def summary(title: str, rows: dict[str, Any]) -> None:
         print(f"  {key.ljust(width)}  {value}")
 
 
-def checkpoint_plan(training_args, steps: int | None = None) -> str:
-    """Where the run's checkpoints go, for a run of ``steps`` optimizer steps (None: not known)."""
+def checkpoint_plan(training_args, steps: int) -> str:
+    """Where the run's checkpoints go, for a run of ``steps`` optimizer steps."""
     strategy = getattr(training_args.save_strategy, "value", training_args.save_strategy)
     if strategy == "no":
         return "none (final model only)"
     folder = Path(training_args.output_dir)
-    if strategy == "steps" and steps is not None and steps <= training_args.save_steps:
+    if strategy == "steps" and steps <= training_args.save_steps:
         # the trainer saves at the last step whatever the interval, so a shorter run writes that one checkpoint
         return (f"{folder / f'checkpoint-{steps}'} at the last step only (the run is {steps} steps, shorter than "
                 f"--save_steps {training_args.save_steps:g}; --save_strategy no writes none)")
@@ -47,29 +44,26 @@ def start_summary(title: str, texts: int, training_args, training_length: int | 
                   extra: dict[str, Any] | None = None) -> None:
     """Print what the run will do, before it starts."""
     batch = training_args.per_device_train_batch_size
-    world, accumulation = max(1, training_args.world_size), training_args.gradient_accumulation_steps
-    effective = f" ({batch * world * accumulation} per optimizer step)" if world * accumulation > 1 else ""
+    per_step = batch * max(1, training_args.world_size) * training_args.gradient_accumulation_steps
     steps = check_planned_steps(texts, training_args)
-    summary(title, {"texts": texts, "batch size": f"{batch}{effective}", "optimizer steps": steps,
-                    "checkpoints": checkpoint_plan(training_args, steps),
+    summary(title, {"texts": texts, "batch size": f"{batch}{f' ({per_step} per optimizer step)' if per_step > batch else ''}",
+                    "optimizer steps": steps, "checkpoints": checkpoint_plan(training_args, steps),
                     "max length": lengths(training_length, own_length), **(extra or {})})
 
 
 def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
                  start_saved: bool = False) -> list[str]:
-    """One warning line per labelled metric that ended below its start (all of them are higher-is-better); when the
-    starting model is what was saved, a note that the trained model ended there instead (nothing to warn about)."""
+    """One warning line per labelled metric (all higher-is-better) that ended below its start; when the starting
+    model is what was saved, a note that the trained model ended there instead."""
     from st_infocse.evaluation import x100
 
     lines = []
     for key, label in labels.items():
         before, after = start.get(key), end.get(key)
         if before is not None and after is not None and (after < before or (math.isnan(after) and not math.isnan(before))):
-            if start_saved:
-                lines.append(f"note: the trained model's {label} ended below its start ({x100(before)} -> "
-                             f"{x100(after)}); the starting model was saved")
-            else:
-                lines.append(f"warning: {label} ended below its start ({x100(before)} -> {x100(after)})")
+            change = f"({x100(before)} -> {x100(after)})"
+            lines.append(f"note: the trained model's {label} ended below its start {change}; the starting model was "
+                         "saved" if start_saved else f"warning: {label} ended below its start {change}")
     return lines
 
 
@@ -91,23 +85,13 @@ def kept_line(result: Any) -> str:
     return f"the model at the last step, {result.end_step}"
 
 
-def write_run_summary(output_dir: str | Path, values: dict[str, Any]) -> Path:
-    """The run's summary as JSON in ``output_dir`` (scores as the evaluators return them, in [0, 1])."""
-    path = Path(output_dir) / "run_summary.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(values, indent=2, default=str) + "\n")
-    return path
-
-
 def end_summary(title: str, out: Path, rows: dict[str, Any], record: dict[str, Any], labels: dict[str, str] | None,
                 measured: tuple[dict, dict, dict, str] | None, lengths_row: str, start_saved: bool = False,
                 decides: str | None = None) -> None:
     """The end of a training run: each measured metric's start -> end with its interval and which model was saved
     (``measured``: start metrics, end metrics, changes, the saved line; None without an evaluator; ``labels`` None: a
     run that takes no evaluator, stage 1), the lengths, the folder, and ``record`` written to ``run_summary.json``; a
-    warning per metric that ended below its start (a note instead when ``start_saved``: the starting model was saved);
-    ``decides``: the checkpoint metric, whose row says that it chose the model kept.
-    """
+    warning per metric that ended below its start (:func:`worse_at_end`); ``decides``: the checkpoint metric."""
     from st_infocse.training.start_end import start_end_rows
 
     warnings: list[str] = []
@@ -116,8 +100,11 @@ def end_summary(title: str, out: Path, rows: dict[str, Any], record: dict[str, A
         rows.update({**start_end_rows(labels, start, end, changes, decides=decides), "saved": saved})
         warnings = worse_at_end(labels, start, end, start_saved)
     elif labels is not None:
-        rows["start -> end"] = NOT_MEASURED
-    rows.update({"max length": lengths_row, "model": out, "run summary": write_run_summary(out, record)})
+        rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
+    path = Path(out) / "run_summary.json"  # scores as the evaluators return them, in [0, 1]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, default=str) + "\n")
+    rows.update({"max length": lengths_row, "model": out, "run summary": path})
     summary(title, rows)
     for line in warnings:
         print(line)

@@ -1,11 +1,10 @@
 """How every command reads its flags: transformers' ``HfArgumentParser`` over the command's dataclasses.
 
-A first stage reads ``--config FILE`` (a mapping of flag names to values, as ``parse_yaml_file`` reads one) and
-``train``'s ``--recipe NAME``. Each later stage reads its sections from each source in turn (the recipe's flags, the
-file's values, the command line's strings, which win) and hands on what it does not know; what no stage knows is
-refused by name, with the closest flag's name. A stage keeps only the flags given ("was this flag set" is a fact of
-the parse); ``parse_dict`` builds the dataclasses, whose ``__post_init__`` checks each value under its flag's name.
-No args file is looked up, and a flag is spelled in full (no abbreviations).
+A first stage reads ``--config FILE`` (a mapping of flag names to values) and ``train``'s ``--recipe NAME``. Each
+later stage reads its sections from each source in turn (the recipe's flags, the file's values, the command line's
+strings, which win) and hands on what it does not know; what no stage knows is refused by name, with the closest
+flag's name. A stage keeps only the flags given; ``parse_dict`` builds the dataclasses, whose ``__post_init__``
+checks each value under its flag's name. No args file is looked up, and a flag is spelled in full.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,53 +52,37 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return action.help if action.default is None else super()._get_help_string(action)
 
 
-def _hf_parser_class():
-    from transformers import HfArgumentParser  # argument parsing only: no torch, no model
-
-    class CommandParser(HfArgumentParser):
-        """argparse's errors (a bad value, a wrong choice, a missing value) as one line through :class:`CLIError`."""
-
-        def error(self, message: str):
-            missing = re.match(r"argument (--\w+).*: expected one argument", message)
-            if missing:
-                action = next(a for a in self._actions if missing[1] in a.option_strings)
-                raise CLIError(f"{action.option_strings[0]} needs a {(action.metavar or 'value').lower()}")
-            raise CLIError(message)
-
-    return CommandParser
-
-
 class FlagParser:
-    """The flags of ``dataclass_types``, read with one ``HfArgumentParser``.
-
-    :meth:`read` returns the flags a source gives (field name -> value) and what it leaves for a later stage;
-    :meth:`build` makes the dataclasses from such values, each field not given keeping its default.
-    """
+    """The flags of ``dataclass_types``, read with one ``HfArgumentParser``: :meth:`read` returns the flags a source
+    gives (field name -> value) and what it leaves for a later stage; :meth:`build` makes the dataclasses."""
 
     def __init__(self, dataclass_types: Sequence[type], prog: str):
         self.dataclass_types = list(dataclass_types)
         self.prog = prog
 
     def _parser(self, suppress_defaults: bool):
-        parser = _hf_parser_class()(
-            self.dataclass_types,
-            prog=self.prog,
-            # argparse would otherwise spell out every trainer flag in the usage line.
-            usage=f"{self.prog} [flags]   (--config FILE: JSON or YAML with any of these flags)",
-            allow_abbrev=False,
-            add_help=False,
-            formatter_class=_HelpFormatter,
-        )
-        if suppress_defaults:  # a flag not given is left out of the namespace (argparse's SUPPRESS default)
-            for action in parser._actions:  # set_defaults() would put the SUPPRESS string itself in the namespace
+        from transformers import HfArgumentParser  # argument parsing only: no torch, no model
+
+        class CommandParser(HfArgumentParser):
+            def error(self, message: str):  # argparse's errors as one line through CLIError
+                missing = re.match(r"argument (--\w+).*: expected one argument", message)
+                if missing:
+                    action = next(a for a in self._actions if missing[1] in a.option_strings)
+                    raise CLIError(f"{action.option_strings[0]} needs a {(action.metavar or 'value').lower()}")
+                raise CLIError(message)
+
+        # the usage line would otherwise spell out every trainer flag
+        parser = CommandParser(self.dataclass_types, prog=self.prog, allow_abbrev=False, add_help=False,
+                               usage=f"{self.prog} [flags]   (--config FILE: JSON or YAML with any of these flags)",
+                               formatter_class=_HelpFormatter)
+        if suppress_defaults:  # a flag not given is left out of the namespace (set_defaults would store the string)
+            for action in parser._actions:
                 action.default = argparse.SUPPRESS
         return parser
 
-    @property
+    @cached_property
     def reader(self):
-        if not hasattr(self, "_reader"):  # one parser for every source
-            self._reader = self._parser(suppress_defaults=True)
-        return self._reader
+        return self._parser(suppress_defaults=True)
 
     @property
     def flags(self) -> list[str]:
@@ -113,14 +97,11 @@ class FlagParser:
             return vars(namespace), rest
         actions = {option[2:]: action for action in self.reader._actions for option in action.option_strings}
         values: dict[str, Any] = {}
-        rest: dict[str, Any] = {}
+        rest = {key: value for key, value in source.items() if key not in actions}
         for key, value in source.items():
-            action = actions.get(key)
-            if action is None or value is None:
-                rest.update({key: value} if action is None else {})
+            if (action := actions.get(key)) is None or value is None:
                 continue
-            if not isinstance(value, list) and action.nargs in ("+", "*"):
-                value = [value]
+            value = [value] if action.nargs in ("+", "*") and not isinstance(value, list) else value
             convert = action.type if action.type not in (None, str) else None
             try:
                 if convert is not None:
@@ -140,8 +121,8 @@ class FlagParser:
         return recipe, {**config, **argv}, [recipe_rest, config_rest, argv_rest]
 
     def build(self, values: Mapping[str, Any]) -> tuple[Any, ...]:
-        """One instance per dataclass from the values given (``HfArgumentParser.parse_dict``); a dataclass's own
-        checks (``__post_init__``) run here and name the flag at fault."""
+        """One instance per dataclass (``parse_dict``), each field not given at its default; the dataclasses' own
+        checks run here."""
         return tuple(self.reader.parse_dict(dict(values), allow_extra_keys=True))
 
     def format_help(self) -> str:
@@ -158,20 +139,14 @@ class Sources:
 
     @property
     def layers(self) -> list[Source]:
-        return [self.recipe_argv, self.config, self.argv]
-
-    @property
-    def recipe_argv(self) -> list[str]:
-        if self.recipe is None:
-            return []
-        return ["--output_dir", f"output/{self.recipe.name}", *self.recipe.to_argv()]
+        recipe = [] if self.recipe is None else ["--output_dir", f"output/{self.recipe.name}", *self.recipe.to_argv()]
+        return [recipe, self.config, self.argv]
 
 
 def read_sources(argv: Sequence[str], prog: str, recipes: bool = False) -> Sources:
     """The first stage: ``--config`` read into a mapping, ``--recipe`` (``recipes``) looked up; the other strings
     are left for the command's stages."""
-    parser = FlagParser([ConfigArguments, *([RecipeArguments] if recipes else [])], prog)
-    given, rest = parser.read(argv)
+    given, rest = FlagParser([ConfigArguments, *([RecipeArguments] if recipes else [])], prog).read(argv)
     sources = Sources(argv=list(rest))
     if given.get("config"):
         sources.config = read_config(given["config"])
@@ -197,12 +172,9 @@ def read_config(path: str) -> dict[str, Any]:
     if not file.is_file():
         raise CLIError(f"config file not found: {path}")
     try:
-        if file.suffix in (".yaml", ".yml"):
-            import yaml
+        import yaml
 
-            values = yaml.safe_load(file.read_text())
-        else:
-            values = json.loads(file.read_text())
+        values = yaml.safe_load(file.read_text()) if file.suffix in (".yaml", ".yml") else json.loads(file.read_text())
     except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
         raise CLIError(f"cannot read config {path}: {exc}") from exc
     if not isinstance(values, dict):
@@ -211,8 +183,8 @@ def read_config(path: str) -> dict[str, Any]:
 
 
 def parse_command(dataclass_types: Sequence[type], argv: Sequence[str], prog: str) -> tuple[Any, ...] | None:
-    """The flags of a command read in one stage (``mine``, ``evaluate``, ``demo``): a flag it does not take refused
-    by name; None when ``--help`` was asked for (and printed)."""
+    """The flags of a command read in one stage (``mine``, ``evaluate``, ``demo``); None when ``--help`` was asked
+    for (and printed)."""
     parser = FlagParser(dataclass_types, prog)
     if asks_for_help(argv):
         print(FlagParser([*dataclass_types, ConfigArguments], prog).format_help())
@@ -229,30 +201,26 @@ def unknown_flags(left: Sequence[Source]) -> list[str]:
 
 def flag_of(item: str) -> str | None:
     """The field name a command-line string sets (``--learning-rate=1`` -> ``learning_rate``), or None for a value."""
-    if not item.startswith("--"):
-        return None
-    return item[2:].split("=", 1)[0].replace("-", "_")
+    return item[2:].split("=", 1)[0].replace("-", "_") if item.startswith("--") else None
 
 
 def refuse_unknown(rest: Iterable[str], what: str, takes: str, elsewhere: Mapping[str, str] | None = None,
                    known: Iterable[str] = ()) -> None:
     """Raise one line for the strings no stage read: the flags that ``what`` does not take, whose they are when
     another objective takes them (``elsewhere``: field name -> who takes it), else the closest of ``known``."""
-    rest = list(rest)
+    rest, elsewhere, known = list(rest), elsewhere or {}, list(known)
     if not rest:
         return
     unknown = dict.fromkeys(item.split("=", 1)[0] for item in rest if re.match(r"--?[A-Za-z_]", item))  # not -1
     if not unknown:
         raise CLIError(f"unexpected value {rest[0]!r} (every value follows its flag: --name value)")
-    elsewhere, known = elsewhere or {}, list(known)
-
     named = [f"{flag} (a flag of {elsewhere[name]})" if (name := flag_of(flag)) in elsewhere else flag
              for flag in unknown]
     close = [match[0] for flag in unknown if flag_of(flag) not in elsewhere
              if (match := difflib.get_close_matches(flag, known, n=1))]
-    verb = "is not a flag" if len(named) == 1 else "are not flags"
     guess = f"; did you mean {' and '.join(close)}?" if close else ""
-    raise CLIError(f"{', '.join(named)} {verb} of {what}; it takes {takes}{guess}")
+    raise CLIError(f"{', '.join(named)} {'is not a flag' if len(named) == 1 else 'are not flags'} of {what}; it takes "
+                   f"{takes}{guess}")
 
 
 def asks_for_help(argv: Sequence[str]) -> bool:

@@ -48,10 +48,10 @@ def recipe_precision(recipe: Recipe, trainer_values: dict[str, Any], typed: froz
     ``trainer_values``: the trainer flags given (the recipe's, then the user's); ``typed``: the user's flags."""
     device = "cpu" if trainer_values.get("use_cpu") else accelerator_type()
     if {"fp16", "bf16"} & typed:
-        fp16, bf16 = bool(trainer_values.get("fp16")), bool(trainer_values.get("bf16"))
+        bf16 = bool(trainer_values.get("bf16"))
         # --bf16 true alone replaces the recipe's fp16 rather than clashing with it
         extra: dict[str, bool] = {"fp16": False} if bf16 and "fp16" not in typed else {}
-        fp16 = fp16 and not extra
+        fp16 = bool(trainer_values.get("fp16")) and not extra
         if bf16 and device == "cpu":
             extra["use_cpu"] = True  # transformers refuses bf16 without a GPU unless told to use the CPU
         return extra, f"{'fp16' if fp16 else 'bf16' if bf16 else 'fp32'} (as you set it)"
@@ -69,15 +69,10 @@ def recipe_summary(recipe: Recipe, flags: Any, precision: str) -> None:
     """Print what the run takes from the recipe and from the user (``flags``: the run's
     :class:`~st_infocse.cli.training_flags.TrainingFlags`)."""
     typed = {name.rstrip("_") for name in flags.typed}
-    recipe_flags = {flag[2:].rstrip("_") for flag in recipe.flags}
     overridden = [flag for flag in recipe.flags if flag[2:].rstrip("_") in typed]
-    added = sorted(f"--{name}" for name in typed - recipe_flags - {"fp16", "bf16"})
-    if flags.docs is not None:
-        train_data = f"{flags.docs} (documents)"
-    else:
-        train_data = flags.data.train_data
-        if "train_data" not in typed:
-            train_data += " (wiki1m from the hub, the authors' data; --train_data for a local copy)"
+    added = sorted(f"--{name}" for name in typed - {flag[2:].rstrip("_") for flag in recipe.flags} - {"fp16", "bf16"})
+    train_data = f"{flags.docs} (documents)" if flags.docs is not None else flags.data.train_data + (
+        "" if "train_data" in typed else " (wiki1m from the hub, the authors' data; --train_data for a local copy)")
     yours = (f"override {', '.join(overridden) or 'none of the recipe'}; add {', '.join(added) or 'nothing'}" if typed
              else "none: the recipe as released")
     summary(f"Recipe {recipe.name}", {"source": recipe.source, "published": "; ".join(map(str, recipe.published)),

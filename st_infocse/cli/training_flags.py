@@ -1,8 +1,6 @@
-"""The flags of ``train`` and ``pretrain-aux``, read once and checked before any model, dataset or document loads:
+"""The flags of ``train`` and ``pretrain-aux``, read and checked before any model, dataset or document loads:
 ``--objective`` (and IDC's ``--idc_loss``) choose the entry (:mod:`~st_infocse.cli.objectives`) that names the
-sections read; then those sections (each value checked in its ``__post_init__``) and the checks across them that need
-no torch; then the trainer's flags (``PaperTrainingArguments`` imports torch). Each stage reads the recipe's flags,
-the config file's, then the command line's, which win."""
+sections read; then those sections and the checks across them that need no torch; then the trainer's flags."""
 
 from __future__ import annotations
 
@@ -106,13 +104,6 @@ class TrainingFlags:
         return values
 
 
-def _attributes() -> dict[type, str]:
-    """Section class -> its attribute of :class:`TrainingFlags`, read from the attributes' own types."""
-    hints = typing.get_type_hints(TrainingFlags)
-    return {arg: name for name, hint in hints.items() for arg in (typing.get_args(hint) or (hint,))
-            if isinstance(arg, type) and hasattr(arg, "__dataclass_fields__")}
-
-
 def command_sections(command: str, objective: str, idc_loss: str = "mnrl") -> list[type]:
     """The sections ``train --objective objective`` (or ``pretrain-aux``) reads besides the trainer's."""
     entry = entry_of(objective, idc_loss)
@@ -127,14 +118,11 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     None when ``--help`` was asked for (the help of the objective's flags is printed)."""
     prog = f"st-infocse {command}"
     sources = sources if sources is not None else read_sources(argv, prog)
-    recipe = sources.recipe
+    objective, idc_loss = STAGE1.name, "mnrl"
     if command == "train":
         first = FlagParser([ObjectiveArguments, IDCPairLoss], prog)
-        chosen = {key: value for layer in sources.layers for key, value in first.read(layer)[0].items()}
-        chosen_objective, pair_loss = first.build(chosen)
-        objective, idc_loss = chosen_objective.objective, pair_loss.idc_loss
-    else:
-        objective, idc_loss = STAGE1.name, "mnrl"
+        chosen = first.build({key: value for layer in sources.layers for key, value in first.read(layer)[0].items()})
+        objective, idc_loss = chosen[0].objective, chosen[1].idc_loss
     entry = entry_of(objective, idc_loss)
     own = FlagParser(command_sections(command, objective, idc_loss), prog)
     if asks_for_help(argv):
@@ -142,22 +130,23 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
                           *own.dataclass_types, training_arguments_class()], prog).format_help())
         return None
     recipe_own, user_own, left = own.read_layers(sources.layers)
-    what = f"--objective {objective}" + (f" --idc_loss {idc_loss}" if objective == "idc" else "")
-    what = what if command == "train" else command
+    what = command if command != "train" else f"--objective {objective}" + (
+        f" --idc_loss {idc_loss}" if objective == "idc" else "")
     own_flags = ", ".join(f"--{item.name.rstrip('_')}" for dtype in entry.all
                           if dtype not in (DataArguments, KeepArguments) for item in fields(dtype))
     takes = (f"{own_flags or 'no loss flag'} besides the model's, {'the run' if command == 'train' else 'the output'}'s "
-             "and the trainer's "
-             f"(`{prog}{' ' + what if command == 'train' else ''} --help` lists them)")
+             f"and the trainer's (`{prog}{' ' + what if command == 'train' else ''} --help` lists them)")
     # another objective's flag is refused now; a flag that is none of ours may still be the trainer's
     others = takers()
     refuse_unknown([item for item in unknown_flags(left) if flag_of(item) in others], what, takes, others)
+    hints = typing.get_type_hints(TrainingFlags)  # section class -> its attribute, from the attributes' own types
+    attributes = {arg: name for name, hint in hints.items() for arg in (typing.get_args(hint) or (hint,))
+                  if isinstance(arg, type) and hasattr(arg, "__dataclass_fields__")}
     built = dict(zip(own.dataclass_types, own.build({**recipe_own, **user_own}), strict=True))
-    attributes = _attributes()
     flags = TrainingFlags(objective=objective, entry=entry, loss=built.get(entry.loss_flags),
                           **{attributes[dtype]: value for dtype, value in built.items() if dtype in attributes})
-    if recipe is not None:
-        check_requires(recipe, set(user_own))
+    if sources.recipe is not None:
+        check_requires(sources.recipe, set(user_own))
     check_before_loading(flags)
 
     trainer = FlagParser([training_arguments_class()], prog)
@@ -166,10 +155,10 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     flags.given = frozenset({*recipe_own, *user_own, *recipe_trainer, *user_trainer})
     flags.typed = frozenset({*user_own, *user_trainer})
     trainer_values = {**recipe_trainer, **user_trainer}
-    if recipe is not None:
-        precision, chosen_precision = recipe_precision(recipe, trainer_values, flags.typed)
+    if sources.recipe is not None:
+        precision, chosen_precision = recipe_precision(sources.recipe, trainer_values, flags.typed)
         trainer_values.update(precision)
-        recipe_summary(recipe, flags, chosen_precision)
+        recipe_summary(sources.recipe, flags, chosen_precision)
     refused = [f"--{name}" for name in entry.refused_trainer_flags if name in flags.given]
     if refused:
         raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
