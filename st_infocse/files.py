@@ -1,12 +1,11 @@
 """The package's one line reader, one JSON-lines reader and the checks every reader of user input applies.
 
-Training texts (``st_infocse.training``), documents for mining (``st_infocse.mining``) and evaluation data
-(``st_infocse.evaluation``) are all read here, so that a file with bad bytes, a truncated ``.gz`` or a malformed JSON
-line is reported the same way everywhere: one :class:`FileFormatError` naming the file and the line, never a traceback.
-The checks on what was read live here too: a missing, empty or unsupported file, a record that is not a JSON object,
-a missing text column, a saved dataset without a train split, and what a usable text is (:func:`is_text`, with
-:func:`clean_text_values` dropping and counting missing, non-string, blank and duplicate rows).
-Nothing here imports beyond the standard library, so the command line can check files before torch is loaded.
+Training texts, documents for mining and evaluation data are all read here, so that a file with bad bytes, a
+truncated ``.gz`` or a malformed JSON line is reported the same way everywhere: one :class:`FileFormatError` naming
+the file and the line, never a traceback. The checks on what was read live here too (a missing, empty or unsupported
+file, a record that is not a JSON object, a missing text column, a saved dataset without a train split, what a usable
+text is), and the check of a value against its choices. Only the standard library is imported, so the command line
+can check files before torch is loaded.
 """
 
 from __future__ import annotations
@@ -18,28 +17,12 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, get_args
 
 __all__ = [
-    "FileFormatError",
-    "InputError",
-    "InvalidJSONLineError",
-    "NotDecodableError",
-    "TextReport",
-    "beir_parts",
-    "beir_split",
-    "check_at_least",
-    "check_local_file",
-    "check_saved_dataset",
-    "choose_column",
-    "clean_text_values",
-    "dataset_error",
-    "file_kind",
-    "is_text",
-    "looks_local",
-    "read_json_objects",
-    "read_json_records",
-    "read_lines",
+    "FileFormatError", "InputError", "InvalidJSONLineError", "NotDecodableError", "TextReport", "beir_parts",
+    "check_at_least", "check_choice", "check_local_file", "check_saved_dataset", "choose_column", "clean_text_values",
+    "dataset_error", "file_kind", "is_text", "looks_local", "read_json_objects", "read_json_records", "read_lines",
     "text_problem",
 ]
 
@@ -112,12 +95,8 @@ def _open_binary(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")  # noqa: SIM115
 
 
+# A byte-order mark opens the first line of files written by some editors; it is no part of the text.
 _BOM = b"\xef\xbb\xbf"
-
-
-def _split(raw: bytes, number: int) -> bytes:
-    # A byte-order mark opens the first line of files written by some editors; it is no part of the text.
-    return raw.removeprefix(_BOM) if number == 1 else raw
 
 
 def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterator[tuple[int, str]]:
@@ -141,7 +120,7 @@ def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterat
             for number, raw in enumerate(handle, start=1):  # noqa: B007 - the count is used in the errors
                 if number == 1 and raw == _BOM:
                     return  # a byte-order mark alone: an empty file
-                yield number, _split(raw, number).decode("utf-8").rstrip("\r\n")
+                yield number, (raw.removeprefix(_BOM) if number == 1 else raw).decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         raise NotDecodableError(path, number, exc) from None
     except (OSError, EOFError, zlib.error) as exc:  # a missing file, or a truncated or non-gzip .gz file
@@ -151,7 +130,7 @@ def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterat
 def _read_with_fallback(path: Path, encoding: str) -> Iterator[tuple[int, str]]:
     try:
         with _open_binary(path) as handle:
-            data = _split(handle.read(), 1)
+            data = handle.read().removeprefix(_BOM)
     except (OSError, EOFError, zlib.error) as exc:
         raise FileFormatError(path, None, f"cannot read {path}: {exc}", whole=True) from None
     try:
@@ -341,6 +320,13 @@ def check_saved_dataset(source: str, path: Path) -> dict[str, Any]:
         return {}
 
 
+def check_choice(name: str, value: Any, choices: Any) -> None:
+    """Refuse, in one line naming ``name``, a ``value`` not among ``choices`` (a sequence, or a ``Literal`` type)."""
+    options = get_args(choices) or tuple(choices)
+    if value not in options:
+        raise InputError(f"{name} must be one of {', '.join(map(str, options))}, got {value!r}")
+
+
 def check_at_least(flag: str, value: int | None, least: int = 1) -> None:
     """A count the user gave is used as given: one that selects nothing is refused rather than ignored."""
     if value is not None and value < least:
@@ -355,28 +341,11 @@ def dataset_error(source: str, exc: Exception) -> InputError:
     return InputError(f"cannot read {source}: {message}")
 
 
-def beir_split(folder: str | Path, default: str = "test") -> str:
-    """The qrels split of a local BEIR-layout folder when none is named: ``default`` if its ``qrels/<default>.tsv``
-    exists (in the folder or, for a dataset of several parts, in its first part), else ``dev`` if that exists, else
-    ``default``. Reads the folder listing only.
-
-    Example:
-        >>> beir_split("no-such-folder")
-        'test'
-    """
-    folder = Path(folder)
-    parts = [folder] if (folder / "corpus.jsonl").is_file() else sorted(p for p in folder.glob("*") if p.is_dir())
-    for candidate in (default, "dev"):
-        if parts and (parts[0] / "qrels" / f"{candidate}.tsv").is_file():
-            return candidate
-    return default
-
-
 def beir_parts(name: str, source: str | Path, split: str | None, default: str = "test") -> tuple[dict[str, Path], str]:
     """The BEIR-layout folders of dataset ``name`` under ``source`` (a folder of datasets, or the dataset's own
     folder), ``{"": folder}`` or one per part (CQADupStack's forums, each with its corpus.jsonl), and the qrels split
-    read in them (``split``, else :func:`beir_split`). Reads folder listings only; FileNotFoundError names what is
-    missing."""
+    read in them: ``split``, else ``default`` if the first part has ``qrels/<default>.tsv``, else ``dev`` if it has
+    that, else ``default``. Reads folder listings only; FileNotFoundError names what is missing."""
     root = Path(source).expanduser()
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: folder not found (expected BEIR dataset folders or 'mteb')")
@@ -389,4 +358,6 @@ def beir_parts(name: str, source: str | Path, split: str | None, default: str = 
         p.name: p for p in sorted(folder.iterdir()) if (p / "corpus.jsonl").is_file()}
     if not parts:
         raise FileNotFoundError(f"{folder}: no corpus.jsonl here or in its subfolders")
-    return parts, split or beir_split(folder, default)
+    first = next(iter(parts.values()))
+    found = [candidate for candidate in (default, "dev") if (first / "qrels" / f"{candidate}.tsv").is_file()]
+    return parts, split or (found or [default])[0]

@@ -10,27 +10,14 @@ import torch
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import (
-    EmptyTextDetector,
-    check_finite,
-    refuse_columns,
-    refuse_inside_wrapper,
-    refuse_labels,
-)
+from st_infocse.files import check_choice
+from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_inside_wrapper, refuse_labels
 from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import MLMMetrics, warn_unless_cls_pooling
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import MLM_MASK_RATE, PRESETS, resolve_preset
 from st_infocse.losses.terms import LossTerms
-from st_infocse.modeling.auxiliary_decoder import (
-    AuxiliaryDecoder,
-    FusionInit,
-    MLMGather,
-    check_mlm_gather,
-    gathers_bounded,
-    mlm_loss,
-    prediction_bound,
-)
+from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather, gather_room, mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker, WholeWordMasker
 
@@ -145,14 +132,10 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         k = k if k is not None else resolve_preset("infocse").k(parts.depth)
         self.mask_rate = mask_rate
         self.aux_weight = aux_weight
-        if masking == "whole_word":
-            self.masker: TokenMasker | WholeWordMasker = WholeWordMasker(parts.tokenizer, mask_rate)
-        elif masking == "token":
-            self.masker = TokenMasker(parts.tokenizer, mask_rate)
-        else:
-            raise ValueError(f"masking must be 'whole_word' or 'token', got {masking!r}")
+        check_choice("masking", masking, Masking)
+        check_choice("mlm_gather", mlm_gather, MLMGather)
+        self.masker = (WholeWordMasker if masking == "whole_word" else TokenMasker)(parts.tokenizer, mask_rate)
         self.masking = masking
-        check_mlm_gather(mlm_gather)
         self.mlm_gather = mlm_gather
         self.empty_texts = EmptyTextDetector(parts.tokenizer)
         # The decoder's lower copy is not used here (the encoder's own layers are shared); it is refreshed from the
@@ -186,21 +169,15 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         return self.decoder.config.k
 
     def max_predictions(self, labels: Tensor) -> int | None:
-        """Room for the masked positions of ``labels`` under a bounded gather; None for the exact gather."""
-        if not gathers_bounded(self.mlm_gather, labels.device):
-            return None
-        if self.masking == "whole_word":
-            # No row gets more than its budget, max(1, round(mask_rate * n)), and n is at most the row width.
-            rows, width = labels.shape
-            return rows * max(1, round(self.mask_rate * width))
-        return prediction_bound(labels.numel(), self.mask_rate)
+        """Room for the masked positions of ``labels`` under a bounded gather; None for the exact gather. Whole-word
+        masking gives no row more than its budget, ``max(1, round(mask_rate * n))`` with ``n`` at most the width."""
+        return gather_room(self.mlm_gather, labels, self.mask_rate, per_row=self.masking == "whole_word")
 
     def forward(
         self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
     ) -> dict[str, Tensor]:
-        refuse_labels(self, labels)
         columns = list(sentence_features)
-        refuse_columns(self, columns, takes=1)
+        refuse_labels(self, labels, columns, takes=1)
         features = columns[0]
         refuse_inside_wrapper(self, self.model, "stage 1 (a masked-LM pass with a hook on layer k)",
                               "the loss unwrapped: stage 1 trains the decoder, not the embedding")

@@ -11,19 +11,12 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
+from st_infocse.files import check_choice
 from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_labels
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import OBJECTIVES, Preset, resolve_preset
 from st_infocse.losses.terms import LossTerms
-from st_infocse.modeling.auxiliary_decoder import (
-    AuxiliaryDecoder,
-    FusionInit,
-    MLMGather,
-    MLMOutput,
-    check_mlm_gather,
-    gathers_bounded,
-    prediction_bound,
-)
+from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather, MLMOutput, gather_room
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
 
@@ -47,59 +40,31 @@ def warn_unless_cls_pooling(model: nn.Module, loss_name: str) -> None:
         )
 
 
-def refuse_beside_decoder(decoder: Any, **given: Any) -> None:
-    """Refuse, in one line, a decoder setting given beside a decoder that it cannot apply to.
-
-    ``k``, ``n``, ``fusion_init`` and ``detach`` describe a decoder that already exists (``decoder.config``): a
-    value equal to the given decoder's own is accepted (it is what applies), another is refused. ``mlm_head_source``
-    chooses where a *new* decoder's head comes from; beside a decoder it is refused whatever its value. None means
-    not given.
-    """
-    for name, value in given.items():
-        if value is None:
-            continue
-        if name == "mlm_head_source":
-            raise ValueError(
-                f"mlm_head_source={value!r} does not apply beside a given decoder, which brings its own MLM head."
-            )
-        saved = getattr(decoder.config, name)
-        if value != saved:
-            raise ValueError(f"{name}={value!r} differs from the given decoder's {name}={saved!r}.")
-
-
 class MLMMetrics:
-    """Running sums of the auxiliary MLM loss and accuracy between two log steps.
+    """Running sums of the auxiliary MLM loss, correct predictions and predictions between two log steps.
 
     The sums stay device tensors, so recording a step reads nothing back to the host; :meth:`pop` reads them.
     """
 
     def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.loss_sum: Tensor | None = None
-        self.correct: Tensor | None = None
-        self.total: Tensor | None = None
+        self.sums: list[Tensor] | None = None
         self.steps = 0
 
     def update(self, output: MLMOutput) -> None:
-        loss, correct, total = output.loss.detach().float(), output.correct.detach(), output.total.detach()
-        if self.loss_sum is None or self.correct is None or self.total is None:
-            # copies: a compiled decoder's outputs live in CUDA-graph memory that the next step's replay overwrites
-            self.loss_sum, self.correct, self.total = loss.clone(), correct.clone(), total.clone()
-        else:
-            self.loss_sum, self.correct, self.total = self.loss_sum + loss, self.correct + correct, self.total + total
+        values = [output.loss.detach().float(), output.correct.detach(), output.total.detach()]
+        # copies: a compiled decoder's outputs live in CUDA-graph memory that the next step's replay overwrites
+        self.sums = [v.clone() for v in values] if self.sums is None else [a + b for a, b in zip(self.sums, values, strict=True)]
         self.steps += 1
 
     def pop(self) -> dict[str, float]:
         """Mean loss and accuracy since the last call; empty when nothing was recorded."""
-        if not self.steps or self.loss_sum is None or self.correct is None or self.total is None:
+        if self.sums is None:
             return {}
-        result = {"cmlm_loss": self.loss_sum.item() / self.steps}
-        total = int(self.total.item())
-        if total:
-            result["cmlm_accuracy"] = int(self.correct.item()) / total
-        self.reset()
+        (loss, correct, total), steps = self.sums, self.steps
+        self.sums, self.steps = None, 0
+        result = {"cmlm_loss": loss.item() / steps}
+        if int(total.item()):
+            result["cmlm_accuracy"] = int(correct.item()) / int(total.item())
         return result
 
 
@@ -205,19 +170,25 @@ class ConditionalMLMLoss(TrainingLoss):
         self.mask_rate = settings.mask_rate
         self.masker = TokenMasker(parts.tokenizer, self.mask_rate)
         self.empty_texts = EmptyTextDetector(parts.tokenizer)
-        check_mlm_gather(mlm_gather)
+        check_choice("mlm_gather", mlm_gather, MLMGather)
         self.mlm_gather = mlm_gather
         self.mlm_head_source = mlm_head_source
         #: Where the decoder came from: the folder given, ``"AuxiliaryDecoder"`` for an object, None for a new one.
         self.decoder_source: str | None = None
         if decoder is not None:
-            refuse_beside_decoder(decoder, mlm_head_source=mlm_head_source)
+            if mlm_head_source is not None:
+                raise ValueError(f"mlm_head_source={mlm_head_source!r} does not apply beside a given decoder, which "
+                                 "brings its own MLM head.")
             if not isinstance(decoder, AuxiliaryDecoder):
                 self.decoder_source = str(decoder)
                 decoder = AuxiliaryDecoder.from_pretrained(decoder)
             else:
                 self.decoder_source = type(decoder).__name__
-            refuse_beside_decoder(decoder, k=k, n=n, fusion_init=fusion_init, detach=detach)
+            # These describe the given decoder: its own value is what applies, another is refused.
+            for name, value in {"k": k, "n": n, "fusion_init": fusion_init, "detach": detach}.items():
+                if value is not None and value != getattr(decoder.config, name):
+                    raise ValueError(f"{name}={value!r} differs from the given decoder's "
+                                     f"{name}={getattr(decoder.config, name)!r}.")
             decoder.check_compatible(model)
             decoder.use_attention_of(parts.config)
             self.decoder = decoder.to(parts.hf_model.device)
@@ -238,9 +209,7 @@ class ConditionalMLMLoss(TrainingLoss):
 
     def max_predictions(self, labels: Tensor) -> int | None:
         """Room for the masked positions of ``labels`` under a bounded gather; None for the exact gather."""
-        if not gathers_bounded(self.mlm_gather, labels.device):
-            return None
-        return prediction_bound(labels.numel(), self.mask_rate)
+        return gather_room(self.mlm_gather, labels, self.mask_rate)
 
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], view_features: list[dict[str, Any]]) -> MLMOutput:
         """Conditional MLM over the given views, each conditioned on its own (unmasked) sentence embedding: one

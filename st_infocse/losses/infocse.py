@@ -7,11 +7,12 @@ from typing import Any, Literal
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import check_finite, refuse_labels
+from st_infocse.files import check_choice
+from st_infocse.losses._checks import check_finite, refuse_labels, refuse_unused
 from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss
 from st_infocse.losses.contract import TrainingLoss
-from st_infocse.losses.informin import REDUCTIONS, Reduction, reconstruction_term
+from st_infocse.losses.informin import Reduction, reconstruction_term
 from st_infocse.losses.registry import PRESETS, Preset, check_bounds, resolve_preset
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.losses.terms import LossTerms
@@ -20,17 +21,6 @@ from st_infocse.modeling.gradient import scale_gradient
 from st_infocse.modeling.heads import ProjectionKind
 
 AuxGradient = Literal["weighted", "full"]
-AUX_GRADIENTS: tuple[str, ...] = ("weighted", "full")
-
-
-def _refuse_unused(reason: str, **given: Any) -> None:
-    """Refuse, in one line, arguments given (not None) for a term that ``reason`` says does not run."""
-    names = [name for name, value in given.items() if value is not None]
-    if names:
-        raise ValueError(
-            f"{reason}, so {', '.join(names)} would not apply: leave {'it' if len(names) == 1 else 'them'} at the "
-            "default or turn the term on."
-        )
 
 
 class InfoCSELoss(TrainingLoss):
@@ -164,12 +154,10 @@ class InfoCSELoss(TrainingLoss):
         settings = resolve_preset(self.preset_name)
         self.lambda_ = settings.lambda_ if lambda_ is None else lambda_
         check_bounds(lambda_=self.lambda_, informin_weight=informin_weight)
-        if aux_gradient not in AUX_GRADIENTS:
-            raise ValueError(f"aux_gradient must be one of {AUX_GRADIENTS}, got {aux_gradient!r}.")
-        if informin_reduction not in REDUCTIONS:
-            raise ValueError(f"informin_reduction must be one of {REDUCTIONS}, got {informin_reduction!r}.")
+        check_choice("aux_gradient", aux_gradient, AuxGradient)
+        check_choice("informin_reduction", informin_reduction, Reduction)
         if not self.lambda_:
-            _refuse_unused(
+            refuse_unused(
                 "lambda_=0 turns the conditional MLM off",
                 k=k,
                 n=n,
@@ -182,7 +170,7 @@ class InfoCSELoss(TrainingLoss):
                 aux_gradient=None if aux_gradient == "weighted" else aux_gradient,
             )
         if not informin_weight:
-            _refuse_unused(
+            refuse_unused(
                 "informin_weight=0 turns the reconstruction term off",
                 informin_reduction=None if informin_reduction == "official" else informin_reduction,
             )

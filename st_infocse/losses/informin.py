@@ -8,26 +8,19 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor
 
-from st_infocse.losses._checks import check_finite, refuse_inside_wrapper, refuse_labels
+from st_infocse.files import check_choice
+from st_infocse.losses._checks import check_finite, refuse_inside_wrapper, refuse_labels, refuse_unused
 from st_infocse.losses.citations import INFORMIN_CITATION
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import INFORMIN_LAMBDA, MLM_MASK_RATE
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.losses.terms import LossTerms
-from st_infocse.modeling.auxiliary_decoder import (
-    MLMGather,
-    MLMOutput,
-    check_mlm_gather,
-    gathers_bounded,
-    mlm_loss,
-    prediction_bound,
-)
+from st_infocse.modeling.auxiliary_decoder import MLMGather, MLMOutput, gather_room, mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.heads import ProjectionKind, at_least_fp32, build_mlm_head
 from st_infocse.modeling.masking import TokenMasker
 
 Reduction = Literal["official", "eq8"]
-REDUCTIONS: tuple[str, ...] = ("official", "eq8")
 
 
 def reconstruction_term(z1: Tensor, z2: Tensor, reduction: Reduction = "official") -> Tensor:
@@ -37,12 +30,11 @@ def reconstruction_term(z1: Tensor, z2: Tensor, reduction: Reduction = "official
     authors' code, ``mse(z1, z2) + mse(z2, z1)``: twice the mean over batch *and* dimensions, i.e. ``2 / dim``
     times ``"eq8"``. The paper's lambda values (0.4 for BERT-base, 4 for RoBERTa) were tuned with the latter.
     """
+    check_choice("reduction", reduction, Reduction)
     z1, z2 = F.normalize(at_least_fp32(z1), dim=-1), F.normalize(at_least_fp32(z2), dim=-1)
     if reduction == "eq8":
         return (z1 - z2).pow(2).sum(dim=-1).mean()
-    if reduction == "official":
-        return 2.0 * (z1 - z2).pow(2).mean()
-    raise ValueError(f"reduction must be 'official' or 'eq8', got {reduction!r}")
+    return 2.0 * (z1 - z2).pow(2).mean()
 
 
 class InforMinReconstructionLoss(TrainingLoss):
@@ -132,17 +124,11 @@ class InforMinReconstructionLoss(TrainingLoss):
         self.model = model
         self.lambda_ = lambda_
         self.reduction = reduction
-        if reduction not in REDUCTIONS:
-            raise ValueError(f"reduction must be 'official' or 'eq8', got {reduction!r}")
-        check_mlm_gather(mlm_gather)
+        check_choice("reduction", reduction, Reduction)
+        check_choice("mlm_gather", mlm_gather, MLMGather)
         if not mlm_weight:
-            unused = [name for name, value in (("mask_rate", mask_rate), ("mlm_gather", mlm_gather))
-                      if value is not None and value != "auto"]
-            if unused:
-                raise ValueError(
-                    f"mlm_weight=0 turns the MLM term off, so {' and '.join(unused)} would not apply: leave "
-                    f"{'it' if len(unused) == 1 else 'them'} at the default or give mlm_weight > 0."
-                )
+            refuse_unused("mlm_weight=0 turns the MLM term off", mask_rate=mask_rate,
+                          mlm_gather=None if mlm_gather == "auto" else mlm_gather)
         self.contrastive = SimCSELoss(model, temperature, projection, gather_across_devices)
         self.mlm_weight = mlm_weight
         self.mask_rate = MLM_MASK_RATE if mask_rate is None else mask_rate
@@ -174,10 +160,6 @@ class InforMinReconstructionLoss(TrainingLoss):
         check_finite(self, losses, self.contrastive.empty_flag(features), overflow=overflow)
         return LossTerms(losses)
 
-    def masked_lm(self, views: list[dict[str, Tensor]]) -> Tensor:
-        """The MLM term of :meth:`masked_lm_output`."""
-        return self.masked_lm_output(views).loss
-
     def masked_lm_output(self, views: list[dict[str, Tensor]]) -> MLMOutput:
         """MLM on an independently masked copy of every view, through the encoder (one more pass).
 
@@ -194,8 +176,7 @@ class InforMinReconstructionLoss(TrainingLoss):
             hidden.append(tokens.reshape(-1, tokens.shape[-1]))
             labels.append(view_labels.reshape(-1))
         all_labels = torch.cat(labels)
-        bounded = gathers_bounded(self.mlm_gather, all_labels.device)
-        bound = prediction_bound(all_labels.numel(), self.mask_rate) if bounded else None
+        bound = gather_room(self.mlm_gather, all_labels, self.mask_rate)
         return mlm_loss(self.mlm_head, torch.cat(hidden), all_labels, bound)
 
     def get_config_dict(self) -> dict[str, Any]:

@@ -16,8 +16,9 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoModel, PretrainedConfig
 
+from st_infocse.files import check_choice
 from st_infocse.modeling.compilation import compiling
-from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for, get_submodule
+from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for
 from st_infocse.modeling.heads import MLMHead, build_mlm_head, to_width
 from st_infocse.modeling.vocab_cross_entropy import vocab_cross_entropy
 
@@ -26,21 +27,25 @@ logger = logging.getLogger(__name__)
 CONFIG_NAME = "auxiliary_decoder_config.json"
 WEIGHTS_NAME = "auxiliary_decoder.safetensors"
 FusionInit = Literal["copy", "fresh"]
-# How the MLM losses gather the masked positions for the head: "exact" sizes the gather from their count (one host
-# synchronisation per step on a GPU); "bounded" uses a static room and reads nothing (see :func:`mlm_loss`); "auto"
-# is exact on the CPU, where reading the count costs nothing, and bounded on accelerators and under torch.compile
-# (a data-dependent size would break the graph there).
+# How the MLM losses gather the masked positions for the head (see :func:`gather_room`).
 MLMGather = Literal["auto", "exact", "bounded"]
 
 
-def check_mlm_gather(mlm_gather: str) -> None:
-    if mlm_gather not in ("auto", "exact", "bounded"):
-        raise ValueError(f"mlm_gather must be 'auto', 'exact' or 'bounded', got {mlm_gather!r}")
+def gather_room(mlm_gather: MLMGather, labels: torch.Tensor, mask_rate: float, per_row: bool = False) -> int | None:
+    """Room for the masked positions of ``labels`` under a bounded gather; None for the exact gather.
 
-
-def gathers_bounded(mlm_gather: str, device: torch.device) -> bool:
-    """Whether ``mlm_gather`` means a bounded gather for tensors on ``device`` (and in the current trace)."""
-    return mlm_gather == "bounded" or (mlm_gather == "auto" and (device.type != "cpu" or compiling()))
+    ``"exact"`` sizes the gather from the count (one host synchronisation per step on a GPU); ``"bounded"`` uses a
+    static room and reads nothing (:func:`prediction_bound`, see :func:`mlm_loss`); ``"auto"`` is exact on the CPU,
+    where reading the count costs nothing, and bounded on accelerators and under torch.compile (a data-dependent size
+    would break the graph there). ``per_row``: each row masks at most ``max(1, round(mask_rate * width))`` positions
+    (whole-word masking's budget), which is then the room.
+    """
+    if not (mlm_gather == "bounded" or (mlm_gather == "auto" and (labels.device.type != "cpu" or compiling()))):
+        return None
+    if per_row:
+        rows, width = labels.shape
+        return rows * max(1, round(mask_rate * width))
+    return prediction_bound(labels.numel(), mask_rate)
 
 
 @dataclass
@@ -113,7 +118,7 @@ class AuxiliaryDecoder(nn.Module):
         # the lower model also hosts what the fusion layers share with it (MPNet's relative position bias,
         # ModernBERT's rotary embedding).
         base = AutoModel.from_config(encoder_config)
-        layers = get_submodule(base, self.family.layers_path)
+        layers = base.get_submodule(self.family.layers_path)
         self.fusion = nn.ModuleList(list(layers)[config.k :])
         _set_submodule(base, self.family.layers_path, nn.ModuleList(list(layers)[: config.k]))
         base.config.num_hidden_layers = config.k
@@ -123,7 +128,7 @@ class AuxiliaryDecoder(nn.Module):
         # the k-th layer's raw output, as the fusion layers expect.
         self.output_norm: nn.Module | None = None
         if self.family.output_norm_path:
-            self.output_norm = get_submodule(base, self.family.output_norm_path)
+            self.output_norm = base.get_submodule(self.family.output_norm_path)
             _set_submodule(base, self.family.output_norm_path, nn.Identity())
         self.lower = base
         self._takes_token_types = "token_type_ids" in inspect.signature(base.forward).parameters
@@ -163,9 +168,14 @@ class AuxiliaryDecoder(nn.Module):
         from st_infocse.modeling.encoder_parts import find_encoder_parts
 
         parts = find_encoder_parts(model)
-        _check_depths(parts, k, n)
-        if fusion_init not in ("copy", "fresh"):
-            raise ValueError(f"fusion_init must be 'copy' or 'fresh', got {fusion_init!r}")
+        if not isinstance(k, int) or not 1 <= k < parts.depth:
+            raise ValueError(
+                f"k (frozen lower layers) must be between 1 and {parts.depth - 1} for this {parts.depth}-layer "
+                f"encoder, got {k!r}: the sentence embedding must come from layers above the auxiliary copy."
+            )
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n (fusion layers) must be a positive integer, got {n!r}")
+        check_choice("fusion_init", fusion_init, FusionInit)
         config = AuxiliaryDecoderConfig(
             k=k,
             n=n,
@@ -361,16 +371,5 @@ def mlm_loss(
 
 
 def _set_submodule(model: nn.Module, path: str, module: nn.Module) -> None:
-    parent_path, _, name = path.rpartition(".")
-    parent = get_submodule(model, parent_path) if parent_path else model
-    setattr(parent, name, module)
-
-
-def _check_depths(parts: EncoderParts, k: int, n: int) -> None:
-    if not isinstance(k, int) or not 1 <= k < parts.depth:
-        raise ValueError(
-            f"k (frozen lower layers) must be between 1 and {parts.depth - 1} for this {parts.depth}-layer encoder, "
-            f"got {k!r}: the sentence embedding must come from layers above the auxiliary copy."
-        )
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n (fusion layers) must be a positive integer, got {n!r}")
+    parent, _, name = path.rpartition(".")
+    setattr(model.get_submodule(parent), name, module)

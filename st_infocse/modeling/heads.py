@@ -10,6 +10,7 @@ from torch import nn
 from transformers import PretrainedConfig
 from transformers.activations import ACT2FN
 
+from st_infocse.files import check_choice
 from st_infocse.modeling.encoder_parts import MLMHeadLayout, family_for
 
 logger = logging.getLogger(__name__)
@@ -31,10 +32,11 @@ class ProjectionHead(nn.Module):
 
     def __init__(self, dim: int, kind: ProjectionKind = "mlp", init_std: float = 0.02) -> None:
         super().__init__()
+        check_choice("projection", kind, ProjectionKind)
         self.kind = kind
         if kind == "mlp":
             self.net = nn.Sequential(nn.Linear(dim, dim), nn.Tanh())
-        elif kind == "bn-mlp":
+        else:
             self.net = nn.Sequential(
                 nn.Linear(dim, 2 * dim, bias=False),
                 nn.BatchNorm1d(2 * dim),
@@ -42,8 +44,6 @@ class ProjectionHead(nn.Module):
                 nn.Linear(2 * dim, dim, bias=False),
                 nn.BatchNorm1d(dim, affine=False),
             )
-        else:
-            raise ValueError(f"Unknown projection {kind!r}; choose 'mlp', 'bn-mlp' or None.")
         for module in self.net:
             if isinstance(module, nn.Linear):
                 nn.init.normal_(module.weight, mean=0.0, std=init_std)

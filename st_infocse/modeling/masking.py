@@ -16,24 +16,6 @@ CONTINUATION_PREFIX = "##"
 WORD_START_PREFIXES = ("\u0120", "\u2581")  # "Ġ", "▁"
 
 
-def _require_mask_token(tokenizer: PreTrainedTokenizerBase) -> None:
-    if getattr(tokenizer, "mask_token", None) is None:
-        raise ValueError(
-            f"The tokenizer {type(tokenizer).__name__} has no mask token, which masked language modelling needs. "
-            "Use a model whose tokenizer defines one (BERT-style encoders do) or set tokenizer.mask_token."
-        )
-
-
-def _check_mask_rate(mask_rate: float) -> None:
-    if not 0.0 < mask_rate < 1.0:
-        raise ValueError(f"mask_rate must be in (0, 1), got {mask_rate}")
-
-
-def _check_replacement(mask_replace_prob: float, random_replace_prob: float) -> None:
-    if mask_replace_prob + random_replace_prob > 1:
-        raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
-
-
 def replace_chosen(
     ids: torch.Tensor,
     chosen: torch.Tensor,
@@ -66,7 +48,7 @@ def replace_chosen(
     return torch.where(as_random, random_ids, masked), labels
 
 
-class _OnDevice:
+class OnDevice:
     """Per-device copies of constant tensors: building them at each call would cost a host-to-device copy a step."""
 
     def __init__(self, **tensors: torch.Tensor) -> None:
@@ -74,13 +56,39 @@ class _OnDevice:
         self._copies: dict[tuple[str, torch.device], torch.Tensor] = {}
 
     def __call__(self, name: str, device: torch.device) -> torch.Tensor:
-        key = (name, device)
-        if key not in self._copies:
-            self._copies[key] = self._cpu[name].to(device)
-        return self._copies[key]
+        if (name, device) not in self._copies:
+            self._copies[name, device] = self._cpu[name].to(device)
+        return self._copies[name, device]
 
 
-class TokenMasker:
+class _Masker:
+    """What both maskers check and keep: a tokenizer with a mask token, the rate and the replacement shares."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, mask_rate: float, mask_replace_prob: float,
+                 random_replace_prob: float) -> None:
+        if getattr(tokenizer, "mask_token", None) is None:
+            raise ValueError(
+                f"The tokenizer {type(tokenizer).__name__} has no mask token, which masked language modelling needs. "
+                "Use a model whose tokenizer defines one (BERT-style encoders do) or set tokenizer.mask_token."
+            )
+        if not 0.0 < mask_rate < 1.0:
+            raise ValueError(f"mask_rate must be in (0, 1), got {mask_rate}")
+        if mask_replace_prob + random_replace_prob > 1:
+            raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
+        self.tokenizer = tokenizer
+        self.mask_rate = mask_rate
+        self.mask_replace_prob = mask_replace_prob
+        self.random_replace_prob = random_replace_prob
+        self.mask_token_id = tokenizer.convert_tokens_to_ids(tokenizer.mask_token)
+        self.vocab_size = len(tokenizer)
+
+    def replace(self, ids: torch.Tensor, chosen: torch.Tensor, generator: torch.Generator | None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        return replace_chosen(ids, chosen, self.mask_token_id, self.vocab_size, self.mask_replace_prob,
+                              self.random_replace_prob, generator)
+
+
+class TokenMasker(_Masker):
     """Masks an already tokenized batch: ``mask_rate`` of the real tokens are chosen, of which 80% become
     the mask token, 10% a random token and 10% stay unchanged. Special and padding tokens are never chosen.
 
@@ -112,17 +120,9 @@ class TokenMasker:
         random_replace_prob: float = 0.1,
         seed: int | None = None,
     ) -> None:
-        _require_mask_token(tokenizer)
-        _check_mask_rate(mask_rate)
-        _check_replacement(mask_replace_prob, random_replace_prob)
-        self.tokenizer = tokenizer
-        self.mask_rate = mask_rate
-        self.mask_replace_prob = mask_replace_prob
-        self.random_replace_prob = random_replace_prob
+        super().__init__(tokenizer, mask_rate, mask_replace_prob, random_replace_prob)
         self.seed = seed
-        self.mask_token_id = tokenizer.convert_tokens_to_ids(tokenizer.mask_token)
-        self.vocab_size = len(tokenizer)
-        self._constants = _OnDevice(specials=torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long))
+        self._constants = OnDevice(specials=torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long))
         self._generators: dict[torch.device, torch.Generator] = {}
 
     def _generator(self, device: torch.device) -> torch.Generator | None:
@@ -140,8 +140,7 @@ class TokenMasker:
         protected = torch.isin(ids, self._constants("specials", device)) | (attention_mask.detach() == 0)
         chosen_prob = torch.full(ids.shape, self.mask_rate, device=device).masked_fill_(protected, 0.0)
         chosen = torch.bernoulli(chosen_prob, generator=generator).bool()
-        return replace_chosen(ids, chosen, self.mask_token_id, self.vocab_size, self.mask_replace_prob,
-                              self.random_replace_prob, generator)
+        return self.replace(ids, chosen, generator)
 
 
 def word_boundary_rule(tokenizer: PreTrainedTokenizerBase) -> tuple[str, bool] | None:
@@ -163,7 +162,7 @@ def word_boundary_rule(tokenizer: PreTrainedTokenizerBase) -> tuple[str, bool] |
     return best, best == CONTINUATION_PREFIX
 
 
-class WholeWordMasker:
+class WholeWordMasker(_Masker):
     """Whole-word masking with a fixed budget per sequence, as Condenser's pre-training collator does it.
 
     For each sequence: the words (a token plus the pieces that continue it; special and padding tokens are never
@@ -207,19 +206,11 @@ class WholeWordMasker:
         random_replace_prob: float = 0.1,
         generator: torch.Generator | None = None,
     ) -> None:
-        _require_mask_token(tokenizer)
-        _check_mask_rate(mask_rate)
-        _check_replacement(mask_replace_prob, random_replace_prob)
-        self.tokenizer = tokenizer
-        self.mask_rate = mask_rate
-        self.mask_replace_prob = mask_replace_prob
-        self.random_replace_prob = random_replace_prob
+        super().__init__(tokenizer, mask_rate, mask_replace_prob, random_replace_prob)
         self.generator = generator
         # transformers' own whole_word_mask=True is not used: it needs the offset mappings of the original text
         # (an already tokenized batch has none) and forces every chosen token to the mask token (no 10% random /
         # 10% kept).
-        self.mask_token_id = tokenizer.convert_tokens_to_ids(tokenizer.mask_token)
-        self.vocab_size = len(tokenizer)
         added = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id)
         added += (tokenizer.pad_token_id,)
 
@@ -238,7 +229,7 @@ class WholeWordMasker:
             prefix, marks_continuation = self.boundary_rule
             for token, index in vocab.items():
                 continues[index] = token.startswith(prefix) == marks_continuation
-        self._constants = _OnDevice(
+        self._constants = OnDevice(
             specials=torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long),
             added=torch.tensor(sorted({i for i in added if i is not None}), dtype=torch.long),
             continues=continues,
@@ -300,13 +291,5 @@ class WholeWordMasker:
         device = input_ids.device
         draws_on = self.generator.device if self.generator is not None else device
         ids, mask = input_ids.detach().to(draws_on), attention_mask.detach().to(draws_on)
-        masked, labels = replace_chosen(
-            ids,
-            self.select(ids, mask),
-            self.mask_token_id,
-            self.vocab_size,
-            self.mask_replace_prob,
-            self.random_replace_prob,
-            self.generator,
-        )
+        masked, labels = self.replace(ids, self.select(ids, mask), self.generator)
         return masked.to(device), labels.to(device)

@@ -26,11 +26,6 @@ IGNORE_INDEX = -100
 BLOCK_BYTES = 8 << 20  # one block of fp32 logits rows fits well inside the last-level cache
 
 
-def block_rows(vocab_size: int) -> int:
-    """Rows per block: about ``BLOCK_BYTES`` of fp32 logits."""
-    return max(1, BLOCK_BYTES // (4 * vocab_size))
-
-
 class _VocabCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor) -> tuple[Tensor, Tensor]:
@@ -40,7 +35,7 @@ class _VocabCrossEntropy(torch.autograd.Function):
         safe = torch.where(valid, targets, 0)
         loss = logits.new_zeros(())
         correct = torch.zeros((), dtype=torch.long, device=logits.device)
-        rows = block_rows(logits.shape[1])
+        rows = max(1, BLOCK_BYTES // (4 * logits.shape[1]))  # about BLOCK_BYTES of fp32 logits
         for start in range(0, logits.shape[0], rows):
             block, block_targets, block_valid = logits[start : start + rows], safe[start : start + rows], valid[start : start + rows]
             if bias is not None:
@@ -85,9 +80,8 @@ def vocab_cross_entropy(
     ``((logits.argmax(-1) == targets) & (targets != -100)).sum()`` up to float rounding (about 1e-7 relative), and
     so are its gradients. By default (``blockwise=None``) fp32 without autocast takes the blockwise path; anything
     else (bf16 weights, autocast, torch.compile, fp64) computes the logits as usual and the cross-entropy in at
-    least fp32, which
-    ``blockwise=False`` asks for everywhere (the blockwise path needs fp32 and is never taken under autocast).
-    ``blockwise=True`` asks for the blockwise path and is refused with a ``ValueError`` where it cannot run.
+    least fp32, which ``blockwise=False`` asks for everywhere. ``blockwise=True`` asks for the blockwise path and is
+    refused with a ``ValueError`` where it cannot run.
 
     Example:
         ::
