@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import IO, Any, get_args
 
 __all__ = [
-    "FileFormatError", "InputError", "InvalidJSONLineError", "NotDecodableError", "TextReport", "beir_parts",
-    "check_at_least", "check_choice", "check_local_file", "check_saved_dataset", "choose_column", "clean_text_values",
-    "dataset_error", "file_kind", "is_text", "looks_local", "read_json_objects", "read_json_records", "read_lines",
-    "text_problem",
+    "Bounds", "FileFormatError", "InputError", "InvalidJSONLineError", "NotDecodableError", "TextReport",
+    "beir_parts", "check_at_least", "check_choice", "check_local_file", "check_range", "check_saved_dataset",
+    "choose_column", "clean_text_values", "dataset_error", "file_kind", "is_text", "looks_local", "out_of_range",
+    "read_json_objects", "read_json_records", "read_lines", "text_problem",
 ]
 
 _KINDS = {".txt": "txt", ".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
@@ -325,6 +325,30 @@ def check_choice(name: str, value: Any, choices: Any) -> None:
     options = get_args(choices) or tuple(choices)
     if value not in options:
         raise InputError(f"{name} must be one of {', '.join(map(str, options))}, got {value!r}")
+
+
+#: A range as ``(low, high, low included, high included)``; None for an open end.
+Bounds = tuple[float | None, float | None, bool, bool]
+
+
+def out_of_range(value: float | None, bounds: Bounds | None) -> str | None:
+    """Why ``value`` lies outside ``bounds``, e.g. ``"must be at least 0"``; None inside (or without bounds)."""
+    if bounds is None or value is None:
+        return None
+    low, high, low_in, high_in = bounds
+    below = low is not None and (value < low or (value == low and not low_in))
+    if below and high is None:
+        return f"must be {'at least' if low_in else 'above' if low else 'positive'}{f' {low:g}' if low_in or low else ''}"
+    if below or (high is not None and (value > high or (value == high and not high_in))):
+        return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+    return None
+
+
+def check_range(name: str, value: float | None, bounds: Bounds) -> None:
+    """Refuse, in one line naming ``name``, a ``value`` outside ``bounds`` (see :func:`out_of_range`)."""
+    why = out_of_range(value, bounds)
+    if why:
+        raise InputError(f"{name} {why}, got {value:g}")
 
 
 def check_at_least(flag: str, value: int | None, least: int = 1) -> None:

@@ -1,15 +1,12 @@
 """Every objective of the package in one table: its name, its loss class, its defaults and the paper to cite.
 
-The command line (``--objective``, its ``--help``, the loss it builds and the range each loss flag must lie in, see
-:data:`BOUNDS`), the recipes and the evaluators read the defaults here, and the losses take theirs from here too, so
-a default is written once.
+The command line (``--objective``, its help, the loss it builds, the range of each loss flag: :data:`BOUNDS`), the
+recipes, the evaluators and the losses read their defaults here, so a default is written once. Adding an objective
+touches its loss (one file in ``st_infocse/losses/``, deriving from :class:`~st_infocse.losses.TrainingLoss`) and
+one :class:`Objective` entry in :data:`OBJECTIVES`.
 
-Adding an objective touches two files: the loss (one file in ``st_infocse/losses/``, deriving from
-:class:`~st_infocse.losses.TrainingLoss`) and one :class:`Objective` entry in :data:`OBJECTIVES` below, which names
-the loss class, its citation and its defaults (and its entry in ``st_infocse.cli.objectives`` the flags it takes).
-
-This module imports neither torch nor the losses (a loss class is imported when :meth:`Objective.loss_class` is
-called), so the command line can check ``--objective`` and print its help before anything heavy is loaded.
+This module imports neither torch nor the losses (:meth:`Objective.loss_class` imports one when called), so the
+command line can check ``--objective`` and print its help before anything heavy is loaded.
 """
 
 from __future__ import annotations
@@ -21,6 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
+from st_infocse.files import Bounds, check_range, out_of_range
 from st_infocse.losses.citations import (
     CMLM_CSE_CITATION,
     GPL_CITATION,
@@ -38,24 +36,9 @@ if TYPE_CHECKING:
     from st_infocse.modeling.heads import ProjectionKind
 
 __all__ = [
-    "CMLM_CSE_LAMBDA",
-    "INFOCSE_LAMBDA",
-    "INFOCSE_MASK_RATE",
-    "INFORMIN_LAMBDA",
-    "MLM_MASK_RATE",
-    "OBJECTIVES",
-    "PRESETS",
-    "STAGE1",
-    "ConditionalMLMPreset",
-    "Objective",
-    "Preset",
-    "flag_value",
-    "BOUNDS",
-    "check_bounds",
-    "get_objective",
-    "objective_names",
-    "out_of_bounds",
-    "resolve_preset",
+    "BOUNDS", "CMLM_CSE_LAMBDA", "INFOCSE_LAMBDA", "INFOCSE_MASK_RATE", "INFORMIN_LAMBDA", "MLM_MASK_RATE",
+    "OBJECTIVES", "PRESETS", "STAGE1", "ConditionalMLMPreset", "Objective", "Preset", "check_bounds", "flag_value",
+    "get_objective", "objective_names", "out_of_bounds", "resolve_preset",
 ]
 
 #: InfoCSE's weight of the conditional MLM: mlm_weight=0.00001 in both released scripts; paper 000 Table 8.
@@ -104,23 +87,20 @@ class DecoderSettings:
 class ConditionalMLMPreset:
     """The defaults of one paper's released or reported configuration of the conditional MLM.
 
-    ``k`` depends on the encoder's depth; the mask rate too where :attr:`mask_rates` has more than one step.
-    ``projection`` is the training-only contrastive head, ``fusion_init`` how the fusion layers start and ``detach``
-    whether the decoder's lower copy is frozen.
+    ``k`` maps the encoder's depth to the frozen lower layers; the mask rate depends on the depth too where
+    :attr:`mask_rates` has more than one step. ``projection`` is the training-only contrastive head, ``fusion_init``
+    how the fusion layers start and ``detach`` whether the decoder's lower copy is frozen.
     """
 
     n: int
     lambda_: float
     projection: ProjectionKind | None
     fusion_init: FusionInit
-    k_for_depth: Callable[[int], int]
+    k: Callable[[int], int]
     #: ``(from_depth, rate)`` steps in increasing depth, the first from depth 0.
     mask_rates: tuple[tuple[int, float], ...]
     #: Paper 000 §3.2: the lower copy is detached (frozen); "w/o detach" is an ablation (Table 6).
     detach: bool = True
-
-    def k(self, depth: int) -> int:
-        return self.k_for_depth(depth)
 
     def decoder_settings(self, depth: int, k: int | None = None, n: int | None = None, mask_rate: float | None = None,
                          fusion_init: FusionInit | None = None, detach: bool | None = None) -> DecoderSettings:
@@ -159,7 +139,7 @@ PRESETS: Mapping[str, ConditionalMLMPreset] = MappingProxyType(
             lambda_=INFOCSE_LAMBDA,
             projection="bn-mlp",
             fusion_init="fresh",
-            k_for_depth=_infocse_k,
+            k=_infocse_k,
             mask_rates=((0, INFOCSE_MASK_RATE), (24, INFOCSE_LARGE_MASK_RATE)),
         ),
         # Paper 003: k=8, n=3 (Table 6), lambda 0.005 (Table 5), 15% masking (Table 3), and "the same settings as
@@ -170,7 +150,7 @@ PRESETS: Mapping[str, ConditionalMLMPreset] = MappingProxyType(
             lambda_=CMLM_CSE_LAMBDA,
             projection="mlp",
             fusion_init="fresh",
-            k_for_depth=_cmlm_cse_k,
+            k=_cmlm_cse_k,
             mask_rates=((0, CMLM_CSE_MASK_RATE),),
         ),
     }
@@ -277,7 +257,7 @@ STAGE1 = Objective(
 
 #: The range each loss argument must lie in, as ``(low, high, low included, high included)`` (None: unbounded). The
 #: command line checks a flag against it before anything loads; a loss's own check of the same argument holds it.
-BOUNDS: Mapping[str, tuple[float | None, float | None, bool, bool]] = MappingProxyType({
+BOUNDS: Mapping[str, Bounds] = MappingProxyType({
     "lambda_": (0, None, True, False),
     "informin_weight": (0, None, True, False),
     "temperature": (0, None, False, False),
@@ -287,30 +267,16 @@ BOUNDS: Mapping[str, tuple[float | None, float | None, bool, bool]] = MappingPro
 })
 
 
-def out_of_bounds(name: str, value: float, bounds: tuple[float | None, float | None, bool, bool] | None = None
-                  ) -> str | None:
-    """Why ``value`` is outside ``bounds`` (low, high, low included, high included; default: :data:`BOUNDS`'s range
-    for the argument ``name``), e.g. ``"must be at least 0"``; None when it lies inside (or there are no bounds)."""
-    bounds = bounds or BOUNDS.get(name)
-    if bounds is None or value is None:
-        return None
-    low, high, low_in, high_in = bounds
-    if low is not None and (value < low or (value == low and not low_in)):
-        if high is not None:
-            return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
-        return f"must be {'at least' if low_in else 'above' if low else 'positive'}{f' {low:g}' if low_in or low else ''}"
-    if high is not None and (value > high or (value == high and not high_in)):
-        return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
-    return None
+def out_of_bounds(name: str, value: float, bounds: Bounds | None = None) -> str | None:
+    """:func:`~st_infocse.files.out_of_range` of ``value``, by default against :data:`BOUNDS`' range for ``name``."""
+    return out_of_range(value, bounds or BOUNDS.get(name))
 
 
 def check_bounds(**values: float | None) -> None:
     """The losses' own check of their arguments against :data:`BOUNDS`: a ``ValueError`` naming the first outside
     its range."""
     for name, value in values.items():
-        why = out_of_bounds(name, value)
-        if why:
-            raise ValueError(f"{name} {why}, got {value:g}")
+        check_range(name, value, BOUNDS[name])
 
 
 def objective_names() -> tuple[str, ...]:

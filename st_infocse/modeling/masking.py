@@ -10,6 +10,8 @@ import warnings
 import torch
 from transformers import PreTrainedTokenizerBase
 
+from st_infocse.files import check_range
+
 # WordPiece marks the pieces that continue a word; byte-level BPE (GPT-2, RoBERTa, ModernBERT) and SentencePiece
 # (XLM-R, ALBERT, T5) mark the pieces that start one.
 CONTINUATION_PREFIX = "##"
@@ -71,8 +73,7 @@ class _Masker:
                 f"The tokenizer {type(tokenizer).__name__} has no mask token, which masked language modelling needs. "
                 "Use a model whose tokenizer defines one (BERT-style encoders do) or set tokenizer.mask_token."
             )
-        if not 0.0 < mask_rate < 1.0:
-            raise ValueError(f"mask_rate must be in (0, 1), got {mask_rate}")
+        check_range("mask_rate", mask_rate, (0, 1, False, False))
         if mask_replace_prob + random_replace_prob > 1:
             raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
         self.tokenizer = tokenizer
