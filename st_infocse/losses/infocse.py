@@ -52,22 +52,18 @@ class InfoCSELoss(TrainingLoss):
 
         The defaults are the authors' released run (caskcsg/sentemb ``InfoCSE/Infocse-bert-base.sh``): the
         contrastive term is :class:`SimCSELoss` through the training-only BatchNorm projection (``--batchnorm``),
-        applied once to all views stacked; the conditional MLM (:class:`ConditionalMLMLoss`) runs on every view,
-        each masked independently at rate 0.40 and conditioned on that view's own sentence embedding, so it costs no
-        extra encoder pass: a frozen copy of the lower ``k`` layers reads the masked text, ``n`` fusion layers combine it
-        with the sentence embedding, and an untied head predicts the masked tokens. The auxiliary modules belong to
-        the loss: they are trained with the model but never saved in it (use
+        applied once to all views stacked; the conditional MLM (:class:`ConditionalMLMLoss`) runs on every view, each
+        masked independently at rate 0.40 and conditioned on its own sentence embedding, so it costs no extra encoder
+        pass. The auxiliary modules belong to the loss: trained with the model, never saved in it (use
         :class:`~st_infocse.training.AuxiliaryStateCallback` to keep them across checkpoints).
 
-        Returns a dict ``{"contrastive", "cmlm"[, "reconstruction"]}`` of weighted terms, which the trainer sums
-        and logs one by one. With ``lambda_=0`` the MLM is not computed and the loss is exactly
-        ``SimCSELoss(model, projection=projection)``'s; the arguments of the MLM term (``k``, ``n``, ``mask_rate``,
-        ``decoder``, ``fusion_init``, ``mlm_head_source``, and ``detach``, ``mlm_gather``, ``aux_gradient`` at a value
-        other than their default) then have nothing to apply to and are refused with a ``ValueError`` naming them.
-
-        For the authors' optimisation as well, train with :class:`~st_infocse.training.AuxiliaryLossTrainer`
-        (it clips the encoder and the loss's own modules under one ``max_grad_norm``, as their trainer did) and
-        start from a CLS-pooled model; ``docs/REPRODUCING.md`` lists the remaining differences.
+        Returns the weighted terms ``{"contrastive", "cmlm"[, "reconstruction"]}``, which the trainer sums and logs
+        one by one. With ``lambda_=0`` the MLM is not computed and the loss is exactly
+        ``SimCSELoss(model, projection=projection)``'s; the MLM's arguments (``k``, ``n``, ``mask_rate``,
+        ``decoder``, ``fusion_init``, ``mlm_head_source``; ``detach``, ``mlm_gather``, ``aux_gradient`` other than
+        their default) are then refused with a ``ValueError`` naming them. Train with
+        :class:`~st_infocse.training.AuxiliaryLossTrainer` (one ``max_grad_norm`` over the encoder and the loss's
+        modules, as the authors' trainer) from a CLS-pooled model; ``docs/REPRODUCING.md`` lists what else differs.
 
         Args:
             model: SentenceTransformer whose first module is a Hugging Face encoder, with CLS pooling (the papers'
@@ -76,37 +72,31 @@ class InfoCSELoss(TrainingLoss):
             temperature: contrastive temperature.
             projection: training-only projection head for the contrastive term: ``"bn-mlp"`` (default, the released
                 script's ``--batchnorm`` head), ``"mlp"`` (SimCSE's Linear + Tanh) or ``None`` (no head).
-            k: frozen lower layers of the auxiliary decoder; None (default): 6 for encoders of 12 or more layers (both
-                released scripts, base and large, use ``--skip_from 6``), half the depth below that (the preset's).
+            k: frozen lower layers of the auxiliary decoder; None (default): the preset's, 6 for encoders of 12 or
+                more layers (``--skip_from 6`` in both released scripts), half the depth below.
             n: fusion layers; None (default): the preset's, 2.
-            mask_rate: masking rate of the auxiliary MLM; None (default): the preset's, 0.40 (0.30 from 24 layers,
-                the large script).
+            mask_rate: masking rate of the auxiliary MLM; None (default): the preset's, 0.40 (0.30 from 24 layers).
             decoder: a stage-1 decoder (object or folder from ``AuxiliaryPretrainingLoss.save_decoder``); None
                 (default) builds one from the model. Beside a decoder, ``k``, ``n``, ``fusion_init`` and ``detach``
-                must be left unset or equal the decoder's own, and ``mlm_head_source`` unset (see
-                :class:`ConditionalMLMLoss`).
+                must be unset or the decoder's own, and ``mlm_head_source`` unset (see :class:`ConditionalMLMLoss`).
             fusion_init: ``"fresh"`` (None, the default, takes the preset's ``"fresh"``: random layers with the
-                encoder's ``initializer_range``, as the released script starts them) or ``"copy"`` (the encoder
-                layers above ``k``).
+                encoder's ``initializer_range``, as the released script) or ``"copy"`` (the encoder layers above k).
             detach: freeze the decoder's lower copy; None (default): the preset's, ``True`` (paper 000 §3.2).
             informin_weight: weight of InforMin-CL's reconstruction term between the two views (0 = off, default).
-            informin_reduction: scaling of that term, ``"official"`` (default) or ``"eq8"``, see
+            informin_reduction: its scaling, ``"official"`` (default) or ``"eq8"``, see
                 :func:`~st_infocse.losses.informin.reconstruction_term`; another value with ``informin_weight=0`` is
                 refused.
             gather_across_devices: gather contrastive candidates across processes.
             mlm_head_source: model path or hub id to take the MLM head from; None (default): the model's own.
-            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``),
-                ``"exact"`` or ``"bounded"``,
-                how the auxiliary MLM gathers the masked positions (see :class:`ConditionalMLMLoss`; ``"bounded"``
-                reads nothing back to the host).
-            aux_gradient: what the auxiliary decoder (fusion layers and MLM head) learns from. ``"weighted"``
-                (default, the released script): ``lambda_ * L_aux`` is one term of the loss, so the decoder
-                receives ``lambda_`` times the MLM gradient, like the encoder; at ``lambda_=1e-5`` most of its
-                gradient elements fall below AdamW's ``eps`` and it learns slowly. ``"full"``: the decoder receives
-                the unweighted MLM gradient while the encoder still receives exactly ``lambda_`` times it through
-                the sentence embedding (a gradient scale on ``h`` where it enters the decoder); the logged ``cmlm``
-                term keeps its value ``lambda_ * L_aux``, and :class:`~st_infocse.training.AuxiliaryLossTrainer`
-                clips the decoder's gradients under their own norm so that they do not shrink the encoder's step.
+            mlm_gather: ``"auto"`` (default), ``"exact"`` or ``"bounded"``: how the auxiliary MLM gathers the masked
+                positions (see :class:`ConditionalMLMLoss`).
+            aux_gradient: what the decoder (fusion layers and MLM head) learns from. ``"weighted"`` (default, the
+                released script): ``lambda_ * L_aux`` is one term of the loss, so the decoder receives ``lambda_``
+                times the MLM gradient, like the encoder; at ``lambda_=1e-5`` most of its gradient elements fall below
+                AdamW's ``eps`` and it learns slowly. ``"full"``: the decoder receives the unweighted MLM gradient,
+                while the encoder still receives ``lambda_`` times it through the sentence embedding; the logged
+                ``cmlm`` term keeps its value, and :class:`~st_infocse.training.AuxiliaryLossTrainer` clips the
+                decoder's gradients under their own norm so that they do not shrink the encoder's step.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings

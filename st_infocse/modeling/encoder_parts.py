@@ -19,8 +19,7 @@ from transformers import PretrainedConfig, PreTrainedModel
 from transformers.masking_utils import create_bidirectional_mask, create_bidirectional_sliding_window_mask
 
 # ``run(host, layers, hidden_states, attention_mask)``: ``host`` is the Hugging Face model the layers were built
-# with (it owns the config and any shared modules such as MPNet's relative bias or ModernBERT's rotary embedding);
-# ``attention_mask`` is the ``(batch, seq)`` padding mask.
+# with (it owns the config and shared modules); ``attention_mask`` is the ``(batch, seq)`` padding mask.
 LayerRunner = Callable[[PreTrainedModel, Iterable[nn.Module], torch.Tensor, torch.Tensor], torch.Tensor]
 
 
@@ -46,8 +45,7 @@ def run_mask_only_layers(
 def run_mpnet_layers(
     host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor
 ) -> torch.Tensor:
-    """MPNet: every layer also takes the relative-position bias, which ``MPNetEncoder`` computes once from its own
-    ``relative_attention_bias`` table; the host's encoder computes it the same way here."""
+    """MPNet: every layer also takes the relative-position bias, which the host's encoder computes once."""
     mask = create_bidirectional_mask(config=host.config, inputs_embeds=hidden_states, attention_mask=attention_mask)
     position_bias = host.encoder.compute_position_bias(hidden_states)
     for layer in layers:
@@ -58,8 +56,8 @@ def run_mpnet_layers(
 def run_modernbert_layers(
     host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor
 ) -> torch.Tensor:
-    """ModernBERT: each layer is global or local (``layer.attention_type``) and takes the mask and rotary
-    embeddings of its kind, built as ``ModernBertModel.forward`` builds them (the host's ``rotary_emb``)."""
+    """ModernBERT: each layer is global or local and takes the mask and rotary embeddings of its kind, built as
+    ``ModernBertModel.forward`` builds them."""
     layers = list(layers)
     kinds = {layer.attention_type for layer in layers}
     mask_kwargs = {"config": host.config, "inputs_embeds": hidden_states, "attention_mask": attention_mask}
@@ -224,12 +222,9 @@ class EncoderParts:
 
 
 def find_encoder_parts(model: nn.Module) -> EncoderParts:
-    """Return the Hugging Face encoder, tokenizer and family description of a ``SentenceTransformer``.
-
-    Raises:
-        UnsupportedModelError: if the first module is not a Hugging Face transformer, the tokenizer is missing,
-            or the architecture is not one of the described families.
-    """
+    """The Hugging Face encoder, tokenizer and family of a ``SentenceTransformer``; an
+    :class:`UnsupportedModelError` when its first module is no Hugging Face transformer with a tokenizer and a
+    layer stack of a described family."""
     first = model[0] if isinstance(model, nn.Sequential) and len(model) else None
     hf_model = getattr(first, "auto_model", None)
     if not isinstance(hf_model, PreTrainedModel):

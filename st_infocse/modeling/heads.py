@@ -55,12 +55,8 @@ class ProjectionHead(nn.Module):
 
 
 def to_width(embeddings: torch.Tensor, width: int) -> torch.Tensor:
-    """Embeddings narrower than ``width`` zero-padded to it; others as they are.
-
-    A training-only head built for the model's full embedding width then reads an embedding that
-    sentence-transformers' ``MatryoshkaLoss`` truncated to its first dimensions: the head's weights on those
-    dimensions apply, and nothing stands in place of the rest.
-    """
+    """Embeddings narrower than ``width`` zero-padded to it, so that a head built for the full width reads an
+    embedding ``MatryoshkaLoss`` truncated through the weights of its first dimensions; others as they are."""
     missing = width - embeddings.shape[-1]
     return torch.nn.functional.pad(embeddings, (0, missing)) if missing > 0 else embeddings
 
@@ -79,12 +75,11 @@ def initializer_range(model: nn.Module, default: float = 0.02) -> float:
 
 
 class MLMHead(nn.Module):
-    """MLM head: dense, activation, LayerNorm, vocabulary projection.
+    """MLM head: dense, activation, LayerNorm, vocabulary projection; the options cover the supported families'
+    heads (ModernBERT's dense and norm may have no bias; ELECTRA's generator head is ``width`` wide).
 
-    Its vocabulary projection is its own parameter, not tied to the encoder's word embeddings: in the conditional
-    MLM a tied head would carry MLM gradients into the encoder through the embedding matrix. Stage 1
-    (:class:`~st_infocse.losses.AuxiliaryPretrainingLoss`) ties it on purpose, as Condenser does. The options cover the heads of the
-    supported families (ModernBERT's dense and norm may have no bias; ELECTRA's generator head is ``width`` wide).
+    The projection is its own parameter: in the conditional MLM a head tied to the word embeddings would carry MLM
+    gradients into the encoder through them. Stage 1 (``AuxiliaryPretrainingLoss``) ties it, as Condenser does.
     """
 
     def __init__(
@@ -121,11 +116,8 @@ class MLMHead(nn.Module):
 
 
 def build_mlm_head(encoder_parts, source: str | None = None) -> MLMHead:
-    """An MLM head for the encoder: the checkpoint's own head where it has one, else a new one.
-
-    A new head gets a freshly initialised transform and an output projection copied (untied) from the input word
-    embeddings, which is what a tied head starts from.
-    """
+    """An MLM head for the encoder: the checkpoint's own head where it has one, else a new one (a fresh transform,
+    and a projection copied, untied, from the input word embeddings, which is what a tied head starts from)."""
     head = MLMHead.for_config(encoder_parts.config, encoder_parts.word_embeddings.num_embeddings)
     source = source if source is not None else encoder_parts.name_or_path
     loaded = _load_checkpoint_head(source, encoder_parts.family.head) if source else None

@@ -90,20 +90,12 @@ class _Masker:
 
 
 class TokenMasker(_Masker):
-    """Masks an already tokenized batch: ``mask_rate`` of the real tokens are chosen, of which 80% become
-    the mask token, 10% a random token and 10% stay unchanged. Special and padding tokens are never chosen.
-
-    The draws run on the ids' own device, so masking a GPU batch reads nothing back to the host. They are the
-    ``bernoulli`` / ``randint`` calls of ``transformers.DataCollatorForLanguageModeling.torch_mask_tokens``, with
-    the same shapes and in the same order, so on the CPU a given random state gives the collator's masks exactly.
-
-    Args:
-        tokenizer: the encoder's tokenizer; it must have a mask token.
-        mask_rate: probability that a real (non-special, non-padding) token is chosen for prediction.
-        mask_replace_prob: share of chosen tokens replaced by the mask token.
-        random_replace_prob: share of chosen tokens replaced by a random token.
-        seed: seeds a ``torch.Generator`` of the masker's own on each device it meets; by default the device's
-            global generator is used, so ``torch.manual_seed`` makes the masks reproducible.
+    """Masks an already tokenized batch: each real token (never a special or padding one) is chosen with
+    probability ``mask_rate``; ``mask_replace_prob`` of the chosen become the mask token, ``random_replace_prob`` a
+    random token, the rest stay. The draws are ``DataCollatorForLanguageModeling.torch_mask_tokens``' own, in the
+    same order, on the ids' device: on the CPU a given random state gives the collator's masks exactly, and a GPU
+    batch reads nothing back to the host. ``seed`` seeds a generator of the masker's own on each device it meets;
+    by default the device's global generator draws, so ``torch.manual_seed`` makes the masks reproducible.
 
     Example:
         ::
@@ -146,11 +138,9 @@ class TokenMasker(_Masker):
 
 def word_boundary_rule(tokenizer: PreTrainedTokenizerBase) -> tuple[str, bool] | None:
     """How the tokenizer's pieces show word boundaries: ``(prefix, prefix_marks_continuation)``, or ``None`` when
-    its vocabulary follows none of WordPiece (``##``), byte-level BPE (``Ġ``) or SentencePiece (``▁``).
-
-    A WordPiece backend names its continuation prefix itself (even a vocabulary without any ``##`` piece has it);
-    otherwise the prefix that starts the most vocabulary entries decides, if it starts at least 1% of them.
-    """
+    its vocabulary follows none of WordPiece (``##`` continues a word), byte-level BPE (``Ġ``) or SentencePiece
+    (``▁``, which start one). A WordPiece backend names its prefix itself; otherwise the prefix that starts the most
+    vocabulary entries decides, if it starts at least 1% of them."""
     model = getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None)
     prefix = getattr(model, "continuing_subword_prefix", None)
     if isinstance(prefix, str) and prefix:
@@ -172,24 +162,11 @@ class WholeWordMasker(_Masker):
     the shuffled order while they fit, and a word that would overshoot the budget is skipped. Of the chosen tokens
     80% become the mask token, 10% a random token and 10% stay unchanged, decided per token (:func:`replace_chosen`).
 
-    Word boundaries come from the vocabulary (:func:`word_boundary_rule`): a WordPiece ``##`` piece continues the
-    previous word; with byte-level BPE (``Ġ``) or SentencePiece (``▁``) a piece without the prefix continues it.
-    A tokenizer that follows none of these falls back to one word per token (with a warning): the budget and the
-    replacement stay Condenser's, only the grouping of pieces is lost.
-
-    Everything runs on the batch's device with shapes fixed by the batch's (a row has at most one word per token, so
-    the shuffle and the greedy pass span the row's width whatever its words): masking a GPU batch reads nothing back
-    to the host, and under ``torch.compile`` the masker is traced with the step.
-
-    Random numbers come from ``generator`` (the draws then run on its device, the batch moved there and back) or,
-    by default, the batch device's global generator, so ``torch.manual_seed`` makes the masks reproducible.
-
-    Args:
-        tokenizer: the encoder's tokenizer; it must have a mask token.
-        mask_rate: share of each sequence's tokens to predict (Condenser: 0.15).
-        mask_replace_prob: share of chosen tokens replaced by the mask token.
-        random_replace_prob: share of chosen tokens replaced by a random token.
-        generator: optional ``torch.Generator`` for the shuffles and replacements.
+    Word boundaries come from the vocabulary (:func:`word_boundary_rule`); a tokenizer that follows no known rule
+    falls back to one word per token (with a warning), keeping Condenser's budget and replacement. Everything runs on
+    the batch's device with shapes fixed by the batch's (the shuffle and the greedy pass span the row's width):
+    a GPU batch reads nothing back to the host, and ``torch.compile`` traces the masker with the step. Random numbers
+    come from ``generator`` (the draws then run on its device) or the batch device's global generator.
 
     Example:
         ::
