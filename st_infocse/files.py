@@ -145,56 +145,31 @@ def _read_with_fallback(path: Path, encoding: str) -> Iterator[tuple[int, str]]:
 
 
 def read_json_records(path: str | Path) -> Iterator[tuple[str, Any]]:
-    """``(where, value)`` for each record of a JSON-lines file, or of a ``.json`` file holding one array.
-
-    ``where`` is ``"line N"`` (JSON lines) or ``"item N"`` (an array). Blank lines are skipped. A ``.json`` file may
-    hold its array on one line or spread over many; a JSON-lines file needs one value per line.
+    """``(where, value)`` for each record of a JSON-lines file, or of a ``.json`` file holding one array (on one line
+    or spread over many); ``where`` is ``"line N"`` or ``"item N"``. Blank lines are skipped.
 
     Raises:
         FileFormatError: naming the file and the line of the first problem (see :func:`read_lines`).
     """
     path = Path(path)
-    lines = read_lines(path)
-    first = next(((n, line) for n, line in lines if line.strip()), None)
-    if first is None:
-        return
-    number, line = first
-    single_document = path.name.lower().removesuffix(".gz").endswith(".json")
-    try:
-        value: Any = _loads(line)
-    except ValueError as exc:
-        if not single_document:
-            raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
-        value = exc
-    if single_document and isinstance(value, list):
-        # A whole array on one line; nothing may follow it.
-        yield from ((f"item {index}", item) for index, item in enumerate(value, start=1))
-        extra = next((n for n, text in lines if text.strip()), None)
-        if extra is not None:
-            raise FileFormatError(path, extra, "more data after the JSON array")
-        return
-    if isinstance(value, ValueError):
-        # A .json file whose first line is not a whole value: one array (or object) spread over lines.
-        lines.close()
+    if path.name.lower().removesuffix(".gz").endswith(".json"):
+        text = "\n".join(line for _, line in read_lines(path)).strip()
         try:
-            whole = _loads("\n".join(text for _, text in read_lines(path)))
-        except ValueError as exc:
-            message = f"{path} is not valid JSON ({exc}); expected JSON lines or an array of objects"
-            raise FileFormatError(path, None, message, whole=True) from None
-        if not isinstance(whole, list):
+            whole = _loads(text)
+        except ValueError:
+            whole = None  # JSON lines, or an error that the line-by-line reading names
+        if isinstance(whole, list):
+            yield from ((f"item {index}", item) for index, item in enumerate(whole, start=1))
+            return
+        if whole is not None and "\n" in text:  # one value spread over lines, which is not a record per line
             message = f"{path} holds a single JSON {type(whole).__name__}; expected JSON lines or an array"
             raise FileFormatError(path, None, message, whole=True)
-        for index, item in enumerate(whole, start=1):
-            yield f"item {index}", item
-        return
-    yield f"line {number}", value
-    for number, line in lines:
-        if not line.strip():
-            continue
-        try:
-            yield f"line {number}", _loads(line)
-        except ValueError as exc:
-            raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
+    for number, line in read_lines(path):
+        if line.strip():
+            try:
+                yield f"line {number}", _loads(line)
+            except ValueError as exc:
+                raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
 
 
 def read_json_objects(

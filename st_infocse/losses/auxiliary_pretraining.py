@@ -43,25 +43,20 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         Stage 1 of InfoCSE (paper 000 §3.1): pre-train the auxiliary network before joint training.
 
         One masked copy of each sentence runs through the encoder. Two MLM losses share the encoder's lower ``k``
-        layers and one head ``W``: the encoder's own MLM on its last layer (``L_mlm``), and the auxiliary MLM
-        (``L_aux``) in which ``n`` fusion layers read ``[h ; M_{>0}]``, the sentence embedding ``h`` of the masked
-        sentence next to the ``k``-th layer's non-[CLS] states. ``L = L_mlm + aux_weight * L_aux`` (the paper uses
-        weight 1 and mask rate 0.15, Condenser's setting). The lower layers are shared here, so the ``k``-th layer
-        states are read with a forward hook on that layer, registered for the model's forward pass inside
-        ``forward`` and removed right after it (also when it fails): the model carries no hook of the loss's
-        between steps or after training.
+        layers and one head: the encoder's own MLM on its last layer (``L_mlm``), and the auxiliary MLM (``L_aux``)
+        whose ``n`` fusion layers read ``[h ; M_{>0}]``, the sentence embedding ``h`` of the masked sentence next to
+        the ``k``-th layer's non-[CLS] states, read by a forward hook that lives only for the model's forward pass.
+        ``L = L_mlm + aux_weight * L_aux`` (weight 1 and mask rate 0.15 in the paper, Condenser's setting).
 
-        This is Condenser's pre-training (``CondenserForPretraining`` with ``skip_from = k``, ``n_head_layers = n``
-        and ``--late_mlm``), and the defaults follow it: the head's vocabulary projection *is* the encoder's input
-        word-embedding matrix (``tie_head``, as in ``BertForMaskedLM``), so both MLM terms also train the
-        embeddings through the head; and words are masked whole with a fixed budget per sentence
-        (``masking="whole_word"``, Condenser's collator; see :class:`~st_infocse.modeling.masking.WholeWordMasker`).
-        With CLS pooling and no Dense module, ``h`` is Condenser's final-layer [CLS] state.
+        This is Condenser's pre-training (``CondenserForPretraining`` with ``skip_from = k``, ``n_head_layers = n``,
+        ``--late_mlm``), and the defaults follow it: the head's vocabulary projection *is* the input word-embedding
+        matrix (``tie_head``, as in ``BertForMaskedLM``), and words are masked whole with a fixed budget per sentence
+        (``masking="whole_word"``, see :class:`~st_infocse.modeling.masking.WholeWordMasker`). With CLS pooling and
+        no Dense module, ``h`` is Condenser's final-layer [CLS] state.
 
-        After training, :meth:`save_decoder` writes the decoder (with the encoder's trained lower layers copied into
-        its frozen part, and the head's projection as an untied copy of the trained embeddings); pass that folder
-        as ``decoder=`` to :class:`InfoCSELoss` for stage 2, starting from the model saved at the end of stage 1.
-        Stage 2 trains that untied head. :meth:`untied_decoder` gives the same decoder in memory.
+        After training, :meth:`save_decoder` writes the decoder (its frozen part copied from the encoder's trained
+        lower layers, its head's projection an untied copy of the trained embeddings) for ``decoder=`` of
+        :class:`InfoCSELoss` in stage 2, which starts from the model saved at the end of stage 1 and trains that head.
 
         Args:
             model: SentenceTransformer whose first module is a Hugging Face encoder with a mask token.
@@ -78,12 +73,9 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
                 encoder's own input path.
             masking: ``"whole_word"`` (Condenser: whole words, ``max(1, round(mask_rate * n))`` tokens per sentence)
                 or ``"token"`` (each token chosen independently with probability ``mask_rate``).
-            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``),
-                ``"exact"`` or ``"bounded"``,
-                how both MLM terms gather the masked positions (see
-                :class:`ConditionalMLMLoss`). With whole-word masking the bound is the per-sentence budget, which is
-                never exceeded; that masker still draws on the CPU, so only ``masking="token"`` keeps the whole
-                step free of host synchronisation.
+            mlm_gather: ``"auto"`` (default), ``"exact"`` or ``"bounded"``: how both MLM terms gather the masked
+                positions (see :class:`ConditionalMLMLoss`); with whole-word masking the bound is the per-sentence
+                budget, never exceeded.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2210.06432
@@ -138,15 +130,13 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         self.masking = masking
         self.mlm_gather = mlm_gather
         self.empty_texts = EmptyTextDetector(parts.tokenizer)
-        # The decoder's lower copy is not used here (the encoder's own layers are shared); it is refreshed from the
-        # encoder when the decoder is saved.
+        # The decoder's lower copy is unused here (the encoder's layers are shared); saving refreshes it.
         self.decoder = AuxiliaryDecoder.from_encoder(
             model, k=k, n=n, fusion_init=fusion_init, detach=True, mlm_head_source=mlm_head_source
         )
         self.mlm_head_source = mlm_head_source
-        # The hook that reads layer k's output is registered for the model's forward pass in forward() and removed
-        # after it. It is one function for the loss's lifetime: a compiled model (the trainer's torch_compile) sees
-        # the same hook at every step and is not recompiled. It holds the loss weakly.
+        # One hook function for the loss's lifetime, holding it weakly: a compiled model sees the same hook at every
+        # step and is not recompiled.
         self._lower_outputs: list[Tensor] | None = None
         self._keep_lower_output = _lower_output_keeper(weakref.ref(self))
         self.tie_head = tie_head
@@ -158,9 +148,7 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
                     f"tie_head: the MLM head projects to {tuple(projection.weight.shape)} but the word embeddings are "
                     f"{tuple(embeddings.shape)}; pass tie_head=False."
                 )
-            # The same Parameter, not a copy: the model's parameters come first in the loss's module tree, so
-            # named_parameters() (the trainer's optimizer groups) lists it once, under the model's name, and the
-            # auxiliary state saved with checkpoints leaves it to the model's own checkpoint.
+            # The same Parameter: listed once by named_parameters(), under the model's name, and saved with the model.
             projection.weight = embeddings
         self.metrics = MLMMetrics()
 
@@ -214,12 +202,9 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         check_finite(self, losses, self.empty_texts([features]), overflow=overflow)
         return LossTerms(losses)
 
-    # Registering and removing a hook cannot be traced by torch.compile (its RemovableHandle): when the whole loss is
-    # compiled, these two run eagerly as declared breaks around the model's forward, which stays in the graph; the
-    # handle never enters traced code.
+    # torch.compile cannot trace a hook's RemovableHandle: these two run eagerly around the compiled model forward.
     @torch.compiler.disable
     def _hook_lower_layer(self) -> None:
-        """Read layer k's output during the next model forward (see :meth:`_unhook_lower_layer`)."""
         self._unhook_lower_layer()
         self._hook_handle = self._parts[0].layers[self.k - 1].register_forward_hook(self._keep_lower_output)
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import logging
 import os
 import warnings
 from collections.abc import Iterable
@@ -20,16 +19,11 @@ from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, 
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
 
-logger = logging.getLogger(__name__)
-
 
 def warn_unless_cls_pooling(model: nn.Module, loss_name: str) -> None:
-    """Warn (once per call site) when the model does not pool the last layer's [CLS] token.
-
-    The conditional MLM puts the sentence embedding in the [CLS] slot of the auxiliary decoder; the papers'
-    embedding is that token (SimCSE's ``cls_before_pooler``). A mean-pooled model still trains, but it is not the
-    papers' method.
-    """
+    """Warn (once per call site) when the model does not pool the last layer's [CLS] token, the papers' embedding
+    (SimCSE's ``cls_before_pooler``), which the auxiliary decoder reads in its [CLS] slot: a mean-pooled model still
+    trains, but it is not the papers' method."""
     modes = [getattr(module, "pooling_mode", None) for module in model.children() if hasattr(module, "pooling_mode")]
     if modes and modes[0] != "cls":
         warnings.warn(
@@ -87,45 +81,38 @@ class ConditionalMLMLoss(TrainingLoss):
         Conditional masked language modelling through an auxiliary decoder (InfoCSE paper 000 §3.2; CMLM-CSE).
 
         Each sentence is masked (80% [MASK] / 10% random / 10% kept, never special or padding tokens) and run
-        through a frozen copy of the encoder's embeddings and lower ``k`` layers; its non-[CLS] states are
-        concatenated after the model's sentence embedding ``h`` of the *unmasked* sentence and run through ``n``
-        trainable fusion layers and an untied MLM head. The loss is the cross-entropy on the masked positions, so
-        the encoder learns from it only through ``h``: the sentence embedding must carry what the frozen lower
-        layers cannot recover.
-
-        This loss alone is the auxiliary term; combine it with a contrastive loss through :class:`InfoCSELoss`.
+        through a frozen copy of the encoder's embeddings and lower ``k`` layers; its non-[CLS] states follow the
+        model's sentence embedding ``h`` of the *unmasked* sentence through ``n`` trainable fusion layers and an
+        untied MLM head. The encoder learns from the masked positions' cross-entropy only through ``h``, which must
+        carry what the frozen lower layers cannot recover. This is the auxiliary term alone; :class:`InfoCSELoss`
+        combines it with a contrastive loss.
 
         Args:
             model: SentenceTransformer whose first module is a Hugging Face encoder with a mask token, with CLS
-                pooling: the decoder is conditioned on the sentence embedding in the [CLS] slot, as in the papers
-                (a warning says so once when the pooling is another).
-            preset: ``"infocse"`` (the released scripts: k = 6 on encoders of 12 or more layers, half the depth
-                below; n = 2; mask rate 0.40, 0.30 from 24 layers; fresh fusion layers) or ``"cmlm-cse"`` (paper 003:
-                k = two thirds of the depth, 8 of 12; n = 3; mask rate 0.15; fresh fusion layers). Explicit
-                ``k``, ``n``, ``mask_rate``, ``fusion_init`` override the preset.
-            k: lower layers copied and frozen in the auxiliary decoder (``1 <= k < depth``); None (default): the
-                preset's for the encoder's depth, or the given decoder's.
+                pooling, whose slot the papers condition the decoder on (a warning says so once otherwise).
+            preset: ``"infocse"`` (the released scripts: k = 6 from 12 layers, half the depth below; n = 2; mask
+                rate 0.40, 0.30 from 24 layers) or ``"cmlm-cse"`` (paper 003: k = two thirds of the depth; n = 3;
+                mask rate 0.15); both start fresh fusion layers. Explicit arguments override the preset.
+            k: lower layers copied and frozen (``1 <= k < depth``); None (default): the preset's, or the decoder's.
             n: fusion layers; None (default): the preset's, or the given decoder's.
             mask_rate: share of real tokens chosen for prediction; None (default): the preset's for the encoder's
-                depth (``st_infocse/losses/registry.py``). It applies with a given decoder too.
-            decoder: a stage-1 auxiliary decoder (:class:`~st_infocse.modeling.AuxiliaryDecoder` or a folder written
-                by its ``save_pretrained``); if None (default), a new one is initialised from the model's own weights.
-                A given decoder brings its own shape, fusion layers, frozen copy and head: ``k``, ``n``,
-                ``fusion_init`` and ``detach`` may be given only with the decoder's own values, and
-                ``mlm_head_source`` not at all; anything else is refused with a ``ValueError`` naming it.
-            fusion_init: ``"fresh"`` (None, the default, takes the preset's, which is ``"fresh"`` for both presets:
-                random layers with the encoder's ``initializer_range``, as the authors' ``BertForCL`` builds its
-                ``c_head``) or ``"copy"`` (the encoder layers above ``k``).
-            detach: freeze the lower copy; None (default): the preset's, ``True`` (paper 000 §3.2), or the given
-                decoder's own (``False`` is paper 000's "w/o detach" ablation, Table 6).
+                depth. It applies with a given decoder too.
+            decoder: a stage-1 :class:`~st_infocse.modeling.AuxiliaryDecoder` or a folder written by its
+                ``save_pretrained``; None (default) initialises one from the model's own weights. A given decoder
+                brings its own shape, layers and head: ``k``, ``n``, ``fusion_init`` and ``detach`` other than its
+                own, or any ``mlm_head_source``, are refused with a ``ValueError`` naming them.
+            fusion_init: ``"fresh"`` (None, the default, takes the preset's ``"fresh"``: random layers with the
+                encoder's ``initializer_range``, as the authors' ``BertForCL`` builds its ``c_head``) or ``"copy"``
+                (the encoder layers above ``k``).
+            detach: freeze the lower copy; None (default): the preset's ``True`` (paper 000 §3.2), or the decoder's
+                own (``False`` is paper 000's "w/o detach" ablation, Table 6).
             mlm_head_source: model path or hub id holding the MLM head; None (default): the model's own path. Without
                 a head in the checkpoint a new one is made and a warning says so.
             mlm_gather: ``"exact"`` runs the MLM head on exactly the masked positions, which reads their count (one
-                host synchronisation per step on a GPU); ``"bounded"`` runs it on a static number of positions (the
-                binomial mean plus 8 standard deviations) with the rest ignored, reading nothing; a batch with more
-                masked positions than that stops training with an error instead of being cut. ``"auto"`` (default)
-                is exact on the CPU, where reading the count costs nothing, and bounded on accelerators and under
-                ``torch.compile``.
+                host synchronisation per step on a GPU); ``"bounded"`` on a static number of positions (the binomial
+                mean plus 8 standard deviations), reading nothing, and a batch with more masked positions stops
+                training with an error instead of being cut. ``"auto"`` (default) is exact on the CPU and bounded on
+                accelerators and under ``torch.compile``.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2210.06432

@@ -24,11 +24,9 @@ Reduction = Literal["official", "eq8"]
 
 
 def reconstruction_term(z1: Tensor, z2: Tensor, reduction: Reduction = "official") -> Tensor:
-    """InforMin-CL's reconstruction term between the L2-normalised views ``z1`` and ``z2``.
-
-    ``"eq8"`` is the paper's equation 8, the mean over the batch of ``||z1 - z2||^2``. ``"official"`` is the
-    authors' code, ``mse(z1, z2) + mse(z2, z1)``: twice the mean over batch *and* dimensions, i.e. ``2 / dim``
-    times ``"eq8"``. The paper's lambda values (0.4 for BERT-base, 4 for RoBERTa) were tuned with the latter.
+    """InforMin-CL's reconstruction term between the L2-normalised views ``z1`` and ``z2``: ``"eq8"`` is the
+    paper's equation 8, the batch mean of ``||z1 - z2||^2``; ``"official"`` the authors' code, ``mse(z1, z2) +
+    mse(z2, z1)``, ``2 / dim`` times that, with which the paper's lambda values (0.4 BERT-base, 4 RoBERTa) were tuned.
     """
     check_choice("reduction", reduction, Reduction)
     z1, z2 = F.normalize(at_least_fp32(z1), dim=-1), F.normalize(at_least_fp32(z2), dim=-1)
@@ -55,11 +53,8 @@ class InforMinReconstructionLoss(TrainingLoss):
         InforMin-CL: the SimCSE contrastive loss plus ``lambda_`` times a reconstruction term that pulls the two
         views of a sentence together, ``L = L_C + lambda * R`` (paper 001, eq. 9).
 
-        ``R`` is computed on the L2-normalised views used by the contrastive term (after the training-only
-        projection). ``reduction="official"`` (default) scales it as the authors' code does,
-        ``mse(z1, z2) + mse(z2, z1)``, which is what the paper's ``lambda`` values were tuned with (0.4 for
-        BERT-base, 4 for RoBERTa-base/large); ``reduction="eq8"`` is equation 8 literally (mean over the batch of
-        ``||z1 - z2||^2``, ``dim / 2`` times larger). The views are never masked: the official code's masking of the
+        ``R`` is computed on the L2-normalised views of the contrastive term (after the training-only projection),
+        scaled as :func:`reconstruction_term` says. The views are never masked: the official code's masking of the
         contrastive inputs when the MLM term is on is not reproduced.
 
         Args:
@@ -67,18 +62,15 @@ class InforMinReconstructionLoss(TrainingLoss):
             lambda_: weight of the reconstruction term; default 0.4, the registry's (paper 001 Table 3, BERT-base).
             temperature: contrastive temperature.
             projection: training-only head for both terms: ``"mlp"`` (the paper's MLP on [CLS]), ``"bn-mlp"`` or None.
-            reduction: ``"official"`` or ``"eq8"`` (see above).
+            reduction: ``"official"`` (default, the authors' code) or ``"eq8"`` (``dim / 2`` times larger).
             mlm_weight: ``beta``, weight of an optional MLM term on independently masked copies of both views (0.1
-                in the paper's "w/ MLM" rows; off by default because it costs STS, paper 001 Table 6). It runs the
-                encoder once more per view and uses an untied copy of the checkpoint's MLM head owned by the loss.
-            mask_rate: masking rate of the optional MLM term; None (default): BERT's 0.15 (the registry's
-                ``MLM_MASK_RATE``). Given with ``mlm_weight=0`` it would not apply and is refused.
+                in the paper's "w/ MLM" rows; off by default because it costs STS, paper 001 Table 6): one more
+                encoder pass per view, through an untied copy of the checkpoint's MLM head owned by the loss.
+            mask_rate: masking rate of the optional MLM term; None (default): BERT's 0.15 (``MLM_MASK_RATE``).
             gather_across_devices: gather contrastive candidates across processes.
-            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``),
-                ``"exact"`` or ``"bounded"``,
-                how the optional MLM term gathers the masked positions (see
-                :class:`~st_infocse.losses.ConditionalMLMLoss`; ``"bounded"`` reads nothing back to the host).
-                Another value than ``"auto"`` with ``mlm_weight=0`` is refused.
+            mlm_gather: ``"auto"`` (default), ``"exact"`` or ``"bounded"``: how the optional MLM term gathers the
+                masked positions (see :class:`~st_infocse.losses.ConditionalMLMLoss`). This and ``mask_rate`` given
+                with ``mlm_weight=0`` would not apply and are refused.
 
         References:
             - Chen et al. 2022. An Information Minimization Based Contrastive Learning Model for Unsupervised
@@ -161,12 +153,8 @@ class InforMinReconstructionLoss(TrainingLoss):
         return LossTerms(losses)
 
     def masked_lm_output(self, views: list[dict[str, Tensor]]) -> MLMOutput:
-        """MLM on an independently masked copy of every view, through the encoder (one more pass).
-
-        The authors' collator masks all ``batch * num_sent`` sentences and ``cl_forward`` runs the encoder on them
-        (informin-cl/models.py:144-156, 221-225); their contrastive views were the masked ones too (the collator
-        masks ``input_ids`` in place), which is not reproduced: here the views stay intact.
-        """
+        """MLM on an independently masked copy of every view, through the encoder (one more pass), as the authors'
+        ``cl_forward`` on all ``batch * num_sent`` sentences (informin-cl/models.py:144-156, 221-225)."""
         hidden, labels = [], []
         for features in views:
             masked_ids, view_labels = self.masker(features["input_ids"], features["attention_mask"])
