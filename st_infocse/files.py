@@ -35,12 +35,8 @@ class InputError(ValueError):
 
 
 class FileFormatError(InputError):
-    """A file that cannot be used as it is: the message names the file and, where there is one, the line.
-
-    Attributes:
-        path: the file.
-        line: 1-based line (or row, or item) number; None for a problem with the whole file.
-    """
+    """A file that cannot be used as it is: the message names the file (``path``) and, where there is one, the
+    1-based line, row or item (``line``; None for a problem with the whole file)."""
 
     def __init__(self, path: str | Path, line: int | None, message: str, unit: str = "line", *, whole: bool = False):
         self.path = Path(path)
@@ -100,15 +96,11 @@ _BOM = b"\xef\xbb\xbf"
 
 
 def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of a UTF-8 text file, plain or gzipped (``.gz``), without the line terminator.
-
-    Lines are split on ``\\n`` only (numbers match what an editor shows); a leading byte-order mark is dropped.
-    With ``fallback_encoding`` (e.g. ``"latin-1"``, as SentEval reads its files) a file that is not UTF-8 is read
-    whole in that encoding instead; without it, the first line that is not UTF-8 raises :class:`NotDecodableError`.
-
-    Raises:
-        FileFormatError: a missing, unreadable, truncated or non-gzip ``.gz`` file, or a line that is not UTF-8;
-            always one line, naming the file (and the line).
+    """``(line number, line)`` of a UTF-8 text file, plain or gzipped (``.gz``), split on ``\\n`` only (numbers
+    match what an editor shows), without terminators or a leading byte-order mark. With ``fallback_encoding`` (e.g.
+    ``"latin-1"``, as SentEval reads its files) a file that is not UTF-8 is read whole in that encoding; without it,
+    the first line that is not UTF-8 raises :class:`NotDecodableError`. A missing, unreadable, truncated or
+    non-gzip ``.gz`` file raises :class:`FileFormatError`, in one line naming the file.
     """
     path = Path(path)
     if fallback_encoding is not None:
@@ -146,11 +138,8 @@ def _read_with_fallback(path: Path, encoding: str) -> Iterator[tuple[int, str]]:
 
 def read_json_records(path: str | Path) -> Iterator[tuple[str, Any]]:
     """``(where, value)`` for each record of a JSON-lines file, or of a ``.json`` file holding one array (on one line
-    or spread over many); ``where`` is ``"line N"`` or ``"item N"``. Blank lines are skipped.
-
-    Raises:
-        FileFormatError: naming the file and the line of the first problem (see :func:`read_lines`).
-    """
+    or spread over many); ``where`` is ``"line N"`` or ``"item N"``. Blank lines are skipped. A
+    :class:`FileFormatError` names the file and the line of the first problem."""
     path = Path(path)
     if path.name.lower().removesuffix(".gz").endswith(".json"):
         text = "\n".join(line for _, line in read_lines(path)).strip()
@@ -242,13 +231,8 @@ def check_local_file(
     source: str, label: str, kinds: Collection[str], formats: str, noun: str | None = None
 ) -> tuple[Path, str | None] | None:
     """The path of a user's ``source`` and its kind (see :func:`file_kind`; None for a folder), or None for a hub id
-    or a remote file.
-
-    Raises:
-        InputError: a local path that does not exist (``"<label> not found: <source>"``), a file of a kind not in
-            ``kinds`` (``"unsupported file type for <label>: <source>; use <formats>"``) or an empty file
-            (``"<noun> <source> is empty (0 bytes)"``; ``noun`` defaults to ``label``).
-    """
+    or a remote file; an :class:`InputError` for a local path that does not exist, a file of a kind not in ``kinds``
+    (naming ``formats``) or an empty one (naming ``noun``, default ``label``)."""
     path = Path(source).expanduser()
     if not path.exists():
         if looks_local(source):

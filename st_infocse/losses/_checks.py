@@ -59,10 +59,8 @@ def refuse_unused(reason: str, **given: Any) -> None:
 
 
 class EmptyTextDetector:
-    """Says, as a device tensor, whether every text of a batch is empty: only special and padding tokens.
-
-    Nothing here reads a value back to the host; :func:`check_finite` reads the flag with the loss's own check.
-    """
+    """Says, as a device tensor, whether every text of a batch is empty (only special and padding tokens); nothing is
+    read back to the host until :func:`check_finite` reads the flag."""
 
     def __init__(self, tokenizer: Any) -> None:
         unk = getattr(tokenizer, "unk_token_id", None)
@@ -103,12 +101,10 @@ def check_finite(
     overflow: Tensor | None = None,
 ) -> None:
     """Raise :class:`EmptyBatchError` when ``empty`` is true, else :class:`NonFiniteLossError` when any component
-    is NaN or infinite, else :class:`PredictionBoundError` when ``overflow`` is true.
-
-    It stops training at the step where the loss broke instead of letting NaN weights be saved in later
-    checkpoints, or a run train on blank text. Reading the flags is one host synchronisation; with
-    ``loss.defer_checks`` set (``AuxiliaryStateCallback`` sets it for the length of a training run) the flags stay
-    on the device and :func:`raise_deferred_checks` reads them once the step has ended, before any checkpoint.
+    is NaN or infinite, else :class:`PredictionBoundError` when ``overflow`` is true: training stops at the step
+    that broke, before NaN weights are saved. Reading the flags is one host synchronisation; with
+    ``loss.defer_checks`` set (for a training run, by ``AuxiliaryStateCallback``) they stay on the device until
+    :func:`raise_deferred_checks` reads them after the step, before any checkpoint.
     """
     values = torch.stack([value.detach().float().reshape(()) for value in components.values()])
     false = torch.zeros((), dtype=torch.bool, device=values.device)

@@ -228,17 +228,9 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
 
     def get_config_dict(self) -> dict[str, Any]:
         """Every argument of the objective as applied (the model card lists them)."""
-        return {
-            "k": self.k,
-            "n": self.decoder.config.n,
-            "mask_rate": self.mask_rate,
-            "aux_weight": self.aux_weight,
-            "fusion_init": self.decoder.config.fusion_init,
-            "mlm_head_source": self.mlm_head_source,
-            "tie_head": self.tie_head,
-            "masking": self.masking,
-            "mlm_gather": self.mlm_gather,
-        }
+        return {"k": self.k, "n": self.decoder.config.n, "mask_rate": self.mask_rate, "aux_weight": self.aux_weight,
+                "fusion_init": self.decoder.config.fusion_init, "mlm_head_source": self.mlm_head_source,
+                "tie_head": self.tie_head, "masking": self.masking, "mlm_gather": self.mlm_gather}
 
     @property
     def citation(self) -> str:

@@ -215,14 +215,8 @@ class ConditionalMLMLoss(TrainingLoss):
             # Views of one width share a single pass through the decoder.
             token_types = None if any(t is None for t in types) else torch.cat(types)
             all_labels = torch.cat(labels)
-            output = self.decoder(
-                torch.cat(embeddings),
-                torch.cat(masked),
-                torch.cat(masks),
-                all_labels,
-                token_type_ids=token_types,
-                max_predictions=self.max_predictions(all_labels),
-            )
+            output = self.decoder(torch.cat(embeddings), torch.cat(masked), torch.cat(masks), all_labels,
+                                  token_type_ids=token_types, max_predictions=self.max_predictions(all_labels))
         else:
             outputs = [
                 self.decoder(emb, ids, mask, lab, token_type_ids=tt, max_predictions=self.max_predictions(lab))
@@ -255,17 +249,10 @@ class ConditionalMLMLoss(TrainingLoss):
 
     def get_config_dict(self) -> dict[str, Any]:
         """Every argument of the objective as applied: the preset, the decoder's shape and start, the mask rate."""
-        return {
-            "preset": self.preset,
-            "k": self.k,
-            "n": self.n,
-            "mask_rate": self.mask_rate,
-            "decoder": self.decoder_source,
-            "fusion_init": self.decoder.config.fusion_init,
-            "detach": self.decoder.config.detach,
-            "mlm_head_source": self.mlm_head_source,
-            "mlm_gather": self.mlm_gather,
-        }
+        return {"preset": self.preset, "k": self.k, "n": self.n, "mask_rate": self.mask_rate,
+                "decoder": self.decoder_source, "fusion_init": self.decoder.config.fusion_init,
+                "detach": self.decoder.config.detach, "mlm_head_source": self.mlm_head_source,
+                "mlm_gather": self.mlm_gather}
 
     @property
     def citation(self) -> str:

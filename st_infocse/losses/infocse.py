@@ -148,35 +148,18 @@ class InfoCSELoss(TrainingLoss):
         check_choice("informin_reduction", informin_reduction, Reduction)
         if not self.lambda_:
             refuse_unused(
-                "lambda_=0 turns the conditional MLM off",
-                k=k,
-                n=n,
-                mask_rate=mask_rate,
-                decoder=decoder,
-                fusion_init=fusion_init,
-                mlm_head_source=mlm_head_source,
+                "lambda_=0 turns the conditional MLM off", k=k, n=n, mask_rate=mask_rate, decoder=decoder,
+                fusion_init=fusion_init, mlm_head_source=mlm_head_source,
                 detach=None if detach == settings.detach else detach,
                 mlm_gather=None if mlm_gather == "auto" else mlm_gather,
                 aux_gradient=None if aux_gradient == "weighted" else aux_gradient,
             )
         if not informin_weight:
-            refuse_unused(
-                "informin_weight=0 turns the reconstruction term off",
-                informin_reduction=None if informin_reduction == "official" else informin_reduction,
-            )
+            refuse_unused("informin_weight=0 turns the reconstruction term off",
+                          informin_reduction=None if informin_reduction == "official" else informin_reduction)
         self.contrastive = SimCSELoss(model, temperature, projection, gather_across_devices)
-        self.cmlm = ConditionalMLMLoss(
-            model,
-            preset=self.preset_name,
-            k=k,
-            n=n,
-            mask_rate=mask_rate,
-            decoder=decoder,
-            fusion_init=fusion_init,
-            detach=detach,
-            mlm_head_source=mlm_head_source,
-            mlm_gather=mlm_gather,
-        )
+        self.cmlm = ConditionalMLMLoss(model, self.preset_name, k, n, mask_rate, decoder, fusion_init, detach,
+                                       mlm_head_source, mlm_gather)
         self.informin_weight = informin_weight
         self.informin_reduction = informin_reduction
         self.aux_gradient = aux_gradient
@@ -226,14 +209,9 @@ class InfoCSELoss(TrainingLoss):
 
     def get_config_dict(self) -> dict[str, Any]:
         """Every argument of the objective as applied (the model card lists them)."""
-        return {
-            "lambda_": self.lambda_,
-            **self.contrastive.get_config_dict(),
-            **self.cmlm.get_config_dict(),
-            "aux_gradient": self.aux_gradient,
-            "informin_weight": self.informin_weight,
-            "informin_reduction": self.informin_reduction,
-        }
+        return {"lambda_": self.lambda_, **self.contrastive.get_config_dict(), **self.cmlm.get_config_dict(),
+                "aux_gradient": self.aux_gradient, "informin_weight": self.informin_weight,
+                "informin_reduction": self.informin_reduction}
 
     @property
     def citation(self) -> str:

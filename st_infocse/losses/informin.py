@@ -169,14 +169,8 @@ class InforMinReconstructionLoss(TrainingLoss):
 
     def get_config_dict(self) -> dict[str, Any]:
         """Every argument of the objective as applied (the model card lists them)."""
-        return {
-            "lambda_": self.lambda_,
-            "reduction": self.reduction,
-            "mlm_weight": self.mlm_weight,
-            "mask_rate": self.mask_rate,
-            **self.contrastive.get_config_dict(),
-            "mlm_gather": self.mlm_gather,
-        }
+        return {"lambda_": self.lambda_, "reduction": self.reduction, "mlm_weight": self.mlm_weight,
+                "mask_rate": self.mask_rate, **self.contrastive.get_config_dict(), "mlm_gather": self.mlm_gather}
 
     @property
     def citation(self) -> str:

@@ -191,58 +191,33 @@ class Objective:
         return getattr(importlib.import_module(module), name)
 
 
-def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str) -> Objective:
-    """A contrastive objective with a weighted conditional-MLM term, its defaults from its preset."""
-    preset = PRESETS[name]
-    return Objective(
-        name,
-        title,
-        f"st_infocse.losses.{loss}",
-        citation,
-        lambda_=preset.lambda_,
-        mask_rate=preset.mask_rate(12),
-        preset=preset,
-    )
+def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str, preset: str | None = None,
+                               lambda_: bool = True) -> Objective:
+    """An objective built on the conditional MLM, its defaults from its preset (its own, or ``preset``'s)."""
+    settings = PRESETS[preset or name]
+    return Objective(name, title, f"st_infocse.losses.{loss}", citation, settings.lambda_ if lambda_ else None,
+                     settings.mask_rate(12), settings)
 
 
 #: The objectives of ``st-infocse train --objective``, in the order its help lists them.
-OBJECTIVES: Mapping[str, Objective] = MappingProxyType(
-    {
-        objective.name: objective
-        for objective in (
-            Objective(
-                "simcse", "SimCSE", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION
-            ),
-            _conditional_mlm_objective("infocse", "InfoCSE", "infocse:InfoCSELoss", INFOCSE_CITATION),
-            _conditional_mlm_objective("cmlm-cse", "CMLM-CSE", "cmlm_cse:CMLMCSELoss", CMLM_CSE_CITATION),
-            Objective(
-                "informin",
-                "InforMin",
-                "st_infocse.losses.informin:InforMinReconstructionLoss",
-                INFORMIN_CITATION,
-                lambda_=INFORMIN_LAMBDA,
-                mask_rate=MLM_MASK_RATE,
-            ),
-            # Mine pairs from documents with the model, train on them, repeat; --idc_loss picks the pair loss.
-            Objective("idc", "IDC", None, IDC_CITATION),
-            # A sentence and the rest of its document (the inverse cloze task, paper 002's strongest context
-            # baseline), trained with sentence-transformers' MultipleNegativesRankingLoss: no loss of this package.
-            Objective("ict", "ICT", None, ICT_CITATION),
-            # Pseudo-queries from documents, scored by BM25 fused with the model as given (the hybrid teacher),
-            # distilled with sentence-transformers' DistillKLDivLoss or MarginMSELoss: no loss of this package.
-            Objective("distill", "hybrid-teacher distillation", None, GPL_CITATION),
-            # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss"), with InfoCSE's preset.
-            Objective(
-                "cmlm",
-                "conditional MLM",
-                "st_infocse.losses.conditional_mlm:ConditionalMLMLoss",
-                INFOCSE_CITATION,
-                mask_rate=PRESETS["infocse"].mask_rate(12),
-                preset=PRESETS["infocse"],
-            ),
-        )
-    }
-)
+OBJECTIVES: Mapping[str, Objective] = MappingProxyType({objective.name: objective for objective in (
+    Objective("simcse", "SimCSE", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION),
+    _conditional_mlm_objective("infocse", "InfoCSE", "infocse:InfoCSELoss", INFOCSE_CITATION),
+    _conditional_mlm_objective("cmlm-cse", "CMLM-CSE", "cmlm_cse:CMLMCSELoss", CMLM_CSE_CITATION),
+    Objective("informin", "InforMin", "st_infocse.losses.informin:InforMinReconstructionLoss", INFORMIN_CITATION,
+              lambda_=INFORMIN_LAMBDA, mask_rate=MLM_MASK_RATE),
+    # Mine pairs from documents with the model, train on them, repeat; --idc_loss picks the pair loss.
+    Objective("idc", "IDC", None, IDC_CITATION),
+    # A sentence and the rest of its document (the inverse cloze task, paper 002's strongest context baseline),
+    # trained with sentence-transformers' MultipleNegativesRankingLoss.
+    Objective("ict", "ICT", None, ICT_CITATION),
+    # Pseudo-queries from documents, scored by BM25 fused with the model as given (the hybrid teacher), distilled
+    # with sentence-transformers' DistillKLDivLoss or MarginMSELoss.
+    Objective("distill", "hybrid-teacher distillation", None, GPL_CITATION),
+    # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss"), with InfoCSE's preset.
+    _conditional_mlm_objective("cmlm", "conditional MLM", "conditional_mlm:ConditionalMLMLoss", INFOCSE_CITATION,
+                               preset="infocse", lambda_=False),
+)})
 
 #: Stage 1 of InfoCSE, ``st-infocse pretrain-aux`` (not a ``train`` objective): Condenser's pre-training with
 #: Condenser's mask rate (paper 000 §3.1).

@@ -151,11 +151,8 @@ class SimCSELoss(TrainingLoss):
         return losses
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {
-            "temperature": self.temperature,
-            "projection": self.projection_kind,
-            "gather_across_devices": self.gather_across_devices,
-        }
+        return {"temperature": self.temperature, "projection": self.projection_kind,
+                "gather_across_devices": self.gather_across_devices}
 
     @property
     def citation(self) -> str:

@@ -171,18 +171,11 @@ class AuxiliaryDecoder(nn.Module):
         decoder.use_attention_of(parts.config)
         decoder.copy_lower_from(parts)
         if fusion_init == "copy":
-            source_layers = list(parts.layers)
             for i, layer in enumerate(decoder.fusion):
-                index = min(k + i, parts.depth - 1)
-                layer.load_state_dict(source_layers[index].state_dict())
+                layer.load_state_dict(parts.layers[min(k + i, parts.depth - 1)].state_dict())
             if k + n > parts.depth:
-                logger.info(
-                    "Fusion layers %d..%d start as copies of the top encoder layer (%d layers above k=%d).",
-                    parts.depth - k,
-                    n - 1,
-                    parts.depth - k,
-                    k,
-                )
+                logger.info("Fusion layers %d..%d start as copies of the top encoder layer (%d layers above k=%d).",
+                            parts.depth - k, n - 1, parts.depth - k, k)
         if decoder.output_norm is not None:
             # The MLM head was trained behind this norm.
             decoder.output_norm.load_state_dict(parts.output_norm.state_dict())

@@ -1,16 +1,10 @@
 """Cross-entropy over a vocabulary projection, with the softmax work done a cache-sized block of rows at a time.
 
-The MLM heads project every predicted position onto the whole vocabulary (30k+ classes). Computed as
-``F.cross_entropy(F.linear(x, W, b), t)``, the logits, their log-softmax and the gradient each fill a
-``positions x vocabulary`` buffer (139 MB for 1,136 positions of BERT's vocabulary) that is written and read back
-from memory, and the log-softmax backward needs a zero-filled buffer of the same size. Here the logits are
-computed by the same single matrix product, then each block of rows is turned into its gradient in place while
-it is still in cache (max and argmax, exp, sum, normalise, subtract the target), so one buffer serves from the
-logits to the weight gradients; backward is the two matrix products autograd would run.
-
-The saving is memory traffic, which is what bounds an MLM step on a CPU. PyTorch's own
-``F.linear_cross_entropy(..., options=...)`` is not used: it chunks the matrix products as well, and on these
-shapes the smaller products cost more than the buffer they save.
+Computed as ``F.cross_entropy(F.linear(x, W, b), t)``, the logits, their log-softmax and the gradient each fill a
+``positions x vocabulary`` buffer written to and read back from memory (139 MB for 1,136 positions of BERT's
+vocabulary). Here one matrix product makes the logits, each block of rows becomes its gradient in place while in
+cache, and backward is the two matrix products autograd would run: one buffer, less of the memory traffic that
+bounds an MLM step on a CPU. ``F.linear_cross_entropy`` also chunks the products, which costs more on these shapes.
 """
 
 from __future__ import annotations
