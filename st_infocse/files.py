@@ -103,12 +103,18 @@ def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterat
     non-gzip ``.gz`` file raises :class:`FileFormatError`, in one line naming the file.
     """
     path = Path(path)
-    if fallback_encoding is not None:
-        yield from _read_with_fallback(path, fallback_encoding)
-        return
     number = 0
     try:
         with _open_binary(path) as handle:
+            if fallback_encoding is not None:
+                data = handle.read().removeprefix(_BOM)
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = data.decode(fallback_encoding)  # a whole-file decision: a file has one encoding
+                # a final newline does not open another line
+                yield from enumerate((line.rstrip("\r") for line in text.removesuffix("\n").split("\n") if text), 1)
+                return
             for number, raw in enumerate(handle, start=1):  # noqa: B007 - the count is used in the errors
                 if number == 1 and raw == _BOM:
                     return  # a byte-order mark alone: an empty file
@@ -117,23 +123,6 @@ def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterat
         raise NotDecodableError(path, number, exc) from None
     except (OSError, EOFError, zlib.error) as exc:  # a missing file, or a truncated or non-gzip .gz file
         raise FileFormatError(path, None, f"cannot read {path}: {exc}", whole=True) from None
-
-
-def _read_with_fallback(path: Path, encoding: str) -> Iterator[tuple[int, str]]:
-    try:
-        with _open_binary(path) as handle:
-            data = handle.read().removeprefix(_BOM)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise FileFormatError(path, None, f"cannot read {path}: {exc}", whole=True) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode(encoding)  # a whole-file decision, as the file was written in one encoding
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # a final newline does not open another line
-    for number, line in enumerate(lines, start=1):
-        yield number, line.rstrip("\r")
 
 
 def read_json_records(path: str | Path) -> Iterator[tuple[str, Any]]:

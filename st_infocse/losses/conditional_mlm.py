@@ -145,8 +145,7 @@ class ConditionalMLMLoss(TrainingLoss):
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.ConditionalMLMLoss(model, preset="infocse")
-                trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
-                trainer.train()
+                SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
         """
         super().__init__()
         self.model = model

@@ -136,8 +136,7 @@ class InfoCSELoss(TrainingLoss):
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.InfoCSELoss(model, lambda_=1e-5)
-                trainer = AuxiliaryLossTrainer(model=model, train_dataset=train_dataset, loss=loss)
-                trainer.train()
+                AuxiliaryLossTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
         """
         super().__init__()
         self.model = model

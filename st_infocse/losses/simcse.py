@@ -85,8 +85,7 @@ class SimCSELoss(TrainingLoss):
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.SimCSELoss(model)
-                trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
-                trainer.train()
+                SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
         """
         super().__init__()
         check_bounds(temperature=temperature)

@@ -2,8 +2,7 @@
 
 The auxiliary decoder copies the encoder's lower layers and runs further layers on hidden states it builds itself
 (``[h ; M_{>0}]``). Each family says where its layers live, which config attribute holds its depth, how to run a
-slice of its layers on hidden states with a padding mask (what the layers need besides the mask: MPNet's relative
-position bias, ModernBERT's rotary embeddings and local/global masks), and where its MLM head is.
+slice of its layers on hidden states with a padding mask, and where its MLM head is.
 """
 
 from __future__ import annotations

@@ -19,15 +19,12 @@ ProjectionKind = Literal["mlp", "bn-mlp"]
 
 
 class ProjectionHead(nn.Module):
-    """Projection applied to sentence embeddings for the contrastive term during training only.
-
-    ``"mlp"`` is unsupervised SimCSE's ``--mlp_only_train`` head: Linear(d, d) + Tanh (princeton-nlp/SimCSE,
-    ``simcse/models.py`` ``MLPLayer``). ``"bn-mlp"`` is InfoCSE's ``--batchnorm`` head: Linear(d, 2d, no bias) -
-    BatchNorm(2d) - ReLU - Linear(2d, d, no bias) - BatchNorm(d, affine=False) (caskcsg/sentemb,
-    ``InfoCSE/infocse/models_cls_mlm.py`` ``ProjectionMLP``). Linear weights start from N(0, ``init_std``) with zero
-    biases, as the authors' ``init_weights`` leaves them (``init_std`` is the encoder's ``initializer_range``, 0.02
-    for BERT). BatchNorm normalises over every row it is given: pass all views of a batch stacked, as the authors
-    do, not one view at a time.
+    """The training-only projection of sentence embeddings for the contrastive term: ``"mlp"``, unsupervised
+    SimCSE's ``--mlp_only_train`` head, Linear(d, d) + Tanh (``simcse/models.py`` ``MLPLayer``), or ``"bn-mlp"``,
+    InfoCSE's ``--batchnorm`` head, Linear(d, 2d) - BatchNorm - ReLU - Linear(2d, d) - BatchNorm(affine=False)
+    (caskcsg/sentemb ``models_cls_mlm.py`` ``ProjectionMLP``). Linear weights start from N(0, ``init_std``, the
+    encoder's ``initializer_range``) with zero biases, as the authors' ``init_weights``. BatchNorm normalises over
+    the rows it is given: pass all views of a batch stacked, as the authors do.
     """
 
     def __init__(self, dim: int, kind: ProjectionKind = "mlp", init_std: float = 0.02) -> None:
