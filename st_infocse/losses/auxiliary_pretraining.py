@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import copy
+import functools
 import os
-import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import torch
@@ -135,10 +135,10 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
             model, k=k, n=n, fusion_init=fusion_init, detach=True, mlm_head_source=mlm_head_source
         )
         self.mlm_head_source = mlm_head_source
-        # One hook function for the loss's lifetime, holding it weakly: a compiled model sees the same hook at every
-        # step and is not recompiled.
-        self._lower_outputs: list[Tensor] | None = None
-        self._keep_lower_output = _lower_output_keeper(weakref.ref(self))
+        # Layer k's outputs in the model's forward, kept by one hook function for the loss's lifetime (a compiled
+        # model sees the same hook at every step and is not recompiled); it holds the list, not the loss.
+        self._lower_outputs: list[Tensor] = []
+        self._keep_lower_output = functools.partial(_keep_output, self._lower_outputs)
         self.tie_head = tie_head
         if tie_head:
             embeddings = parts.word_embeddings.weight
@@ -170,22 +170,18 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         refuse_inside_wrapper(self, self.model, "stage 1 (a masked-LM pass with a hook on layer k)",
                               "the loss unwrapped: stage 1 trains the decoder, not the embedding")
         masked_ids, mlm_labels = self.masker(features["input_ids"], features["attention_mask"])
-        masked = {
-            key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")
-        }
+        masked = {key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")}
         masked["input_ids"] = masked_ids
-
-        captured: list[Tensor] = []
-        self._lower_outputs = captured
+        self._lower_outputs.clear()
         self._hook_lower_layer()
         try:
             out = self.model(masked)
         finally:
             self._unhook_lower_layer()
-            self._lower_outputs = None
-        if not captured:
+        if not self._lower_outputs:
             raise RuntimeError(f"The model's forward pass did not run encoder layer {self.k}; is it the encoder's layer stack?")
-        # Gradient checkpointing can run a layer more than once; the first pass is the forward one.
+        lower_hidden = self._lower_outputs.pop(0)
+        self._lower_outputs.clear()
         bound = self.max_predictions(mlm_labels)
         encoder_mlm = mlm_loss(self.decoder.head, out["token_embeddings"], mlm_labels, bound)
         aux = self.decoder(
@@ -193,7 +189,7 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
             masked_ids,
             features["attention_mask"],
             mlm_labels,
-            lower_hidden=captured[0],
+            lower_hidden=lower_hidden,
             max_predictions=bound,
         )
         self.metrics.update(aux)
@@ -237,11 +233,6 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         return INFOCSE_CITATION
 
 
-def _lower_output_keeper(loss_ref: weakref.ref) -> Callable[[nn.Module, Any, Any], None]:
-    def keep_output(module: nn.Module, args: Any, output: Any) -> None:
-        loss = loss_ref()
-        if loss is not None and loss._lower_outputs is not None:
-            loss._lower_outputs.append(output[0] if isinstance(output, tuple) else output)
-
-    return keep_output
+def _keep_output(kept: list[Tensor], module: nn.Module, args: Any, output: Any) -> None:
+    kept.append(output[0] if isinstance(output, tuple) else output)
 
