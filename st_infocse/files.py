@@ -150,9 +150,8 @@ def read_json_records(path: str | Path) -> Iterator[tuple[str, Any]]:
                 raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
 
 
-def read_json_objects(
-    path: str | Path, expected: str = "a JSON object", error: type[FileFormatError] = FileFormatError
-) -> Iterator[tuple[str, dict[str, Any]]]:
+def read_json_objects(path: str | Path, expected: str = "a JSON object",
+                      error: type[FileFormatError] = FileFormatError) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(where, object)`` for each record of :func:`read_json_records`; a record that is not a JSON object raises
     ``error`` naming its line (or item): ``"<file>, line 3: expected <expected>, got list"``."""
     for where, record in read_json_records(path):
@@ -216,9 +215,8 @@ def clean_text_values(values: Iterable[Any], deduplicate: bool = False) -> tuple
     return kept, report
 
 
-def check_local_file(
-    source: str, label: str, kinds: Collection[str], formats: str, noun: str | None = None
-) -> tuple[Path, str | None] | None:
+def check_local_file(source: str, label: str, kinds: Collection[str], formats: str,
+                     noun: str | None = None) -> tuple[Path, str | None] | None:
     """The path of a user's ``source`` and its kind (see :func:`file_kind`; None for a folder), or None for a hub id
     or a remote file; an :class:`InputError` for a local path that does not exist, a file of a kind not in ``kinds``
     (naming ``formats``) or an empty one (naming ``noun``, default ``label``)."""
@@ -247,10 +245,8 @@ def choose_column(source: str, columns: Sequence[str], strings: Sequence[str], t
         return "text"
     if len(strings) == 1:
         return strings[0]
-    raise InputError(
-        f"choose the text column with --text_column (columns in {source}: {list(columns)}; "
-        f"holding strings: {list(strings)})"
-    )
+    raise InputError(f"choose the text column with --text_column (columns in {source}: {list(columns)}; "
+                     f"holding strings: {list(strings)})")
 
 
 def check_saved_dataset(source: str, path: Path) -> dict[str, Any]:

@@ -94,12 +94,8 @@ class EmptyTextDetector:
         return ~torch.stack(has_text).any()
 
 
-def check_finite(
-    loss: torch.nn.Module,
-    components: dict[str, Tensor],
-    empty: Tensor | None = None,
-    overflow: Tensor | None = None,
-) -> None:
+def check_finite(loss: torch.nn.Module, components: dict[str, Tensor], empty: Tensor | None = None,
+                 overflow: Tensor | None = None) -> None:
     """Raise :class:`EmptyBatchError` when ``empty`` is true, else :class:`NonFiniteLossError` when any component
     is NaN or infinite, else :class:`PredictionBoundError` when ``overflow`` is true: training stops at the step
     that broke, before NaN weights are saved. Reading the flags is one host synchronisation; with

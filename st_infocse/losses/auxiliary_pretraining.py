@@ -161,9 +161,8 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         masking gives no row more than its budget, ``max(1, round(mask_rate * n))`` with ``n`` at most the width."""
         return gather_room(self.mlm_gather, labels, self.mask_rate, per_row=self.masking == "whole_word")
 
-    def forward(
-        self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
-    ) -> dict[str, Tensor]:
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]],
+                labels: Tensor | None = None) -> dict[str, Tensor]:
         columns = list(sentence_features)
         refuse_labels(self, labels, columns, takes=1)
         features = columns[0]

@@ -167,9 +167,8 @@ class InfoCSELoss(TrainingLoss):
     def decoder(self) -> AuxiliaryDecoder:
         return self.cmlm.decoder
 
-    def forward(
-        self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
-    ) -> dict[str, Tensor]:
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]],
+                labels: Tensor | None = None) -> dict[str, Tensor]:
         refuse_labels(self, labels)
         features = list(sentence_features)
         embeddings, views = self.contrastive.embed(features)

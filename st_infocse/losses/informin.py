@@ -135,9 +135,8 @@ class InforMinReconstructionLoss(TrainingLoss):
         reconstruction = reconstruction_term(projected[0], projected[1], self.reduction)
         return LossTerms(contrastive=contrastive, reconstruction=self.lambda_ * reconstruction)
 
-    def forward(
-        self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
-    ) -> dict[str, Tensor]:
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]],
+                labels: Tensor | None = None) -> dict[str, Tensor]:
         refuse_labels(self, labels)
         features = list(sentence_features)
         embeddings, views = self.contrastive.embed(features)

@@ -133,15 +133,8 @@ class AuxiliaryDecoder(nn.Module):
         return self.lower.config
 
     @classmethod
-    def from_encoder(
-        cls,
-        model: nn.Module,
-        k: int,
-        n: int,
-        fusion_init: FusionInit = "fresh",
-        detach: bool = True,
-        mlm_head_source: str | None = None,
-    ) -> AuxiliaryDecoder:
+    def from_encoder(cls, model: nn.Module, k: int, n: int, fusion_init: FusionInit = "fresh", detach: bool = True,
+                     mlm_head_source: str | None = None) -> AuxiliaryDecoder:
         """A decoder initialised from a ``SentenceTransformer``'s own weights: its lower ``k`` layers copied (frozen
         when ``detach``, the paper's default; ``False`` is paper 000's Table 6 ablation), ``n`` fusion layers
         ``"fresh"`` (random with the encoder's ``initializer_range``, as the authors' ``BertForCL`` builds its
@@ -202,9 +195,8 @@ class AuxiliaryDecoder(nn.Module):
             raise UnsupportedModelError(f"Encoder weights missing for the auxiliary copy: {missing[:5]}")
         self.lower.load_state_dict({key: state[key] for key in own})
 
-    def lower_hidden_states(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def lower_hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                            token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Hidden states after the lower ``k`` layers (frozen and gradient-free when ``detach``)."""
         kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None and self._takes_token_types:
@@ -217,16 +209,9 @@ class AuxiliaryDecoder(nn.Module):
         self.lower.train(self.training)
         return self.lower(**kwargs).last_hidden_state
 
-    def forward(
-        self,
-        sentence_embedding: torch.Tensor,
-        masked_input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        labels: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        lower_hidden: torch.Tensor | None = None,
-        max_predictions: int | None = None,
-    ) -> MLMOutput:
+    def forward(self, sentence_embedding: torch.Tensor, masked_input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                labels: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                lower_hidden: torch.Tensor | None = None, max_predictions: int | None = None) -> MLMOutput:
         """Conditional MLM loss on the masked positions of ``masked_input_ids`` (``labels``: the original ids there,
         -100 elsewhere), conditioned on ``sentence_embedding``, the embedding of the unmasked sentences, which carries
         the gradient. ``lower_hidden``: precomputed lower-stack states (stage 1 passes the shared encoder's), beside
@@ -294,9 +279,8 @@ def prediction_bound(positions: int, mask_rate: float, sigmas: float = 8.0) -> i
     return min(positions, math.ceil(mean + spread) + 16)
 
 
-def mlm_loss(
-    head: MLMHead, hidden: torch.Tensor, labels: torch.Tensor, max_predictions: int | None = None
-) -> MLMOutput:
+def mlm_loss(head: MLMHead, hidden: torch.Tensor, labels: torch.Tensor,
+             max_predictions: int | None = None) -> MLMOutput:
     """Cross-entropy over the masked positions, through the head on those positions alone (its vocabulary
     projection is the expensive part).
 

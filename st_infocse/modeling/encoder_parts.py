@@ -30,9 +30,8 @@ def _last_hidden(output: Any) -> torch.Tensor:
     return output[0] if isinstance(output, tuple) else output
 
 
-def run_mask_only_layers(
-    host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor
-) -> torch.Tensor:
+def run_mask_only_layers(host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor,
+                         attention_mask: torch.Tensor) -> torch.Tensor:
     """BERT, RoBERTa, ELECTRA, DistilBERT: each layer is ``layer(hidden_states, mask)``, with the mask the model
     itself builds (its form depends on the attention implementation in the config)."""
     mask = create_bidirectional_mask(config=host.config, inputs_embeds=hidden_states, attention_mask=attention_mask)
@@ -41,9 +40,8 @@ def run_mask_only_layers(
     return hidden_states
 
 
-def run_mpnet_layers(
-    host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor
-) -> torch.Tensor:
+def run_mpnet_layers(host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor,
+                     attention_mask: torch.Tensor) -> torch.Tensor:
     """MPNet: every layer also takes the relative-position bias, which the host's encoder computes once."""
     mask = create_bidirectional_mask(config=host.config, inputs_embeds=hidden_states, attention_mask=attention_mask)
     position_bias = host.encoder.compute_position_bias(hidden_states)
@@ -52,9 +50,8 @@ def run_mpnet_layers(
     return hidden_states
 
 
-def run_modernbert_layers(
-    host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor, attention_mask: torch.Tensor
-) -> torch.Tensor:
+def run_modernbert_layers(host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor,
+                          attention_mask: torch.Tensor) -> torch.Tensor:
     """ModernBERT: each layer is global or local and takes the mask and rotary embeddings of its kind, built as
     ``ModernBertModel.forward`` builds them."""
     layers = list(layers)
@@ -227,11 +224,9 @@ def find_encoder_parts(model: nn.Module) -> EncoderParts:
     first = model[0] if isinstance(model, nn.Sequential) and len(model) else None
     hf_model = getattr(first, "auto_model", None)
     if not isinstance(hf_model, PreTrainedModel):
-        raise UnsupportedModelError(
-            "The first module of the SentenceTransformer must be a Hugging Face transformer "
-            f"(sentence_transformers Transformer module), got {type(first).__name__}. "
-            "Auxiliary objectives need token-level hidden states and the encoder's layers."
-        )
+        raise UnsupportedModelError("The first module of the SentenceTransformer must be a Hugging Face transformer "
+                                    f"(sentence_transformers Transformer module), got {type(first).__name__}. "
+                                    "Auxiliary objectives need token-level hidden states and the encoder's layers.")
     tokenizer = getattr(first, "tokenizer", None)
     if tokenizer is None:
         raise UnsupportedModelError(f"The transformer module {type(first).__name__} has no text tokenizer.")

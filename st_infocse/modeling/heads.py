@@ -79,18 +79,9 @@ class MLMHead(nn.Module):
     gradients into the encoder through them. Stage 1 (``AuxiliaryPretrainingLoss``) ties it, as Condenser does.
     """
 
-    def __init__(
-        self,
-        hidden_size: int,
-        vocab_size: int,
-        hidden_act: str = "gelu",
-        layer_norm_eps: float = 1e-12,
-        *,
-        width: int | None = None,
-        dense_bias: bool = True,
-        norm_bias: bool = True,
-        decoder_bias: bool = True,
-    ) -> None:
+    def __init__(self, hidden_size: int, vocab_size: int, hidden_act: str = "gelu", layer_norm_eps: float = 1e-12, *,
+                 width: int | None = None, dense_bias: bool = True, norm_bias: bool = True,
+                 decoder_bias: bool = True) -> None:
         super().__init__()
         width = hidden_size if width is None else width
         self.dense = nn.Linear(hidden_size, width, bias=dense_bias)

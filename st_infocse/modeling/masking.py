@@ -18,15 +18,9 @@ CONTINUATION_PREFIX = "##"
 WORD_START_PREFIXES = ("\u0120", "\u2581")  # "Ġ", "▁"
 
 
-def replace_chosen(
-    ids: torch.Tensor,
-    chosen: torch.Tensor,
-    mask_token_id: int,
-    vocab_size: int,
-    mask_replace_prob: float,
-    random_replace_prob: float,
-    generator: torch.Generator | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def replace_chosen(ids: torch.Tensor, chosen: torch.Tensor, mask_token_id: int, vocab_size: int,
+                   mask_replace_prob: float, random_replace_prob: float,
+                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(masked_ids, labels)`` for the ``chosen`` positions of ``ids``: ``mask_replace_prob`` of them become the
     mask token, ``random_replace_prob`` a random token, the rest stay; ``labels`` is -100 elsewhere.
 
@@ -105,14 +99,8 @@ class TokenMasker(_Masker):
             masked_ids, labels = masker(features["input_ids"], features["attention_mask"])
     """
 
-    def __init__(
-        self,
-        tokenizer: PreTrainedTokenizerBase,
-        mask_rate: float = 0.4,
-        mask_replace_prob: float = 0.8,
-        random_replace_prob: float = 0.1,
-        seed: int | None = None,
-    ) -> None:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, mask_rate: float = 0.4, mask_replace_prob: float = 0.8,
+                 random_replace_prob: float = 0.1, seed: int | None = None) -> None:
         super().__init__(tokenizer, mask_rate, mask_replace_prob, random_replace_prob)
         self.seed = seed
         self._constants = OnDevice(specials=torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long))
@@ -176,14 +164,8 @@ class WholeWordMasker(_Masker):
             masked_ids, labels = masker(features["input_ids"], features["attention_mask"])
     """
 
-    def __init__(
-        self,
-        tokenizer: PreTrainedTokenizerBase,
-        mask_rate: float = 0.15,
-        mask_replace_prob: float = 0.8,
-        random_replace_prob: float = 0.1,
-        generator: torch.Generator | None = None,
-    ) -> None:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, mask_rate: float = 0.15, mask_replace_prob: float = 0.8,
+                 random_replace_prob: float = 0.1, generator: torch.Generator | None = None) -> None:
         super().__init__(tokenizer, mask_rate, mask_replace_prob, random_replace_prob)
         self.generator = generator
         # transformers' own whole_word_mask=True is not used: it needs the offset mappings of the original text

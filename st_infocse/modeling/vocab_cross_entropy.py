@@ -64,9 +64,8 @@ def _autocast_enabled(device_type: str) -> bool:
         return torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled()
 
 
-def vocab_cross_entropy(
-    hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor, blockwise: bool | None = None
-) -> tuple[Tensor, Tensor]:
+def vocab_cross_entropy(hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor,
+                        blockwise: bool | None = None) -> tuple[Tensor, Tensor]:
     """Summed cross-entropy of ``F.linear(hidden, weight, bias)`` against ``targets`` and the number of rows whose
     argmax is the target; rows with target -100 count for neither.
 
