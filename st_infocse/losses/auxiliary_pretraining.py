@@ -19,7 +19,7 @@ from st_infocse.losses.registry import MLM_MASK_RATE, PRESETS, resolve_preset
 from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather, gather_room, mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
-from st_infocse.modeling.masking import TokenMasker, WholeWordMasker
+from st_infocse.modeling.masking import TokenMasker, WholeWordMasker, with_ids
 
 Masking = Literal["whole_word", "token"]
 
@@ -169,12 +169,10 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         refuse_inside_wrapper(self, self.model, "stage 1 (a masked-LM pass with a hook on layer k)",
                               "the loss unwrapped: stage 1 trains the decoder, not the embedding")
         masked_ids, mlm_labels = self.masker(features["input_ids"], features["attention_mask"])
-        masked = {key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")}
-        masked["input_ids"] = masked_ids
         self._lower_outputs.clear()
         self._hook_lower_layer()
         try:
-            out = self.model(masked)
+            out = self.model(with_ids(features, masked_ids))
         finally:
             self._unhook_lower_layer()
         if not self._lower_outputs:

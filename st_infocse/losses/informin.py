@@ -18,7 +18,7 @@ from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import MLMGather, MLMOutput, gather_room, mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.heads import ProjectionKind, at_least_fp32, build_mlm_head
-from st_infocse.modeling.masking import TokenMasker
+from st_infocse.modeling.masking import TokenMasker, with_ids
 
 Reduction = Literal["official", "eq8"]
 
@@ -156,9 +156,7 @@ class InforMinReconstructionLoss(TrainingLoss):
         hidden, labels = [], []
         for features in views:
             masked_ids, view_labels = self.masker(features["input_ids"], features["attention_mask"])
-            masked = {key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")}
-            masked["input_ids"] = masked_ids
-            tokens = self.model(masked)["token_embeddings"]
+            tokens = self.model(with_ids(features, masked_ids))["token_embeddings"]
             hidden.append(tokens.reshape(-1, tokens.shape[-1]))
             labels.append(view_labels.reshape(-1))
         all_labels = torch.cat(labels)

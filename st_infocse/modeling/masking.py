@@ -6,6 +6,7 @@ batch's, so masking a GPU batch reads nothing back to the host, and both follow 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -42,6 +43,13 @@ def replace_chosen(ids: torch.Tensor, chosen: torch.Tensor, mask_token_id: int, 
     as_random = coin(random_replace_prob / (1 - mask_replace_prob)) & chosen & ~as_mask
     random_ids = torch.randint(vocab_size, shape, dtype=torch.long, device=device, generator=generator)
     return torch.where(as_random, random_ids, masked), labels
+
+
+def with_ids(features: dict[str, Any], input_ids: torch.Tensor) -> dict[str, Any]:
+    """A copy of tokenized ``features`` for another pass of the model: ``input_ids`` replaced, and the outputs of an
+    earlier pass (token and sentence embeddings) left out."""
+    kept = {key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")}
+    return {**kept, "input_ids": input_ids}
 
 
 class OnDevice:
