@@ -1,20 +1,12 @@
 """Hybrid-teacher distillation on the user's own documents: pseudo-queries drawn from the documents, candidates and
-scores from the hybrid of BM25 and the model as given, for sentence-transformers' distillation losses.
+scores from BM25 fused with the model as it starts (:mod:`st_infocse.evaluation.lexical`), for sentence-transformers'
+distillation losses. The student, the same model, learns to rank the teacher's candidates as the teacher scores them:
+listwise with ``DistillKLDivLoss`` (``"kl"``) or GPL's margin with ``MarginMSELoss`` (``"margin_mse"``; Wang et al.,
+NAACL 2022). SPAR (Chen et al., 2022) imitates BM25 alone; imitating BM25 fused with itself keeps what the model knows.
 
-The teacher needs neither labels nor a download: BM25 over the documents (``bm25s``) fused with the user's model
-as it starts (its own similarity), the hybrid printed beside every in-domain score
-(:mod:`st_infocse.evaluation.lexical`). The student is the same model, trained to rank the teacher's candidates as
-the teacher scores them: listwise with ``DistillKLDivLoss`` over the query's document and the teacher's next
-``candidates - 1`` (``"kl"``), or GPL's margin with ``MarginMSELoss`` on the document and the teacher's first other
-document (``"margin_mse"``; Wang et al., NAACL 2022). SPAR (Chen et al., 2022) trains a dense model to imitate
-BM25; here it imitates BM25 fused with itself, so the student keeps what it knows.
-
-Pseudo-queries (``query_kind``):
-
-- ``"held_out"``: one sentence of each document (a ``seed`` draw), the query; the rest of the document, its
-  document (the inverse cloze task's pair); every document enters the corpus without its held-out sentence;
-- ``"title"``: the document's title, the query; its text, the document (documents without a title are skipped);
-- ``"sentence"``: one sentence, the query; the whole document, its document.
+Pseudo-queries (``query_kind``): ``"held_out"``, one drawn sentence against the rest of its document (the inverse
+cloze task; the corpus holds each document without it); ``"title"``, the title against the text (documents without
+one are skipped); ``"sentence"``, one drawn sentence against the whole document.
 """
 
 from __future__ import annotations
@@ -35,16 +27,16 @@ QUERY_KINDS = ("held_out", "title", "sentence")
 DISTILLATION_LOSSES = ("kl", "margin_mse")
 
 
+def _check_loss(loss: str) -> str:
+    if loss not in DISTILLATION_LOSSES:
+        raise ValueError(f"loss must be one of {', '.join(DISTILLATION_LOSSES)}, got {loss!r}")
+    return loss
+
+
 @dataclass
 class PseudoQueries:
-    """Queries drawn from documents and the corpus they are asked over.
-
-    Attributes:
-        queries: Query id -> text.
-        corpus: Document id -> text (for ``"held_out"``, each document without its held-out sentence).
-        positives: Query id -> the id of the document it was drawn from.
-        skipped: Why documents gave no query -> how many.
-    """
+    """Queries (id -> text) drawn from documents, the corpus (id -> text) they are asked over, each query's own
+    document (``positives``) and the documents that gave no query by reason (``skipped``)."""
 
     queries: dict[str, str]
     corpus: dict[str, str]
@@ -56,15 +48,9 @@ def pseudo_queries(
     documents: Iterable[Any], query_kind: Literal["held_out", "title", "sentence"] = "held_out", seed: int = 0,
     title_key: str = "title", max_queries: int | None = None,
 ) -> PseudoQueries:
-    """One pseudo-query per document (see the module's description of ``query_kind``).
-
-    Args:
-        documents: As :func:`~st_infocse.mining.mine_pairs` reads them: lists of sentences, or dicts with
-            ``sentences`` or ``text`` (and ``id``, ``title``).
-        query_kind: ``"held_out"``, ``"title"`` or ``"sentence"``.
-        seed: Which sentence is drawn.
-        title_key: The documents' title field, for ``"title"``.
-        max_queries: Keep a ``seed`` sample of this many queries (all by default); the corpus keeps every document.
+    """One pseudo-query per document (``query_kind``: see the module), read as by :func:`~.mine_pairs`; ``seed``
+    draws the sentence, ``title_key`` names the title field, and ``max_queries`` keeps a ``seed`` sample of the
+    queries (the corpus keeps every document).
 
     Example:
         >>> drawn = pseudo_queries([["A cat sat.", "It purred."], ["Dogs ran.", "They barked."]], seed=0)
@@ -109,17 +95,9 @@ def pseudo_queries(
 
 @dataclass
 class DistillationReport:
-    """What :func:`hybrid_teacher_dataset` built.
-
-    Attributes:
-        queries: Training examples (one per pseudo-query).
-        documents: Documents in the corpus.
-        query_kind, loss, candidates: As asked.
-        teacher: The teacher's description (BM25's tokenisation and the fusion).
-        own_first: Share of queries whose own document the teacher ranks first.
-        skipped: Documents that gave no query, by reason.
-        seconds: Wall time (encoding the corpus, BM25, fusion).
-    """
+    """What :func:`hybrid_teacher_dataset` built: ``queries`` (training examples), ``documents`` (the corpus),
+    the settings asked, the ``teacher``'s description, ``own_first`` (the share of queries whose own document it
+    ranks first), the documents ``skipped`` by reason and the wall time."""
 
     queries: int
     documents: int
@@ -161,20 +139,15 @@ def hybrid_teacher_dataset(
 
     Args:
         model: The ``SentenceTransformer`` to distil into, as it starts.
-        documents: As for :func:`pseudo_queries`.
-        query_kind: See :func:`pseudo_queries`.
         loss: ``"kl"``: columns ``query, positive, negative_1 .. negative_{candidates-1}`` and ``label`` (the
             teacher's score of each); ``"margin_mse"``: ``query, positive, negative`` (the teacher's first other
             document) and ``label`` (teacher(positive) - teacher(negative)).
         candidates: Documents per query for ``"kl"``, the query's own included (at least 2).
         settings: BM25's tokenisation and the fusion.
-        seed: The pseudo-queries' draw.
         top_k: Documents each run keeps per query before fusion.
-        batch_size: Encoding batch size.
-        max_queries: See :func:`pseudo_queries`.
-        title_key: See :func:`pseudo_queries`.
         show_progress_bar: ``None``: shown for 1,000+ texts.
-        drawn: The pseudo-queries, when already drawn (:func:`pseudo_queries`); ``documents`` is then not read.
+        drawn: The pseudo-queries, when already drawn; ``documents`` is then not read. ``documents``, ``query_kind``,
+            ``seed``, ``max_queries`` and ``title_key`` are :func:`pseudo_queries`'.
 
     Returns:
         The ``datasets.Dataset`` and a :class:`DistillationReport`.
@@ -186,8 +159,7 @@ def hybrid_teacher_dataset(
     """
     from datasets import Dataset
 
-    if loss not in DISTILLATION_LOSSES:
-        raise ValueError(f"loss must be one of {', '.join(DISTILLATION_LOSSES)}, got {loss!r}")
+    _check_loss(loss)
     if candidates < 2:
         raise ValueError(f"candidates must be at least 2 (the query's document and one other), got {candidates}")
     settings = settings or LexicalSettings()
@@ -240,9 +212,7 @@ def distillation_loss(model: Any, loss: Literal["kl", "margin_mse"] = "kl", stud
     """
     from sentence_transformers.sentence_transformer.losses import DistillKLDivLoss, MarginMSELoss
 
-    if loss == "kl":
+    if _check_loss(loss) == "kl":
         return DistillKLDivLoss(model, similarity_fct=model.similarity_pairwise,
                                 student_temperature=student_temperature, teacher_temperature=teacher_temperature)
-    if loss == "margin_mse":
-        return MarginMSELoss(model, similarity_fct=model.similarity_pairwise)
-    raise ValueError(f"loss must be one of {', '.join(DISTILLATION_LOSSES)}, got {loss!r}")
+    return MarginMSELoss(model, similarity_fct=model.similarity_pairwise)
