@@ -1,9 +1,6 @@
-"""Training text that is safe to hand to the trainer: read from any of the forms a user has it in, checked before
-anything heavy is loaded, and with bad rows dropped and counted, never silently.
-
-:func:`check_text_source` reads only the head of a file with the standard library (pyarrow for parquet), so the
-command line runs it before torch, transformers or datasets are imported; :func:`load_texts` then reads it all.
-Every problem with the input is an :class:`~st_infocse.files.InputError`: one line, naming the file.
+"""Training text read from any form a user has it in, checked before anything heavy is loaded (the head of a file,
+with the standard library; pyarrow for parquet), bad rows dropped and counted; every problem is one
+:class:`~st_infocse.files.InputError` line naming the file.
 """
 
 from __future__ import annotations
@@ -41,19 +38,9 @@ logger = logging.getLogger(__name__)
 def clean_texts(
     dataset: Dataset, column: str = "text", deduplicate: bool = False, warn: bool = True
 ) -> tuple[Dataset, TextReport]:
-    """Drop rows whose text is missing, not a string, or blank (and exact duplicates when asked), counting each.
-
-    Tokenizers fail deep inside on ``None`` or non-string values, and blank rows train on nothing but special
-    tokens; this keeps a one-column dataset of real text, typed as strings, and says what it removed.
-
-    Args:
-        dataset: a ``datasets.Dataset`` with a text column.
-        column: the text column.
-        deduplicate: also drop exact repeats (after stripping whitespace), keeping the first.
-        warn: log the report as a warning when rows were dropped (callers that print it themselves pass False).
-
-    Returns:
-        The cleaned dataset (the text column only, ``Value("string")``) and a :class:`TextReport`.
+    """The ``column`` of ``dataset`` without rows whose text is missing, not a string or blank (and, with
+    ``deduplicate``, repeats after stripping), as strings, and a :class:`TextReport` of what was dropped (logged
+    when ``warn``). Tokenizers fail deep inside on ``None`` or non-strings, and blank rows train on special tokens.
 
     Example:
         ::
@@ -78,19 +65,13 @@ def clean_texts(
 
 
 def read_text_file(path: str | os.PathLike) -> Dataset:
-    """One text per line from a UTF-8 ``.txt`` or ``.txt.gz`` file, as a ``text`` column of strings.
-
-    Raises:
-        FileFormatError: naming the file and line when the file is not UTF-8 or cannot be read.
-    """
+    """One text per line of a UTF-8 ``.txt(.gz)`` file, as a ``text`` column of strings."""
     from datasets import Dataset, Features, Value
 
     lines = [line for _, line in read_lines(path)]
     # Typed explicitly: an empty file would otherwise give a column of type null, not of strings.
     return Dataset.from_dict({"text": lines}, features=Features({"text": Value("string")}))
 
-
-# ------------------------------------------------------------------------------------------- reading user files
 
 TEXT_FORMATS = (
     ".txt(.gz) (one text per line), .jsonl(.gz) or .json (objects with a text field), .csv, .tsv, .parquet, "
@@ -167,11 +148,8 @@ def _check_parquet(source: str, path: Path, text_column: str | None) -> str:
 
 
 def check_text_source(source: str, text_column: str | None = None) -> str | None:
-    """Cheap checks of training text before anything heavy is loaded: the text column, or None for hub data.
-
-    Local files must exist, be non-empty, parse (as far as read), have the text column and hold at least one
-    non-blank text; reading stops at the first such row, so this is quick on any size of file.
-    """
+    """The text column of a local source (None for hub data), which must exist, parse as far as read and hold a
+    non-blank text; reading stops at the first one, so this is quick on any size of file."""
     found = check_local_file(source, "training data", ("txt", "json", "csv", "parquet"), TEXT_FORMATS)
     if found is None:
         return text_column  # a hub dataset or hf:// file: checked when it is loaded
@@ -197,46 +175,24 @@ def check_text_source(source: str, text_column: str | None = None) -> str | None
     return _check_parquet(source, path, text_column)
 
 
-def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None) -> Dataset:
-    """A one-column ``text`` dataset of strings from any form :func:`check_text_source` accepts; missing, non-string
-    and blank rows are dropped and counted.
+def read_dataset(source: str, kind: str | None = None, what: str = "training data", flag: str = "--train_data"
+                 ) -> Dataset:
+    """The train split of a ``save_to_disk`` folder, a txt, csv or parquet file (``kind``), an ``hf://`` file or a
+    hub dataset; a failure of datasets or of the hub is one :class:`~st_infocse.files.InputError` line."""
+    from datasets import Dataset, load_dataset, load_from_disk
 
-    The count is printed once, naming the file. A dataset with no text left is an error.
-    """
-    check_at_least("--max_train_samples", max_samples)
-    from datasets import Dataset, Features, Value, load_dataset, load_from_disk
-
-    column = check_text_source(source, text_column)
     path = Path(source).expanduser()
-    kind = file_kind(path) if path.is_file() else None
     try:
-        if kind == "json":
-            # Read here rather than by datasets: one field is kept, whatever its type, and cleaned before Arrow types
-            # it (a field mixing strings and numbers becomes datasets' Json type, which cannot train).
-            records = islice(read_json_objects(path), max_samples)  # read no further than kept
-            kept, report = clean_text_values(record.get(column) for _, record in records)
-            dataset = Dataset.from_dict({"text": kept}, features=Features({"text": Value("string")}))
-            column = "text"
+        if path.is_dir():
+            dataset = load_from_disk(str(path))
+        elif kind == "txt":
+            dataset = read_text_file(path)
+        elif kind in ("csv", "parquet"):
+            extra = {"delimiter": "\t"} if ".tsv" in [s.lower() for s in path.suffixes] else {}
+            dataset = load_dataset(kind, data_files=str(path), split="train", **extra)
         else:
-            if path.is_dir():
-                dataset = load_from_disk(str(path))
-            elif kind == "txt":
-                dataset = read_text_file(path)
-            elif kind in ("csv", "parquet"):
-                extra = {"delimiter": "\t"} if ".tsv" in [s.lower() for s in path.suffixes] else {}
-                dataset = load_dataset(kind, data_files=str(path), split="train", **extra)
-            elif source.startswith("hf://"):
-                dataset = load_dataset("text", data_files=source, split="train")
-            else:
-                dataset = load_dataset(source, split="train")
-            if hasattr(dataset, "keys") and not isinstance(dataset, Dataset):  # a DatasetDict saved to disk
-                dataset = dataset["train"]
-            if column is None or column not in dataset.column_names:
-                strings = [n for n, f in dataset.features.items() if getattr(f, "dtype", None) == "string"]
-                column = choose_column(source, dataset.column_names, strings, text_column)
-            if max_samples is not None:
-                dataset = dataset.select(range(min(max_samples, len(dataset))))
-            dataset, report = clean_texts(dataset, column, warn=False)
+            dataset = load_dataset("text", data_files=source, split="train") if source.startswith("hf://") else \
+                load_dataset(source, split="train")
     except (ValueError, FileNotFoundError):
         raise
     except Exception as exc:  # noqa: BLE001 - datasets wraps a bad file in several exception types
@@ -245,10 +201,37 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
         if not path.exists() and (isinstance(exc, OSError)  # ConnectionError included
                                   or type(exc).__module__.startswith(("huggingface_hub", "requests", "httpx"))):
             raise InputError(
-                f"cannot load training data {source!r} from the Hugging Face hub ({type(exc).__name__}); offline? "
-                "pass --train_data with a local file (one sentence per line), e.g. --train_data demo"
+                f"cannot load {what} {source!r} from the Hugging Face hub ({type(exc).__name__}); offline? "
+                f"pass {flag} with a local file" + (" (one sentence per line), e.g. --train_data demo"
+                                                    if flag == "--train_data" else "")
             ) from exc
         raise
+    return dataset["train"] if hasattr(dataset, "keys") and not isinstance(dataset, Dataset) else dataset
+
+
+def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None) -> Dataset:
+    """A one-column ``text`` dataset of strings from any form :func:`check_text_source` accepts; missing, non-string
+    and blank rows are dropped and counted (printed once, naming the file). No text left is an error."""
+    check_at_least("--max_train_samples", max_samples)
+    from datasets import Dataset, Features, Value
+
+    column = check_text_source(source, text_column)
+    path = Path(source).expanduser()
+    kind = file_kind(path) if path.is_file() else None
+    if kind == "json":
+        # Read here rather than by datasets: one field is kept, whatever its type, and cleaned before Arrow types it
+        # (a field mixing strings and numbers becomes datasets' Json type, which cannot train).
+        records = islice(read_json_objects(path), max_samples)  # read no further than kept
+        kept, report = clean_text_values(record.get(column) for _, record in records)
+        dataset, column = Dataset.from_dict({"text": kept}, features=Features({"text": Value("string")})), "text"
+    else:
+        dataset = read_dataset(source, kind)
+        if column is None or column not in dataset.column_names:
+            strings = [n for n, f in dataset.features.items() if getattr(f, "dtype", None) == "string"]
+            column = choose_column(source, dataset.column_names, strings, text_column)
+        if max_samples is not None:
+            dataset = dataset.select(range(min(max_samples, len(dataset))))
+        dataset, report = clean_texts(dataset, column, warn=False)
     if report.dropped:
         print(f"{source}: {report}")
     if len(dataset) == 0:
@@ -258,14 +241,8 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
 
 @dataclass(frozen=True)
 class LengthReport:
-    """How many training texts are longer than the training length (and so are cut to it).
-
-    Attributes:
-        longer: texts over ``max_length`` tokens among those counted.
-        counted: texts counted (all of them, or a seeded sample of a large corpus).
-        total: texts in the corpus.
-        max_length: the training length in tokens, special tokens included, as the model truncates.
-    """
+    """How many of the ``counted`` texts (all ``total``, or a seeded sample) are ``longer`` than the training
+    length ``max_length`` (special tokens included), and so are cut to it."""
 
     longer: int
     counted: int
@@ -293,11 +270,8 @@ class LengthReport:
 def count_long_texts(
     tokenizer: Any, texts: Sequence[str], max_length: int, sample: int = 20_000, seed: int = 0
 ) -> LengthReport:
-    """Count the texts the model would cut at ``max_length`` tokens (special tokens included).
-
-    A corpus larger than ``sample`` is counted on a seeded sample of that size, so that a million-line corpus costs
-    seconds.
-    """
+    """Count the texts the model would cut at ``max_length`` tokens, on a seeded sample of ``sample`` texts when
+    the corpus is larger (a million-line corpus costs seconds)."""
     import random
 
     total = len(texts)
