@@ -185,7 +185,7 @@ class _Stop(Exception):
 @pytest.fixture
 def cpu_without_bf16(monkeypatch):
     """This machine as a CPU without native bf16, whatever it is."""
-    monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cpu")
+    monkeypatch.setattr(st_infocse.training.precision, "accelerator_type", lambda: "cpu")
     monkeypatch.setattr(st_infocse.training.precision, "cpu_has_native_bf16", lambda *a, **k: False)
 
 
@@ -378,7 +378,7 @@ def test_on_a_cpu_without_bf16_the_recipe_trains_in_fp32_and_says_so(parsed, cpu
 
 
 def test_on_a_cpu_with_native_bf16_the_recipe_trains_in_bf16(parsed, monkeypatch, capsys):
-    monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cpu")
+    monkeypatch.setattr(st_infocse.training.precision, "accelerator_type", lambda: "cpu")
     monkeypatch.setattr(st_infocse.training.precision, "cpu_has_native_bf16", lambda *a, **k: True)
     args = parsed(["--recipe", "infocse-bert-base"])
     assert args["fp16"] is False and args["bf16"] is True and args["use_cpu"] is True
@@ -387,7 +387,7 @@ def test_on_a_cpu_with_native_bf16_the_recipe_trains_in_bf16(parsed, monkeypatch
 
 def test_on_a_gpu_the_recipe_keeps_fp16(monkeypatch):
     # fp16 cannot be built into training arguments on a CPU, so the choice is checked where it is made
-    monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cuda")
+    monkeypatch.setattr(st_infocse.training.precision, "accelerator_type", lambda: "cuda")
     extra, chosen = cli_recipes.recipe_precision(RECIPES["infocse-bert-base"], {"fp16": True}, frozenset())
     assert extra == {} and chosen == "fp16 on cuda (the recipe's)"
 
