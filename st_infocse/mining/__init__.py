@@ -6,8 +6,7 @@ Example:
     >>> len(pairs), report.skipped["too_few_sentences"]
     (2, 1)
 
-The names below are imported on first use, so that the command line can check documents
-(``st_infocse.mining.documents``) before torch or datasets are imported.
+Names are imported on first use, so documents are checked before torch or datasets are imported.
 """
 
 from __future__ import annotations

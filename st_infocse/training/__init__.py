@@ -1,9 +1,5 @@
 """Trainer glue: checked training text, one trainer builder, loss-owned auxiliary state kept across checkpoints and
-clipped with the model.
-
-The names below are imported on first use, so that the command line can check training text
-(``st_infocse.training.texts``) before torch, transformers or datasets are imported.
-"""
+clipped with the model. Names are imported on first use, so training text is checked before torch is imported."""
 
 from __future__ import annotations
 

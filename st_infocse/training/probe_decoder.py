@@ -35,37 +35,17 @@ def train_probe_decoder(
 ) -> tuple[AuxiliaryDecoder, list[dict[str, float]]]:
     """Train an auxiliary decoder to read ``model``'s frozen embeddings, to score models with one fixed decoder.
 
-    The model is not changed: its embeddings are computed under ``torch.no_grad`` in eval mode. The decoder's lower
-    ``k`` layers are a frozen copy of the model's (as in InfoCSE); its fusion layers and MLM head train with AdamW on
-    the conditional MLM loss over ``steps`` batches drawn from ``sentences`` (cycled). Returns the decoder in eval
-    mode and the training curve (``step``, ``loss``, ``accuracy`` per step).
+    The model is not changed (its embeddings are computed without gradients in eval mode). The decoder's lower ``k``
+    layers are a frozen copy of the model's, as in InfoCSE; its fusion layers and MLM head train with AdamW on the
+    conditional MLM loss over ``steps`` batches cycled from ``sentences``. Every draw follows ``seed`` and torch's
+    global generators are left as found. ``k``, ``n``, ``mask_rate`` and ``fusion_init`` default to the
+    ``"infocse"`` preset's for the model's depth (:meth:`AuxiliaryDecoder.from_encoder`).
 
-    Every random draw (the fusion layers' initialisation, the fusion layers' dropout, the masks, the batch order)
-    follows ``seed``; torch's global generators (the CPU's and the model's device's) are left as they were found,
-    so a call changes no random stream of the caller's.
-
-    Args:
-        model: a CLS-pooled SentenceTransformer whose first module is a Hugging Face encoder with a mask token.
-        sentences: training sentences (distinct from the evaluator's held-out ones).
-        k: frozen lower layers; None (default): the ``"infocse"`` preset's for the model's depth (6 from 12 layers,
-            half the depth below).
-        n: fusion layers; None (default): the ``"infocse"`` preset's, 2 (``st_infocse/losses/registry.py``).
-        mask_rate: share of real tokens masked; None (default): the ``"infocse"`` preset's for the model's depth
-            (0.40; 0.30 from 24 layers).
-        steps: optimisation steps.
-        batch_size: sentences per step.
-        learning_rate: AdamW learning rate of the fusion layers and head.
-        seed: seeds the fusion layers' initialisation and dropout, the masks and the batch order.
-        fusion_init: ``"fresh"`` (None, the default, takes the ``"infocse"`` preset's, fresh) or ``"copy"`` (see
-            :meth:`AuxiliaryDecoder.from_encoder`).
-        show_progress_bar: show a progress bar over the steps.
-        description: the progress bar's label.
+    Returns:
+        The decoder in eval mode and the training curve (``step``, ``loss``, ``accuracy`` per step).
 
     Example:
         ::
-
-            from st_infocse.evaluation import ConditionalMLMEvaluator
-            from st_infocse.training import train_probe_decoder
 
             decoder, curve = train_probe_decoder(base_model, train_sentences, steps=200)
             evaluator = ConditionalMLMEvaluator(held_out_sentences, decoder=decoder, name="probe")
