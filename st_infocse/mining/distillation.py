@@ -117,19 +117,10 @@ class DistillationReport:
 
 
 def hybrid_teacher_dataset(
-    model: Any,
-    documents: Iterable[Any],
-    query_kind: Literal["held_out", "title", "sentence"] = "held_out",
-    loss: Literal["kl", "margin_mse"] = "kl",
-    candidates: int = 4,
-    settings: LexicalSettings | None = None,
-    seed: int = 0,
-    top_k: int = 100,
-    batch_size: int = 64,
-    max_queries: int | None = None,
-    title_key: str = "title",
-    show_progress_bar: bool | None = None,
-    drawn: PseudoQueries | None = None,
+    model: Any, documents: Iterable[Any], query_kind: Literal["held_out", "title", "sentence"] = "held_out",
+    loss: Literal["kl", "margin_mse"] = "kl", candidates: int = 4, settings: LexicalSettings | None = None,
+    seed: int = 0, top_k: int = 100, batch_size: int = 64, max_queries: int | None = None, title_key: str = "title",
+    show_progress_bar: bool | None = None, drawn: PseudoQueries | None = None,
 ) -> tuple[Any, DistillationReport]:
     """Training examples scored by the hybrid teacher, for :func:`distillation_loss`.
 

@@ -64,12 +64,8 @@ def _edges_for_group(
 
 
 def cluster_documents(
-    embeddings: np.ndarray,
-    lengths: Iterable[int],
-    k: int = 1,
-    threshold: float | None = None,
-    tie_tolerance: float = 1e-6,
-    similarity: Similarity = "cosine",
+    embeddings: np.ndarray, lengths: Iterable[int], k: int = 1, threshold: float | None = None,
+    tie_tolerance: float = 1e-6, similarity: Similarity = "cosine",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cluster the sentences of many documents at once (IDC partition-based clustering).
 
@@ -129,10 +125,7 @@ def cluster_documents(
 
 
 def cluster_sentences(
-    embeddings: np.ndarray,
-    k: int = 1,
-    threshold: float | None = None,
-    tie_tolerance: float = 1e-6,
+    embeddings: np.ndarray, k: int = 1, threshold: float | None = None, tie_tolerance: float = 1e-6,
     similarity: Similarity = "cosine",
 ) -> np.ndarray:
     """Cluster labels of one document's ``(sentences, dim)`` embeddings, numbered from 0 in order of first
@@ -151,12 +144,8 @@ def cluster_sentences(
 
 
 def cluster_pairs(
-    labels: np.ndarray,
-    first: np.ndarray,
-    doc_positions: np.ndarray,
-    doc_of: np.ndarray,
-    max_pairs_per_cluster: int | None,
-    seed: int,
+    labels: np.ndarray, first: np.ndarray, doc_positions: np.ndarray, doc_of: np.ndarray,
+    max_pairs_per_cluster: int | None, seed: int,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """All unordered pairs (a < b, global sentence indices) inside each cluster, capped per cluster."""
     order = np.lexsort((np.arange(len(first)), first))  # members grouped by cluster, in document order

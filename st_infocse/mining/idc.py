@@ -124,19 +124,9 @@ def _reads_documents(builder: Callable[..., MinedPairs]) -> Callable[..., MinedP
 
 
 def _mine(
-    documents: Iterable[Any],
-    model: Any,
-    method: str,
-    reading: dict[str, Any],
-    *,
-    k: int = 1,
-    threshold: float | None = None,
-    tie_tolerance: float = 0.0,
-    similarity: str | None = None,
-    max_pairs_per_cluster: int | None = None,
-    seed: int = 0,
-    batch_size: int = 1,
-    pool: Any = None,
+    documents: Iterable[Any], model: Any, method: str, reading: dict[str, Any], *, k: int = 1,
+    threshold: float | None = None, tie_tolerance: float = 0.0, similarity: str | None = None,
+    max_pairs_per_cluster: int | None = None, seed: int = 0, batch_size: int = 1, pool: Any = None,
     encode_kwargs: dict[str, Any] | None = None,
 ) -> MinedPairs:
     if max_pairs_per_cluster is not None and max_pairs_per_cluster < 1:
@@ -243,19 +233,9 @@ def _mine(
 
 @_reads_documents
 def mine_pairs(
-    documents: Iterable[Any],
-    model: Any,
-    *,
-    k: int = 1,
-    threshold: float | None = None,
-    tie_tolerance: float = 1e-6,
-    similarity: Similarity = "cosine",
-    max_pairs_per_cluster: int | None = None,
-    seed: int = 0,
-    batch_size: int = 64,
-    pool: Any = None,
-    encode_kwargs: dict[str, Any] | None = None,
-    **reading: Any,
+    documents: Iterable[Any], model: Any, *, k: int = 1, threshold: float | None = None, tie_tolerance: float = 1e-6,
+    similarity: Similarity = "cosine", max_pairs_per_cluster: int | None = None, seed: int = 0, batch_size: int = 64,
+    pool: Any = None, encode_kwargs: dict[str, Any] | None = None, **reading: Any,
 ) -> MinedPairs:
     """Mine IDC positive pairs from documents with the model as it is now.
 

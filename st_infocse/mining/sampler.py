@@ -61,14 +61,8 @@ class DocumentAwareBatchSampler(DefaultBatchSampler):
     """
 
     def __init__(
-        self,
-        dataset: Dataset,
-        batch_size: int,
-        drop_last: bool,
-        valid_label_columns: list[str] | None = None,
-        generator: torch.Generator | None = None,
-        seed: int = 0,
-        doc_ids: Sequence[Any] | None = None,
+        self, dataset: Dataset, batch_size: int, drop_last: bool, valid_label_columns: list[str] | None = None,
+        generator: torch.Generator | None = None, seed: int = 0, doc_ids: Sequence[Any] | None = None,
         doc_column: str = "doc_id",
     ) -> None:
         super().__init__(dataset, batch_size=batch_size, drop_last=drop_last,

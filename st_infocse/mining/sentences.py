@@ -72,15 +72,8 @@ def _raw_sentences(
 
 
 def prepare_documents(
-    documents: Iterable[Any],
-    *,
-    min_sentences: int = 2,
-    max_sentences: int | None = 1000,
-    deduplicate: bool = True,
-    language: str = "en",
-    sentences_key: str = "sentences",
-    text_key: str = "text",
-    id_key: str = "id",
+    documents: Iterable[Any], *, min_sentences: int = 2, max_sentences: int | None = 1000, deduplicate: bool = True,
+    language: str = "en", sentences_key: str = "sentences", text_key: str = "text", id_key: str = "id",
 ) -> Iterator[PreparedDocument | Skipped]:
     """One :class:`PreparedDocument` or :class:`Skipped` per document, lazily, so counts always add up; the
     arguments are checked at the call.

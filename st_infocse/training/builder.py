@@ -153,11 +153,7 @@ def save_model(model: SentenceTransformer, path: str | os.PathLike, own_length: 
 
 
 def build_trainer(
-    model: SentenceTransformer,
-    loss: nn.Module,
-    train_dataset: Any,
-    args: TrainingArguments,
-    evaluator: Any = None,
+    model: SentenceTransformer, loss: nn.Module, train_dataset: Any, args: TrainingArguments, evaluator: Any = None,
     clip_jointly: bool = True,
 ) -> AuxiliaryLossTrainer:
     """An :class:`~st_infocse.training.AuxiliaryLossTrainer` for ``loss`` (any loss; one of this package's has
