@@ -8,9 +8,9 @@ from __future__ import annotations
 import csv
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,26 +79,21 @@ TEXT_FORMATS = (
 )
 
 
-def _check_records(source: str, path: Path, text_column: str | None) -> str:
-    """The text column (asked for, or chosen from the first record); reads on until a non-blank string in it."""
-    column = text_column
-    rows = present = 0
-    first_keys: list[str] = []
-    for _, record in read_json_objects(path, "a JSON object with a text field"):
-        rows += 1
-        if rows == 1:
-            first_keys = list(record)
-            if column is None:
-                strings = [key for key, value in record.items() if isinstance(value, str)]
-                column = choose_column(source, first_keys, strings, None)
-        present += column in record
-        if is_text(record.get(column)):
+def _first_text(source: str, rows: Iterator[dict[str, Any]], column_of: Callable[[dict[str, Any]], str]) -> str:
+    """The text column (``column_of`` the first row), once a row holds a non-blank string in it; reads no further."""
+    column, count, present, keys = None, 0, 0, []
+    for row in rows:
+        count += 1
+        if column is None:
+            keys, column = list(row), column_of(row)
+        present += column in row
+        if is_text(row.get(column)):
             return column
-    if rows == 0:
+    if count == 0:
         raise InputError(f"no records in {source}")
     if not present:
-        raise InputError(f"no column {column!r} in {source} (columns of its first row: {first_keys})")
-    raise InputError(f"no usable text in {source}: column {column!r} holds no non-blank string in any of {rows} rows")
+        raise InputError(f"no column {column!r} in {source} (columns of its first row: {keys})")
+    raise InputError(f"no usable text in {source}: column {column!r} holds no non-blank string in any of {count} rows")
 
 
 def _is_number(value: str | None) -> bool:
@@ -121,14 +116,7 @@ def _check_csv(source: str, path: Path, text_column: str | None) -> str:
     # datasets types numeric columns as numbers, so only the others count as text columns.
     strings = [name for name in columns if not _is_number(first.get(name))]
     column = choose_column(source, columns, strings, text_column)
-    rows = 1
-    if is_text(first.get(column)):
-        return column
-    for row in reader:
-        rows += 1
-        if is_text(row.get(column)):
-            return column
-    raise InputError(f"no usable text in {source}: column {column!r} holds no non-blank string in any of {rows} rows")
+    return _first_text(source, chain([first], reader), lambda row: column)
 
 
 def _check_parquet(source: str, path: Path, text_column: str | None) -> str:
@@ -169,7 +157,9 @@ def check_text_source(source: str, text_column: str | None = None) -> str | None
                 return "text"
         raise InputError(f"no text in {source}: all of its {lines} lines are blank")
     if kind == "json":
-        return _check_records(source, path, text_column)
+        records = (record for _, record in read_json_objects(path, "a JSON object with a text field"))
+        return _first_text(source, records, lambda first: text_column or choose_column(
+            source, list(first), [key for key, value in first.items() if isinstance(value, str)], None))
     if kind == "csv":
         return _check_csv(source, path, text_column)
     return _check_parquet(source, path, text_column)
