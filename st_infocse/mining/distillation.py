@@ -134,19 +134,13 @@ def hybrid_teacher_dataset(
             teacher's score of each); ``"margin_mse"``: ``query, positive, negative`` (the teacher's first other
             document) and ``label`` (teacher(positive) - teacher(negative)).
         candidates: Documents per query for ``"kl"``, the query's own included (at least 2).
-        settings: BM25's tokenisation and the fusion.
-        top_k: Documents each run keeps per query before fusion.
+        settings, top_k: BM25's tokenisation and the fusion; documents each run keeps per query before fusion.
         show_progress_bar: ``None``: shown for 1,000+ texts.
         drawn: The pseudo-queries, when already drawn; ``documents`` is then not read. ``documents``, ``query_kind``,
             ``seed``, ``max_queries`` and ``title_key`` are :func:`pseudo_queries`'.
 
     Returns:
         The ``datasets.Dataset`` and a :class:`DistillationReport`.
-
-    Example:
-        >>> dataset, report = hybrid_teacher_dataset(model, documents, candidates=4)  # doctest: +SKIP
-        >>> dataset.column_names  # doctest: +SKIP
-        ['query', 'positive', 'negative_1', 'negative_2', 'negative_3', 'label']
     """
     from datasets import Dataset
 
@@ -196,11 +190,7 @@ def distillation_loss(model: Any, loss: Literal["kl", "margin_mse"] = "kl", stud
                       teacher_temperature: float = 0.1):
     """sentence-transformers' loss for a :func:`hybrid_teacher_dataset`, the student scoring with the model's own
     similarity function: ``DistillKLDivLoss`` with separate student and teacher temperatures (``"kl"``; the
-    teacher's scores lie in [0, 1], so 0.1 spreads them over 10 logits), or ``MarginMSELoss`` (``"margin_mse"``).
-
-    Example:
-        >>> loss = distillation_loss(model, "kl")  # doctest: +SKIP
-    """
+    teacher's scores lie in [0, 1], so 0.1 spreads them over 10 logits), or ``MarginMSELoss`` (``"margin_mse"``)."""
     from sentence_transformers.sentence_transformer.losses import DistillKLDivLoss, MarginMSELoss
 
     if _check_loss(loss) == "kl":

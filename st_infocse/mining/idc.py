@@ -257,14 +257,13 @@ def mine_pairs(
             top-1 of many others); the same for models ending in ``Normalize``.
         max_pairs_per_cluster: Keep at most this many pairs per cluster, a sample drawn with ``seed`` (the only
             draw mining makes).
-        batch_size: Encoding batch size.
-        pool: A pool from ``model.start_multi_process_pool()``.
+        batch_size, pool: ``model.encode``'s (a pool from ``model.start_multi_process_pool()``).
         encode_kwargs: Extra ``model.encode`` arguments; those mining sets itself (``batch_size``, ``pool``,
             ``normalize_embeddings``, ``convert_to_numpy``, ``convert_to_tensor``) raise a ``ValueError``.
         min_sentences, max_sentences, deduplicate, language, sentences_key, text_key, id_key: How documents are
             read, split and skipped (:func:`~st_infocse.mining.prepare_documents`).
-        shard_sentences: Sentences per encode call; bounds memory.
-        output_dir: Folder for per-shard Arrow files; the result is memory-mapped from there.
+        shard_sentences, output_dir: Sentences per encode call (bounds memory); a folder for per-shard Arrow files,
+            the result memory-mapped from there.
         show_progress_bar: A progress bar over documents (default: when logging at INFO).
 
     Returns:
@@ -272,8 +271,8 @@ def mine_pairs(
         ``doc_id`` and ``cluster_id`` (per document). Train on ``pairs.select_columns(["anchor", "positive"])``.
 
     Example:
-        >>> docs = [["The cat sat.", "A cat was sitting.", "Stocks fell.", "Markets dropped."]]
-        >>> pairs, report = mine_pairs(docs, model)  # doctest: +SKIP
+        >>> pairs, report = mine_pairs([["The cat sat.", "A cat was sitting.", "Stocks fell.", "Markets dropped."]],
+        ...                            model)  # doctest: +SKIP
         >>> list(zip(pairs["anchor"], pairs["positive"]))  # doctest: +SKIP
         [('The cat sat.', 'A cat was sitting.'), ('Stocks fell.', 'Markets dropped.')]
     """

@@ -12,18 +12,10 @@ from st_infocse.mining.sentences import SKIP_REASONS, PreparedDocument, Skipped
 class MiningReport:
     """What one mining pass did. ``documents_seen == documents_used + sum(skipped.values())``.
 
-    Attributes:
-        method: ``"idc"``, ``"adjacent"`` or ``"context"``.
-        similarity, k, threshold: IDC's edge score, top-K and floor (``None`` for the others).
-        skipped: Skipped documents by reason (every one of ``SKIP_REASONS``, 0 when none).
-        skipped_examples: Up to five ``(doc_id, detail)`` per reason.
-        sentences_encoded: Distinct sentence texts encoded (identical texts are encoded once).
-        singleton_clusters: Clusters of one sentence (they give no pair).
-        documents_without_pairs: Used documents that gave no pair (only possible with a threshold).
-        pairs_dropped_by_cap: Pairs not emitted because of ``max_pairs_per_cluster``.
-        shards: Encode calls made.
-        prepare_seconds / encode_seconds / graph_seconds / output_seconds / total_seconds: Wall-clock split:
-            reading and splitting, ``model.encode``, clustering and pairing, building the Arrow dataset, everything.
+    ``method`` is ``"idc"``, ``"adjacent"`` or ``"context"`` (``similarity``, ``k`` and ``threshold`` are IDC's);
+    ``skipped`` holds every reason of ``SKIP_REASONS``, with up to five ``(doc_id, detail)`` examples each;
+    ``sentences_encoded`` counts distinct texts; ``pairs_dropped_by_cap``, pairs over ``max_pairs_per_cluster``;
+    ``shards``, encode calls; the ``*_seconds`` split the wall time.
     """
 
     method: str = "idc"

@@ -78,11 +78,6 @@ def load_model(
 
     The model's own length is its ``max_seq_length`` as loaded. A model that is missing or cannot be loaded, an
     unknown pooling or one without a single Pooling module to replace is an InputError.
-
-    Example:
-        >>> loaded = load_model("sentence-transformers/all-MiniLM-L6-v2", max_seq_length=32)  # doctest: +SKIP
-        >>> loaded.how  # doctest: +SKIP
-        "kept the model's modules: Transformer, Pooling(mean), Normalize"
     """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer

@@ -66,13 +66,8 @@ def check_training_dataset(
             would consume a stream).
         column: the text column to check; by default every column the trainer tokenizes.
 
-    Example:
-        ::
-
-            check_training_dataset(Dataset.from_dict({"text": ["a cat", None]}))
-            # ValueError: Training dataset cannot train: column 'text' has 1 None row of 2 (at 1). Training
-            # texts must be non-blank strings: st_infocse.training.clean_texts(dataset, column='text') keeps only
-            # those and reports what it dropped.
+    Example: ``check_training_dataset(Dataset.from_dict({"text": ["a cat", None]}))`` raises "Training dataset cannot
+    train: column 'text' has 1 None row of 2 (at 1). ..." with the fix.
     """
     if isinstance(dataset, Mapping):
         for name, part in dataset.items():

@@ -18,18 +18,7 @@ def weights_snapshot(model: nn.Module, trainable_only: bool = False) -> dict[str
 
 class StartingWeights:
     """The weights of a model when training began: taken at the first :meth:`acquire` of a run, dropped at the last
-    :meth:`release`.
-
-    Example:
-        >>> import torch
-        >>> start = StartingWeights()
-        >>> layer = torch.nn.Linear(2, 2)
-        >>> start.acquire(layer); start.acquire(layer)  # two users, one copy
-        >>> start.release(); start.weights is not None
-        True
-        >>> start.release(); start.weights is None
-        True
-    """
+    :meth:`release`."""
 
     def __init__(self) -> None:
         self.weights: dict[str, torch.Tensor] | None = None
