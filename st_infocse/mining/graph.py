@@ -69,15 +69,10 @@ def cluster_documents(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cluster the sentences of many documents at once (IDC partition-based clustering).
 
-    Args:
-        embeddings: ``(total_sentences, dim)``, documents one after another in the order of ``lengths`` (with dot,
-            their norms are part of the score).
-        lengths: Number of sentences of each document (each >= 1).
-        k, threshold, tie_tolerance, similarity: As for :func:`~st_infocse.mining.mine_pairs`.
-
-    Returns:
-        ``(labels, first)``: ``labels[s]``, the cluster of sentence ``s`` numbered from 0 inside its document by
-        first sentence; ``first[s]``, the global index of that cluster's first sentence (a shard-wide key).
+    ``embeddings`` (``(total_sentences, dim)``) hold the documents one after another, ``lengths[d]`` sentences
+    each; the other arguments are :func:`~st_infocse.mining.mine_pairs`'. Returns ``(labels, first)``: ``labels[s]``,
+    the cluster of sentence ``s`` numbered from 0 inside its document; ``first[s]``, the global index of that
+    cluster's first sentence (a shard-wide key).
 
     Example:
         >>> emb = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9], [1, 0], [0, 1]])

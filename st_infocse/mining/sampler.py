@@ -46,11 +46,7 @@ class DocumentAwareBatchSampler(DefaultBatchSampler):
     Pass the class itself as ``batch_sampler`` when the training dataset has a ``doc_id`` column the loss can
     ignore; with mined pairs (whose ``doc_id`` the trainer would tokenize) train on the text columns and pass
     :meth:`for_pairs` instead. The other arguments are ``DefaultBatchSampler``'s; the same seed and epoch give the
-    same batches.
-
-    Args:
-        doc_ids: Document id of each row; read from ``doc_column`` when omitted.
-        doc_column: Column holding document ids.
+    same batches; ``doc_ids`` gives each row's document, read from ``doc_column`` when omitted.
 
     Example:
         >>> from datasets import Dataset

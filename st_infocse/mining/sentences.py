@@ -78,13 +78,10 @@ def prepare_documents(
     """One :class:`PreparedDocument` or :class:`Skipped` per document, lazily, so counts always add up; the
     arguments are checked at the call.
 
-    Args:
-        documents: Lists of sentences, raw texts (split by :func:`split_sentences`) or mappings (e.g. dataset rows)
-            with a ``sentences_key`` list or a ``text_key`` string and an optional ``id_key``.
-        min_sentences: Fewer usable sentences skips the document; at least 2 (a pair needs two).
-        max_sentences: More sentences skips the document (the graph step is quadratic in it); ``None``: no cap.
-        deduplicate: Keep only the first of identical sentences within a document.
-        language: Language code for splitting raw text.
+    ``documents`` are lists of sentences, raw texts (split by :func:`split_sentences` in ``language``) or mappings
+    (e.g. dataset rows) with a ``sentences_key`` list or a ``text_key`` string and an optional ``id_key``. A
+    document with fewer than ``min_sentences`` (at least 2) or more than ``max_sentences`` (``None``: no cap; the
+    graph step is quadratic in it) is skipped; ``deduplicate`` keeps the first of identical sentences.
 
     Example:
         >>> docs = [["A cat sat.", "A dog ran.", "A cat sat."], "One sentence only.", None]

@@ -96,19 +96,8 @@ class AuxiliaryStateCallback(TrainerCallback):
     :class:`~st_infocse.training.AuxiliaryLossTrainer`'s step; under another trainer the model is clipped alone
     (in a hand-written loop, call :func:`~st_infocse.training.clip_gradients_jointly`).
 
-    Args:
-        loss: the loss given to the trainer.
-        resume_from: checkpoint folder to restore from; by default ``output_dir/checkpoint-<step>`` when training
-            starts at a step above 0 (``trainer.train(resume_from_checkpoint=True)``).
-
-    Example:
-        ::
-
-            loss = losses.InfoCSELoss(model, lambda_=1e-5)
-            trainer = SentenceTransformerTrainer(
-                model=model, args=args, train_dataset=ds, loss=loss, callbacks=[AuxiliaryStateCallback(loss)]
-            )
-            trainer.train(resume_from_checkpoint=True)  # the decoder and head resume with the encoder
+    ``resume_from`` is the checkpoint folder to restore from; by default ``output_dir/checkpoint-<step>`` when
+    training starts at a step above 0 (``trainer.train(resume_from_checkpoint=True)``).
     """
 
     def __init__(self, loss: nn.Module, resume_from: str | os.PathLike | None = None) -> None:

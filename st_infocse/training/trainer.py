@@ -45,14 +45,6 @@ class AuxiliaryLossTrainer(SentenceTransformerTrainer):
     across processes, unscales fp16 gradients and clips with :func:`clip_gradients_jointly`; the logged
     ``grad_norm`` is the joint norm, and ``args`` are never changed. Under DeepSpeed or FSDP, whose engines clip
     sharded gradients themselves, it warns and leaves clipping to them; ``clip_jointly=False`` clips the model alone.
-
-    Example:
-        ::
-
-            loss = losses.InfoCSELoss(model, lambda_=1e-5)
-            args = SentenceTransformerTrainingArguments(output_dir="out", max_grad_norm=1.0)
-            trainer = AuxiliaryLossTrainer(model=model, args=args, train_dataset=ds, loss=loss)
-            trainer.train()  # encoder, head and decoder clipped under one norm of 1.0
     """
 
     def __init__(self, *args: Any, clip_jointly: bool = True, **kwargs: Any) -> None:
