@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -63,21 +64,16 @@ def pseudo_queries(
     # a title read by the document's id, as prepare_documents names it (its "id", else its position)
     titles = {str(doc.get("id", index)) if isinstance(doc, dict) else str(index):
               doc.get(title_key) if isinstance(doc, dict) else None for index, doc in enumerate(documents)}
-    prepared: list[PreparedDocument] = []
-    skipped: dict[str, int] = {}
-    for item in prepare_documents(documents):  # two sentences at least, as every miner here reads documents
-        if isinstance(item, PreparedDocument):
-            prepared.append(item)
-        else:
-            skipped[item.reason] = skipped.get(item.reason, 0) + 1
+    items = list(prepare_documents(documents))  # two sentences at least, as every miner here reads documents
+    skipped = Counter(item.reason for item in items if not isinstance(item, PreparedDocument))
     rng = random.Random(seed)
     queries, corpus, positives = {}, {}, {}
-    for doc in prepared:
+    for doc in (item for item in items if isinstance(item, PreparedDocument)):
         sentences = doc.sentences
         if query_kind == "title":
             title = (titles.get(doc.doc_id) or "").strip()
             if not title:
-                skipped["no_title"] = skipped.get("no_title", 0) + 1
+                skipped["no_title"] += 1
                 continue
             query, text = title, " ".join(sentences)
         else:
@@ -90,7 +86,7 @@ def pseudo_queries(
         kept = set(random.Random(seed).sample(sorted(queries), max_queries))
         queries = {q: text for q, text in queries.items() if q in kept}
         positives = {q: d for q, d in positives.items() if q in kept}
-    return PseudoQueries(queries, corpus, positives, skipped)
+    return PseudoQueries(queries, corpus, positives, dict(skipped))
 
 
 @dataclass
