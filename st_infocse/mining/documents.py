@@ -3,6 +3,7 @@ library) before anything heavy is loaded; every problem is one :class:`~st_infoc
 
 from __future__ import annotations
 
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -63,19 +64,6 @@ def check_documents(source: str) -> None:
     )
 
 
-def _text_documents(path: Path) -> list[dict[str, str]]:
-    """Blank-line-separated documents of a text file; ids count from 0 in file order."""
-    documents: list[dict[str, str]] = []
-    block: list[str] = []
-    for _, line in [*read_lines(path), (0, "")]:  # the sentinel blank line closes the last document
-        if line.strip():
-            block.append(line)
-        elif block:
-            documents.append({"id": str(len(documents)), "text": "\n".join(block)})
-            block = []
-    return documents
-
-
 def load_documents(source: str, max_docs: int | None = None) -> Any:
     """Documents for mining: a ``datasets.Dataset`` (folder, hub) or a list of records (local files), unusable ones
     included (the miner counts what it skips)."""
@@ -83,8 +71,9 @@ def load_documents(source: str, max_docs: int | None = None) -> Any:
     check_documents(source)
     path = Path(source).expanduser()
     if path.is_file():
-        if file_kind(path) == "txt":
-            docs: Any = _text_documents(path)
+        if file_kind(path) == "txt":  # documents separated by blank lines, numbered from 0
+            blocks = groupby((line for _, line in read_lines(path)), key=lambda line: bool(line.strip()))
+            docs: Any = [{"id": str(i), "text": "\n".join(b)} for i, b in enumerate(b for text, b in blocks if text)]
         else:
             docs = [record for _, record in read_json_records(path)]
         return docs if max_docs is None else docs[:max_docs]
