@@ -46,11 +46,8 @@ class LoadedModel:
 
 def describe_modules(model: SentenceTransformer) -> str:
     """The model's modules in order, with the pooling mode: ``"Transformer, Pooling(mean), Normalize"``."""
-    names = []
-    for module in model:
-        mode = getattr(module, "pooling_mode", None)
-        names.append(f"{type(module).__name__}({mode})" if mode is not None else type(module).__name__)
-    return ", ".join(names)
+    modes = ((type(module).__name__, getattr(module, "pooling_mode", None)) for module in model)
+    return ", ".join(f"{name}({mode})" if mode is not None else name for name, mode in modes)
 
 
 def is_saved_sentence_transformer(source: str) -> bool:

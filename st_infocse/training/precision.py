@@ -15,13 +15,10 @@ NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str] | None:
     """The CPU feature flags from ``/proc/cpuinfo``, or ``None`` where that file does not exist (not Linux)."""
     try:
-        text = Path(cpuinfo).read_text()
+        lines = Path(cpuinfo).read_text().splitlines()
     except OSError:
         return None
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return None
+    return next((set(line.split(":", 1)[1].split()) for line in lines if line.startswith("flags")), None)
 
 
 def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool | None:

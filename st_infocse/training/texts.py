@@ -244,13 +244,9 @@ class LengthReport:
         already, so only a longer training length helps."""
         if self.longer == 0:
             return None
-        if self.counted == self.total:
-            share = f"{self.longer:,} of {self.total:,} texts are"
-        else:
-            share = (
-                f"about {100 * self.longer / self.counted:.0f}% of {self.total:,} texts ({self.longer:,} of a "
-                f"{self.counted:,}-text sample) are"
-            )
+        share = f"{self.longer:,} of {self.total:,} texts are" if self.counted == self.total else (
+            f"about {100 * self.longer / self.counted:.0f}% of {self.total:,} texts ({self.longer:,} of a "
+            f"{self.counted:,}-text sample) are")
         fix = "raise --max_seq_length"
         if not already_split:
             fix = f"pass --split_sentences to train on their sentences, or {fix}"
@@ -266,9 +262,7 @@ def count_long_texts(
 
     total = len(texts)
     chosen = list(texts) if total <= sample else random.Random(seed).sample(list(texts), sample)
-    longer = 0
-    for start in range(0, len(chosen), 1024):
-        batch = chosen[start : start + 1024]
-        ids = tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-        longer += sum(len(row) > max_length for row in ids)
+    batches = (chosen[start : start + 1024] for start in range(0, len(chosen), 1024))
+    longer = sum(len(row) > max_length for batch in batches
+                 for row in tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"])
     return LengthReport(longer, len(chosen), total, max_length)
