@@ -96,12 +96,8 @@ class DocumentAwareBatchSampler(DefaultBatchSampler):
         document ids) without its id columns.
 
         Example:
-            >>> from datasets import Dataset
             >>> pairs = Dataset.from_dict({"anchor": ["a", "b"], "positive": ["c", "d"], "doc_id": ["1", "2"]})
-            >>> factory = DocumentAwareBatchSampler.for_pairs(pairs)
-            >>> factory
-            DocumentAwareBatchSampler.for_pairs(<2 rows, 2 documents>)
-            >>> list(factory(pairs.select_columns(["anchor", "positive"]), batch_size=2, drop_last=False))
+            >>> list(DocumentAwareBatchSampler.for_pairs(pairs)(pairs.select_columns(["anchor"]), 2, False))
             [[0, 1]]
         """
         doc_ids = pairs[doc_column] if isinstance(pairs, Dataset) else list(pairs)

@@ -2,12 +2,9 @@
 kernels at the papers' short sequences, where a GPU step is bound by kernel launches. The numbers stay as they are
 (the tests compare the loss and its gradients with the eager step's). On CUDA:
 
-1. **Static shapes**: training batches padded to ``max_seq_length`` at collation (padding is masked out).
-2. **Fused attention**: an encoder on eager attention switches to SDPA where its class supports it, and the losses'
-   auxiliary decoders follow it.
-3. **CUDA graphs**: the model and each auxiliary decoder compiled in place with
-   ``torch.compile(mode="reduce-overhead", dynamic=False)`` for their training calls (evaluation runs eagerly),
-   each step starting a new graph generation.
+1. static shapes: training batches padded to ``max_seq_length`` at collation (padding is masked out);
+2. fused attention: an encoder on eager attention switches to SDPA where it can, the auxiliary decoders with it;
+3. CUDA graphs: the model and each auxiliary decoder compiled for training (``mode="reduce-overhead"``).
 
 Other accelerators get 1 and 2; on the CPU, bound by arithmetic, the switch changes nothing and says so.
 """

@@ -32,8 +32,7 @@ def train_probe_decoder(
     global generators are left as found. ``k``, ``n``, ``mask_rate`` and ``fusion_init`` default to the
     ``"infocse"`` preset's for the model's depth (:meth:`AuxiliaryDecoder.from_encoder`).
 
-    Returns:
-        The decoder in eval mode and the training curve (``step``, ``loss``, ``accuracy`` per step).
+    Returns the decoder in eval mode and the training curve (``step``, ``loss``, ``accuracy`` per step).
 
     Example:
         ::

@@ -35,21 +35,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def clean_texts(
-    dataset: Dataset, column: str = "text", deduplicate: bool = False, warn: bool = True
-) -> tuple[Dataset, TextReport]:
+def clean_texts(dataset: Dataset, column: str = "text", deduplicate: bool = False, warn: bool = True
+                ) -> tuple[Dataset, TextReport]:
     """The ``column`` of ``dataset`` without rows whose text is missing, not a string or blank (and, with
     ``deduplicate``, repeats after stripping), as strings, and a :class:`TextReport` of what was dropped (logged
     when ``warn``). Tokenizers fail deep inside on ``None`` or non-strings, and blank rows train on special tokens.
 
     Example:
-        ::
-
-            from datasets import Dataset
-            from st_infocse.training.texts import clean_texts
-
-            ds, report = clean_texts(Dataset.from_dict({"text": ["a cat", None, "  ", "a cat"]}), deduplicate=True)
-            print(report)  # 1 of 4 texts kept; dropped: 1 blank, 1 duplicate, 1 missing
+        >>> from datasets import Dataset
+        >>> ds, report = clean_texts(Dataset.from_dict({"text": ["a cat", None, " ", "a cat"]}), deduplicate=True)
+        >>> print(report)
+        1 of 4 texts kept; dropped: 1 blank, 1 duplicate, 1 missing
     """
     from datasets import Dataset, Features, Value
 
