@@ -1,8 +1,8 @@
-"""Hybrid-teacher distillation on the user's own documents: pseudo-queries drawn from the documents, candidates and
-scores from BM25 fused with the model as it starts (:mod:`st_infocse.evaluation.lexical`), for sentence-transformers'
-distillation losses. The student, the same model, learns to rank the teacher's candidates as the teacher scores them:
-listwise with ``DistillKLDivLoss`` (``"kl"``) or GPL's margin with ``MarginMSELoss`` (``"margin_mse"``; Wang et al.,
-NAACL 2022). SPAR (Chen et al., 2022) imitates BM25 alone; imitating BM25 fused with itself keeps what the model knows.
+"""Hybrid-teacher distillation on the user's own documents: the model as it starts, fused with BM25
+(:mod:`st_infocse.evaluation.lexical`), scores candidates for pseudo-queries drawn from the documents, and the same
+model learns to rank them so, listwise (``DistillKLDivLoss``, ``"kl"``) or by GPL's margin (``MarginMSELoss``,
+``"margin_mse"``; Wang et al., NAACL 2022). SPAR (Chen et al., 2022) imitates BM25 alone; imitating BM25 fused with
+the model keeps what the model knows.
 
 Pseudo-queries (``query_kind``): ``"held_out"``, one drawn sentence against the rest of its document (the inverse
 cloze task; the corpus holds each document without it); ``"title"``, the title against the text (documents without

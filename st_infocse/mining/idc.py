@@ -245,10 +245,8 @@ def mine_pairs(
     Args:
         documents: Lists of sentences, raw texts, or mappings with ``sentences``/``text`` and ``id`` (a
             ``datasets.Dataset`` or ``IterableDataset`` with those columns too).
-        model: A ``SentenceTransformer`` (anything with a compatible ``encode``). Only its embeddings' neighbours
-            matter, so an annotator on a faster runtime mines the same pairs where it encodes as fp32 torch does:
-            ``SentenceTransformer(path, backend="onnx")`` or ``backend="openvino"``. An int8 copy encodes faster
-            and moves neighbours: int8 weights alone (OpenVINO's ``load_in_8bit``) few, int8 activations many.
+        model: Anything with a ``SentenceTransformer``'s ``encode``; only its neighbours matter, so an ONNX or
+            OpenVINO backend mines the same pairs where it encodes as fp32 torch does (int8 moves neighbours).
         k: Top-K of eq. 3 (paper default 1).
         threshold: Optional floor on the edge score in use (cosine, or the raw inner product for ``"dot"``);
             sentences with no neighbour above it stay alone.

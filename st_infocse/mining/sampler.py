@@ -1,7 +1,5 @@
-"""Document-aware batches: pairs from one document never share a batch.
-
-Sentences of one document are often related, so two of its pairs in one batch would be each other's false in-batch
-negatives (paper 002 section 3.2 takes negatives from other documents). Per epoch, in O(rows): documents in random
+"""Document-aware batches: pairs from one document never share a batch, where they would be each other's false
+in-batch negatives (paper 002 section 3.2 takes negatives from other documents). Per epoch, in O(rows): documents in random
 order, each one's rows shuffled, concatenated into one stream whose row ``t`` goes to batch ``t mod M``; a document's
 rows are contiguous and at most ``M``, so they land in distinct batches. ``M = max(ceil(rows / batch_size), largest
 document)`` is the fewest batches the constraint allows; with ``drop_last`` every batch is full instead, and a

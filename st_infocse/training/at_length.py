@@ -12,12 +12,8 @@ __all__ = ["AtLengthEvaluator"]
 class AtLengthEvaluator(BaseEvaluator):
     """Run ``inner`` (any evaluator) at ``max_seq_length``, then put the training length back: training truncates to
     a short length (the papers' 32 tokens) while the saved model keeps its own, and documents are far longer, so
-    scores, the checkpoint choice and the start -> end comparison are of the model as it is saved.
-
-    Example:
-        >>> own = own_max_length(model)  # doctest: +SKIP
-        >>> model.max_seq_length = 32  # the training length  # doctest: +SKIP
-        >>> evaluator = AtLengthEvaluator(retrieval, own)  # doctest: +SKIP
+    scores, the checkpoint choice and the start -> end comparison are of the model as it is saved. Typically
+    ``AtLengthEvaluator(retrieval, own_max_length(model))`` before the training length is set.
     """
 
     def __init__(self, inner: Any, max_seq_length: int) -> None:

@@ -83,11 +83,8 @@ def average_auxiliary_gradients(loss: nn.Module) -> None:
 
 
 class AuxiliaryStateCallback(TrainerCallback):
-    """Trainer callback for losses that own trainable modules: checkpoints them, averages their gradients across
-    processes, checks steps and logs what they learn.
-
-    ``SentenceTransformerTrainer`` optimises a loss's own parameters but saves and restores only the model; this
-    callback saves the loss's state with every checkpoint and restores it on resume, adds the loss's metrics
+    """Trainer callback for losses that own trainable modules, which ``SentenceTransformerTrainer`` optimises but
+    neither saves nor restores: it saves the loss's state with every checkpoint and restores it on resume, adds the loss's metrics
     (``cmlm_loss``, ``cmlm_accuracy``) to the logs, averages the loss's own gradients across processes (the trainer
     wraps only the model in DDP) and tells the loss the step number. The loss's non-finite / empty-batch flags stay
     on the device during training (:meth:`~st_infocse.losses.TrainingLoss.defer_step_checks`) and are read at

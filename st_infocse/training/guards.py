@@ -54,20 +54,13 @@ def _column_problem(dataset: Dataset, column: str) -> str | None:
     return None
 
 
-def check_training_dataset(
-    dataset: Dataset | Mapping[str, Dataset], column: str | None = None
-) -> Dataset | Mapping[str, Dataset]:
+def check_training_dataset(dataset: Dataset | Mapping[str, Dataset], column: str | None = None
+                           ) -> Dataset | Mapping[str, Dataset]:
     """``dataset`` unchanged, or a ValueError naming every problem (no rows, ``None`` rows with their indices, a
     column that is not text, only blank texts) and pointing at :func:`~st_infocse.training.clean_texts`. A few blank
-    texts are allowed (still sentences for a contrastive loss) and logged.
-
-    Args:
-        dataset: a ``datasets.Dataset``, or a dict of them; an ``IterableDataset`` is returned unchecked (reading it
-            would consume a stream).
-        column: the text column to check; by default every column the trainer tokenizes.
-
-    Example: ``check_training_dataset(Dataset.from_dict({"text": ["a cat", None]}))`` raises "Training dataset cannot
-    train: column 'text' has 1 None row of 2 (at 1). ..." with the fix.
+    texts are allowed (still sentences for a contrastive loss) and logged. ``dataset`` may be a dict of datasets;
+    an ``IterableDataset`` is returned unchecked (reading it would consume a stream). ``column``: the text column to
+    check (by default every column the trainer tokenizes).
     """
     if isinstance(dataset, Mapping):
         for name, part in dataset.items():
