@@ -61,33 +61,6 @@ def _select_input_columns(documents: Any, keys: tuple[str, str, str]) -> Any:
     return documents.select_columns([c for c in keys if c in column_names])
 
 
-class _ShardWriter:
-    """Collects per-shard pair datasets in memory, or saves each to ``output_dir`` (memory-mapped)."""
-
-    def __init__(self, output_dir: str | Path | None) -> None:
-        self.output_dir = None if output_dir is None else Path(output_dir)
-        if self.output_dir is not None:
-            self.output_dir.mkdir(parents=True, exist_ok=True)
-            if any(self.output_dir.glob("shard-*")):
-                raise FileExistsError(f"{self.output_dir} already holds shard-* folders; use an empty folder")
-        self.parts: list[Dataset] = []
-
-    def add(self, columns: dict[str, list[Any]]) -> None:
-        if not columns["anchor"]:
-            return
-        part = Dataset.from_dict(columns, features=PAIR_FEATURES)
-        if self.output_dir is not None:
-            path = self.output_dir / f"shard-{len(self.parts):05d}"
-            part.save_to_disk(str(path))
-            part = load_from_disk(str(path))
-        self.parts.append(part)
-
-    def result(self) -> Dataset:
-        if not self.parts:
-            return Dataset.from_dict({name: [] for name in PAIR_FEATURES}, features=PAIR_FEATURES)
-        return self.parts[0] if len(self.parts) == 1 else concatenate_datasets(self.parts)
-
-
 def _output_arguments(
     *, shard_sentences: int = 50_000, output_dir: str | Path | None = None, show_progress_bar: bool | None = None
 ) -> None:
@@ -151,7 +124,12 @@ def _mine(
         report.similarity, report.k, report.threshold = similarity, k, threshold
     documents = _select_input_columns(documents, (reading["sentences_key"], reading["text_key"], reading["id_key"]))
     prepared = prepare_documents(documents, **reading)  # checks its arguments now, reads the documents lazily below
-    writer = _ShardWriter(output_dir)
+    folder = None if output_dir is None else Path(output_dir)  # each shard's pairs saved there and memory-mapped
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        if any(folder.glob("shard-*")):
+            raise FileExistsError(f"{folder} already holds shard-* folders; use an empty folder")
+    parts: list[Dataset] = []
     if show_progress_bar is None:
         show_progress_bar = logger.getEffectiveLevel() <= logging.INFO
 
@@ -191,8 +169,14 @@ def _mine(
         else:
             positive = [" ".join(texts[starts[d] : i] + texts[i + 1 : starts[d] + lengths[d]])
                         for i, d in zip(a.tolist(), doc_of.tolist(), strict=True)]
-        writer.add({"anchor": [texts[i] for i in a.tolist()], "positive": positive,
-                    "doc_id": [pending[d].doc_id for d in pair_docs.tolist()], "cluster_id": cluster_ids.tolist()})
+        if len(a):
+            part = Dataset.from_dict({"anchor": [texts[i] for i in a.tolist()], "positive": positive,
+                                      "doc_id": [pending[d].doc_id for d in pair_docs.tolist()],
+                                      "cluster_id": cluster_ids.tolist()}, features=PAIR_FEATURES)
+            if folder is not None:
+                part.save_to_disk(str(folder / f"shard-{len(parts):05d}"))
+                part = load_from_disk(str(folder / f"shard-{len(parts):05d}"))
+            parts.append(part)
         report.pairs += len(a)
         report.output_seconds += time.perf_counter() - t0
 
@@ -219,7 +203,9 @@ def _mine(
         if pending:
             flush(pending, positions)
     t0 = time.perf_counter()
-    pairs = writer.result()
+    if not parts:
+        parts = [Dataset.from_dict({name: [] for name in PAIR_FEATURES}, features=PAIR_FEATURES)]
+    pairs = parts[0] if len(parts) == 1 else concatenate_datasets(parts)
     report.output_seconds += time.perf_counter() - t0
     report.total_seconds = time.perf_counter() - start
     if report.documents_skipped:
