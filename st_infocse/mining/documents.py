@@ -77,6 +77,6 @@ def load_documents(source: str, max_docs: int | None = None) -> Any:
         else:
             docs = [record for _, record in read_json_records(path)]
         return docs if max_docs is None else docs[:max_docs]
-    docs = read_dataset(source, what="documents", flag="--docs")
+    docs = read_dataset(source, what="documents", fix="pass --docs with a local file")
     _check_columns(source, docs.column_names)
     return docs if max_docs is None else docs.select(range(min(max_docs, len(docs))))

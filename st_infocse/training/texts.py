@@ -161,10 +161,12 @@ def check_text_source(source: str, text_column: str | None = None) -> str | None
     return _check_parquet(source, path, text_column)
 
 
-def read_dataset(source: str, kind: str | None = None, what: str = "training data", flag: str = "--train_data"
+def read_dataset(source: str, kind: str | None = None, what: str = "training data",
+                 fix: str = "pass --train_data with a local file (one sentence per line), e.g. --train_data demo",
                  ) -> Dataset:
     """The train split of a ``save_to_disk`` folder, a txt, csv or parquet file (``kind``), an ``hf://`` file or a
-    hub dataset; a failure of datasets or of the hub is one :class:`~st_infocse.files.InputError` line."""
+    hub dataset; a failure of datasets, or of the hub (naming ``what`` and the ``fix``), is one
+    :class:`~st_infocse.files.InputError` line."""
     from datasets import Dataset, load_dataset, load_from_disk
 
     path = Path(source).expanduser()
@@ -176,9 +178,10 @@ def read_dataset(source: str, kind: str | None = None, what: str = "training dat
         elif kind in ("csv", "parquet"):
             extra = {"delimiter": "\t"} if ".tsv" in [s.lower() for s in path.suffixes] else {}
             dataset = load_dataset(kind, data_files=str(path), split="train", **extra)
+        elif source.startswith("hf://"):
+            dataset = load_dataset("text", data_files=source, split="train")
         else:
-            dataset = load_dataset("text", data_files=source, split="train") if source.startswith("hf://") else \
-                load_dataset(source, split="train")
+            dataset = load_dataset(source, split="train")
     except (ValueError, FileNotFoundError):
         raise
     except Exception as exc:  # noqa: BLE001 - datasets wraps a bad file in several exception types
@@ -187,9 +190,7 @@ def read_dataset(source: str, kind: str | None = None, what: str = "training dat
         if not path.exists() and (isinstance(exc, OSError)  # ConnectionError included
                                   or type(exc).__module__.startswith(("huggingface_hub", "requests", "httpx"))):
             raise InputError(
-                f"cannot load {what} {source!r} from the Hugging Face hub ({type(exc).__name__}); offline? "
-                f"pass {flag} with a local file" + (" (one sentence per line), e.g. --train_data demo"
-                                                    if flag == "--train_data" else "")
+                f"cannot load {what} {source!r} from the Hugging Face hub ({type(exc).__name__}); offline? {fix}"
             ) from exc
         raise
     return dataset["train"] if hasattr(dataset, "keys") and not isinstance(dataset, Dataset) else dataset
