@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,7 @@ class Entry:
         run: its own run in place of one trainer (IDC's rounds): ``(loaded, flags, measured, prepared, start)``.
         refused_trainer_flags: trainer flags with no meaning for it, refused by name.
         bm25_beside: whether BM25's reference lines are scored beside its retrieval evaluation.
-        save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves once trained.
+        save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves (None: the model).
         title: the run's summary titles (empty: "Training NAME" and "Training done").
     """
 
@@ -82,19 +82,12 @@ class Entry:
     run: Callable[..., int] | None = None
     refused_trainer_flags: tuple[str, ...] = ()
     bm25_beside: bool = True
-    save: Callable[[Any, Any, Path, int | None], dict] = lambda model, loss, out, own_length: save_model(
-        model, out, own_length) or {}
+    save: Callable[[Any, Any, Path, int | None], dict] | None = None
     title: str = ""
 
     @property
     def all(self) -> tuple[type, ...]:
         return (*self.sections, *((self.loss_flags,) if self.loss_flags is not None else ()))
-
-
-def save_model(model, out: Path, own_length: int | None) -> None:
-    from st_infocse.training.builder import save_model as save
-
-    save(model, out, own_length)
 
 
 def build_loss(model, objective: str, loss_flags: Any = None):
@@ -262,6 +255,8 @@ def distillation_loss(model, flags, prepared: Prepared):
 
 def save_stage1(model, loss, out: Path, own_length: int | None) -> dict:
     """Stage 1 saves the encoder and the decoder apart, for ``train --model OUT/model --decoder OUT/decoder``."""
+    from st_infocse.training.builder import save_model
+
     save_model(model, out / "model", own_length)
     loss.save_decoder(out / "decoder")
     return {"encoder": out / "model", "decoder": out / "decoder",
@@ -353,7 +348,12 @@ def finish_run(loaded, flags, title: str, rows: dict, record: dict, adapter: str
     rows and record beside ``rows`` and ``record``, and the end summary with ``run_summary.json``."""
     model, out, training_length = loaded.model, Path(flags.trainer.output_dir), loaded.model.max_seq_length
     merge_adapter(model, adapter)
-    rows.update(flags.entry.save(model, loss, out, loaded.own_length))
+    if flags.entry.save is not None:
+        rows.update(flags.entry.save(model, loss, out, loaded.own_length))
+    else:
+        from st_infocse.training.builder import save_model
+
+        save_model(model, out, loaded.own_length)
     record = {**record, "model": loaded.how, "settings": flags.settings(),
               "max_seq_length": {"training": training_length, "saved": loaded.own_length}}
     if adapter:
@@ -419,9 +419,9 @@ ENTRIES: dict[str, Entry] = {
 #: decoder on).
 IDC_LOSSES: dict[str, Entry] = {
     "mnrl": ENTRIES["idc"],
-    "infocse": Entry("idc", ConditionalMLMFlags, (IDCFlags, KeepArguments, AuxiliaryRateFlags, LoRAFlags), documents,
-                     lambda model, flags, prepared: build_loss(model, "infocse", flags.loss), run=train_idc,
-                     refused_trainer_flags=_ROUNDS_OWN, bm25_beside=False),
+    "infocse": replace(ENTRIES["idc"], loss_flags=ConditionalMLMFlags,
+                       sections=(IDCFlags, KeepArguments, AuxiliaryRateFlags, LoRAFlags),
+                       loss=lambda model, flags, prepared: build_loss(model, "infocse", flags.loss)),
 }
 
 
