@@ -1,12 +1,11 @@
 """The package's one line reader, one JSON-lines reader and the checks every reader of user input applies.
 
-Training texts (``st_infocse.training``), documents for mining (``st_infocse.mining``) and evaluation data
-(``st_infocse.evaluation``) are all read here, so that a file with bad bytes, a truncated ``.gz`` or a malformed JSON
-line is reported the same way everywhere: one :class:`FileFormatError` naming the file and the line, never a traceback.
-The checks on what was read live here too: a missing, empty or unsupported file, a record that is not a JSON object,
-a missing text column, a saved dataset without a train split, and what a usable text is (:func:`is_text`, with
-:func:`clean_text_values` dropping and counting missing, non-string, blank and duplicate rows).
-Nothing here imports beyond the standard library, so the command line can check files before torch is loaded.
+Training texts, documents for mining and evaluation data are all read here, so that a file with bad bytes, a
+truncated ``.gz`` or a malformed JSON line is reported the same way everywhere: one :class:`FileFormatError` naming
+the file and the line, never a traceback. The checks on what was read live here too (a missing, empty or unsupported
+file, a record that is not a JSON object, a missing text column, a saved dataset without a train split, what a usable
+text is), and the check of a value against its choices. Only the standard library is imported, so the command line
+can check files before torch is loaded.
 """
 
 from __future__ import annotations
@@ -18,29 +17,13 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, get_args
 
 __all__ = [
-    "FileFormatError",
-    "InputError",
-    "InvalidJSONLineError",
-    "NotDecodableError",
-    "TextReport",
-    "beir_parts",
-    "beir_split",
-    "check_at_least",
-    "check_local_file",
-    "check_saved_dataset",
-    "choose_column",
-    "clean_text_values",
-    "dataset_error",
-    "file_kind",
-    "is_text",
-    "looks_local",
-    "read_json_objects",
-    "read_json_records",
-    "read_lines",
-    "text_problem",
+    "Bounds", "FileFormatError", "InputError", "InvalidJSONLineError", "NotDecodableError", "TextReport",
+    "beir_parts", "check_at_least", "check_choice", "check_local_file", "check_range", "check_saved_dataset",
+    "choose_column", "clean_text_values", "dataset_error", "file_kind", "is_text", "looks_local", "out_of_range",
+    "read_json_objects", "read_json_records", "read_lines", "text_problem",
 ]
 
 _KINDS = {".txt": "txt", ".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
@@ -52,12 +35,8 @@ class InputError(ValueError):
 
 
 class FileFormatError(InputError):
-    """A file that cannot be used as it is: the message names the file and, where there is one, the line.
-
-    Attributes:
-        path: the file.
-        line: 1-based line (or row, or item) number; None for a problem with the whole file.
-    """
+    """A file that cannot be used as it is: the message names the file (``path``) and, where there is one, the
+    1-based line, row or item (``line``; None for a problem with the whole file)."""
 
     def __init__(self, path: str | Path, line: int | None, message: str, unit: str = "line", *, whole: bool = False):
         self.path = Path(path)
@@ -112,115 +91,67 @@ def _open_binary(path: Path) -> IO[bytes]:
     return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")  # noqa: SIM115
 
 
+# A byte-order mark opens the first line of files written by some editors; it is no part of the text.
 _BOM = b"\xef\xbb\xbf"
 
 
-def _split(raw: bytes, number: int) -> bytes:
-    # A byte-order mark opens the first line of files written by some editors; it is no part of the text.
-    return raw.removeprefix(_BOM) if number == 1 else raw
-
-
 def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterator[tuple[int, str]]:
-    """``(line number, line)`` of a UTF-8 text file, plain or gzipped (``.gz``), without the line terminator.
-
-    Lines are split on ``\\n`` only (numbers match what an editor shows); a leading byte-order mark is dropped.
-    With ``fallback_encoding`` (e.g. ``"latin-1"``, as SentEval reads its files) a file that is not UTF-8 is read
-    whole in that encoding instead; without it, the first line that is not UTF-8 raises :class:`NotDecodableError`.
-
-    Raises:
-        FileFormatError: a missing, unreadable, truncated or non-gzip ``.gz`` file, or a line that is not UTF-8;
-            always one line, naming the file (and the line).
+    """``(line number, line)`` of a UTF-8 text file, plain or gzipped (``.gz``), split on ``\\n`` only (numbers
+    match what an editor shows), without terminators or a leading byte-order mark. With ``fallback_encoding`` (e.g.
+    ``"latin-1"``, as SentEval reads its files) a file that is not UTF-8 is read whole in that encoding; without it,
+    the first line that is not UTF-8 raises :class:`NotDecodableError`. A missing, unreadable, truncated or
+    non-gzip ``.gz`` file raises :class:`FileFormatError`, in one line naming the file.
     """
     path = Path(path)
-    if fallback_encoding is not None:
-        yield from _read_with_fallback(path, fallback_encoding)
-        return
     number = 0
     try:
         with _open_binary(path) as handle:
+            if fallback_encoding is not None:
+                data = handle.read().removeprefix(_BOM)
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = data.decode(fallback_encoding)  # a whole-file decision: a file has one encoding
+                # a final newline does not open another line
+                yield from enumerate((line.rstrip("\r") for line in text.removesuffix("\n").split("\n") if text), 1)
+                return
             for number, raw in enumerate(handle, start=1):  # noqa: B007 - the count is used in the errors
                 if number == 1 and raw == _BOM:
                     return  # a byte-order mark alone: an empty file
-                yield number, _split(raw, number).decode("utf-8").rstrip("\r\n")
+                yield number, (raw.removeprefix(_BOM) if number == 1 else raw).decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as exc:
         raise NotDecodableError(path, number, exc) from None
     except (OSError, EOFError, zlib.error) as exc:  # a missing file, or a truncated or non-gzip .gz file
         raise FileFormatError(path, None, f"cannot read {path}: {exc}", whole=True) from None
 
 
-def _read_with_fallback(path: Path, encoding: str) -> Iterator[tuple[int, str]]:
-    try:
-        with _open_binary(path) as handle:
-            data = _split(handle.read(), 1)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise FileFormatError(path, None, f"cannot read {path}: {exc}", whole=True) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode(encoding)  # a whole-file decision, as the file was written in one encoding
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # a final newline does not open another line
-    for number, line in enumerate(lines, start=1):
-        yield number, line.rstrip("\r")
-
-
 def read_json_records(path: str | Path) -> Iterator[tuple[str, Any]]:
-    """``(where, value)`` for each record of a JSON-lines file, or of a ``.json`` file holding one array.
-
-    ``where`` is ``"line N"`` (JSON lines) or ``"item N"`` (an array). Blank lines are skipped. A ``.json`` file may
-    hold its array on one line or spread over many; a JSON-lines file needs one value per line.
-
-    Raises:
-        FileFormatError: naming the file and the line of the first problem (see :func:`read_lines`).
-    """
+    """``(where, value)`` for each record of a JSON-lines file, or of a ``.json`` file holding one array (on one line
+    or spread over many); ``where`` is ``"line N"`` or ``"item N"``. Blank lines are skipped. A
+    :class:`FileFormatError` names the file and the line of the first problem."""
     path = Path(path)
-    lines = read_lines(path)
-    first = next(((n, line) for n, line in lines if line.strip()), None)
-    if first is None:
-        return
-    number, line = first
-    single_document = path.name.lower().removesuffix(".gz").endswith(".json")
-    try:
-        value: Any = _loads(line)
-    except ValueError as exc:
-        if not single_document:
-            raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
-        value = exc
-    if single_document and isinstance(value, list):
-        # A whole array on one line; nothing may follow it.
-        yield from ((f"item {index}", item) for index, item in enumerate(value, start=1))
-        extra = next((n for n, text in lines if text.strip()), None)
-        if extra is not None:
-            raise FileFormatError(path, extra, "more data after the JSON array")
-        return
-    if isinstance(value, ValueError):
-        # A .json file whose first line is not a whole value: one array (or object) spread over lines.
-        lines.close()
+    if path.name.lower().removesuffix(".gz").endswith(".json"):
+        text = "\n".join(line for _, line in read_lines(path)).strip()
         try:
-            whole = _loads("\n".join(text for _, text in read_lines(path)))
-        except ValueError as exc:
-            message = f"{path} is not valid JSON ({exc}); expected JSON lines or an array of objects"
-            raise FileFormatError(path, None, message, whole=True) from None
-        if not isinstance(whole, list):
+            whole = _loads(text)
+        except ValueError:
+            whole = None  # JSON lines, or an error that the line-by-line reading names
+        if isinstance(whole, list):
+            yield from ((f"item {index}", item) for index, item in enumerate(whole, start=1))
+            return
+        if whole is not None and "\n" in text:  # one value spread over lines, which is not a record per line
             message = f"{path} holds a single JSON {type(whole).__name__}; expected JSON lines or an array"
             raise FileFormatError(path, None, message, whole=True)
-        for index, item in enumerate(whole, start=1):
-            yield f"item {index}", item
-        return
-    yield f"line {number}", value
-    for number, line in lines:
-        if not line.strip():
-            continue
-        try:
-            yield f"line {number}", _loads(line)
-        except ValueError as exc:
-            raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
+    for number, line in read_lines(path):
+        if line.strip():
+            try:
+                yield f"line {number}", _loads(line)
+            except ValueError as exc:
+                raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
 
 
-def read_json_objects(
-    path: str | Path, expected: str = "a JSON object", error: type[FileFormatError] = FileFormatError
-) -> Iterator[tuple[str, dict[str, Any]]]:
+def read_json_objects(path: str | Path, expected: str = "a JSON object",
+                      error: type[FileFormatError] = FileFormatError) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(where, object)`` for each record of :func:`read_json_records`; a record that is not a JSON object raises
     ``error`` naming its line (or item): ``"<file>, line 3: expected <expected>, got list"``."""
     for where, record in read_json_records(path):
@@ -284,17 +215,11 @@ def clean_text_values(values: Iterable[Any], deduplicate: bool = False) -> tuple
     return kept, report
 
 
-def check_local_file(
-    source: str, label: str, kinds: Collection[str], formats: str, noun: str | None = None
-) -> tuple[Path, str | None] | None:
+def check_local_file(source: str, label: str, kinds: Collection[str], formats: str,
+                     noun: str | None = None) -> tuple[Path, str | None] | None:
     """The path of a user's ``source`` and its kind (see :func:`file_kind`; None for a folder), or None for a hub id
-    or a remote file.
-
-    Raises:
-        InputError: a local path that does not exist (``"<label> not found: <source>"``), a file of a kind not in
-            ``kinds`` (``"unsupported file type for <label>: <source>; use <formats>"``) or an empty file
-            (``"<noun> <source> is empty (0 bytes)"``; ``noun`` defaults to ``label``).
-    """
+    or a remote file; an :class:`InputError` for a local path that does not exist, a file of a kind not in ``kinds``
+    (naming ``formats``) or an empty one (naming ``noun``, default ``label``)."""
     path = Path(source).expanduser()
     if not path.exists():
         if looks_local(source):
@@ -320,10 +245,8 @@ def choose_column(source: str, columns: Sequence[str], strings: Sequence[str], t
         return "text"
     if len(strings) == 1:
         return strings[0]
-    raise InputError(
-        f"choose the text column with --text_column (columns in {source}: {list(columns)}; "
-        f"holding strings: {list(strings)})"
-    )
+    raise InputError(f"choose the text column with --text_column (columns in {source}: {list(columns)}; "
+                     f"holding strings: {list(strings)})")
 
 
 def check_saved_dataset(source: str, path: Path) -> dict[str, Any]:
@@ -341,6 +264,37 @@ def check_saved_dataset(source: str, path: Path) -> dict[str, Any]:
         return {}
 
 
+def check_choice(name: str, value: Any, choices: Any) -> None:
+    """Refuse, in one line naming ``name``, a ``value`` not among ``choices`` (a sequence, or a ``Literal`` type)."""
+    options = get_args(choices) or tuple(choices)
+    if value not in options:
+        raise InputError(f"{name} must be one of {', '.join(map(str, options))}, got {value!r}")
+
+
+#: A range as ``(low, high, low included, high included)``; None for an open end.
+Bounds = tuple[float | None, float | None, bool, bool]
+
+
+def out_of_range(value: float | None, bounds: Bounds | None) -> str | None:
+    """Why ``value`` lies outside ``bounds``, e.g. ``"must be at least 0"``; None inside (or without bounds)."""
+    if bounds is None or value is None:
+        return None
+    low, high, low_in, high_in = bounds
+    below = low is not None and (value < low or (value == low and not low_in))
+    if below and high is None:
+        return f"must be {'at least' if low_in else 'above' if low else 'positive'}{f' {low:g}' if low_in or low else ''}"
+    if below or (high is not None and (value > high or (value == high and not high_in))):
+        return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
+    return None
+
+
+def check_range(name: str, value: float | None, bounds: Bounds) -> None:
+    """Refuse, in one line naming ``name``, a ``value`` outside ``bounds`` (see :func:`out_of_range`)."""
+    why = out_of_range(value, bounds)
+    if why:
+        raise InputError(f"{name} {why}, got {value:g}")
+
+
 def check_at_least(flag: str, value: int | None, least: int = 1) -> None:
     """A count the user gave is used as given: one that selects nothing is refused rather than ignored."""
     if value is not None and value < least:
@@ -355,28 +309,11 @@ def dataset_error(source: str, exc: Exception) -> InputError:
     return InputError(f"cannot read {source}: {message}")
 
 
-def beir_split(folder: str | Path, default: str = "test") -> str:
-    """The qrels split of a local BEIR-layout folder when none is named: ``default`` if its ``qrels/<default>.tsv``
-    exists (in the folder or, for a dataset of several parts, in its first part), else ``dev`` if that exists, else
-    ``default``. Reads the folder listing only.
-
-    Example:
-        >>> beir_split("no-such-folder")
-        'test'
-    """
-    folder = Path(folder)
-    parts = [folder] if (folder / "corpus.jsonl").is_file() else sorted(p for p in folder.glob("*") if p.is_dir())
-    for candidate in (default, "dev"):
-        if parts and (parts[0] / "qrels" / f"{candidate}.tsv").is_file():
-            return candidate
-    return default
-
-
 def beir_parts(name: str, source: str | Path, split: str | None, default: str = "test") -> tuple[dict[str, Path], str]:
     """The BEIR-layout folders of dataset ``name`` under ``source`` (a folder of datasets, or the dataset's own
     folder), ``{"": folder}`` or one per part (CQADupStack's forums, each with its corpus.jsonl), and the qrels split
-    read in them (``split``, else :func:`beir_split`). Reads folder listings only; FileNotFoundError names what is
-    missing."""
+    read in them: ``split``, else ``default`` if the first part has ``qrels/<default>.tsv``, else ``dev`` if it has
+    that, else ``default``. Reads folder listings only; FileNotFoundError names what is missing."""
     root = Path(source).expanduser()
     if not root.is_dir():
         raise FileNotFoundError(f"{root}: folder not found (expected BEIR dataset folders or 'mteb')")
@@ -389,4 +326,6 @@ def beir_parts(name: str, source: str | Path, split: str | None, default: str = 
         p.name: p for p in sorted(folder.iterdir()) if (p / "corpus.jsonl").is_file()}
     if not parts:
         raise FileNotFoundError(f"{folder}: no corpus.jsonl here or in its subfolders")
-    return parts, split or beir_split(folder, default)
+    first = next(iter(parts.values()))
+    found = [candidate for candidate in (default, "dev") if (first / "qrels" / f"{candidate}.tsv").is_file()]
+    return parts, split or (found or [default])[0]

@@ -1,7 +1,5 @@
-"""Lazy exports for a package ``__init__``: names are imported from their module on first use.
-
-The command line checks its input (files, documents, flags) before torch or datasets are imported, so the packages
-it reaches for those checks export their torch-heavy names lazily (PEP 562).
+"""Lazy exports for a package ``__init__`` (PEP 562): names are imported from their module on first use, so the
+command line checks its input (files, documents, flags) before torch or datasets are imported.
 
 Example:
     >>> import types
@@ -21,29 +19,19 @@ from typing import Any
 def lazy_exports(
     package: str, where: Mapping[str, str], exported: Sequence[str], namespace: MutableMapping[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of ``package``.
-
-    Args:
-        package: the package's name (``__name__``).
-        where: exported name -> the submodule (relative to ``package``) that defines it.
-        exported: the package's ``__all__``.
-        namespace: the package's ``globals()``; a name, once imported, is stored there so the next use is direct.
-
-    Any other name is tried as a submodule (``losses.infocse`` after ``from st_infocse import losses``); a name that
-    is neither raises ``AttributeError`` as a module's attribute lookup does.
-    """
+    """The ``__getattr__`` and ``__dir__`` of ``package`` (its ``__name__``), which exports ``exported`` (its
+    ``__all__``), each name from the submodule ``where[name]``; a name, once imported, is stored in ``namespace``
+    (its ``globals()``). Any other name is tried as a submodule; one that is neither raises ``AttributeError``."""
 
     def __getattr__(name: str) -> Any:
-        if name in where:
-            value = getattr(importlib.import_module(f"{package}.{where[name]}"), name)
-        else:
-            try:
-                value = importlib.import_module(f"{package}.{name}")
-            except ModuleNotFoundError as error:
-                if error.name != f"{package}.{name}":
-                    raise
-                raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
-        namespace[name] = value
+        module = f"{package}.{where.get(name, name)}"
+        try:
+            imported = importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            if name in where or error.name != module:
+                raise
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        namespace[name] = value = getattr(imported, name) if name in where else imported
         return value
 
     def __dir__() -> list[str]:

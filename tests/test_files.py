@@ -17,7 +17,10 @@ from st_infocse.files import (
     FileFormatError,
     InputError,
     NotDecodableError,
+    check_choice,
+    check_range,
     is_text,
+    out_of_range,
     read_json_objects,
     read_json_records,
     read_lines,
@@ -180,3 +183,18 @@ def test_a_record_that_is_not_an_object_is_named(tmp_path, name, text, where):
 def test_one_rule_says_why_a_value_is_not_text(value, problem):
     assert text_problem(value) == problem
     assert is_text(value) is (problem is None)
+
+
+def test_a_value_outside_its_choices_or_range_is_named_in_one_line():
+    from typing import Literal
+
+    check_choice("masking", "token", Literal["whole_word", "token"])
+    with pytest.raises(InputError, match=r"^masking must be one of whole_word, token, got 'word'$"):
+        check_choice("masking", "word", Literal["whole_word", "token"])
+    assert out_of_range(0.5, (0, 1, False, False)) is None and out_of_range(None, (0, 1, False, False)) is None
+    assert out_of_range(0, (0, 1, False, False)) == "must lie in (0, 1)"
+    assert out_of_range(2, (0, 1, True, True)) == "must lie in [0, 1]"
+    assert out_of_range(-1, (0, None, True, False)) == "must be at least 0"
+    assert out_of_range(0, (0, None, False, False)) == "must be positive"
+    with pytest.raises(InputError, match=r"^temperature must be positive, got 0$"):
+        check_range("temperature", 0, (0, None, False, False))

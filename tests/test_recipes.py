@@ -14,9 +14,9 @@ from st_infocse.cli import main
 from st_infocse.cli import recipe_runs as cli_recipes
 from st_infocse.cli import train as cli_train
 from st_infocse.cli.objective_flags import OBJECTIVES
-from st_infocse.cli.recipe_runs import choose_recipe_precision
 from st_infocse.recipes import RECIPES, Published, Recipe, UnknownRecipeError, get_recipe, recipe_flags, recipe_names
 from st_infocse.training.arguments import STSB_DEV_METRIC
+from st_infocse.training.precision import choose_precision as choose_recipe_precision
 
 from .conftest import _build, random_sentences, run_cli_listing_imports
 from .test_docs import ROOT
@@ -209,7 +209,7 @@ class _Stop(Exception):
 @pytest.fixture
 def cpu_without_bf16(monkeypatch):
     """This machine as a CPU without native bf16, whatever it is."""
-    monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cpu")
+    monkeypatch.setattr(st_infocse.training.precision, "accelerator_type", lambda: "cpu")
     monkeypatch.setattr(st_infocse.training.precision, "cpu_has_native_bf16", lambda *a, **k: False)
 
 
@@ -402,7 +402,7 @@ def test_on_a_cpu_without_bf16_the_recipe_trains_in_fp32_and_says_so(parsed, cpu
 
 
 def test_on_a_cpu_with_native_bf16_the_recipe_trains_in_bf16(parsed, monkeypatch, capsys):
-    monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cpu")
+    monkeypatch.setattr(st_infocse.training.precision, "accelerator_type", lambda: "cpu")
     monkeypatch.setattr(st_infocse.training.precision, "cpu_has_native_bf16", lambda *a, **k: True)
     args = parsed(["--recipe", "infocse-bert-base"])
     assert args["fp16"] is False and args["bf16"] is True and args["use_cpu"] is True
@@ -411,7 +411,7 @@ def test_on_a_cpu_with_native_bf16_the_recipe_trains_in_bf16(parsed, monkeypatch
 
 def test_on_a_gpu_the_recipe_keeps_fp16(monkeypatch):
     # fp16 cannot be built into training arguments on a CPU, so the choice is checked where it is made
-    monkeypatch.setattr(cli_recipes, "accelerator_type", lambda: "cuda")
+    monkeypatch.setattr(st_infocse.training.precision, "accelerator_type", lambda: "cuda")
     extra, chosen = cli_recipes.recipe_precision(RECIPES["infocse-bert-base"], {"fp16": True}, frozenset())
     assert extra == {} and chosen == "fp16 on cuda (the recipe's)"
 

@@ -61,10 +61,5 @@ def demo_stsb_dev_evaluator(batch_size: int = 64):
 
 
 __all__ = [
-    "SENTENCES_FILE",
-    "STSB_DEV_FILE",
-    "demo_sentences",
-    "demo_stsb_dev",
-    "demo_stsb_dev_evaluator",
-    "sentences_file",
+    "SENTENCES_FILE", "STSB_DEV_FILE", "demo_sentences", "demo_stsb_dev", "demo_stsb_dev_evaluator", "sentences_file",
 ]

@@ -9,25 +9,16 @@ from __future__ import annotations
 from st_infocse.lazy import lazy_exports
 
 _WHERE = {
-    "INFOCSE_MASK_RATE": "registry",
-    "OBJECTIVES": "registry",
-    "PRESETS": "registry",
+    **dict.fromkeys(("INFOCSE_MASK_RATE", "OBJECTIVES", "PRESETS", "Objective", "get_objective"), "registry"),
+    **dict.fromkeys(("EmptyBatchError", "NonFiniteLossError", "PredictionBoundError", "clean_texts_hint"), "_checks"),
+    **dict.fromkeys(("InforMinReconstructionLoss", "reconstruction_term"), "informin"),
+    **dict.fromkeys(("TrainingLoss", "training_losses"), "contract"),
     "AuxiliaryPretrainingLoss": "auxiliary_pretraining",
     "CMLMCSELoss": "cmlm_cse",
     "ConditionalMLMLoss": "conditional_mlm",
-    "EmptyBatchError": "_checks",
     "InfoCSELoss": "infocse",
-    "InforMinReconstructionLoss": "informin",
     "LossTerms": "terms",
-    "NonFiniteLossError": "_checks",
-    "Objective": "registry",
-    "PredictionBoundError": "_checks",
     "SimCSELoss": "simcse",
-    "TrainingLoss": "contract",
-    "clean_texts_hint": "_checks",
-    "get_objective": "registry",
-    "reconstruction_term": "informin",
-    "training_losses": "contract",
 }
 
 __all__ = sorted(_WHERE)  # every lazily exported name, listed once above

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor, nn
+
+from st_infocse.modeling.masking import OnDevice
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -31,39 +32,41 @@ def clean_texts_hint(column: str | None = None) -> str:
     )
 
 
-def refuse_labels(loss: nn.Module, labels: Tensor | None) -> None:
-    """Refuse, in one line, labels handed to a loss that reads none (the dataset's ``label`` or ``score`` column).
-
-    The trainer passes a column named ``label`` or ``score`` as ``labels``; the package's losses are unsupervised
-    and would otherwise drop it unread. A check on the argument alone: nothing is read back from the device.
-    """
+def refuse_labels(loss: nn.Module, labels: Tensor | None, features: Sequence[Any] = (), takes: int | None = None) -> None:
+    """Refuse, in one line, labels handed to a loss that reads none (the trainer passes a dataset's ``label`` or
+    ``score`` column as ``labels``), and more than ``takes`` text columns: either would be dropped unread. A check on
+    the arguments alone: nothing is read back from the device."""
     if labels is not None:
         raise ValueError(
             f"{type(loss).__name__} reads no labels, but the batch has some (the dataset's 'label' or 'score' "
             "column): remove that column, or use a loss that reads it."
         )
-
-
-def refuse_columns(loss: nn.Module, features: list[Any], takes: int) -> None:
-    """Refuse, in one line, more text columns than the loss reads (they would be tokenized and dropped unread)."""
-    if len(features) > takes:
+    if takes is not None and len(features) > takes:
         raise ValueError(
             f"{type(loss).__name__} reads {takes} text column{'s' if takes > 1 else ''}, but the batch has "
             f"{len(features)}: select the text column(s) first, e.g. dataset.select_columns(['text'])."
         )
 
 
-class EmptyTextDetector:
-    """Says, as a device tensor, whether every text of a batch is empty: only special and padding tokens.
+def refuse_unused(reason: str, **given: Any) -> None:
+    """Refuse, in one line, arguments given (not None) for a term that ``reason`` says does not run."""
+    names = [name for name, value in given.items() if value is not None]
+    if names:
+        raise ValueError(
+            f"{reason}, so {', '.join(names)} would not apply: leave {'it' if len(names) == 1 else 'them'} at the "
+            "default or turn the term on."
+        )
 
-    Nothing here reads a value back to the host; :func:`check_finite` reads the flag with the loss's own check.
-    """
+
+class EmptyTextDetector:
+    """Says, as a device tensor, whether every text of a batch is empty (only special and padding tokens); nothing is
+    read back to the host until :func:`check_finite` reads the flag."""
 
     def __init__(self, tokenizer: Any) -> None:
         unk = getattr(tokenizer, "unk_token_id", None)
         # A text of unknown characters still has content: only the tokens a tokenizer adds around text count.
         self.special_ids = sorted(set(tokenizer.all_special_ids) - {unk})
-        self._on_device: dict[torch.device, Tensor] = {}
+        self._ids = OnDevice(special=torch.tensor(self.special_ids, dtype=torch.long))
 
     @classmethod
     def for_model(cls, model: nn.Module) -> EmptyTextDetector | None:
@@ -74,12 +77,6 @@ class EmptyTextDetector:
             return None
         return cls(tokenizer)
 
-    def _ids(self, device: torch.device) -> Tensor:
-        # Cached per device: building it each step would cost a host-to-device copy per step.
-        if device not in self._on_device:
-            self._on_device[device] = torch.tensor(self.special_ids, dtype=torch.long, device=device)
-        return self._on_device[device]
-
     def __call__(self, features: Iterable[dict[str, Any]]) -> Tensor | None:
         """True when no column has a real token in any row; None when the features carry no token ids."""
         has_text = []
@@ -87,7 +84,7 @@ class EmptyTextDetector:
             ids = column.get("input_ids")
             if not isinstance(ids, Tensor):
                 return None
-            real = ~torch.isin(ids, self._ids(ids.device))
+            real = ~torch.isin(ids, self._ids("special", ids.device))
             mask = column.get("attention_mask")
             if isinstance(mask, Tensor):
                 real &= mask.bool()
@@ -97,29 +94,13 @@ class EmptyTextDetector:
         return ~torch.stack(has_text).any()
 
 
-@dataclass
-class _PendingCheck:
-    """The flags of the forward passes since the last read: the values of the first broken one, else the latest."""
-
-    values: Tensor
-    empty: Tensor
-    overflow: Tensor
-    broken: Tensor
-
-
-def check_finite(
-    loss: torch.nn.Module,
-    components: dict[str, Tensor],
-    empty: Tensor | None = None,
-    overflow: Tensor | None = None,
-) -> None:
+def check_finite(loss: torch.nn.Module, components: dict[str, Tensor], empty: Tensor | None = None,
+                 overflow: Tensor | None = None) -> None:
     """Raise :class:`EmptyBatchError` when ``empty`` is true, else :class:`NonFiniteLossError` when any component
-    is NaN or infinite, else :class:`PredictionBoundError` when ``overflow`` is true.
-
-    It stops training at the step where the loss broke instead of letting NaN weights be saved in later
-    checkpoints, or a run train on blank text. Reading the flags is one host synchronisation; with
-    ``loss.defer_checks`` set (``AuxiliaryStateCallback`` sets it for the length of a training run) the flags stay
-    on the device and :func:`raise_deferred_checks` reads them once the step has ended, before any checkpoint.
+    is NaN or infinite, else :class:`PredictionBoundError` when ``overflow`` is true: training stops at the step
+    that broke, before NaN weights are saved. Reading the flags is one host synchronisation; with
+    ``loss.defer_checks`` set (for a training run, by ``AuxiliaryStateCallback``) they stay on the device until
+    :func:`raise_deferred_checks` reads them after the step, before any checkpoint.
     """
     values = torch.stack([value.detach().float().reshape(()) for value in components.values()])
     false = torch.zeros((), dtype=torch.bool, device=values.device)
@@ -128,33 +109,28 @@ def check_finite(
     # overwrites
     overflow = false if overflow is None else overflow.to(values.device, copy=True)
     broken = ~torch.isfinite(values).all() | empty | overflow
-    names = tuple(components)
+    names, check = tuple(components), (values, empty, overflow, broken)
     if not getattr(loss, "defer_checks", False):
         if bool(broken):
-            _raise(loss, names, values, empty, overflow)
+            _raise(loss, names, *check[:3])
         return
-    pending: dict[tuple[str, ...], _PendingCheck] = loss.__dict__.setdefault("_pending_checks", {})
+    # The flags of the passes since the last read, per set of term names: the values of the first broken pass (so
+    # the error quotes the pass that broke), else the latest.
+    pending: dict[tuple[str, ...], tuple[Tensor, ...]] = loss.__dict__.setdefault("_pending_checks", {})
     before = pending.get(names)
-    if before is None:
-        pending[names] = _PendingCheck(values, empty, overflow, broken)
-        return
-    # Keep the first broken pass's values, so the error quotes the pass that broke.
-    keep = before.broken
-    pending[names] = _PendingCheck(
-        values=torch.where(keep, before.values, values),
-        empty=torch.where(keep, before.empty, empty),
-        overflow=torch.where(keep, before.overflow, overflow),
-        broken=keep | broken,
-    )
+    if before is not None:
+        keep = before[3]
+        check = (*(torch.where(keep, old, new) for old, new in zip(before[:3], check[:3], strict=True)), keep | broken)
+    pending[names] = check
 
 
 def raise_deferred_checks(loss: torch.nn.Module) -> None:
     """Read the flags :func:`check_finite` kept on the device for ``loss`` and raise as it would have; then forget
     them."""
-    pending: dict[tuple[str, ...], _PendingCheck] = loss.__dict__.pop("_pending_checks", None) or {}
-    for names, check in pending.items():
-        if bool(check.broken):
-            _raise(loss, names, check.values, check.empty, check.overflow)
+    pending: dict[tuple[str, ...], tuple[Tensor, ...]] = loss.__dict__.pop("_pending_checks", None) or {}
+    for names, (values, empty, overflow, broken) in pending.items():
+        if bool(broken):
+            _raise(loss, names, values, empty, overflow)
 
 
 def _raise(loss: torch.nn.Module, names: tuple[str, ...], values: Tensor, empty: Tensor, overflow: Tensor) -> None:

@@ -1,38 +1,25 @@
 from __future__ import annotations
 
 import copy
+import functools
 import os
-import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import torch
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import (
-    EmptyTextDetector,
-    check_finite,
-    refuse_columns,
-    refuse_inside_wrapper,
-    refuse_labels,
-)
+from st_infocse.files import check_choice
+from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_inside_wrapper, refuse_labels
 from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import MLMMetrics, warn_unless_cls_pooling
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import MLM_MASK_RATE, PRESETS, resolve_preset
 from st_infocse.losses.terms import LossTerms
-from st_infocse.modeling.auxiliary_decoder import (
-    AuxiliaryDecoder,
-    FusionInit,
-    MLMGather,
-    check_mlm_gather,
-    gathers_bounded,
-    mlm_loss,
-    prediction_bound,
-)
+from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather, gather_room, mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
-from st_infocse.modeling.masking import TokenMasker, WholeWordMasker
+from st_infocse.modeling.masking import TokenMasker, WholeWordMasker, with_ids
 
 Masking = Literal["whole_word", "token"]
 
@@ -56,25 +43,20 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         Stage 1 of InfoCSE (paper 000 §3.1): pre-train the auxiliary network before joint training.
 
         One masked copy of each sentence runs through the encoder. Two MLM losses share the encoder's lower ``k``
-        layers and one head ``W``: the encoder's own MLM on its last layer (``L_mlm``), and the auxiliary MLM
-        (``L_aux``) in which ``n`` fusion layers read ``[h ; M_{>0}]``, the sentence embedding ``h`` of the masked
-        sentence next to the ``k``-th layer's non-[CLS] states. ``L = L_mlm + aux_weight * L_aux`` (the paper uses
-        weight 1 and mask rate 0.15, Condenser's setting). The lower layers are shared here, so the ``k``-th layer
-        states are read with a forward hook on that layer, registered for the model's forward pass inside
-        ``forward`` and removed right after it (also when it fails): the model carries no hook of the loss's
-        between steps or after training.
+        layers and one head: the encoder's own MLM on its last layer (``L_mlm``), and the auxiliary MLM (``L_aux``)
+        whose ``n`` fusion layers read ``[h ; M_{>0}]``, the sentence embedding ``h`` of the masked sentence next to
+        the ``k``-th layer's non-[CLS] states, read by a forward hook that lives only for the model's forward pass.
+        ``L = L_mlm + aux_weight * L_aux`` (weight 1 and mask rate 0.15 in the paper, Condenser's setting).
 
-        This is Condenser's pre-training (``CondenserForPretraining`` with ``skip_from = k``, ``n_head_layers = n``
-        and ``--late_mlm``), and the defaults follow it: the head's vocabulary projection *is* the encoder's input
-        word-embedding matrix (``tie_head``, as in ``BertForMaskedLM``), so both MLM terms also train the
-        embeddings through the head; and words are masked whole with a fixed budget per sentence
-        (``masking="whole_word"``, Condenser's collator; see :class:`~st_infocse.modeling.masking.WholeWordMasker`).
-        With CLS pooling and no Dense module, ``h`` is Condenser's final-layer [CLS] state.
+        This is Condenser's pre-training (``CondenserForPretraining`` with ``skip_from = k``, ``n_head_layers = n``,
+        ``--late_mlm``), and the defaults follow it: the head's vocabulary projection *is* the input word-embedding
+        matrix (``tie_head``, as in ``BertForMaskedLM``), and words are masked whole with a fixed budget per sentence
+        (``masking="whole_word"``, see :class:`~st_infocse.modeling.masking.WholeWordMasker`). With CLS pooling and
+        no Dense module, ``h`` is Condenser's final-layer [CLS] state.
 
-        After training, :meth:`save_decoder` writes the decoder (with the encoder's trained lower layers copied into
-        its frozen part, and the head's projection as an untied copy of the trained embeddings); pass that folder
-        as ``decoder=`` to :class:`InfoCSELoss` for stage 2, starting from the model saved at the end of stage 1.
-        Stage 2 trains that untied head. :meth:`untied_decoder` gives the same decoder in memory.
+        After training, :meth:`save_decoder` writes the decoder (its frozen part copied from the encoder's trained
+        lower layers, its head's projection an untied copy of the trained embeddings) for ``decoder=`` of
+        :class:`InfoCSELoss` in stage 2, which starts from the model saved at the end of stage 1 and trains that head.
 
         Args:
             model: SentenceTransformer whose first module is a Hugging Face encoder with a mask token.
@@ -91,12 +73,9 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
                 encoder's own input path.
             masking: ``"whole_word"`` (Condenser: whole words, ``max(1, round(mask_rate * n))`` tokens per sentence)
                 or ``"token"`` (each token chosen independently with probability ``mask_rate``).
-            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``),
-                ``"exact"`` or ``"bounded"``,
-                how both MLM terms gather the masked positions (see
-                :class:`ConditionalMLMLoss`). With whole-word masking the bound is the per-sentence budget, which is
-                never exceeded; that masker still draws on the CPU, so only ``masking="token"`` keeps the whole
-                step free of host synchronisation.
+            mlm_gather: ``"auto"`` (default), ``"exact"`` or ``"bounded"``: how both MLM terms gather the masked
+                positions (see :class:`ConditionalMLMLoss`); with whole-word masking the bound is the per-sentence
+                budget, never exceeded.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2210.06432
@@ -145,27 +124,21 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         k = k if k is not None else resolve_preset("infocse").k(parts.depth)
         self.mask_rate = mask_rate
         self.aux_weight = aux_weight
-        if masking == "whole_word":
-            self.masker: TokenMasker | WholeWordMasker = WholeWordMasker(parts.tokenizer, mask_rate)
-        elif masking == "token":
-            self.masker = TokenMasker(parts.tokenizer, mask_rate)
-        else:
-            raise ValueError(f"masking must be 'whole_word' or 'token', got {masking!r}")
+        check_choice("masking", masking, Masking)
+        check_choice("mlm_gather", mlm_gather, MLMGather)
+        self.masker = (WholeWordMasker if masking == "whole_word" else TokenMasker)(parts.tokenizer, mask_rate)
         self.masking = masking
-        check_mlm_gather(mlm_gather)
         self.mlm_gather = mlm_gather
         self.empty_texts = EmptyTextDetector(parts.tokenizer)
-        # The decoder's lower copy is not used here (the encoder's own layers are shared); it is refreshed from the
-        # encoder when the decoder is saved.
+        # The decoder's lower copy is unused here (the encoder's layers are shared); saving refreshes it.
         self.decoder = AuxiliaryDecoder.from_encoder(
             model, k=k, n=n, fusion_init=fusion_init, detach=True, mlm_head_source=mlm_head_source
         )
         self.mlm_head_source = mlm_head_source
-        # The hook that reads layer k's output is registered for the model's forward pass in forward() and removed
-        # after it. It is one function for the loss's lifetime: a compiled model (the trainer's torch_compile) sees
-        # the same hook at every step and is not recompiled. It holds the loss weakly.
-        self._lower_outputs: list[Tensor] | None = None
-        self._keep_lower_output = _lower_output_keeper(weakref.ref(self))
+        # Layer k's outputs in the model's forward, kept by one hook function for the loss's lifetime (a compiled
+        # model sees the same hook at every step and is not recompiled); it holds the list, not the loss.
+        self._lower_outputs: list[Tensor] = []
+        self._keep_lower_output = functools.partial(_keep_output, self._lower_outputs)
         self.tie_head = tie_head
         if tie_head:
             embeddings = parts.word_embeddings.weight
@@ -175,9 +148,7 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
                     f"tie_head: the MLM head projects to {tuple(projection.weight.shape)} but the word embeddings are "
                     f"{tuple(embeddings.shape)}; pass tie_head=False."
                 )
-            # The same Parameter, not a copy: the model's parameters come first in the loss's module tree, so
-            # named_parameters() (the trainer's optimizer groups) lists it once, under the model's name, and the
-            # auxiliary state saved with checkpoints leaves it to the model's own checkpoint.
+            # The same Parameter: listed once by named_parameters(), under the model's name, and saved with the model.
             projection.weight = embeddings
         self.metrics = MLMMetrics()
 
@@ -186,41 +157,28 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         return self.decoder.config.k
 
     def max_predictions(self, labels: Tensor) -> int | None:
-        """Room for the masked positions of ``labels`` under a bounded gather; None for the exact gather."""
-        if not gathers_bounded(self.mlm_gather, labels.device):
-            return None
-        if self.masking == "whole_word":
-            # No row gets more than its budget, max(1, round(mask_rate * n)), and n is at most the row width.
-            rows, width = labels.shape
-            return rows * max(1, round(self.mask_rate * width))
-        return prediction_bound(labels.numel(), self.mask_rate)
+        """Room for the masked positions of ``labels`` under a bounded gather; None for the exact gather. Whole-word
+        masking gives no row more than its budget, ``max(1, round(mask_rate * n))`` with ``n`` at most the width."""
+        return gather_room(self.mlm_gather, labels, self.mask_rate, per_row=self.masking == "whole_word")
 
-    def forward(
-        self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
-    ) -> dict[str, Tensor]:
-        refuse_labels(self, labels)
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]],
+                labels: Tensor | None = None) -> dict[str, Tensor]:
         columns = list(sentence_features)
-        refuse_columns(self, columns, takes=1)
+        refuse_labels(self, labels, columns, takes=1)
         features = columns[0]
         refuse_inside_wrapper(self, self.model, "stage 1 (a masked-LM pass with a hook on layer k)",
                               "the loss unwrapped: stage 1 trains the decoder, not the embedding")
         masked_ids, mlm_labels = self.masker(features["input_ids"], features["attention_mask"])
-        masked = {
-            key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")
-        }
-        masked["input_ids"] = masked_ids
-
-        captured: list[Tensor] = []
-        self._lower_outputs = captured
+        self._lower_outputs.clear()
         self._hook_lower_layer()
         try:
-            out = self.model(masked)
+            out = self.model(with_ids(features, masked_ids))
         finally:
             self._unhook_lower_layer()
-            self._lower_outputs = None
-        if not captured:
+        if not self._lower_outputs:
             raise RuntimeError(f"The model's forward pass did not run encoder layer {self.k}; is it the encoder's layer stack?")
-        # Gradient checkpointing can run a layer more than once; the first pass is the forward one.
+        lower_hidden = self._lower_outputs.pop(0)
+        self._lower_outputs.clear()
         bound = self.max_predictions(mlm_labels)
         encoder_mlm = mlm_loss(self.decoder.head, out["token_embeddings"], mlm_labels, bound)
         aux = self.decoder(
@@ -228,7 +186,7 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
             masked_ids,
             features["attention_mask"],
             mlm_labels,
-            lower_hidden=captured[0],
+            lower_hidden=lower_hidden,
             max_predictions=bound,
         )
         self.metrics.update(aux)
@@ -237,12 +195,9 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         check_finite(self, losses, self.empty_texts([features]), overflow=overflow)
         return LossTerms(losses)
 
-    # Registering and removing a hook cannot be traced by torch.compile (its RemovableHandle): when the whole loss is
-    # compiled, these two run eagerly as declared breaks around the model's forward, which stays in the graph; the
-    # handle never enters traced code.
+    # torch.compile cannot trace a hook's RemovableHandle: these two run eagerly around the compiled model forward.
     @torch.compiler.disable
     def _hook_lower_layer(self) -> None:
-        """Read layer k's output during the next model forward (see :meth:`_unhook_lower_layer`)."""
         self._unhook_lower_layer()
         self._hook_handle = self._parts[0].layers[self.k - 1].register_forward_hook(self._keep_lower_output)
 
@@ -266,28 +221,15 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
 
     def get_config_dict(self) -> dict[str, Any]:
         """Every argument of the objective as applied (the model card lists them)."""
-        return {
-            "k": self.k,
-            "n": self.decoder.config.n,
-            "mask_rate": self.mask_rate,
-            "aux_weight": self.aux_weight,
-            "fusion_init": self.decoder.config.fusion_init,
-            "mlm_head_source": self.mlm_head_source,
-            "tie_head": self.tie_head,
-            "masking": self.masking,
-            "mlm_gather": self.mlm_gather,
-        }
+        return {"k": self.k, "n": self.decoder.config.n, "mask_rate": self.mask_rate, "aux_weight": self.aux_weight,
+                "fusion_init": self.decoder.config.fusion_init, "mlm_head_source": self.mlm_head_source,
+                "tie_head": self.tie_head, "masking": self.masking, "mlm_gather": self.mlm_gather}
 
     @property
     def citation(self) -> str:
         return INFOCSE_CITATION
 
 
-def _lower_output_keeper(loss_ref: weakref.ref) -> Callable[[nn.Module, Any, Any], None]:
-    def keep_output(module: nn.Module, args: Any, output: Any) -> None:
-        loss = loss_ref()
-        if loss is not None and loss._lower_outputs is not None:
-            loss._lower_outputs.append(output[0] if isinstance(output, tuple) else output)
-
-    return keep_output
+def _keep_output(kept: list[Tensor], module: nn.Module, args: Any, output: Any) -> None:
+    kept.append(output[0] if isinstance(output, tuple) else output)
 

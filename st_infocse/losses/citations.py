@@ -1,10 +1,5 @@
-"""BibTeX of the papers behind the losses, for the model cards sentence-transformers writes (``loss.citation``).
-
-Each entry carries its arXiv identifier (``eprint``, ``archivePrefix``) and ``url``, checked against the papers'
-arXiv abstract pages or listings (title, authors and abstract matching the papers' texts): SimCSE 2104.08821 (also
-cited by that number in papers 000, 002 and 003), InfoCSE 2210.06432, InforMin-CL 2209.10951, IDC (Yang et al. 2022,
-"A Mutually Reinforced Framework for Pretrained Sentence Embeddings") 2202.13802, CMLM-CSE 2306.09594.
-"""
+"""BibTeX of the papers behind the losses, for the model cards sentence-transformers writes (``loss.citation``);
+each entry carries its arXiv identifier and address, checked against the paper's arXiv page."""
 
 SIMCSE_CITATION = """
 @inproceedings{gao2021simcse,

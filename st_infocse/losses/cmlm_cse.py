@@ -22,13 +22,11 @@ class CMLMCSELoss(InfoCSELoss):
         **kwargs: Any,
     ) -> None:
         """
-        CMLM-CSE: SimCSE plus a conditional MLM through an auxiliary network (paper 003), the sibling of InfoCSE with
-        a deeper frozen part and one more fusion layer. Defaults are the configuration behind the paper's headline
-        numbers (STS-B dev 83.76, STS avg 76.80): ``k`` = two thirds of the encoder depth (8 of 12, Table 6 row 8-3),
-        ``n=3``, mask rate 0.15 (Table 3: "we still used random word masking of 15%"; Table 4's 40% is one ablation's
-        best dev score), ``lambda_=0.005`` (Table 5), and unsupervised SimCSE's settings (section 4.1), hence SimCSE's
-        training-only MLP head (``projection="mlp"``). Fusion layers start fresh. Every argument of
-        :class:`InfoCSELoss` applies; unset ones take these defaults.
+        CMLM-CSE: SimCSE plus a conditional MLM through an auxiliary network (paper 003), InfoCSE's sibling with a
+        deeper frozen part and one more fusion layer. The defaults are the paper's headline configuration: ``k`` = two
+        thirds of the depth (8 of 12, Table 6 row 8-3), ``n=3``, mask rate 0.15 (Table 3), ``lambda_=0.005`` (Table
+        5), fresh fusion layers and unsupervised SimCSE's settings (section 4.1), hence its training-only MLP head.
+        Every argument of :class:`InfoCSELoss` applies; unset ones take these defaults.
 
         Args:
             model: the SentenceTransformer to train (its first module a Hugging Face encoder).

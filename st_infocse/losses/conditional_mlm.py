@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import logging
 import os
 import warnings
 from collections.abc import Iterable
@@ -11,32 +10,20 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
+from st_infocse.files import check_choice
 from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_labels
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import OBJECTIVES, Preset, resolve_preset
 from st_infocse.losses.terms import LossTerms
-from st_infocse.modeling.auxiliary_decoder import (
-    AuxiliaryDecoder,
-    FusionInit,
-    MLMGather,
-    MLMOutput,
-    check_mlm_gather,
-    gathers_bounded,
-    prediction_bound,
-)
+from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather, MLMOutput, gather_room
 from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
 
-logger = logging.getLogger(__name__)
-
 
 def warn_unless_cls_pooling(model: nn.Module, loss_name: str) -> None:
-    """Warn (once per call site) when the model does not pool the last layer's [CLS] token.
-
-    The conditional MLM puts the sentence embedding in the [CLS] slot of the auxiliary decoder; the papers'
-    embedding is that token (SimCSE's ``cls_before_pooler``). A mean-pooled model still trains, but it is not the
-    papers' method.
-    """
+    """Warn (once per call site) when the model does not pool the last layer's [CLS] token, the papers' embedding
+    (SimCSE's ``cls_before_pooler``), which the auxiliary decoder reads in its [CLS] slot: a mean-pooled model still
+    trains, but it is not the papers' method."""
     modes = [getattr(module, "pooling_mode", None) for module in model.children() if hasattr(module, "pooling_mode")]
     if modes and modes[0] != "cls":
         warnings.warn(
@@ -47,59 +34,31 @@ def warn_unless_cls_pooling(model: nn.Module, loss_name: str) -> None:
         )
 
 
-def refuse_beside_decoder(decoder: Any, **given: Any) -> None:
-    """Refuse, in one line, a decoder setting given beside a decoder that it cannot apply to.
-
-    ``k``, ``n``, ``fusion_init`` and ``detach`` describe a decoder that already exists (``decoder.config``): a
-    value equal to the given decoder's own is accepted (it is what applies), another is refused. ``mlm_head_source``
-    chooses where a *new* decoder's head comes from; beside a decoder it is refused whatever its value. None means
-    not given.
-    """
-    for name, value in given.items():
-        if value is None:
-            continue
-        if name == "mlm_head_source":
-            raise ValueError(
-                f"mlm_head_source={value!r} does not apply beside a given decoder, which brings its own MLM head."
-            )
-        saved = getattr(decoder.config, name)
-        if value != saved:
-            raise ValueError(f"{name}={value!r} differs from the given decoder's {name}={saved!r}.")
-
-
 class MLMMetrics:
-    """Running sums of the auxiliary MLM loss and accuracy between two log steps.
+    """Running sums of the auxiliary MLM loss, correct predictions and predictions between two log steps.
 
     The sums stay device tensors, so recording a step reads nothing back to the host; :meth:`pop` reads them.
     """
 
     def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        self.loss_sum: Tensor | None = None
-        self.correct: Tensor | None = None
-        self.total: Tensor | None = None
+        self.sums: list[Tensor] | None = None
         self.steps = 0
 
     def update(self, output: MLMOutput) -> None:
-        loss, correct, total = output.loss.detach().float(), output.correct.detach(), output.total.detach()
-        if self.loss_sum is None or self.correct is None or self.total is None:
-            # copies: a compiled decoder's outputs live in CUDA-graph memory that the next step's replay overwrites
-            self.loss_sum, self.correct, self.total = loss.clone(), correct.clone(), total.clone()
-        else:
-            self.loss_sum, self.correct, self.total = self.loss_sum + loss, self.correct + correct, self.total + total
+        values = [output.loss.detach().float(), output.correct.detach(), output.total.detach()]
+        # copies: a compiled decoder's outputs live in CUDA-graph memory that the next step's replay overwrites
+        self.sums = [v.clone() for v in values] if self.sums is None else [a + b for a, b in zip(self.sums, values, strict=True)]
         self.steps += 1
 
     def pop(self) -> dict[str, float]:
         """Mean loss and accuracy since the last call; empty when nothing was recorded."""
-        if not self.steps or self.loss_sum is None or self.correct is None or self.total is None:
+        if self.sums is None:
             return {}
-        result = {"cmlm_loss": self.loss_sum.item() / self.steps}
-        total = int(self.total.item())
-        if total:
-            result["cmlm_accuracy"] = int(self.correct.item()) / total
-        self.reset()
+        (loss, correct, total), steps = self.sums, self.steps
+        self.sums, self.steps = None, 0
+        result = {"cmlm_loss": loss.item() / steps}
+        if int(total.item()):
+            result["cmlm_accuracy"] = int(correct.item()) / int(total.item())
         return result
 
 
@@ -122,45 +81,38 @@ class ConditionalMLMLoss(TrainingLoss):
         Conditional masked language modelling through an auxiliary decoder (InfoCSE paper 000 §3.2; CMLM-CSE).
 
         Each sentence is masked (80% [MASK] / 10% random / 10% kept, never special or padding tokens) and run
-        through a frozen copy of the encoder's embeddings and lower ``k`` layers; its non-[CLS] states are
-        concatenated after the model's sentence embedding ``h`` of the *unmasked* sentence and run through ``n``
-        trainable fusion layers and an untied MLM head. The loss is the cross-entropy on the masked positions, so
-        the encoder learns from it only through ``h``: the sentence embedding must carry what the frozen lower
-        layers cannot recover.
-
-        This loss alone is the auxiliary term; combine it with a contrastive loss through :class:`InfoCSELoss`.
+        through a frozen copy of the encoder's embeddings and lower ``k`` layers; its non-[CLS] states follow the
+        model's sentence embedding ``h`` of the *unmasked* sentence through ``n`` trainable fusion layers and an
+        untied MLM head. The encoder learns from the masked positions' cross-entropy only through ``h``, which must
+        carry what the frozen lower layers cannot recover. This is the auxiliary term alone; :class:`InfoCSELoss`
+        combines it with a contrastive loss.
 
         Args:
             model: SentenceTransformer whose first module is a Hugging Face encoder with a mask token, with CLS
-                pooling: the decoder is conditioned on the sentence embedding in the [CLS] slot, as in the papers
-                (a warning says so once when the pooling is another).
-            preset: ``"infocse"`` (the released scripts: k = 6 on encoders of 12 or more layers, half the depth
-                below; n = 2; mask rate 0.40, 0.30 from 24 layers; fresh fusion layers) or ``"cmlm-cse"`` (paper 003:
-                k = two thirds of the depth, 8 of 12; n = 3; mask rate 0.15; fresh fusion layers). Explicit
-                ``k``, ``n``, ``mask_rate``, ``fusion_init`` override the preset.
-            k: lower layers copied and frozen in the auxiliary decoder (``1 <= k < depth``); None (default): the
-                preset's for the encoder's depth, or the given decoder's.
+                pooling, whose slot the papers condition the decoder on (a warning says so once otherwise).
+            preset: ``"infocse"`` (the released scripts: k = 6 from 12 layers, half the depth below; n = 2; mask
+                rate 0.40, 0.30 from 24 layers) or ``"cmlm-cse"`` (paper 003: k = two thirds of the depth; n = 3;
+                mask rate 0.15); both start fresh fusion layers. Explicit arguments override the preset.
+            k: lower layers copied and frozen (``1 <= k < depth``); None (default): the preset's, or the decoder's.
             n: fusion layers; None (default): the preset's, or the given decoder's.
             mask_rate: share of real tokens chosen for prediction; None (default): the preset's for the encoder's
-                depth (``st_infocse/losses/registry.py``). It applies with a given decoder too.
-            decoder: a stage-1 auxiliary decoder (:class:`~st_infocse.modeling.AuxiliaryDecoder` or a folder written
-                by its ``save_pretrained``); if None (default), a new one is initialised from the model's own weights.
-                A given decoder brings its own shape, fusion layers, frozen copy and head: ``k``, ``n``,
-                ``fusion_init`` and ``detach`` may be given only with the decoder's own values, and
-                ``mlm_head_source`` not at all; anything else is refused with a ``ValueError`` naming it.
-            fusion_init: ``"fresh"`` (None, the default, takes the preset's, which is ``"fresh"`` for both presets:
-                random layers with the encoder's ``initializer_range``, as the authors' ``BertForCL`` builds its
-                ``c_head``) or ``"copy"`` (the encoder layers above ``k``).
-            detach: freeze the lower copy; None (default): the preset's, ``True`` (paper 000 §3.2), or the given
-                decoder's own (``False`` is paper 000's "w/o detach" ablation, Table 6).
+                depth. It applies with a given decoder too.
+            decoder: a stage-1 :class:`~st_infocse.modeling.AuxiliaryDecoder` or a folder written by its
+                ``save_pretrained``; None (default) initialises one from the model's own weights. A given decoder
+                brings its own shape, layers and head: ``k``, ``n``, ``fusion_init`` and ``detach`` other than its
+                own, or any ``mlm_head_source``, are refused with a ``ValueError`` naming them.
+            fusion_init: ``"fresh"`` (None, the default, takes the preset's ``"fresh"``: random layers with the
+                encoder's ``initializer_range``, as the authors' ``BertForCL`` builds its ``c_head``) or ``"copy"``
+                (the encoder layers above ``k``).
+            detach: freeze the lower copy; None (default): the preset's ``True`` (paper 000 §3.2), or the decoder's
+                own (``False`` is paper 000's "w/o detach" ablation, Table 6).
             mlm_head_source: model path or hub id holding the MLM head; None (default): the model's own path. Without
                 a head in the checkpoint a new one is made and a warning says so.
             mlm_gather: ``"exact"`` runs the MLM head on exactly the masked positions, which reads their count (one
-                host synchronisation per step on a GPU); ``"bounded"`` runs it on a static number of positions (the
-                binomial mean plus 8 standard deviations) with the rest ignored, reading nothing; a batch with more
-                masked positions than that stops training with an error instead of being cut. ``"auto"`` (default)
-                is exact on the CPU, where reading the count costs nothing, and bounded on accelerators and under
-                ``torch.compile``.
+                host synchronisation per step on a GPU); ``"bounded"`` on a static number of positions (the binomial
+                mean plus 8 standard deviations), reading nothing, and a batch with more masked positions stops
+                training with an error instead of being cut. ``"auto"`` (default) is exact on the CPU and bounded on
+                accelerators and under ``torch.compile``.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings. https://arxiv.org/abs/2210.06432
@@ -193,8 +145,7 @@ class ConditionalMLMLoss(TrainingLoss):
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.ConditionalMLMLoss(model, preset="infocse")
-                trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
-                trainer.train()
+                SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
         """
         super().__init__()
         self.model = model
@@ -205,19 +156,25 @@ class ConditionalMLMLoss(TrainingLoss):
         self.mask_rate = settings.mask_rate
         self.masker = TokenMasker(parts.tokenizer, self.mask_rate)
         self.empty_texts = EmptyTextDetector(parts.tokenizer)
-        check_mlm_gather(mlm_gather)
+        check_choice("mlm_gather", mlm_gather, MLMGather)
         self.mlm_gather = mlm_gather
         self.mlm_head_source = mlm_head_source
         #: Where the decoder came from: the folder given, ``"AuxiliaryDecoder"`` for an object, None for a new one.
         self.decoder_source: str | None = None
         if decoder is not None:
-            refuse_beside_decoder(decoder, mlm_head_source=mlm_head_source)
+            if mlm_head_source is not None:
+                raise ValueError(f"mlm_head_source={mlm_head_source!r} does not apply beside a given decoder, which "
+                                 "brings its own MLM head.")
             if not isinstance(decoder, AuxiliaryDecoder):
                 self.decoder_source = str(decoder)
                 decoder = AuxiliaryDecoder.from_pretrained(decoder)
             else:
                 self.decoder_source = type(decoder).__name__
-            refuse_beside_decoder(decoder, k=k, n=n, fusion_init=fusion_init, detach=detach)
+            # These describe the given decoder: its own value is what applies, another is refused.
+            for name, value in {"k": k, "n": n, "fusion_init": fusion_init, "detach": detach}.items():
+                if value is not None and value != getattr(decoder.config, name):
+                    raise ValueError(f"{name}={value!r} differs from the given decoder's "
+                                     f"{name}={getattr(decoder.config, name)!r}.")
             decoder.check_compatible(model)
             decoder.use_attention_of(parts.config)
             self.decoder = decoder.to(parts.hf_model.device)
@@ -238,9 +195,7 @@ class ConditionalMLMLoss(TrainingLoss):
 
     def max_predictions(self, labels: Tensor) -> int | None:
         """Room for the masked positions of ``labels`` under a bounded gather; None for the exact gather."""
-        if not gathers_bounded(self.mlm_gather, labels.device):
-            return None
-        return prediction_bound(labels.numel(), self.mask_rate)
+        return gather_room(self.mlm_gather, labels, self.mask_rate)
 
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], view_features: list[dict[str, Any]]) -> MLMOutput:
         """Conditional MLM over the given views, each conditioned on its own (unmasked) sentence embedding: one
@@ -259,14 +214,8 @@ class ConditionalMLMLoss(TrainingLoss):
             # Views of one width share a single pass through the decoder.
             token_types = None if any(t is None for t in types) else torch.cat(types)
             all_labels = torch.cat(labels)
-            output = self.decoder(
-                torch.cat(embeddings),
-                torch.cat(masked),
-                torch.cat(masks),
-                all_labels,
-                token_type_ids=token_types,
-                max_predictions=self.max_predictions(all_labels),
-            )
+            output = self.decoder(torch.cat(embeddings), torch.cat(masked), torch.cat(masks), all_labels,
+                                  token_type_ids=token_types, max_predictions=self.max_predictions(all_labels))
         else:
             outputs = [
                 self.decoder(emb, ids, mask, lab, token_type_ids=tt, max_predictions=self.max_predictions(lab))
@@ -299,17 +248,10 @@ class ConditionalMLMLoss(TrainingLoss):
 
     def get_config_dict(self) -> dict[str, Any]:
         """Every argument of the objective as applied: the preset, the decoder's shape and start, the mask rate."""
-        return {
-            "preset": self.preset,
-            "k": self.k,
-            "n": self.n,
-            "mask_rate": self.mask_rate,
-            "decoder": self.decoder_source,
-            "fusion_init": self.decoder.config.fusion_init,
-            "detach": self.decoder.config.detach,
-            "mlm_head_source": self.mlm_head_source,
-            "mlm_gather": self.mlm_gather,
-        }
+        return {"preset": self.preset, "k": self.k, "n": self.n, "mask_rate": self.mask_rate,
+                "decoder": self.decoder_source, "fusion_init": self.decoder.config.fusion_init,
+                "detach": self.decoder.config.detach, "mlm_head_source": self.mlm_head_source,
+                "mlm_gather": self.mlm_gather}
 
     @property
     def citation(self) -> str:

@@ -1,24 +1,15 @@
 """What a loss offers the training loop: the public contract behind ``AuxiliaryStateCallback``.
 
 Every loss of this package derives from :class:`TrainingLoss`. A trainer callback (or a hand-written loop) reaches
-the losses inside a combined loss through :func:`training_losses` and, for each, may:
-
-- set :attr:`TrainingLoss.training_step` before a step, so that a failing check names the step;
-- :meth:`~TrainingLoss.defer_step_checks` for the length of a run: the NaN / empty-batch / overflow checks then
-  keep their flags on the device instead of reading them every forward pass (no host synchronisation), and
-  :meth:`~TrainingLoss.raise_step_checks` reads them once the step has ended and raises as the check would have;
-- :meth:`~TrainingLoss.pop_metrics` at each log: the loss's own metrics (e.g. the auxiliary MLM's loss and
-  accuracy) averaged since the last call;
-- :meth:`~TrainingLoss.separately_clipped_parameters`: parameters to clip under a norm of their own rather than
-  with the model's (empty unless a loss says otherwise).
-
-A loss of this package gets all of this by deriving from :class:`TrainingLoss` and passing its terms through the
-package's step check (``check_finite`` in ``losses/_checks.py``) in ``forward``.
+the losses inside a combined loss through :func:`training_losses` and, for each, may set
+:attr:`~TrainingLoss.training_step` (a failing check names the step); :meth:`~TrainingLoss.defer_step_checks` for a
+run, so that the NaN / empty-batch / overflow checks keep their flags on the device and
+:meth:`~TrainingLoss.raise_step_checks` reads them once the step has ended; :meth:`~TrainingLoss.pop_metrics` at each
+log; and clip :meth:`~TrainingLoss.separately_clipped_parameters` under a norm of their own.
 
 A loss that trains modules of its own without the callback (a plain ``SentenceTransformerTrainer`` or
-``model.fit``) warns once per process, naming the callback: those modules then escape joint gradient clipping and
-are not saved in checkpoints, so a resumed run restarts them. The callback is what marks a run (it defers the step
-checks for the length of the run); a loss in evaluation mode or under ``torch.no_grad`` says nothing.
+``model.fit``) warns once per process: those modules then escape joint gradient clipping and are not saved in
+checkpoints. A loss in evaluation mode or under ``torch.no_grad`` says nothing.
 """
 
 from __future__ import annotations

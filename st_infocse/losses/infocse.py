@@ -7,11 +7,12 @@ from typing import Any, Literal
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
-from st_infocse.losses._checks import check_finite, refuse_labels
+from st_infocse.files import check_choice
+from st_infocse.losses._checks import check_finite, refuse_labels, refuse_unused
 from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss
 from st_infocse.losses.contract import TrainingLoss
-from st_infocse.losses.informin import REDUCTIONS, Reduction, reconstruction_term
+from st_infocse.losses.informin import Reduction, reconstruction_term
 from st_infocse.losses.registry import PRESETS, Preset, check_bounds, resolve_preset
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.losses.terms import LossTerms
@@ -20,17 +21,6 @@ from st_infocse.modeling.gradient import scale_gradient
 from st_infocse.modeling.heads import ProjectionKind
 
 AuxGradient = Literal["weighted", "full"]
-AUX_GRADIENTS: tuple[str, ...] = ("weighted", "full")
-
-
-def _refuse_unused(reason: str, **given: Any) -> None:
-    """Refuse, in one line, arguments given (not None) for a term that ``reason`` says does not run."""
-    names = [name for name, value in given.items() if value is not None]
-    if names:
-        raise ValueError(
-            f"{reason}, so {', '.join(names)} would not apply: leave {'it' if len(names) == 1 else 'them'} at the "
-            "default or turn the term on."
-        )
 
 
 class InfoCSELoss(TrainingLoss):
@@ -62,22 +52,18 @@ class InfoCSELoss(TrainingLoss):
 
         The defaults are the authors' released run (caskcsg/sentemb ``InfoCSE/Infocse-bert-base.sh``): the
         contrastive term is :class:`SimCSELoss` through the training-only BatchNorm projection (``--batchnorm``),
-        applied once to all views stacked; the conditional MLM (:class:`ConditionalMLMLoss`) runs on every view,
-        each masked independently at rate 0.40 and conditioned on that view's own sentence embedding, so it costs no
-        extra encoder pass: a frozen copy of the lower ``k`` layers reads the masked text, ``n`` fusion layers combine it
-        with the sentence embedding, and an untied head predicts the masked tokens. The auxiliary modules belong to
-        the loss: they are trained with the model but never saved in it (use
+        applied once to all views stacked; the conditional MLM (:class:`ConditionalMLMLoss`) runs on every view, each
+        masked independently at rate 0.40 and conditioned on its own sentence embedding, so it costs no extra encoder
+        pass. The auxiliary modules belong to the loss: trained with the model, never saved in it (use
         :class:`~st_infocse.training.AuxiliaryStateCallback` to keep them across checkpoints).
 
-        Returns a dict ``{"contrastive", "cmlm"[, "reconstruction"]}`` of weighted terms, which the trainer sums
-        and logs one by one. With ``lambda_=0`` the MLM is not computed and the loss is exactly
-        ``SimCSELoss(model, projection=projection)``'s; the arguments of the MLM term (``k``, ``n``, ``mask_rate``,
-        ``decoder``, ``fusion_init``, ``mlm_head_source``, and ``detach``, ``mlm_gather``, ``aux_gradient`` at a value
-        other than their default) then have nothing to apply to and are refused with a ``ValueError`` naming them.
-
-        For the authors' optimisation as well, train with :class:`~st_infocse.training.AuxiliaryLossTrainer`
-        (it clips the encoder and the loss's own modules under one ``max_grad_norm``, as their trainer did) and
-        start from a CLS-pooled model; ``docs/REPRODUCING.md`` lists the remaining differences.
+        Returns the weighted terms ``{"contrastive", "cmlm"[, "reconstruction"]}``, which the trainer sums and logs
+        one by one. With ``lambda_=0`` the MLM is not computed and the loss is exactly
+        ``SimCSELoss(model, projection=projection)``'s; the MLM's arguments (``k``, ``n``, ``mask_rate``,
+        ``decoder``, ``fusion_init``, ``mlm_head_source``; ``detach``, ``mlm_gather``, ``aux_gradient`` other than
+        their default) are then refused with a ``ValueError`` naming them. Train with
+        :class:`~st_infocse.training.AuxiliaryLossTrainer` (one ``max_grad_norm`` over the encoder and the loss's
+        modules, as the authors' trainer) from a CLS-pooled model; ``docs/REPRODUCING.md`` lists what else differs.
 
         Args:
             model: SentenceTransformer whose first module is a Hugging Face encoder, with CLS pooling (the papers'
@@ -86,37 +72,31 @@ class InfoCSELoss(TrainingLoss):
             temperature: contrastive temperature.
             projection: training-only projection head for the contrastive term: ``"bn-mlp"`` (default, the released
                 script's ``--batchnorm`` head), ``"mlp"`` (SimCSE's Linear + Tanh) or ``None`` (no head).
-            k: frozen lower layers of the auxiliary decoder; None (default): 6 for encoders of 12 or more layers (both
-                released scripts, base and large, use ``--skip_from 6``), half the depth below that (the preset's).
+            k: frozen lower layers of the auxiliary decoder; None (default): the preset's, 6 for encoders of 12 or
+                more layers (``--skip_from 6`` in both released scripts), half the depth below.
             n: fusion layers; None (default): the preset's, 2.
-            mask_rate: masking rate of the auxiliary MLM; None (default): the preset's, 0.40 (0.30 from 24 layers,
-                the large script).
+            mask_rate: masking rate of the auxiliary MLM; None (default): the preset's, 0.40 (0.30 from 24 layers).
             decoder: a stage-1 decoder (object or folder from ``AuxiliaryPretrainingLoss.save_decoder``); None
                 (default) builds one from the model. Beside a decoder, ``k``, ``n``, ``fusion_init`` and ``detach``
-                must be left unset or equal the decoder's own, and ``mlm_head_source`` unset (see
-                :class:`ConditionalMLMLoss`).
+                must be unset or the decoder's own, and ``mlm_head_source`` unset (see :class:`ConditionalMLMLoss`).
             fusion_init: ``"fresh"`` (None, the default, takes the preset's ``"fresh"``: random layers with the
-                encoder's ``initializer_range``, as the released script starts them) or ``"copy"`` (the encoder
-                layers above ``k``).
+                encoder's ``initializer_range``, as the released script) or ``"copy"`` (the encoder layers above k).
             detach: freeze the decoder's lower copy; None (default): the preset's, ``True`` (paper 000 §3.2).
             informin_weight: weight of InforMin-CL's reconstruction term between the two views (0 = off, default).
-            informin_reduction: scaling of that term, ``"official"`` (default) or ``"eq8"``, see
+            informin_reduction: its scaling, ``"official"`` (default) or ``"eq8"``, see
                 :func:`~st_infocse.losses.informin.reconstruction_term`; another value with ``informin_weight=0`` is
                 refused.
             gather_across_devices: gather contrastive candidates across processes.
             mlm_head_source: model path or hub id to take the MLM head from; None (default): the model's own.
-            mlm_gather: ``"auto"`` (default: exact on the CPU, bounded on accelerators and under ``torch.compile``),
-                ``"exact"`` or ``"bounded"``,
-                how the auxiliary MLM gathers the masked positions (see :class:`ConditionalMLMLoss`; ``"bounded"``
-                reads nothing back to the host).
-            aux_gradient: what the auxiliary decoder (fusion layers and MLM head) learns from. ``"weighted"``
-                (default, the released script): ``lambda_ * L_aux`` is one term of the loss, so the decoder
-                receives ``lambda_`` times the MLM gradient, like the encoder; at ``lambda_=1e-5`` most of its
-                gradient elements fall below AdamW's ``eps`` and it learns slowly. ``"full"``: the decoder receives
-                the unweighted MLM gradient while the encoder still receives exactly ``lambda_`` times it through
-                the sentence embedding (a gradient scale on ``h`` where it enters the decoder); the logged ``cmlm``
-                term keeps its value ``lambda_ * L_aux``, and :class:`~st_infocse.training.AuxiliaryLossTrainer`
-                clips the decoder's gradients under their own norm so that they do not shrink the encoder's step.
+            mlm_gather: ``"auto"`` (default), ``"exact"`` or ``"bounded"``: how the auxiliary MLM gathers the masked
+                positions (see :class:`ConditionalMLMLoss`).
+            aux_gradient: what the decoder (fusion layers and MLM head) learns from. ``"weighted"`` (default, the
+                released script): ``lambda_ * L_aux`` is one term of the loss, so the decoder receives ``lambda_``
+                times the MLM gradient, like the encoder; at ``lambda_=1e-5`` most of its gradient elements fall below
+                AdamW's ``eps`` and it learns slowly. ``"full"``: the decoder receives the unweighted MLM gradient,
+                while the encoder still receives ``lambda_`` times it through the sentence embedding; the logged
+                ``cmlm`` term keeps its value, and :class:`~st_infocse.training.AuxiliaryLossTrainer` clips the
+                decoder's gradients under their own norm so that they do not shrink the encoder's step.
 
         References:
             - Wu et al. 2022. InfoCSE: Information-aggregated Contrastive Learning of Sentence Embeddings
@@ -156,49 +136,29 @@ class InfoCSELoss(TrainingLoss):
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.InfoCSELoss(model, lambda_=1e-5)
-                trainer = AuxiliaryLossTrainer(model=model, train_dataset=train_dataset, loss=loss)
-                trainer.train()
+                AuxiliaryLossTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
         """
         super().__init__()
         self.model = model
         settings = resolve_preset(self.preset_name)
         self.lambda_ = settings.lambda_ if lambda_ is None else lambda_
         check_bounds(lambda_=self.lambda_, informin_weight=informin_weight)
-        if aux_gradient not in AUX_GRADIENTS:
-            raise ValueError(f"aux_gradient must be one of {AUX_GRADIENTS}, got {aux_gradient!r}.")
-        if informin_reduction not in REDUCTIONS:
-            raise ValueError(f"informin_reduction must be one of {REDUCTIONS}, got {informin_reduction!r}.")
+        check_choice("aux_gradient", aux_gradient, AuxGradient)
+        check_choice("informin_reduction", informin_reduction, Reduction)
         if not self.lambda_:
-            _refuse_unused(
-                "lambda_=0 turns the conditional MLM off",
-                k=k,
-                n=n,
-                mask_rate=mask_rate,
-                decoder=decoder,
-                fusion_init=fusion_init,
-                mlm_head_source=mlm_head_source,
+            refuse_unused(
+                "lambda_=0 turns the conditional MLM off", k=k, n=n, mask_rate=mask_rate, decoder=decoder,
+                fusion_init=fusion_init, mlm_head_source=mlm_head_source,
                 detach=None if detach == settings.detach else detach,
                 mlm_gather=None if mlm_gather == "auto" else mlm_gather,
                 aux_gradient=None if aux_gradient == "weighted" else aux_gradient,
             )
         if not informin_weight:
-            _refuse_unused(
-                "informin_weight=0 turns the reconstruction term off",
-                informin_reduction=None if informin_reduction == "official" else informin_reduction,
-            )
+            refuse_unused("informin_weight=0 turns the reconstruction term off",
+                          informin_reduction=None if informin_reduction == "official" else informin_reduction)
         self.contrastive = SimCSELoss(model, temperature, projection, gather_across_devices)
-        self.cmlm = ConditionalMLMLoss(
-            model,
-            preset=self.preset_name,
-            k=k,
-            n=n,
-            mask_rate=mask_rate,
-            decoder=decoder,
-            fusion_init=fusion_init,
-            detach=detach,
-            mlm_head_source=mlm_head_source,
-            mlm_gather=mlm_gather,
-        )
+        self.cmlm = ConditionalMLMLoss(model, self.preset_name, k, n, mask_rate, decoder, fusion_init, detach,
+                                       mlm_head_source, mlm_gather)
         self.informin_weight = informin_weight
         self.informin_reduction = informin_reduction
         self.aux_gradient = aux_gradient
@@ -207,9 +167,8 @@ class InfoCSELoss(TrainingLoss):
     def decoder(self) -> AuxiliaryDecoder:
         return self.cmlm.decoder
 
-    def forward(
-        self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None
-    ) -> dict[str, Tensor]:
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]],
+                labels: Tensor | None = None) -> dict[str, Tensor]:
         refuse_labels(self, labels)
         features = list(sentence_features)
         embeddings, views = self.contrastive.embed(features)
@@ -248,14 +207,9 @@ class InfoCSELoss(TrainingLoss):
 
     def get_config_dict(self) -> dict[str, Any]:
         """Every argument of the objective as applied (the model card lists them)."""
-        return {
-            "lambda_": self.lambda_,
-            **self.contrastive.get_config_dict(),
-            **self.cmlm.get_config_dict(),
-            "aux_gradient": self.aux_gradient,
-            "informin_weight": self.informin_weight,
-            "informin_reduction": self.informin_reduction,
-        }
+        return {"lambda_": self.lambda_, **self.contrastive.get_config_dict(), **self.cmlm.get_config_dict(),
+                "aux_gradient": self.aux_gradient, "informin_weight": self.informin_weight,
+                "informin_reduction": self.informin_reduction}
 
     @property
     def citation(self) -> str:

@@ -1,15 +1,12 @@
 """Every objective of the package in one table: its name, its loss class, its defaults and the paper to cite.
 
-The command line (``--objective``, its ``--help``, the loss it builds and the range each loss flag must lie in, see
-:data:`BOUNDS`), the recipes and the evaluators read the defaults here, and the losses take theirs from here too, so
-a default is written once.
+The command line (``--objective``, its help, the loss it builds, the range of each loss flag: :data:`BOUNDS`), the
+recipes, the evaluators and the losses read their defaults here, so a default is written once. Adding an objective
+touches its loss (one file in ``st_infocse/losses/``, deriving from :class:`~st_infocse.losses.TrainingLoss`) and
+one :class:`Objective` entry in :data:`OBJECTIVES`.
 
-Adding an objective touches two files: the loss (one file in ``st_infocse/losses/``, deriving from
-:class:`~st_infocse.losses.TrainingLoss`) and one :class:`Objective` entry in :data:`OBJECTIVES` below, which names
-the loss class, its citation and its defaults (and its entry in ``st_infocse.cli.objectives`` the flags it takes).
-
-This module imports neither torch nor the losses (a loss class is imported when :meth:`Objective.loss_class` is
-called), so the command line can check ``--objective`` and print its help before anything heavy is loaded.
+This module imports neither torch nor the losses (:meth:`Objective.loss_class` imports one when called), so the
+command line can check ``--objective`` and print its help before anything heavy is loaded.
 """
 
 from __future__ import annotations
@@ -21,6 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
+from st_infocse.files import Bounds, check_range, out_of_range
 from st_infocse.losses.citations import (
     CMLM_CSE_CITATION,
     GPL_CITATION,
@@ -38,24 +36,9 @@ if TYPE_CHECKING:
     from st_infocse.modeling.heads import ProjectionKind
 
 __all__ = [
-    "CMLM_CSE_LAMBDA",
-    "INFOCSE_LAMBDA",
-    "INFOCSE_MASK_RATE",
-    "INFORMIN_LAMBDA",
-    "MLM_MASK_RATE",
-    "OBJECTIVES",
-    "PRESETS",
-    "STAGE1",
-    "ConditionalMLMPreset",
-    "Objective",
-    "Preset",
-    "flag_value",
-    "BOUNDS",
-    "check_bounds",
-    "get_objective",
-    "objective_names",
-    "out_of_bounds",
-    "resolve_preset",
+    "BOUNDS", "CMLM_CSE_LAMBDA", "INFOCSE_LAMBDA", "INFOCSE_MASK_RATE", "INFORMIN_LAMBDA", "MLM_MASK_RATE",
+    "OBJECTIVES", "PRESETS", "STAGE1", "ConditionalMLMPreset", "Objective", "Preset", "check_bounds", "flag_value",
+    "get_objective", "objective_names", "out_of_bounds", "resolve_preset",
 ]
 
 #: InfoCSE's weight of the conditional MLM: mlm_weight=0.00001 in both released scripts; paper 000 Table 8.
@@ -104,23 +87,20 @@ class DecoderSettings:
 class ConditionalMLMPreset:
     """The defaults of one paper's released or reported configuration of the conditional MLM.
 
-    ``k`` depends on the encoder's depth; the mask rate too where :attr:`mask_rates` has more than one step.
-    ``projection`` is the training-only contrastive head, ``fusion_init`` how the fusion layers start and ``detach``
-    whether the decoder's lower copy is frozen.
+    ``k`` maps the encoder's depth to the frozen lower layers; the mask rate depends on the depth too where
+    :attr:`mask_rates` has more than one step. ``projection`` is the training-only contrastive head, ``fusion_init``
+    how the fusion layers start and ``detach`` whether the decoder's lower copy is frozen.
     """
 
     n: int
     lambda_: float
     projection: ProjectionKind | None
     fusion_init: FusionInit
-    k_for_depth: Callable[[int], int]
+    k: Callable[[int], int]
     #: ``(from_depth, rate)`` steps in increasing depth, the first from depth 0.
     mask_rates: tuple[tuple[int, float], ...]
     #: Paper 000 §3.2: the lower copy is detached (frozen); "w/o detach" is an ablation (Table 6).
     detach: bool = True
-
-    def k(self, depth: int) -> int:
-        return self.k_for_depth(depth)
 
     def decoder_settings(self, depth: int, k: int | None = None, n: int | None = None, mask_rate: float | None = None,
                          fusion_init: FusionInit | None = None, detach: bool | None = None) -> DecoderSettings:
@@ -159,7 +139,7 @@ PRESETS: Mapping[str, ConditionalMLMPreset] = MappingProxyType(
             lambda_=INFOCSE_LAMBDA,
             projection="bn-mlp",
             fusion_init="fresh",
-            k_for_depth=_infocse_k,
+            k=_infocse_k,
             mask_rates=((0, INFOCSE_MASK_RATE), (24, INFOCSE_LARGE_MASK_RATE)),
         ),
         # Paper 003: k=8, n=3 (Table 6), lambda 0.005 (Table 5), 15% masking (Table 3), and "the same settings as
@@ -170,7 +150,7 @@ PRESETS: Mapping[str, ConditionalMLMPreset] = MappingProxyType(
             lambda_=CMLM_CSE_LAMBDA,
             projection="mlp",
             fusion_init="fresh",
-            k_for_depth=_cmlm_cse_k,
+            k=_cmlm_cse_k,
             mask_rates=((0, CMLM_CSE_MASK_RATE),),
         ),
     }
@@ -211,58 +191,33 @@ class Objective:
         return getattr(importlib.import_module(module), name)
 
 
-def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str) -> Objective:
-    """A contrastive objective with a weighted conditional-MLM term, its defaults from its preset."""
-    preset = PRESETS[name]
-    return Objective(
-        name,
-        title,
-        f"st_infocse.losses.{loss}",
-        citation,
-        lambda_=preset.lambda_,
-        mask_rate=preset.mask_rate(12),
-        preset=preset,
-    )
+def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str, preset: str | None = None,
+                               lambda_: bool = True) -> Objective:
+    """An objective built on the conditional MLM, its defaults from its preset (its own, or ``preset``'s)."""
+    settings = PRESETS[preset or name]
+    return Objective(name, title, f"st_infocse.losses.{loss}", citation, settings.lambda_ if lambda_ else None,
+                     settings.mask_rate(12), settings)
 
 
 #: The objectives of ``st-infocse train --objective``, in the order its help lists them.
-OBJECTIVES: Mapping[str, Objective] = MappingProxyType(
-    {
-        objective.name: objective
-        for objective in (
-            Objective(
-                "simcse", "SimCSE", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION
-            ),
-            _conditional_mlm_objective("infocse", "InfoCSE", "infocse:InfoCSELoss", INFOCSE_CITATION),
-            _conditional_mlm_objective("cmlm-cse", "CMLM-CSE", "cmlm_cse:CMLMCSELoss", CMLM_CSE_CITATION),
-            Objective(
-                "informin",
-                "InforMin",
-                "st_infocse.losses.informin:InforMinReconstructionLoss",
-                INFORMIN_CITATION,
-                lambda_=INFORMIN_LAMBDA,
-                mask_rate=MLM_MASK_RATE,
-            ),
-            # Mine pairs from documents with the model, train on them, repeat; --idc_loss picks the pair loss.
-            Objective("idc", "IDC", None, IDC_CITATION),
-            # A sentence and the rest of its document (the inverse cloze task, paper 002's strongest context
-            # baseline), trained with sentence-transformers' MultipleNegativesRankingLoss: no loss of this package.
-            Objective("ict", "ICT", None, ICT_CITATION),
-            # Pseudo-queries from documents, scored by BM25 fused with the model as given (the hybrid teacher),
-            # distilled with sentence-transformers' DistillKLDivLoss or MarginMSELoss: no loss of this package.
-            Objective("distill", "hybrid-teacher distillation", None, GPL_CITATION),
-            # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss"), with InfoCSE's preset.
-            Objective(
-                "cmlm",
-                "conditional MLM",
-                "st_infocse.losses.conditional_mlm:ConditionalMLMLoss",
-                INFOCSE_CITATION,
-                mask_rate=PRESETS["infocse"].mask_rate(12),
-                preset=PRESETS["infocse"],
-            ),
-        )
-    }
-)
+OBJECTIVES: Mapping[str, Objective] = MappingProxyType({objective.name: objective for objective in (
+    Objective("simcse", "SimCSE", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION),
+    _conditional_mlm_objective("infocse", "InfoCSE", "infocse:InfoCSELoss", INFOCSE_CITATION),
+    _conditional_mlm_objective("cmlm-cse", "CMLM-CSE", "cmlm_cse:CMLMCSELoss", CMLM_CSE_CITATION),
+    Objective("informin", "InforMin", "st_infocse.losses.informin:InforMinReconstructionLoss", INFORMIN_CITATION,
+              lambda_=INFORMIN_LAMBDA, mask_rate=MLM_MASK_RATE),
+    # Mine pairs from documents with the model, train on them, repeat; --idc_loss picks the pair loss.
+    Objective("idc", "IDC", None, IDC_CITATION),
+    # A sentence and the rest of its document (the inverse cloze task, paper 002's strongest context baseline),
+    # trained with sentence-transformers' MultipleNegativesRankingLoss.
+    Objective("ict", "ICT", None, ICT_CITATION),
+    # Pseudo-queries from documents, scored by BM25 fused with the model as given (the hybrid teacher), distilled
+    # with sentence-transformers' DistillKLDivLoss or MarginMSELoss.
+    Objective("distill", "hybrid-teacher distillation", None, GPL_CITATION),
+    # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss"), with InfoCSE's preset.
+    _conditional_mlm_objective("cmlm", "conditional MLM", "conditional_mlm:ConditionalMLMLoss", INFOCSE_CITATION,
+                               preset="infocse", lambda_=False),
+)})
 
 #: Stage 1 of InfoCSE, ``st-infocse pretrain-aux`` (not a ``train`` objective): Condenser's pre-training with
 #: Condenser's mask rate (paper 000 §3.1).
@@ -277,7 +232,7 @@ STAGE1 = Objective(
 
 #: The range each loss argument must lie in, as ``(low, high, low included, high included)`` (None: unbounded). The
 #: command line checks a flag against it before anything loads; a loss's own check of the same argument holds it.
-BOUNDS: Mapping[str, tuple[float | None, float | None, bool, bool]] = MappingProxyType({
+BOUNDS: Mapping[str, Bounds] = MappingProxyType({
     "lambda_": (0, None, True, False),
     "informin_weight": (0, None, True, False),
     "temperature": (0, None, False, False),
@@ -287,30 +242,16 @@ BOUNDS: Mapping[str, tuple[float | None, float | None, bool, bool]] = MappingPro
 })
 
 
-def out_of_bounds(name: str, value: float, bounds: tuple[float | None, float | None, bool, bool] | None = None
-                  ) -> str | None:
-    """Why ``value`` is outside ``bounds`` (low, high, low included, high included; default: :data:`BOUNDS`'s range
-    for the argument ``name``), e.g. ``"must be at least 0"``; None when it lies inside (or there are no bounds)."""
-    bounds = bounds or BOUNDS.get(name)
-    if bounds is None or value is None:
-        return None
-    low, high, low_in, high_in = bounds
-    if low is not None and (value < low or (value == low and not low_in)):
-        if high is not None:
-            return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
-        return f"must be {'at least' if low_in else 'above' if low else 'positive'}{f' {low:g}' if low_in or low else ''}"
-    if high is not None and (value > high or (value == high and not high_in)):
-        return f"must lie in {'[' if low_in else '('}{low:g}, {high:g}{']' if high_in else ')'}"
-    return None
+def out_of_bounds(name: str, value: float, bounds: Bounds | None = None) -> str | None:
+    """:func:`~st_infocse.files.out_of_range` of ``value``, by default against :data:`BOUNDS`' range for ``name``."""
+    return out_of_range(value, bounds or BOUNDS.get(name))
 
 
 def check_bounds(**values: float | None) -> None:
     """The losses' own check of their arguments against :data:`BOUNDS`: a ``ValueError`` naming the first outside
     its range."""
     for name, value in values.items():
-        why = out_of_bounds(name, value)
-        if why:
-            raise ValueError(f"{name} {why}, got {value:g}")
+        check_range(name, value, BOUNDS[name])
 
 
 def objective_names() -> tuple[str, ...]:

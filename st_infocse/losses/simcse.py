@@ -85,11 +85,10 @@ class SimCSELoss(TrainingLoss):
                 train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
                 train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
                 loss = losses.SimCSELoss(model)
-                trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
-                trainer.train()
+                SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
         """
         super().__init__()
-        check_bounds(temperature=temperature)  # the range the command line refuses --temperature by
+        check_bounds(temperature=temperature)
         self.model = model
         self.temperature = temperature
         self.projection_kind = projection
@@ -102,14 +101,12 @@ class SimCSELoss(TrainingLoss):
         self.empty_texts = EmptyTextDetector.for_model(model)
 
     def empty_flag(self, features: list[dict[str, Any]]) -> Tensor | None:
-        """Device flag: every text of the batch is empty (see :func:`~st_infocse.losses._checks.check_finite`)."""
+        """Device flag: every text of the batch is empty."""
         return self.empty_texts(features) if self.empty_texts is not None else None
 
     def embed(self, sentence_features: Iterable[dict[str, Any]]) -> tuple[list[Tensor], list[dict[str, Any]]]:
-        """Embed the columns; a single column is embedded twice (two dropout views) in one forward pass.
-
-        Returns the embeddings and the features of each view (the same dict twice for a single column).
-        """
+        """The embeddings and features of each view: a single column is embedded twice (two dropout views, the same
+        features twice) in one forward pass."""
         features = list(sentence_features)
         if not features:
             raise ValueError("The loss received no text columns.")
@@ -120,11 +117,8 @@ class SimCSELoss(TrainingLoss):
         return embed_columns(self.model, features), features
 
     def project(self, embeddings: list[Tensor]) -> list[Tensor]:
-        """Apply the training-only projection head, if any, to all views at once.
-
-        The views are stacked into one batch before the head, as the authors' ``cl_forward`` does: for the
-        BatchNorm head this makes one normalisation batch of all rows (2B for two views), not one per view.
-        """
+        """The training-only projection head, if any, on all views stacked, as the authors' ``cl_forward``: the
+        BatchNorm head normalises over all rows (2B for two views), not per view."""
         if self.projection is None:
             return embeddings
         sizes = [emb.size(0) for emb in embeddings]
@@ -156,11 +150,8 @@ class SimCSELoss(TrainingLoss):
         return losses
 
     def get_config_dict(self) -> dict[str, Any]:
-        return {
-            "temperature": self.temperature,
-            "projection": self.projection_kind,
-            "gather_across_devices": self.gather_across_devices,
-        }
+        return {"temperature": self.temperature, "projection": self.projection_kind,
+                "gather_across_devices": self.gather_across_devices}
 
     @property
     def citation(self) -> str:

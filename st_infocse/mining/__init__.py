@@ -6,48 +6,27 @@ Example:
     >>> len(pairs), report.skipped["too_few_sentences"]
     (2, 1)
 
-The names below are imported on first use, so that the command line can check documents
-(``st_infocse.mining.documents``) before torch or datasets are imported.
+Names are imported on first use, so documents are checked before torch or datasets are imported.
 """
 
 from __future__ import annotations
 
 from st_infocse.lazy import lazy_exports
 
-_WHERE = {
-    "CycleStats": "round_results",
-    "DEFAULT_TRAINING_ARGS": "rounds",
-    "DISTILLATION_LOSSES": "distillation",
-    "DOCUMENT_FORMATS": "documents",
-    "DistillationReport": "distillation",
-    "DocumentAwareBatchSampler": "sampler",
-    "DocumentAwareSamplerFactory": "sampler",
-    "MinedPairs": "idc",
-    "MiningReport": "report",
-    "PAIR_FEATURES": "idc",
-    "PlusPlusResult": "round_results",
-    "PreparedDocument": "sentences",
-    "PseudoQueries": "distillation",
-    "QUERY_KINDS": "distillation",
-    "RoundStats": "round_results",
-    "RoundsResult": "round_results",
-    "SKIP_REASONS": "sentences",
-    "Skipped": "sentences",
-    "adjacent_pairs": "idc",
-    "check_documents": "documents",
-    "cluster_documents": "graph",
-    "cluster_sentences": "graph",
-    "context_pairs": "idc",
-    "distillation_loss": "distillation",
-    "hybrid_teacher_dataset": "distillation",
-    "load_documents": "documents",
-    "mine_pairs": "idc",
-    "prepare_documents": "sentences",
-    "pseudo_queries": "distillation",
-    "split_sentences": "sentences",
-    "train_idc_rounds": "rounds",
-    "train_infocse_plus_plus": "plus_plus",
+_MODULES = {  # submodule -> the names it exports
+    "distillation": ("DISTILLATION_LOSSES", "DistillationReport", "PseudoQueries", "QUERY_KINDS",
+        "distillation_loss", "hybrid_teacher_dataset", "pseudo_queries"),
+    "documents": ("DOCUMENT_FORMATS", "check_documents", "load_documents"),
+    "graph": ("cluster_documents", "cluster_sentences"),
+    "idc": ("MinedPairs", "PAIR_FEATURES", "adjacent_pairs", "context_pairs", "mine_pairs"),
+    "report": ("MiningReport",),
+    "round_results": ("CycleStats", "PlusPlusResult", "RoundStats", "RoundsResult"),
+    "plus_plus": ("train_infocse_plus_plus",),
+    "rounds": ("DEFAULT_TRAINING_ARGS", "train_idc_rounds"),
+    "sampler": ("DocumentAwareBatchSampler", "DocumentAwareSamplerFactory"),
+    "sentences": ("PreparedDocument", "SKIP_REASONS", "Skipped", "prepare_documents", "split_sentences"),
 }
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = sorted(_WHERE)  # every lazily exported name, listed once above
 

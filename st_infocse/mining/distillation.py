@@ -1,26 +1,19 @@
-"""Hybrid-teacher distillation on the user's own documents: pseudo-queries drawn from the documents, candidates and
-scores from the hybrid of BM25 and the model as given, for sentence-transformers' distillation losses.
+"""Hybrid-teacher distillation on the user's own documents: the model as it starts, fused with BM25
+(:mod:`st_infocse.evaluation.lexical`), scores candidates for pseudo-queries drawn from the documents, and the same
+model learns to rank them so, listwise (``DistillKLDivLoss``, ``"kl"``) or by GPL's margin (``MarginMSELoss``,
+``"margin_mse"``; Wang et al., NAACL 2022). SPAR (Chen et al., 2022) imitates BM25 alone; imitating BM25 fused with
+the model keeps what the model knows.
 
-The teacher needs neither labels nor a download: BM25 over the documents (``bm25s``) fused with the user's model
-as it starts (its own similarity), the hybrid printed beside every in-domain score
-(:mod:`st_infocse.evaluation.lexical`). The student is the same model, trained to rank the teacher's candidates as
-the teacher scores them: listwise with ``DistillKLDivLoss`` over the query's document and the teacher's next
-``candidates - 1`` (``"kl"``), or GPL's margin with ``MarginMSELoss`` on the document and the teacher's first other
-document (``"margin_mse"``; Wang et al., NAACL 2022). SPAR (Chen et al., 2022) trains a dense model to imitate
-BM25; here it imitates BM25 fused with itself, so the student keeps what it knows.
-
-Pseudo-queries (``query_kind``):
-
-- ``"held_out"``: one sentence of each document (a ``seed`` draw), the query; the rest of the document, its
-  document (the inverse cloze task's pair); every document enters the corpus without its held-out sentence;
-- ``"title"``: the document's title, the query; its text, the document (documents without a title are skipped);
-- ``"sentence"``: one sentence, the query; the whole document, its document.
+Pseudo-queries (``query_kind``): ``"held_out"``, one drawn sentence against the rest of its document (the inverse
+cloze task; the corpus holds each document without it); ``"title"``, the title against the text (documents without
+one are skipped); ``"sentence"``, one drawn sentence against the whole document.
 """
 
 from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -35,16 +28,16 @@ QUERY_KINDS = ("held_out", "title", "sentence")
 DISTILLATION_LOSSES = ("kl", "margin_mse")
 
 
+def _check_loss(loss: str) -> str:
+    if loss not in DISTILLATION_LOSSES:
+        raise ValueError(f"loss must be one of {', '.join(DISTILLATION_LOSSES)}, got {loss!r}")
+    return loss
+
+
 @dataclass
 class PseudoQueries:
-    """Queries drawn from documents and the corpus they are asked over.
-
-    Attributes:
-        queries: Query id -> text.
-        corpus: Document id -> text (for ``"held_out"``, each document without its held-out sentence).
-        positives: Query id -> the id of the document it was drawn from.
-        skipped: Why documents gave no query -> how many.
-    """
+    """Queries (id -> text) drawn from documents, the corpus (id -> text) they are asked over, each query's own
+    document (``positives``) and the documents that gave no query by reason (``skipped``)."""
 
     queries: dict[str, str]
     corpus: dict[str, str]
@@ -77,21 +70,16 @@ def pseudo_queries(
     # a title read by the document's id, as prepare_documents names it (its "id", else its position)
     titles = {str(doc.get("id", index)) if isinstance(doc, dict) else str(index):
               doc.get(title_key) if isinstance(doc, dict) else None for index, doc in enumerate(documents)}
-    prepared: list[PreparedDocument] = []
-    skipped: dict[str, int] = {}
-    for item in prepare_documents(documents):  # two sentences at least, as every miner here reads documents
-        if isinstance(item, PreparedDocument):
-            prepared.append(item)
-        else:
-            skipped[item.reason] = skipped.get(item.reason, 0) + 1
+    items = list(prepare_documents(documents))  # two sentences at least, as every miner here reads documents
+    skipped = Counter(item.reason for item in items if not isinstance(item, PreparedDocument))
     rng = random.Random(seed)
     queries, corpus, positives = {}, {}, {}
-    for doc in prepared:
+    for doc in (item for item in items if isinstance(item, PreparedDocument)):
         sentences = doc.sentences
         if query_kind == "title":
             title = (titles.get(doc.doc_id) or "").strip()
             if not title:
-                skipped["no_title"] = skipped.get("no_title", 0) + 1
+                skipped["no_title"] += 1
                 continue
             query, text = title, " ".join(sentences)
         else:
@@ -104,22 +92,14 @@ def pseudo_queries(
         kept = set(random.Random(seed).sample(sorted(queries), max_queries))
         queries = {q: text for q, text in queries.items() if q in kept}
         positives = {q: d for q, d in positives.items() if q in kept}
-    return PseudoQueries(queries, corpus, positives, skipped)
+    return PseudoQueries(queries, corpus, positives, dict(skipped))
 
 
 @dataclass
 class DistillationReport:
-    """What :func:`hybrid_teacher_dataset` built.
-
-    Attributes:
-        queries: Training examples (one per pseudo-query).
-        documents: Documents in the corpus.
-        query_kind, loss, candidates: As asked.
-        teacher: The teacher's description (BM25's tokenisation and the fusion).
-        own_first: Share of queries whose own document the teacher ranks first.
-        skipped: Documents that gave no query, by reason.
-        seconds: Wall time (encoding the corpus, BM25, fusion).
-    """
+    """What :func:`hybrid_teacher_dataset` built: ``queries`` (training examples), ``documents`` (the corpus),
+    the settings asked, the ``teacher``'s description, ``own_first`` (the share of queries whose own document it
+    ranks first), the documents ``skipped`` by reason and the wall time."""
 
     queries: int
     documents: int
@@ -139,19 +119,10 @@ class DistillationReport:
 
 
 def hybrid_teacher_dataset(
-    model: Any,
-    documents: Iterable[Any],
-    query_kind: Literal["held_out", "title", "sentence"] = "held_out",
-    loss: Literal["kl", "margin_mse"] = "kl",
-    candidates: int = 4,
-    settings: LexicalSettings | None = None,
-    seed: int = 0,
-    top_k: int = 100,
-    batch_size: int = 64,
-    max_queries: int | None = None,
-    title_key: str = "title",
-    show_progress_bar: bool | None = None,
-    drawn: PseudoQueries | None = None,
+    model: Any, documents: Iterable[Any], query_kind: Literal["held_out", "title", "sentence"] = "held_out",
+    loss: Literal["kl", "margin_mse"] = "kl", candidates: int = 4, settings: LexicalSettings | None = None,
+    seed: int = 0, top_k: int = 100, batch_size: int = 64, max_queries: int | None = None, title_key: str = "title",
+    show_progress_bar: bool | None = None, drawn: PseudoQueries | None = None,
 ) -> tuple[Any, DistillationReport]:
     """Training examples scored by the hybrid teacher, for :func:`distillation_loss`.
 
@@ -186,8 +157,7 @@ def hybrid_teacher_dataset(
     """
     from datasets import Dataset
 
-    if loss not in DISTILLATION_LOSSES:
-        raise ValueError(f"loss must be one of {', '.join(DISTILLATION_LOSSES)}, got {loss!r}")
+    _check_loss(loss)
     if candidates < 2:
         raise ValueError(f"candidates must be at least 2 (the query's document and one other), got {candidates}")
     settings = settings or LexicalSettings()
@@ -233,16 +203,10 @@ def distillation_loss(model: Any, loss: Literal["kl", "margin_mse"] = "kl", stud
                       teacher_temperature: float = 0.1):
     """sentence-transformers' loss for a :func:`hybrid_teacher_dataset`, the student scoring with the model's own
     similarity function: ``DistillKLDivLoss`` with separate student and teacher temperatures (``"kl"``; the
-    teacher's scores lie in [0, 1], so 0.1 spreads them over 10 logits), or ``MarginMSELoss`` (``"margin_mse"``).
-
-    Example:
-        >>> loss = distillation_loss(model, "kl")  # doctest: +SKIP
-    """
+    teacher's scores lie in [0, 1], so 0.1 spreads them over 10 logits), or ``MarginMSELoss`` (``"margin_mse"``)."""
     from sentence_transformers.sentence_transformer.losses import DistillKLDivLoss, MarginMSELoss
 
-    if loss == "kl":
+    if _check_loss(loss) == "kl":
         return DistillKLDivLoss(model, similarity_fct=model.similarity_pairwise,
                                 student_temperature=student_temperature, teacher_temperature=teacher_temperature)
-    if loss == "margin_mse":
-        return MarginMSELoss(model, similarity_fct=model.similarity_pairwise)
-    raise ValueError(f"loss must be one of {', '.join(DISTILLATION_LOSSES)}, got {loss!r}")
+    return MarginMSELoss(model, similarity_fct=model.similarity_pairwise)

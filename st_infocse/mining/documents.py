@@ -1,12 +1,9 @@
-"""Documents for mining, read from the forms a user has them in and checked before anything heavy is loaded.
-
-:func:`check_documents` reads only the head of a file with the standard library, so the command line runs it before
-torch or datasets are imported; :func:`load_documents` then reads them all. Every problem with the input is an
-:class:`~st_infocse.files.InputError`: one line, naming the file.
-"""
+"""Documents for mining, read from the forms a user has them in and checked (the head of a file, with the standard
+library) before anything heavy is loaded; every problem is one :class:`~st_infocse.files.InputError` line."""
 
 from __future__ import annotations
 
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +12,12 @@ from st_infocse.files import (
     check_at_least,
     check_local_file,
     check_saved_dataset,
-    dataset_error,
     file_kind,
     is_text,
     read_json_records,
     read_lines,
 )
+from st_infocse.training.texts import read_dataset
 
 __all__ = ["DOCUMENT_FORMATS", "check_documents", "load_documents"]
 
@@ -67,44 +64,19 @@ def check_documents(source: str) -> None:
     )
 
 
-def _text_documents(path: Path) -> list[dict[str, str]]:
-    """Blank-line-separated documents of a text file; ids count from 0 in file order."""
-    documents: list[dict[str, str]] = []
-    block: list[str] = []
-    for _, line in [*read_lines(path), (0, "")]:  # the sentinel blank line closes the last document
-        if line.strip():
-            block.append(line)
-        elif block:
-            documents.append({"id": str(len(documents)), "text": "\n".join(block)})
-            block = []
-    return documents
-
-
 def load_documents(source: str, max_docs: int | None = None) -> Any:
-    """Documents for mining: a ``datasets.Dataset`` (folder, hub) or a list of records (local files).
-
-    Records the miner cannot use are passed on: it splits 'text', takes 'sentences' and counts what it skips.
-    """
+    """Documents for mining: a ``datasets.Dataset`` (folder, hub) or a list of records (local files), unusable ones
+    included (the miner counts what it skips)."""
     check_at_least("--max_docs", max_docs)
-    from datasets import load_dataset, load_from_disk
-
     check_documents(source)
     path = Path(source).expanduser()
     if path.is_file():
-        if file_kind(path) == "txt":
-            docs: Any = _text_documents(path)
+        if file_kind(path) == "txt":  # documents separated by blank lines, numbered from 0
+            blocks = groupby((line for _, line in read_lines(path)), key=lambda line: bool(line.strip()))
+            docs: Any = [{"id": str(i), "text": "\n".join(b)} for i, b in enumerate(b for text, b in blocks if text)]
         else:
             docs = [record for _, record in read_json_records(path)]
         return docs if max_docs is None else docs[:max_docs]
-    try:
-        docs = load_from_disk(str(path)) if path.is_dir() else load_dataset(source, split="train")
-    except FileNotFoundError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - datasets wraps a bad file in several exception types
-        if type(exc).__module__.startswith(("datasets", "pyarrow")):
-            raise dataset_error(source, exc) from exc
-        raise
-    if hasattr(docs, "keys") and not hasattr(docs, "column_names"):
-        docs = docs["train"]
+    docs = read_dataset(source, what="documents", fix="pass --docs with a local file")
     _check_columns(source, docs.column_names)
     return docs if max_docs is None else docs.select(range(min(max_docs, len(docs))))

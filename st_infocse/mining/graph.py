@@ -1,22 +1,16 @@
-"""The graph step of Intra-Document Clustering (paper 002 eq. 2-4): sentence similarities inside each document, the
-top-K edges, connected components, and the pairs inside each cluster.
-
-Documents of equal length are stacked and their similarity matrices computed in one batched matmul; a single
-``connected_components`` call runs on a shard's block-diagonal graph (blocks never connect, so components stay
-inside documents).
+"""The graph step of Intra-Document Clustering (paper 002 eq. 2-4): similarities inside each document, top-K edges,
+connected components and the pairs inside each cluster. Documents of equal length share one batched matmul, and one
+``connected_components`` call runs on a shard's block-diagonal graph.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import Literal
 
 import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
-
-logger = logging.getLogger(__name__)
 
 # Bound on the floats held by one stacked group of equal-length documents (~32 MB in float32).
 _MAX_GROUP_ELEMENTS = 1 << 23
@@ -27,16 +21,11 @@ SIMILARITIES: tuple[str, ...] = ("cosine", "dot")
 
 
 def check_similarity(similarity: str) -> str:
-    """Return ``similarity`` if it is one of :data:`SIMILARITIES`, else raise a ``ValueError`` naming them."""
+    """``similarity`` if it is one of :data:`SIMILARITIES`, else a ``ValueError`` naming them."""
     if similarity not in SIMILARITIES:
         choices = " or ".join(repr(c) for c in SIMILARITIES)
         raise ValueError(f"similarity must be {choices}, got {similarity!r}")
     return similarity
-
-
-# --------------------------------------------------------------------------------------------
-# Pure graph part: embeddings in, cluster labels out.
-# --------------------------------------------------------------------------------------------
 
 
 def _prepare(embeddings: np.ndarray, similarity: str) -> np.ndarray:
@@ -75,34 +64,15 @@ def _edges_for_group(
 
 
 def cluster_documents(
-    embeddings: np.ndarray,
-    lengths: Iterable[int],
-    k: int = 1,
-    threshold: float | None = None,
-    tie_tolerance: float = 1e-6,
-    similarity: Similarity = "cosine",
+    embeddings: np.ndarray, lengths: Iterable[int], k: int = 1, threshold: float | None = None,
+    tie_tolerance: float = 1e-6, similarity: Similarity = "cosine",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cluster the sentences of many documents at once (IDC partition-based clustering).
 
-    Args:
-        embeddings: ``(total_sentences, dim)`` sentence embeddings, documents stored one after
-            another in the order given by ``lengths``. With cosine they need not be normalised;
-            with dot their norms are part of the score.
-        lengths: Number of sentences of each document (each >= 1).
-        k: Keep edge (i, j) when j is among the top-``k`` most similar sentences of i, or i of j.
-        threshold: Optional floor on the edge score in use (cosine in [-1, 1], or the raw inner
-            product for dot): edges scoring below it are dropped, so a sentence whose best match
-            is weak stays alone.
-        tie_tolerance: Scores within this distance of the k-th largest one count as tied with it
-            and are kept too (relative to that score when its magnitude exceeds 1).
-        similarity: ``"cosine"`` (default; scale-invariant) or ``"dot"`` (inner product, paper 002
-            eq. 2: a sentence with a large norm can become the top-1 of many others). For models
-            that end with a ``Normalize`` module the two are the same.
-
-    Returns:
-        ``(labels, first)``: ``labels[s]`` is the cluster of sentence ``s`` numbered from 0 inside
-        its document in order of each cluster's first sentence; ``first[s]`` is the global index of
-        the first sentence of that cluster (a shard-wide cluster key).
+    ``embeddings`` (``(total_sentences, dim)``) hold the documents one after another, ``lengths[d]`` sentences
+    each; the other arguments are :func:`~st_infocse.mining.mine_pairs`'. Returns ``(labels, first)``: ``labels[s]``,
+    the cluster of sentence ``s`` numbered from 0 inside its document; ``first[s]``, the global index of that
+    cluster's first sentence (a shard-wide key).
 
     Example:
         >>> emb = np.array([[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9], [1, 0], [0, 1]])
@@ -150,23 +120,11 @@ def cluster_documents(
 
 
 def cluster_sentences(
-    embeddings: np.ndarray,
-    k: int = 1,
-    threshold: float | None = None,
-    tie_tolerance: float = 1e-6,
+    embeddings: np.ndarray, k: int = 1, threshold: float | None = None, tie_tolerance: float = 1e-6,
     similarity: Similarity = "cosine",
 ) -> np.ndarray:
-    """Cluster one document's sentences; see :func:`cluster_documents` for the arguments.
-
-    Args:
-        embeddings: ``(sentences, dim)`` embeddings of one document.
-        k: Top-K of eq. 3.
-        threshold: Optional floor on the edge score (in the units of ``similarity``).
-        tie_tolerance: Scores this close to the k-th largest count as ties.
-        similarity: ``"cosine"`` or ``"dot"`` (inner product, eq. 2).
-
-    Returns:
-        Cluster label per sentence, numbered from 0 in order of first appearance.
+    """Cluster labels of one document's ``(sentences, dim)`` embeddings, numbered from 0 in order of first
+    appearance; the other arguments are :func:`cluster_documents`'.
 
     Example:
         >>> cluster_sentences(np.array([[1, 0], [0, 1], [1, 0.1], [0.1, 1]])).tolist()
@@ -181,12 +139,8 @@ def cluster_sentences(
 
 
 def cluster_pairs(
-    labels: np.ndarray,
-    first: np.ndarray,
-    doc_positions: np.ndarray,
-    doc_of: np.ndarray,
-    max_pairs_per_cluster: int | None,
-    seed: int,
+    labels: np.ndarray, first: np.ndarray, doc_positions: np.ndarray, doc_of: np.ndarray,
+    max_pairs_per_cluster: int | None, seed: int,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """All unordered pairs (a < b, global sentence indices) inside each cluster, capped per cluster."""
     order = np.lexsort((np.arange(len(first)), first))  # members grouped by cluster, in document order
@@ -215,8 +169,3 @@ def cluster_pairs(
     a, b = np.concatenate(a_parts), np.concatenate(b_parts)
     order = np.lexsort((b, a, first[a]))
     return a[order], b[order], dropped
-
-
-# --------------------------------------------------------------------------------------------
-# Report
-# --------------------------------------------------------------------------------------------

@@ -1,13 +1,9 @@
 """Intra-Document Clustering (IDC, paper 002 section 3.1): positive pairs mined from documents.
 
-Per document: similarities between its sentences (cosine by default, or the inner product of
-eq. 2 with ``similarity="dot"``), an edge (i, j) whenever ``j`` is among the top-K of ``i`` or ``i``
-among the top-K of ``j`` (eq. 3), clusters = connected components, positives = every unordered
-pair inside a cluster (eq. 4).
-
-The expensive part is encoding. It happens once per shard of documents, in a single ``encode``
-call over the shard's unique sentences sorted by length. The graph work (``mining/graph.py``) then
-runs on all documents of a shard at once.
+Per document: sentence similarities (cosine, or eq. 2's inner product), an edge (i, j) when either is among the
+other's top-K (eq. 3), clusters = connected components, positives = every pair inside a cluster (eq. 4). Each shard
+of documents is encoded in one ``encode`` call over its distinct sentences; the graph step (:mod:`.graph`) then runs
+on the whole shard.
 """
 
 from __future__ import annotations
@@ -25,24 +21,14 @@ from datasets import Dataset, Features, Value, concatenate_datasets, load_from_d
 from tqdm.auto import tqdm
 
 from st_infocse.evaluation import encode_unique
-from st_infocse.mining.graph import (
-    Similarity,
-    check_similarity,
-    cluster_documents,
-    cluster_pairs,
-)
+from st_infocse.mining.graph import Similarity, check_similarity, cluster_documents, cluster_pairs
 from st_infocse.mining.report import MiningReport
-from st_infocse.mining.sentences import SKIP_REASONS, PreparedDocument, Skipped, prepare_documents
+from st_infocse.mining.sentences import PreparedDocument, Skipped, prepare_documents
 
 logger = logging.getLogger(__name__)
 
 PAIR_FEATURES = Features(
-    {
-        "anchor": Value("string"),
-        "positive": Value("string"),
-        "doc_id": Value("string"),
-        "cluster_id": Value("int64"),
-    }
+    {"anchor": Value("string"), "positive": Value("string"), "doc_id": Value("string"), "cluster_id": Value("int64")}
 )
 
 # The ``model.encode`` arguments mining sets itself, and where each comes from; encode_kwargs may not override them.
@@ -62,61 +48,26 @@ class MinedPairs(NamedTuple):
     report: MiningReport
 
 
-# --------------------------------------------------------------------------------------------
-# Mining over a corpus
-# --------------------------------------------------------------------------------------------
-
-
 def _select_input_columns(documents: Any, keys: tuple[str, str, str]) -> Any:
     # Reading a Dataset row by row converts every column; keep only the ones mining reads.
     column_names = getattr(documents, "column_names", None)
-    if isinstance(column_names, list) and hasattr(documents, "select_columns"):
-        sentences_key, text_key, id_key = keys
-        wanted = [c for c in keys if c in column_names]
-        if not any(c in column_names for c in (sentences_key, text_key)):
-            raise ValueError(
-                f"the documents dataset has neither a {sentences_key!r} nor a {text_key!r} column "
-                f"(columns: {column_names})"
-            )
-        return documents.select_columns(wanted)
-    return documents
-
-
-class _ShardWriter:
-    """Collects per-shard pair datasets in memory, or saves each to ``output_dir`` (memory-mapped)."""
-
-    def __init__(self, output_dir: str | Path | None) -> None:
-        self.output_dir = None if output_dir is None else Path(output_dir)
-        if self.output_dir is not None:
-            self.output_dir.mkdir(parents=True, exist_ok=True)
-            if any(self.output_dir.glob("shard-*")):
-                raise FileExistsError(f"{self.output_dir} already holds shard-* folders; use an empty folder")
-        self.parts: list[Dataset] = []
-
-    def add(self, columns: dict[str, list[Any]]) -> None:
-        if not columns["anchor"]:
-            return
-        part = Dataset.from_dict(columns, features=PAIR_FEATURES)
-        if self.output_dir is not None:
-            path = self.output_dir / f"shard-{len(self.parts):05d}"
-            part.save_to_disk(str(path))
-            part = load_from_disk(str(path))
-        self.parts.append(part)
-
-    def result(self) -> Dataset:
-        if not self.parts:
-            return Dataset.from_dict({name: [] for name in PAIR_FEATURES}, features=PAIR_FEATURES)
-        return self.parts[0] if len(self.parts) == 1 else concatenate_datasets(self.parts)
+    if not (isinstance(column_names, list) and hasattr(documents, "select_columns")):
+        return documents
+    sentences_key, text_key, _ = keys
+    if sentences_key not in column_names and text_key not in column_names:
+        raise ValueError(
+            f"the documents dataset has neither a {sentences_key!r} nor a {text_key!r} column (columns: {column_names})"
+        )
+    return documents.select_columns([c for c in keys if c in column_names])
 
 
 def _output_arguments(
     *, shard_sentences: int = 50_000, output_dir: str | Path | None = None, show_progress_bar: bool | None = None
 ) -> None:
-    """Declares the output arguments every pair builder takes (see :data:`READING_ARGUMENTS`)."""
+    """Declares the output arguments every pair builder takes."""
 
 
-#: The keyword arguments every pair builder takes, declared once: :func:`prepare_documents`' (how documents are
-#: read, split and skipped) and the output's (shards, folder, progress bar).
+#: The keyword arguments every pair builder takes, declared once: :func:`prepare_documents`' and the output's.
 _READING = [
     *(p for p in inspect.signature(prepare_documents).parameters.values() if p.kind is p.KEYWORD_ONLY),
     *inspect.signature(_output_arguments).parameters.values(),
@@ -125,8 +76,7 @@ READING_ARGUMENTS = tuple(p.name for p in _READING)
 
 
 def _reads_documents(builder: Callable[..., MinedPairs]) -> Callable[..., MinedPairs]:
-    """``builder`` (whose ``**reading`` takes the shared arguments) with the shared arguments in its signature:
-    checked and defaulted at the call, so every builder reads documents alike."""
+    """``builder`` with the shared reading arguments in its signature, checked and defaulted at the call."""
     own = inspect.signature(builder)
     signature = own.replace(
         parameters=[*(p for p in own.parameters.values() if p.kind is not p.VAR_KEYWORD), *_READING]
@@ -147,19 +97,9 @@ def _reads_documents(builder: Callable[..., MinedPairs]) -> Callable[..., MinedP
 
 
 def _mine(
-    documents: Iterable[Any],
-    model: Any,
-    method: str,
-    reading: dict[str, Any],
-    *,
-    k: int = 1,
-    threshold: float | None = None,
-    tie_tolerance: float = 0.0,
-    similarity: str | None = None,
-    max_pairs_per_cluster: int | None = None,
-    seed: int = 0,
-    batch_size: int = 1,
-    pool: Any = None,
+    documents: Iterable[Any], model: Any, method: str, reading: dict[str, Any], *, k: int = 1,
+    threshold: float | None = None, tie_tolerance: float = 0.0, similarity: str | None = None,
+    max_pairs_per_cluster: int | None = None, seed: int = 0, batch_size: int = 1, pool: Any = None,
     encode_kwargs: dict[str, Any] | None = None,
 ) -> MinedPairs:
     if max_pairs_per_cluster is not None and max_pairs_per_cluster < 1:
@@ -168,9 +108,9 @@ def _mine(
     show_progress_bar = reading.pop("show_progress_bar")
     if shard_sentences < 1:
         raise ValueError(f"shard_sentences must be >= 1, got {shard_sentences}")
-    if method == "idc" and model is None:
-        raise ValueError("IDC mining needs a model with an encode() method")
     if method == "idc":
+        if model is None:
+            raise ValueError("IDC mining needs a model with an encode() method")
         check_similarity(similarity)
     overridden = sorted(set(encode_kwargs or {}) & set(_ENCODE_SETTINGS))
     if overridden:
@@ -184,115 +124,93 @@ def _mine(
         report.similarity, report.k, report.threshold = similarity, k, threshold
     documents = _select_input_columns(documents, (reading["sentences_key"], reading["text_key"], reading["id_key"]))
     prepared = prepare_documents(documents, **reading)  # checks its arguments now, reads the documents lazily below
-    writer = _ShardWriter(output_dir)
-    total = len(documents) if hasattr(documents, "__len__") else None
+    folder = None if output_dir is None else Path(output_dir)  # each shard's pairs saved there and memory-mapped
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        if any(folder.glob("shard-*")):
+            raise FileExistsError(f"{folder} already holds shard-* folders; use an empty folder")
+    parts: list[Dataset] = []
     if show_progress_bar is None:
         show_progress_bar = logger.getEffectiveLevel() <= logging.INFO
-    pending: list[PreparedDocument] = []
-    positions: list[int] = []
-    pending_sentences = 0
 
-    def flush() -> None:
-        nonlocal pending, positions, pending_sentences
-        if not pending:
-            return
+    def flush(pending: list[PreparedDocument], positions: list[int]) -> None:
         report.shards += 1
         lengths = np.array([len(d.sentences) for d in pending], dtype=np.int64)
         texts = [s for d in pending for s in d.sentences]
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         doc_of = np.repeat(np.arange(len(pending)), lengths)
-        doc_positions = np.asarray(positions, dtype=np.int64)
+        t0 = time.perf_counter()
         if method == "idc":
-            t0 = time.perf_counter()
-            # Dot needs the model's own norms, so the encoder must not normalise for it.
-            normalize = similarity == "cosine"
-            emb = encode_unique(
-                model,
-                texts,
-                batch_size,
-                longest_first=True,
-                **{
-                    "show_progress_bar": False,
-                    "normalize_embeddings": normalize,
-                    "pool": pool,
-                    **(encode_kwargs or {}),
-                },
-            )
+            settings = {"show_progress_bar": False, "normalize_embeddings": similarity == "cosine", "pool": pool}
+            emb = encode_unique(model, texts, batch_size, longest_first=True, **{**settings, **(encode_kwargs or {})})
             report.sentences_encoded += len(set(texts))
-            t1 = time.perf_counter()
+            report.encode_seconds += time.perf_counter() - t0
+            t0 = time.perf_counter()
             labels, first = cluster_documents(emb, lengths, k, threshold, tie_tolerance, similarity)
+            doc_positions = np.asarray(positions, dtype=np.int64)
             a, b, dropped = cluster_pairs(labels, first, doc_positions, doc_of, max_pairs_per_cluster, seed)
-            report.encode_seconds += t1 - t0
             sizes = np.unique(first, return_counts=True)[1]
             report.clusters += len(sizes)
             report.singleton_clusters += int((sizes == 1).sum())
             report.pairs_dropped_by_cap += dropped
-        elif method == "adjacent":  # adjacent sentences (CONPONO-like first annotation): no model involved
-            t1 = time.perf_counter()
+            cluster_ids = labels[a]
+        elif method == "adjacent":  # each sentence and the next; the pair's position in its document
             a = np.flatnonzero(np.r_[doc_of[1:] == doc_of[:-1], False])
-            b = a + 1
-            labels = a - starts[doc_of[a]]  # pair index inside the document
-        else:  # context (ICT): every sentence and the rest of its document, no model involved
-            t1 = time.perf_counter()
-            a = np.arange(len(texts))
-            b = None
-            labels = a - starts[doc_of]  # the sentence's position inside its document
-        report.graph_seconds += time.perf_counter() - t1
-        t2 = time.perf_counter()
+            b, cluster_ids = a + 1, a - starts[doc_of[a]]
+        else:  # context (ICT): each sentence and the rest of its document; the sentence's position
+            a, b = np.arange(len(texts)), None
+            cluster_ids = a - starts[doc_of]
+        report.graph_seconds += time.perf_counter() - t0
+        t0 = time.perf_counter()
         pair_docs = doc_of[a]
         report.documents_without_pairs += int((np.bincount(pair_docs, minlength=len(pending)) == 0).sum())
-        cluster_ids = labels[a] if method == "idc" else labels
-        writer.add(
-            {
-                "anchor": [texts[i] for i in a.tolist()],
-                "positive": [texts[i] for i in b.tolist()]
-                if b is not None
-                else [
-                    " ".join(texts[starts[d] : i] + texts[i + 1 : starts[d] + lengths[d]])
-                    for i, d in zip(a.tolist(), doc_of.tolist(), strict=True)
-                ],
-                "doc_id": [pending[d].doc_id for d in pair_docs.tolist()],
-                "cluster_id": cluster_ids.tolist(),
-            }
-        )
+        if b is not None:
+            positive = [texts[i] for i in b.tolist()]
+        else:
+            positive = [" ".join(texts[starts[d] : i] + texts[i + 1 : starts[d] + lengths[d]])
+                        for i, d in zip(a.tolist(), doc_of.tolist(), strict=True)]
+        if len(a):
+            part = Dataset.from_dict({"anchor": [texts[i] for i in a.tolist()], "positive": positive,
+                                      "doc_id": [pending[d].doc_id for d in pair_docs.tolist()],
+                                      "cluster_id": cluster_ids.tolist()}, features=PAIR_FEATURES)
+            if folder is not None:
+                part.save_to_disk(str(folder / f"shard-{len(parts):05d}"))
+                part = load_from_disk(str(folder / f"shard-{len(parts):05d}"))
+            parts.append(part)
         report.pairs += len(a)
-        report.output_seconds += time.perf_counter() - t2
-        pending, positions, pending_sentences = [], [], 0
+        report.output_seconds += time.perf_counter() - t0
 
+    pending: list[PreparedDocument] = []
+    positions: list[int] = []
+    sentences = 0
     t_prepare = time.perf_counter()
+    total = len(documents) if hasattr(documents, "__len__") else None
     with tqdm(total=total, desc=f"Mining pairs ({method})", unit="doc", disable=not show_progress_bar) as bar:
         for position, item in enumerate(prepared):
-            report.documents_seen += 1
             bar.update(1)
+            report.add(item)
             if isinstance(item, Skipped):
-                report._skip(item)
                 continue
-            report.documents_used += 1
-            report.sentences += len(item.sentences)
-            report.duplicate_sentences_removed += item.duplicates_removed
-            report.empty_sentences_removed += item.empty_removed
             pending.append(item)
             positions.append(position)
-            pending_sentences += len(item.sentences)
-            if pending_sentences >= shard_sentences:
+            sentences += len(item.sentences)
+            if sentences >= shard_sentences:
                 report.prepare_seconds += time.perf_counter() - t_prepare
-                flush()
+                flush(pending, positions)
+                pending, positions, sentences = [], [], 0
                 t_prepare = time.perf_counter()
         report.prepare_seconds += time.perf_counter() - t_prepare
-        flush()
-    t3 = time.perf_counter()
-    pairs = writer.result()
-    report.output_seconds += time.perf_counter() - t3
+        if pending:
+            flush(pending, positions)
+    t0 = time.perf_counter()
+    if not parts:
+        parts = [Dataset.from_dict({name: [] for name in PAIR_FEATURES}, features=PAIR_FEATURES)]
+    pairs = parts[0] if len(parts) == 1 else concatenate_datasets(parts)
+    report.output_seconds += time.perf_counter() - t0
     report.total_seconds = time.perf_counter() - start
-    for reason in SKIP_REASONS:
-        report.skipped.setdefault(reason, 0)
     if report.documents_skipped:
-        logger.warning(
-            "skipped %d of %d documents: %s",
-            report.documents_skipped,
-            report.documents_seen,
-            ", ".join(f"{r}={n}" for r, n in report.skipped.items() if n),
-        )
+        skipped = ", ".join(f"{r}={n}" for r, n in report.skipped.items() if n)
+        logger.warning("skipped %d of %d documents: %s", report.documents_skipped, report.documents_seen, skipped)
     if report.documents_seen and not report.pairs:
         logger.warning("no pairs were mined from %d documents", report.documents_seen)
     logger.info(report.summary())
@@ -301,19 +219,9 @@ def _mine(
 
 @_reads_documents
 def mine_pairs(
-    documents: Iterable[Any],
-    model: Any,
-    *,
-    k: int = 1,
-    threshold: float | None = None,
-    tie_tolerance: float = 1e-6,
-    similarity: Similarity = "cosine",
-    max_pairs_per_cluster: int | None = None,
-    seed: int = 0,
-    batch_size: int = 64,
-    pool: Any = None,
-    encode_kwargs: dict[str, Any] | None = None,
-    **reading: Any,
+    documents: Iterable[Any], model: Any, *, k: int = 1, threshold: float | None = None, tie_tolerance: float = 1e-6,
+    similarity: Similarity = "cosine", max_pairs_per_cluster: int | None = None, seed: int = 0, batch_size: int = 64,
+    pool: Any = None, encode_kwargs: dict[str, Any] | None = None, **reading: Any,
 ) -> MinedPairs:
     """Mine IDC positive pairs from documents with the model as it is now.
 
@@ -376,78 +284,40 @@ def mine_pairs(
         >>> list(zip(pairs["anchor"], pairs["positive"]))  # doctest: +SKIP
         [('The cat sat.', 'A cat was sitting.'), ('Stocks fell.', 'Markets dropped.')]
     """
-    return _mine(
-        documents,
-        model,
-        "idc",
-        reading,
-        k=k,
-        threshold=threshold,
-        tie_tolerance=tie_tolerance,
-        similarity=similarity,
-        max_pairs_per_cluster=max_pairs_per_cluster,
-        seed=seed,
-        batch_size=batch_size,
-        pool=pool,
-        encode_kwargs=encode_kwargs,
-    )
+    return _mine(documents, model, "idc", reading, k=k, threshold=threshold, tie_tolerance=tie_tolerance,
+                 similarity=similarity, max_pairs_per_cluster=max_pairs_per_cluster, seed=seed,
+                 batch_size=batch_size, pool=pool, encode_kwargs=encode_kwargs)
 
 
-_READING_ARGS = """
-    Args:
-        documents: As for :func:`mine_pairs`.
-        min_sentences: As for :func:`mine_pairs`{min_note}.
-        max_sentences, deduplicate, output_dir, show_progress_bar, language, sentences_key, text_key, id_key: As for
-            :func:`mine_pairs`.
-        shard_sentences: Sentences per output shard.
-
-    Returns:
-        :class:`MinedPairs` with the same columns as :func:`mine_pairs`.
-"""
-
-
-def _structure_pairs(method: str, summary: str, example: str, min_note: str = "") -> Any:
-    """A pair builder from document structure alone (no model, no clusters): one signature for both such builders,
-    documents read, split and skipped exactly as :func:`mine_pairs` reads them."""
+def _structure_pairs(method: str, doc: str) -> Any:
+    """A pair builder from document structure alone (no model), reading documents as :func:`mine_pairs` does."""
 
     def build(documents: Iterable[Any], **reading: Any) -> MinedPairs:
         return _mine(documents, None, method, reading)
 
     build.__name__ = build.__qualname__ = f"{method}_pairs"
-    build.__doc__ = summary + _READING_ARGS.format(min_note=min_note) + example
+    build.__doc__ = doc
     return _reads_documents(build)
 
 
-adjacent_pairs = _structure_pairs(
-    "adjacent",
-    """Adjacent-sentence pairs ``(s_i, s_i+1)`` (CONPONO-like first annotation, no model needed).
+adjacent_pairs = _structure_pairs("adjacent", """Adjacent-sentence pairs ``(s_i, s_i+1)`` (CONPONO-like first
+    annotation, no model needed); ``cluster_id`` is ``i``. Documents are read as by :func:`mine_pairs` (duplicates
+    dropped before neighbours are paired), which the other arguments are as for.
 
-    Documents are read, split and skipped exactly as in :func:`mine_pairs` (duplicates dropped before neighbours
-    are paired); ``cluster_id`` is the pair's position ``i`` inside its document.
-""",
-    """
     Example:
         >>> pairs, report = adjacent_pairs([["A.", "B.", "C."], ["Only one."]])
         >>> list(zip(pairs["anchor"], pairs["positive"])), report.skipped["too_few_sentences"]
         ([('A.', 'B.'), ('B.', 'C.')], 1)
-""",
-)
+""")
 
-context_pairs = _structure_pairs(
-    "context",
-    """Inverse cloze task pairs ``(s_i, the rest of its document)`` for every sentence (ICT, Lee et al. 2019; paper
-    002's strongest context baseline). No model is needed.
+context_pairs = _structure_pairs("context", """Inverse cloze task pairs ``(s_i, the rest of its document)`` (ICT, Lee
+    et al. 2019; paper 002's strongest context baseline), no model needed; the rest is the other sentences joined by
+    spaces, and ``cluster_id`` is ``i``. Documents are read as by :func:`mine_pairs`, which the other arguments are
+    as for. Train with :meth:`DocumentAwareBatchSampler.for_pairs`: two pairs of one document in a batch would be
+    each other's false negatives.
 
-    Documents are read, split and skipped exactly as in :func:`mine_pairs`; the rest of a document is its other
-    sentences joined by spaces, in order; ``cluster_id`` is the sentence's position ``i``. Train on the text columns
-    with :meth:`DocumentAwareBatchSampler.for_pairs`, so that no two pairs of one document share a batch (each
-    would be the other's false negative).
-""",
-    """
     Example:
         >>> pairs, report = context_pairs([["A.", "B.", "C."], ["Only one."]])
         >>> list(zip(pairs["anchor"], pairs["positive"])), report.skipped["too_few_sentences"]
         ([('A.', 'B. C.'), ('B.', 'A. C.'), ('C.', 'A. B.')], 1)
-""",
-    min_note=" (at least 2: a lone sentence has no rest)",
-)
+""")

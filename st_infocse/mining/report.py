@@ -5,36 +5,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from st_infocse.mining.sentences import Skipped
+from st_infocse.mining.sentences import SKIP_REASONS, PreparedDocument, Skipped
 
 
 @dataclass
 class MiningReport:
     """What one mining pass did. ``documents_seen == documents_used + sum(skipped.values())``.
 
-    Attributes:
-        method: ``"idc"`` or ``"adjacent"``.
-        similarity: Edge score used (``"cosine"`` or ``"dot"``); ``None`` for adjacent pairs.
-        k: Top-K of eq. 3; ``None`` for adjacent pairs.
-        threshold: Floor on the edge score (in the units of ``similarity``), or ``None``.
-        documents_seen: Input items read.
-        documents_used: Documents that entered the graph step.
-        skipped: Skipped documents by reason (``not_text``, ``empty``, ``too_few_sentences``,
-            ``too_many_sentences``).
-        skipped_examples: Up to five ``(doc_id, reason, detail)`` per reason, for debugging.
-        sentences: Sentences of the used documents (after cleaning and deduplication).
-        sentences_encoded: Distinct sentence texts encoded (identical texts are encoded once).
-        duplicate_sentences_removed: Repeated sentences dropped inside documents.
-        empty_sentences_removed: Empty sentences dropped inside used documents.
-        clusters: Clusters found, including single-sentence ones.
-        singleton_clusters: Clusters of one sentence (they give no pair).
-        documents_without_pairs: Used documents that gave no pair (only possible with a threshold).
-        pairs: Pairs in the output.
-        pairs_dropped_by_cap: Pairs not emitted because of ``max_pairs_per_cluster``.
-        shards: Encode calls made.
-        prepare_seconds / encode_seconds / graph_seconds / output_seconds / total_seconds:
-            Wall-clock split: reading and splitting, ``model.encode``, clustering and pair
-            enumeration, building the Arrow dataset, everything.
+    ``method`` is ``"idc"``, ``"adjacent"`` or ``"context"`` (``similarity``, ``k`` and ``threshold`` are IDC's);
+    ``skipped`` holds every reason of ``SKIP_REASONS``, with up to five ``(doc_id, detail)`` examples each;
+    ``sentences_encoded`` counts distinct texts; ``pairs_dropped_by_cap``, pairs over ``max_pairs_per_cluster``;
+    ``shards``, encode calls; the ``*_seconds`` split the wall time.
     """
 
     method: str = "idc"
@@ -43,7 +24,7 @@ class MiningReport:
     threshold: float | None = None
     documents_seen: int = 0
     documents_used: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SKIP_REASONS, 0))
     skipped_examples: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     sentences: int = 0
     sentences_encoded: int = 0
@@ -71,10 +52,8 @@ class MiningReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict of every field plus the derived counts."""
-        out = asdict(self)
-        out["documents_skipped"] = self.documents_skipped
-        out["pairs_per_document"] = self.pairs_per_document
-        return out
+        return {**asdict(self), "documents_skipped": self.documents_skipped,
+                "pairs_per_document": self.pairs_per_document}
 
     def summary(self) -> str:
         """One line for logs."""
@@ -87,8 +66,16 @@ class MiningReport:
             f"encode {self.encode_seconds:.1f}s, graph {self.graph_seconds:.2f}s, total {self.total_seconds:.1f}s"
         )
 
-    def _skip(self, item: Skipped) -> None:
-        self.skipped[item.reason] = self.skipped.get(item.reason, 0) + 1
-        examples = self.skipped_examples.setdefault(item.reason, [])
-        if len(examples) < 5:
-            examples.append((item.doc_id, item.detail))
+    def add(self, item: PreparedDocument | Skipped) -> None:
+        """Count one document as :func:`~st_infocse.mining.prepare_documents` gave it."""
+        self.documents_seen += 1
+        if isinstance(item, Skipped):
+            self.skipped[item.reason] = self.skipped.get(item.reason, 0) + 1
+            examples = self.skipped_examples.setdefault(item.reason, [])
+            if len(examples) < 5:
+                examples.append((item.doc_id, item.detail))
+            return
+        self.documents_used += 1
+        self.sentences += len(item.sentences)
+        self.duplicate_sentences_removed += item.duplicates_removed
+        self.empty_sentences_removed += item.empty_removed

@@ -1,19 +1,14 @@
-"""Document-aware batches: pairs from one document never share a batch.
-
-IDC pairs are same-document by construction, and sentences of one document are often
-related, so two pairs of one document in a batch would serve as each other's false in-batch
-negatives (paper 002 section 3.2 uses "sentences from different documents" as negatives).
-
-Assignment, in O(rows) per epoch: documents in random order, rows of each document in random
-order, concatenated into one stream; row ``t`` of the stream goes to batch ``t mod M``. A
-document's rows are contiguous in the stream and number at most ``M``, so they land in ``M``
-distinct batches. ``M = max(ceil(rows / batch_size), largest document)`` gives the fewest
-batches possible under the constraint; with ``drop_last`` every batch is full instead and a
-document with more rows than batches contributes a random ``M`` of them that epoch.
+"""Document-aware batches: pairs from one document never share a batch, where they would be each other's false
+in-batch negatives (paper 002 section 3.2 takes negatives from other documents). Per epoch, in O(rows): documents in random
+order, each one's rows shuffled, concatenated into one stream whose row ``t`` goes to batch ``t mod M``; a document's
+rows are contiguous and at most ``M``, so they land in distinct batches. ``M = max(ceil(rows / batch_size), largest
+document)`` is the fewest batches the constraint allows; with ``drop_last`` every batch is full instead, and a
+document with more rows than batches gives a random ``M`` of them that epoch.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Iterator, Sequence
@@ -37,8 +32,7 @@ def _plan(sizes: np.ndarray, batch_size: int, drop_last: bool) -> tuple[int, int
         return batches, batches
     batches = total // batch_size
     while True:  # capping documents at `batches` rows may leave too few rows for `batches` full batches
-        usable = int(np.minimum(sizes, batches).sum())
-        fewer = usable // batch_size
+        fewer = int(np.minimum(sizes, batches).sum()) // batch_size
         if fewer == batches:
             return batches, batches
         batches = fewer
@@ -47,20 +41,10 @@ def _plan(sizes: np.ndarray, batch_size: int, drop_last: bool) -> tuple[int, int
 class DocumentAwareBatchSampler(DefaultBatchSampler):
     """Batch sampler that keeps rows of the same document out of each other's batch.
 
-    Pass the class itself as ``batch_sampler`` when the training dataset has a ``doc_id``
-    column the loss can ignore; with mined pairs (whose ``doc_id`` the trainer would tokenize)
-    train on the text columns only and pass :meth:`for_pairs` instead.
-
-    Args:
-        dataset: The training dataset (only its length is used when ``doc_ids`` is given).
-        batch_size: Rows per batch.
-        drop_last: Only full batches; rows that cannot fill one are left out for that epoch
-            (a different random subset each epoch).
-        valid_label_columns: Unused; part of the trainer's sampler signature.
-        generator: Optional generator, re-seeded with ``seed + epoch`` at each epoch.
-        seed: Base seed; the same seed and epoch give the same batches.
-        doc_ids: Document id of each row; read from ``doc_column`` when omitted.
-        doc_column: Column holding document ids.
+    Pass the class itself as ``batch_sampler`` when the training dataset has a ``doc_id`` column the loss can
+    ignore; with mined pairs (whose ``doc_id`` the trainer would tokenize) train on the text columns and pass
+    :meth:`for_pairs` instead. The other arguments are ``DefaultBatchSampler``'s; the same seed and epoch give the
+    same batches; ``doc_ids`` gives each row's document, read from ``doc_column`` when omitted.
 
     Example:
         >>> from datasets import Dataset
@@ -68,29 +52,15 @@ class DocumentAwareBatchSampler(DefaultBatchSampler):
         >>> batches = list(DocumentAwareBatchSampler(ds, batch_size=2, drop_last=False))
         >>> len(batches), sorted(len(b) for b in batches)
         (3, [2, 2, 2])
-        >>> all(len({ds["doc_id"][i] for i in b}) == len(b) for b in batches)
-        True
     """
 
     def __init__(
-        self,
-        dataset: Dataset,
-        batch_size: int,
-        drop_last: bool,
-        valid_label_columns: list[str] | None = None,
-        generator: torch.Generator | None = None,
-        seed: int = 0,
-        doc_ids: Sequence[Any] | None = None,
+        self, dataset: Dataset, batch_size: int, drop_last: bool, valid_label_columns: list[str] | None = None,
+        generator: torch.Generator | None = None, seed: int = 0, doc_ids: Sequence[Any] | None = None,
         doc_column: str = "doc_id",
     ) -> None:
-        super().__init__(
-            dataset,
-            batch_size=batch_size,
-            drop_last=drop_last,
-            valid_label_columns=valid_label_columns,
-            generator=generator,
-            seed=seed,
-        )
+        super().__init__(dataset, batch_size=batch_size, drop_last=drop_last,
+                         valid_label_columns=valid_label_columns, generator=generator, seed=seed)
         if doc_ids is None:
             columns = getattr(dataset, "column_names", None) or []
             if doc_column not in columns:
@@ -115,33 +85,21 @@ class DocumentAwareBatchSampler(DefaultBatchSampler):
             logger.warning(
                 "document-aware batches: one document has %d rows, more than ceil(%d rows / batch %d); batches will "
                 "be smaller than batch_size (cap pairs per cluster when mining to avoid this)",
-                int(self._sizes.max()),
-                len(codes),
-                self.batch_size,
+                int(self._sizes.max()), len(codes), self.batch_size,
             )
 
     @classmethod
     def for_pairs(cls, pairs: Dataset | Sequence[Any], doc_column: str = "doc_id") -> DocumentAwareSamplerFactory:
-        """A ``batch_sampler`` callable for training on ``pairs`` without its id columns.
-
-        Args:
-            pairs: Mined pairs (a dataset with ``doc_column``) or the document ids themselves.
-            doc_column: Column holding document ids.
-
-        Returns:
-            A callable with the trainer's batch-sampler signature.
+        """A ``batch_sampler`` with the trainer's signature for training on ``pairs`` (mined pairs, or their
+        document ids) without its id columns.
 
         Example:
-            >>> from datasets import Dataset
             >>> pairs = Dataset.from_dict({"anchor": ["a", "b"], "positive": ["c", "d"], "doc_id": ["1", "2"]})
-            >>> factory = DocumentAwareBatchSampler.for_pairs(pairs)
-            >>> factory
-            DocumentAwareBatchSampler.for_pairs(<2 rows, 2 documents>)
-            >>> list(factory(pairs.select_columns(["anchor", "positive"]), batch_size=2, drop_last=False))
+            >>> list(DocumentAwareBatchSampler.for_pairs(pairs)(pairs.select_columns(["anchor"]), 2, False))
             [[0, 1]]
         """
         doc_ids = pairs[doc_column] if isinstance(pairs, Dataset) else list(pairs)
-        return DocumentAwareSamplerFactory(list(doc_ids))
+        return DocumentAwareSamplerFactory(cls, doc_ids=list(doc_ids))
 
     def __iter__(self) -> Iterator[list[int]]:
         generator = self.generator if self.generator is not None else torch.Generator()
@@ -158,8 +116,7 @@ class DocumentAwareBatchSampler(DefaultBatchSampler):
         stream = stream[rank < self._cap]
         if self.drop_last:
             stream = stream[: self._num_batches * self.batch_size]
-        batch_order = torch.randperm(self._num_batches, generator=generator).tolist()
-        for b in batch_order:
+        for b in torch.randperm(self._num_batches, generator=generator).tolist():
             batch = stream[b :: self._num_batches]
             if len(batch):
                 yield batch.tolist()
@@ -168,31 +125,13 @@ class DocumentAwareBatchSampler(DefaultBatchSampler):
         return self._num_batches
 
 
-class DocumentAwareSamplerFactory:
-    """Builds :class:`DocumentAwareBatchSampler` with fixed document ids; see ``for_pairs``."""
+class DocumentAwareSamplerFactory(functools.partial):
+    """:class:`DocumentAwareBatchSampler` with fixed document ids (see ``for_pairs``), printed short, as training
+    arguments are printed and logged."""
 
-    def __init__(self, doc_ids: list[Any]) -> None:
-        self.doc_ids = doc_ids
-
-    def __call__(
-        self,
-        dataset: Dataset,
-        batch_size: int,
-        drop_last: bool,
-        valid_label_columns: list[str] | None = None,
-        generator: torch.Generator | None = None,
-        seed: int = 0,
-    ) -> DocumentAwareBatchSampler:
-        return DocumentAwareBatchSampler(
-            dataset,
-            batch_size=batch_size,
-            drop_last=drop_last,
-            valid_label_columns=valid_label_columns,
-            generator=generator,
-            seed=seed,
-            doc_ids=self.doc_ids,
-        )
+    @property
+    def doc_ids(self) -> list[Any]:
+        return self.keywords["doc_ids"]
 
     def __repr__(self) -> str:
-        # Kept short: training arguments are printed and logged.
         return f"DocumentAwareBatchSampler.for_pairs(<{len(self.doc_ids)} rows, {len(set(self.doc_ids))} documents>)"

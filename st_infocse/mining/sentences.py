@@ -1,44 +1,24 @@
-"""Sentence splitting and document normalisation for IDC mining.
+"""Sentence splitting and document normalisation for mining.
 
-Splitting uses ``sentencex`` (Wikimedia's rule-based segmenter, ~300 languages, a compiled wheel with no runtime
-downloads), not ``pysbd``: pysbd's regular expressions backtrack catastrophically on Wikipedia-style strings such as
-``"..[111 111 111 ...]"`` (pySBD issue #79), so a mining run could hang, and it splits orders of magnitude slower.
+Splitting uses ``sentencex`` (rule-based, ~300 languages, no downloads) rather than ``pysbd``, whose regular
+expressions backtrack catastrophically on strings such as ``"..[111 111 111 ...]"`` (pySBD issue #79).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sentencex import segment
 
-logger = logging.getLogger(__name__)
-
 # Reasons a document is skipped; the report counts each one.
-SKIP_NOT_TEXT = "not_text"
-SKIP_EMPTY = "empty"
-SKIP_TOO_FEW = "too_few_sentences"
-SKIP_TOO_MANY = "too_many_sentences"
-SKIP_REASONS = (SKIP_NOT_TEXT, SKIP_EMPTY, SKIP_TOO_FEW, SKIP_TOO_MANY)
+SKIP_REASONS = ("not_text", "empty", "too_few_sentences", "too_many_sentences")
 
 
 def split_sentences(text: str, language: str = "en") -> list[str]:
-    """Split raw text into sentences.
-
-    Lines are treated as hard boundaries (paragraphs, list items, headings), then each line is
-    segmented with ``sentencex``. Sentences are whitespace-stripped and empty ones dropped.
-
-    Args:
-        text: The raw text.
-        language: ISO 639 code passed to ``sentencex`` (unknown codes fall back to its generic rules).
-
-    Returns:
-        The sentences, in order.
-
-    Raises:
-        TypeError: If ``text`` is not a string.
+    """The sentences of ``text``, stripped, in order: lines are hard boundaries (paragraphs, list items, headings),
+    each line is segmented by ``sentencex`` for ``language`` (an ISO 639 code; unknown ones get generic rules).
 
     Example:
         >>> split_sentences("Dr. Smith went to Washington. He liked it.\\nA new paragraph")
@@ -46,23 +26,13 @@ def split_sentences(text: str, language: str = "en") -> list[str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"split_sentences expects a str, got {type(text).__name__}")
-    sentences: list[str] = []
-    for line in text.splitlines():
-        if line.strip():
-            sentences.extend(s.strip() for s in segment(language, line) if s.strip())
-    return sentences
+    return [s.strip() for line in text.splitlines() if line.strip() for s in segment(language, line) if s.strip()]
 
 
 @dataclass
 class PreparedDocument:
-    """A document reduced to its usable sentences.
-
-    Attributes:
-        doc_id: The document's id as a string (the input's id, or its position in the input).
-        sentences: Stripped, non-empty sentences; unique when deduplication is on.
-        duplicates_removed: Sentences dropped because an identical one came earlier in the document.
-        empty_removed: Empty or whitespace-only sentences dropped.
-    """
+    """A document reduced to its usable sentences (stripped, non-empty, unique when deduplicating); ``doc_id`` is
+    the input's id, or its position in the input."""
 
     doc_id: str
     sentences: list[str]
@@ -82,7 +52,7 @@ class Skipped:
 def _raw_sentences(
     doc: Any, sentences_key: str, text_key: str, id_key: str, language: str
 ) -> tuple[str | None, list[Any] | None, str]:
-    """Return (id, raw sentence list or None, detail) for one input item, splitting text when needed."""
+    """(id, raw sentence list or None, why not) for one input item, splitting text when needed."""
     doc_id = None
     if isinstance(doc, Mapping):
         raw_id = doc.get(id_key)
@@ -96,23 +66,14 @@ def _raw_sentences(
     if isinstance(doc, str):
         return doc_id, split_sentences(doc, language), ""
     if isinstance(doc, (list, tuple)):
-        if not all(isinstance(s, str) for s in doc):
-            bad = next(type(s).__name__ for s in doc if not isinstance(s, str))
-            return doc_id, None, f"sentence of type {bad}"
-        return doc_id, list(doc), ""
+        bad = next((type(s).__name__ for s in doc if not isinstance(s, str)), None)
+        return (doc_id, None, f"sentence of type {bad}") if bad else (doc_id, list(doc), "")
     return doc_id, None, f"document of type {type(doc).__name__}"
 
 
 def prepare_documents(
-    documents: Iterable[Any],
-    *,
-    min_sentences: int = 2,
-    max_sentences: int | None = 1000,
-    deduplicate: bool = True,
-    language: str = "en",
-    sentences_key: str = "sentences",
-    text_key: str = "text",
-    id_key: str = "id",
+    documents: Iterable[Any], *, min_sentences: int = 2, max_sentences: int | None = 1000, deduplicate: bool = True,
+    language: str = "en", sentences_key: str = "sentences", text_key: str = "text", id_key: str = "id",
 ) -> Iterator[PreparedDocument | Skipped]:
     """Turn any supported document form into sentence lists, lazily, flagging unusable ones.
 
@@ -146,40 +107,23 @@ def prepare_documents(
         raise ValueError(f"min_sentences must be at least 2 (a pair needs two sentences), got {min_sentences}")
     if max_sentences is not None and max_sentences < min_sentences:
         raise ValueError(f"max_sentences ({max_sentences}) must be >= min_sentences ({min_sentences})")
-    return _prepared(documents, min_sentences, max_sentences, deduplicate, language, sentences_key, text_key, id_key)
 
+    def prepared() -> Iterator[PreparedDocument | Skipped]:
+        for position, doc in enumerate(documents):
+            doc_id, raw, detail = _raw_sentences(doc, sentences_key, text_key, id_key, language)
+            doc_id = str(position) if doc_id is None else doc_id
+            if raw is None:
+                yield Skipped(doc_id, "not_text", detail)
+                continue
+            kept = [s.strip() for s in raw if s.strip()]
+            unique = list(dict.fromkeys(kept)) if deduplicate else kept
+            if not kept:
+                yield Skipped(doc_id, "empty")
+            elif len(unique) < min_sentences:
+                yield Skipped(doc_id, "too_few_sentences", f"{len(unique)} sentence(s)")
+            elif max_sentences is not None and len(unique) > max_sentences:
+                yield Skipped(doc_id, "too_many_sentences", f"{len(unique)} sentences")
+            else:
+                yield PreparedDocument(doc_id, unique, len(kept) - len(unique), len(raw) - len(kept))
 
-def _prepared(
-    documents: Iterable[Any],
-    min_sentences: int,
-    max_sentences: int | None,
-    deduplicate: bool,
-    language: str,
-    sentences_key: str,
-    text_key: str,
-    id_key: str,
-) -> Iterator[PreparedDocument | Skipped]:
-    for position, doc in enumerate(documents):
-        doc_id, raw, detail = _raw_sentences(doc, sentences_key, text_key, id_key, language)
-        doc_id = str(position) if doc_id is None else doc_id
-        if raw is None:
-            yield Skipped(doc_id, SKIP_NOT_TEXT, detail)
-            continue
-        sentences = [s.strip() for s in raw]
-        kept = [s for s in sentences if s]
-        empty_removed = len(sentences) - len(kept)
-        if not kept:
-            yield Skipped(doc_id, SKIP_EMPTY)
-            continue
-        duplicates_removed = 0
-        if deduplicate:
-            unique = list(dict.fromkeys(kept))
-            duplicates_removed = len(kept) - len(unique)
-            kept = unique
-        if len(kept) < min_sentences:
-            yield Skipped(doc_id, SKIP_TOO_FEW, f"{len(kept)} sentence(s)")
-            continue
-        if max_sentences is not None and len(kept) > max_sentences:
-            yield Skipped(doc_id, SKIP_TOO_MANY, f"{len(kept)} sentences")
-            continue
-        yield PreparedDocument(doc_id, kept, duplicates_removed, empty_removed)
+    return prepared()

@@ -5,22 +5,12 @@ from __future__ import annotations
 from st_infocse.lazy import lazy_exports
 
 _WHERE = {
-    "AuxiliaryDecoder": "auxiliary_decoder",
-    "AuxiliaryDecoderConfig": "auxiliary_decoder",
-    "MLMOutput": "auxiliary_decoder",
-    "mlm_loss": "auxiliary_decoder",
-    "SUPPORTED_MODEL_TYPES": "encoder_parts",
-    "EncoderFamily": "encoder_parts",
-    "EncoderParts": "encoder_parts",
-    "UnsupportedModelError": "encoder_parts",
-    "family_for": "encoder_parts",
-    "find_encoder_parts": "encoder_parts",
+    **dict.fromkeys(("AuxiliaryDecoder", "AuxiliaryDecoderConfig", "MLMOutput", "mlm_loss"), "auxiliary_decoder"),
+    **dict.fromkeys(("SUPPORTED_MODEL_TYPES", "EncoderFamily", "EncoderParts", "UnsupportedModelError", "family_for",
+                     "find_encoder_parts"), "encoder_parts"),
+    **dict.fromkeys(("MLMHead", "ProjectionHead", "build_mlm_head"), "heads"),
+    **dict.fromkeys(("TokenMasker", "WholeWordMasker"), "masking"),
     "scale_gradient": "gradient",
-    "MLMHead": "heads",
-    "ProjectionHead": "heads",
-    "build_mlm_head": "heads",
-    "TokenMasker": "masking",
-    "WholeWordMasker": "masking",
 }
 
 __all__ = sorted(_WHERE)  # every exported name, listed once above

@@ -16,8 +16,9 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import AutoModel, PretrainedConfig
 
+from st_infocse.files import check_choice
 from st_infocse.modeling.compilation import compiling
-from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for, get_submodule
+from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for
 from st_infocse.modeling.heads import MLMHead, build_mlm_head, to_width
 from st_infocse.modeling.vocab_cross_entropy import vocab_cross_entropy
 
@@ -26,32 +27,32 @@ logger = logging.getLogger(__name__)
 CONFIG_NAME = "auxiliary_decoder_config.json"
 WEIGHTS_NAME = "auxiliary_decoder.safetensors"
 FusionInit = Literal["copy", "fresh"]
-# How the MLM losses gather the masked positions for the head: "exact" sizes the gather from their count (one host
-# synchronisation per step on a GPU); "bounded" uses a static room and reads nothing (see :func:`mlm_loss`); "auto"
-# is exact on the CPU, where reading the count costs nothing, and bounded on accelerators and under torch.compile
-# (a data-dependent size would break the graph there).
+# How the MLM losses gather the masked positions for the head (see :func:`gather_room`).
 MLMGather = Literal["auto", "exact", "bounded"]
 
 
-def check_mlm_gather(mlm_gather: str) -> None:
-    if mlm_gather not in ("auto", "exact", "bounded"):
-        raise ValueError(f"mlm_gather must be 'auto', 'exact' or 'bounded', got {mlm_gather!r}")
+def gather_room(mlm_gather: MLMGather, labels: torch.Tensor, mask_rate: float, per_row: bool = False) -> int | None:
+    """Room for the masked positions of ``labels`` under a bounded gather; None for the exact gather.
 
-
-def gathers_bounded(mlm_gather: str, device: torch.device) -> bool:
-    """Whether ``mlm_gather`` means a bounded gather for tensors on ``device`` (and in the current trace)."""
-    return mlm_gather == "bounded" or (mlm_gather == "auto" and (device.type != "cpu" or compiling()))
+    ``"exact"`` sizes the gather from the count (one host synchronisation per step on a GPU); ``"bounded"`` uses a
+    static room and reads nothing (:func:`prediction_bound`, see :func:`mlm_loss`); ``"auto"`` is exact on the CPU,
+    where reading the count costs nothing, and bounded on accelerators and under torch.compile (a data-dependent size
+    would break the graph there). ``per_row``: each row masks at most ``max(1, round(mask_rate * width))`` positions
+    (whole-word masking's budget), which is then the room.
+    """
+    if not (mlm_gather == "bounded" or (mlm_gather == "auto" and (labels.device.type != "cpu" or compiling()))):
+        return None
+    if per_row:
+        rows, width = labels.shape
+        return rows * max(1, round(mask_rate * width))
+    return prediction_bound(labels.numel(), mask_rate)
 
 
 @dataclass
 class AuxiliaryDecoderConfig:
-    """Shape of an auxiliary decoder; saved next to its weights.
-
-    ``detach`` is applied by the decoder (a frozen, gradient-free lower copy). ``fusion_init`` records how
-    :meth:`AuxiliaryDecoder.from_encoder` started the fusion layers; ``AuxiliaryDecoder(config)`` itself always builds
-    them fresh (random, the default here as in :meth:`~AuxiliaryDecoder.from_encoder` and every preset) and
-    :meth:`~AuxiliaryDecoder.from_pretrained` loads their saved weights over them.
-    """
+    """Shape of an auxiliary decoder; saved next to its weights. ``detach``: a frozen, gradient-free lower copy.
+    ``fusion_init`` records how :meth:`AuxiliaryDecoder.from_encoder` started the fusion layers (the constructor
+    always builds them fresh; :meth:`~AuxiliaryDecoder.from_pretrained` loads the saved weights over them)."""
 
     k: int
     n: int
@@ -64,12 +65,9 @@ class AuxiliaryDecoderConfig:
 
 @dataclass
 class MLMOutput:
-    """Loss over the masked positions and how many of them were predicted correctly.
-
-    ``correct`` and ``total`` are device tensors, read only when metrics are logged. ``overflow`` is a device flag,
-    set when a bounded gather (``max_predictions``) had more masked positions than room; the losses' step checks
-    raise on it.
-    """
+    """Loss over the masked positions and how many of them were predicted correctly (device tensors, read only when
+    metrics are logged). ``overflow``: a device flag, set when a bounded gather had more masked positions than room;
+    the losses' step checks raise on it."""
 
     loss: torch.Tensor
     correct: torch.Tensor
@@ -85,9 +83,6 @@ class AuxiliaryDecoder(nn.Module):
     trainable fusion layers, and an untied MLM head predicts the masked tokens. With ``detach=True`` (the paper's
     setting) the lower copy is frozen: it runs in eval mode under ``torch.no_grad``, so ``M_{>0}`` carries no
     gradient and the only path from the MLM loss into the encoder is ``h``.
-
-    Build it from a model with :meth:`from_encoder`, save it with :meth:`save_pretrained` and reload it with
-    :meth:`from_pretrained`.
 
     Example:
         ::
@@ -113,7 +108,7 @@ class AuxiliaryDecoder(nn.Module):
         # the lower model also hosts what the fusion layers share with it (MPNet's relative position bias,
         # ModernBERT's rotary embedding).
         base = AutoModel.from_config(encoder_config)
-        layers = get_submodule(base, self.family.layers_path)
+        layers = base.get_submodule(self.family.layers_path)
         self.fusion = nn.ModuleList(list(layers)[config.k :])
         _set_submodule(base, self.family.layers_path, nn.ModuleList(list(layers)[: config.k]))
         base.config.num_hidden_layers = config.k
@@ -123,7 +118,7 @@ class AuxiliaryDecoder(nn.Module):
         # the k-th layer's raw output, as the fusion layers expect.
         self.output_norm: nn.Module | None = None
         if self.family.output_norm_path:
-            self.output_norm = get_submodule(base, self.family.output_norm_path)
+            self.output_norm = base.get_submodule(self.family.output_norm_path)
             _set_submodule(base, self.family.output_norm_path, nn.Identity())
         self.lower = base
         self._takes_token_types = "token_type_ids" in inspect.signature(base.forward).parameters
@@ -138,34 +133,24 @@ class AuxiliaryDecoder(nn.Module):
         return self.lower.config
 
     @classmethod
-    def from_encoder(
-        cls,
-        model: nn.Module,
-        k: int,
-        n: int,
-        fusion_init: FusionInit = "fresh",
-        detach: bool = True,
-        mlm_head_source: str | None = None,
-    ) -> AuxiliaryDecoder:
-        """Initialise a decoder from a ``SentenceTransformer``'s own weights.
-
-        Args:
-            model: the SentenceTransformer being trained (first module a Hugging Face encoder).
-            k: number of lower encoder layers copied (frozen when ``detach``).
-            n: number of fusion layers.
-            fusion_init: ``"fresh"`` (default, the released setting and every preset's in
-                ``st_infocse/losses/registry.py``: random layers with the encoder's ``initializer_range``, as the
-                authors' ``BertForCL`` builds its ``c_head``) or ``"copy"`` (encoder layers ``k .. k+n-1``, the top
-                layer again where the encoder has fewer).
-            detach: freeze the lower copy (paper default). ``False`` trains it (paper 000 Table 6 ablation).
-            mlm_head_source: where to look for the checkpoint's MLM head; defaults to the model's own path.
-        """
+    def from_encoder(cls, model: nn.Module, k: int, n: int, fusion_init: FusionInit = "fresh", detach: bool = True,
+                     mlm_head_source: str | None = None) -> AuxiliaryDecoder:
+        """A decoder initialised from a ``SentenceTransformer``'s own weights: its lower ``k`` layers copied (frozen
+        when ``detach``, the paper's default; ``False`` is paper 000's Table 6 ablation), ``n`` fusion layers
+        ``"fresh"`` (random with the encoder's ``initializer_range``, as the authors' ``BertForCL`` builds its
+        ``c_head``) or ``"copy"`` (encoder layers ``k .. k+n-1``, the top one again where the encoder has fewer), and
+        the MLM head of ``mlm_head_source`` (default: the model's own path)."""
         from st_infocse.modeling.encoder_parts import find_encoder_parts
 
         parts = find_encoder_parts(model)
-        _check_depths(parts, k, n)
-        if fusion_init not in ("copy", "fresh"):
-            raise ValueError(f"fusion_init must be 'copy' or 'fresh', got {fusion_init!r}")
+        if not isinstance(k, int) or not 1 <= k < parts.depth:
+            raise ValueError(
+                f"k (frozen lower layers) must be between 1 and {parts.depth - 1} for this {parts.depth}-layer "
+                f"encoder, got {k!r}: the sentence embedding must come from layers above the auxiliary copy."
+            )
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n (fusion layers) must be a positive integer, got {n!r}")
+        check_choice("fusion_init", fusion_init, FusionInit)
         config = AuxiliaryDecoderConfig(
             k=k,
             n=n,
@@ -179,18 +164,11 @@ class AuxiliaryDecoder(nn.Module):
         decoder.use_attention_of(parts.config)
         decoder.copy_lower_from(parts)
         if fusion_init == "copy":
-            source_layers = list(parts.layers)
             for i, layer in enumerate(decoder.fusion):
-                index = min(k + i, parts.depth - 1)
-                layer.load_state_dict(source_layers[index].state_dict())
+                layer.load_state_dict(parts.layers[min(k + i, parts.depth - 1)].state_dict())
             if k + n > parts.depth:
-                logger.info(
-                    "Fusion layers %d..%d start as copies of the top encoder layer (%d layers above k=%d).",
-                    parts.depth - k,
-                    n - 1,
-                    parts.depth - k,
-                    k,
-                )
+                logger.info("Fusion layers %d..%d start as copies of the top encoder layer (%d layers above k=%d).",
+                            parts.depth - k, n - 1, parts.depth - k, k)
         if decoder.output_norm is not None:
             # The MLM head was trained behind this norm.
             decoder.output_norm.load_state_dict(parts.output_norm.state_dict())
@@ -198,24 +176,18 @@ class AuxiliaryDecoder(nn.Module):
         return decoder.to(parts.hf_model.device)
 
     def use_attention_of(self, config: PretrainedConfig) -> None:
-        """Run the lower copy and the fusion layers with the encoder's attention implementation (eager, sdpa, ...).
-
-        A config rebuilt from a dict gets the library's default implementation, not the one the encoder was loaded
-        with; the results agree up to rounding either way, but speed and memory follow the implementation.
-        transformers exposes the implementation in use only as the config's ``_attn_implementation`` property (which
-        its attention documentation reads) and sets it through the public ``set_attn_implementation``.
-        """
+        """Run the lower copy and the fusion layers with the encoder's attention implementation (eager, sdpa, ...):
+        a config rebuilt from a dict gets the library's default instead. The results agree up to rounding either way;
+        speed and memory follow the implementation. transformers exposes the one in use only as the config's
+        ``_attn_implementation`` and sets it through ``set_attn_implementation``."""
         wanted = getattr(config, "_attn_implementation", None)
         if wanted and wanted != self.lower.config._attn_implementation:
             # The fusion layers were built from the same config object, so they switch too.
             self.lower.set_attn_implementation(wanted)
 
     def copy_lower_from(self, parts: EncoderParts) -> None:
-        """Copy the encoder's embeddings and lower ``k`` layers into the lower stack.
-
-        A layer wrapped by an adapter (PEFT's LoRA keeps the original as ``base_layer``) gives its base weights: the
-        copy is of the model as given, without the adapter's change.
-        """
+        """Copy the encoder's embeddings and lower ``k`` layers into the lower stack; a layer wrapped by an adapter
+        (PEFT's LoRA keeps the original as ``base_layer``) gives its base weights, without the adapter's change."""
         state = {key.replace(".base_layer.", "."): value for key, value in parts.hf_model.state_dict().items()}
         own = self.lower.state_dict()
         missing = [key for key in own if key not in state]
@@ -223,9 +195,8 @@ class AuxiliaryDecoder(nn.Module):
             raise UnsupportedModelError(f"Encoder weights missing for the auxiliary copy: {missing[:5]}")
         self.lower.load_state_dict({key: state[key] for key in own})
 
-    def lower_hidden_states(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def lower_hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                            token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Hidden states after the lower ``k`` layers (frozen and gradient-free when ``detach``)."""
         kwargs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None and self._takes_token_types:
@@ -238,31 +209,14 @@ class AuxiliaryDecoder(nn.Module):
         self.lower.train(self.training)
         return self.lower(**kwargs).last_hidden_state
 
-    def forward(
-        self,
-        sentence_embedding: torch.Tensor,
-        masked_input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        labels: torch.Tensor,
-        token_type_ids: torch.Tensor | None = None,
-        lower_hidden: torch.Tensor | None = None,
-        max_predictions: int | None = None,
-    ) -> MLMOutput:
-        """Conditional MLM loss on the masked positions.
-
-        Args:
-            sentence_embedding: ``(batch, dim)`` embedding of the unmasked sentences (carries the gradient).
-            masked_input_ids: ``(batch, seq)`` token ids with masking applied; the lower stack reads them (with
-                ``lower_hidden`` given, they were read when those states were computed).
-            attention_mask: ``(batch, seq)`` padding mask.
-            labels: ``(batch, seq)`` original ids at masked positions, -100 elsewhere.
-            token_type_ids: optional segment ids for the lower stack, applied as the encoder applies them (families
-                without segment ids take none); refused beside ``lower_hidden``, which the lower stack does not
-                compute.
-            lower_hidden: precomputed lower-stack states (stage 1 passes the shared encoder's states here).
-            max_predictions: gather at most this many masked positions without reading their count (see
-                :func:`mlm_loss`); None gathers them exactly.
-        """
+    def forward(self, sentence_embedding: torch.Tensor, masked_input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                labels: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                lower_hidden: torch.Tensor | None = None, max_predictions: int | None = None) -> MLMOutput:
+        """Conditional MLM loss on the masked positions of ``masked_input_ids`` (``labels``: the original ids there,
+        -100 elsewhere), conditioned on ``sentence_embedding``, the embedding of the unmasked sentences, which carries
+        the gradient. ``lower_hidden``: precomputed lower-stack states (stage 1 passes the shared encoder's), beside
+        which ``token_type_ids`` (segment ids for the lower stack) are refused. ``max_predictions``: see
+        :func:`mlm_loss`."""
         if lower_hidden is not None and token_type_ids is not None:
             raise ValueError("token_type_ids feed the lower stack, which does not run when lower_hidden is given.")
         if lower_hidden is None:
@@ -317,27 +271,23 @@ class AuxiliaryDecoder(nn.Module):
 
 def prediction_bound(positions: int, mask_rate: float, sigmas: float = 8.0) -> int:
     """A static room for the masked positions among ``positions`` tokens each chosen with ``mask_rate``: the
-    binomial mean plus ``sigmas`` standard deviations (plus a small floor for tiny batches), capped at ``positions``.
-
-    The count stays below it except with a probability of roughly 1e-15 per batch at the default; a batch that
-    exceeds it is never cut silently (see :func:`mlm_loss`).
+    binomial mean plus ``sigmas`` standard deviations (plus a floor for tiny batches), capped at ``positions``. The
+    count exceeds it with a probability of roughly 1e-15 per batch, and is then never cut silently (:func:`mlm_loss`).
     """
     mean = positions * mask_rate
     spread = sigmas * math.sqrt(positions * mask_rate * (1.0 - mask_rate))
     return min(positions, math.ceil(mean + spread) + 16)
 
 
-def mlm_loss(
-    head: MLMHead, hidden: torch.Tensor, labels: torch.Tensor, max_predictions: int | None = None
-) -> MLMOutput:
-    """Cross-entropy over masked positions only; the head runs on those positions alone (its vocabulary
+def mlm_loss(head: MLMHead, hidden: torch.Tensor, labels: torch.Tensor,
+             max_predictions: int | None = None) -> MLMOutput:
+    """Cross-entropy over the masked positions, through the head on those positions alone (its vocabulary
     projection is the expensive part).
 
-    ``max_predictions=None`` gathers exactly the masked positions; sizing that gather reads their count, one host
-    synchronisation on a GPU. With ``max_predictions=M`` the first ``M`` positions in a stable order (the masked
-    ones first) go through the head and the rest are ignored (label -100): no synchronisation, and the same loss
-    as long as at most ``M`` positions are masked. When more are, ``overflow`` is set and the losses' step check
-    stops training rather than let positions drop unnoticed.
+    ``max_predictions=None`` gathers exactly the masked positions, which reads their count (one host synchronisation
+    on a GPU). With ``max_predictions=M`` the first ``M`` positions, masked ones first, go through the head: no
+    synchronisation, the same loss while at most ``M`` are masked, and ``overflow`` set (the step check stops
+    training) when more are.
     """
     width = hidden.shape[-1]
     flat_hidden = hidden.reshape(-1, width)
@@ -361,16 +311,5 @@ def mlm_loss(
 
 
 def _set_submodule(model: nn.Module, path: str, module: nn.Module) -> None:
-    parent_path, _, name = path.rpartition(".")
-    parent = get_submodule(model, parent_path) if parent_path else model
-    setattr(parent, name, module)
-
-
-def _check_depths(parts: EncoderParts, k: int, n: int) -> None:
-    if not isinstance(k, int) or not 1 <= k < parts.depth:
-        raise ValueError(
-            f"k (frozen lower layers) must be between 1 and {parts.depth - 1} for this {parts.depth}-layer encoder, "
-            f"got {k!r}: the sentence embedding must come from layers above the auxiliary copy."
-        )
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n (fusion layers) must be a positive integer, got {n!r}")
+    parent, _, name = path.rpartition(".")
+    setattr(model.get_submodule(parent), name, module)

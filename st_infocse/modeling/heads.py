@@ -10,6 +10,7 @@ from torch import nn
 from transformers import PretrainedConfig
 from transformers.activations import ACT2FN
 
+from st_infocse.files import check_choice
 from st_infocse.modeling.encoder_parts import MLMHeadLayout, family_for
 
 logger = logging.getLogger(__name__)
@@ -18,23 +19,21 @@ ProjectionKind = Literal["mlp", "bn-mlp"]
 
 
 class ProjectionHead(nn.Module):
-    """Projection applied to sentence embeddings for the contrastive term during training only.
-
-    ``"mlp"`` is unsupervised SimCSE's ``--mlp_only_train`` head: Linear(d, d) + Tanh (princeton-nlp/SimCSE,
-    ``simcse/models.py`` ``MLPLayer``). ``"bn-mlp"`` is InfoCSE's ``--batchnorm`` head: Linear(d, 2d, no bias) -
-    BatchNorm(2d) - ReLU - Linear(2d, d, no bias) - BatchNorm(d, affine=False) (caskcsg/sentemb,
-    ``InfoCSE/infocse/models_cls_mlm.py`` ``ProjectionMLP``). Linear weights start from N(0, ``init_std``) with zero
-    biases, as the authors' ``init_weights`` leaves them (``init_std`` is the encoder's ``initializer_range``, 0.02
-    for BERT). BatchNorm normalises over every row it is given: pass all views of a batch stacked, as the authors
-    do, not one view at a time.
+    """The training-only projection of sentence embeddings for the contrastive term: ``"mlp"``, unsupervised
+    SimCSE's ``--mlp_only_train`` head, Linear(d, d) + Tanh (``simcse/models.py`` ``MLPLayer``), or ``"bn-mlp"``,
+    InfoCSE's ``--batchnorm`` head, Linear(d, 2d) - BatchNorm - ReLU - Linear(2d, d) - BatchNorm(affine=False)
+    (caskcsg/sentemb ``models_cls_mlm.py`` ``ProjectionMLP``). Linear weights start from N(0, ``init_std``, the
+    encoder's ``initializer_range``) with zero biases, as the authors' ``init_weights``. BatchNorm normalises over
+    the rows it is given: pass all views of a batch stacked, as the authors do.
     """
 
     def __init__(self, dim: int, kind: ProjectionKind = "mlp", init_std: float = 0.02) -> None:
         super().__init__()
+        check_choice("projection", kind, ProjectionKind)
         self.kind = kind
         if kind == "mlp":
             self.net = nn.Sequential(nn.Linear(dim, dim), nn.Tanh())
-        elif kind == "bn-mlp":
+        else:
             self.net = nn.Sequential(
                 nn.Linear(dim, 2 * dim, bias=False),
                 nn.BatchNorm1d(2 * dim),
@@ -42,8 +41,6 @@ class ProjectionHead(nn.Module):
                 nn.Linear(2 * dim, dim, bias=False),
                 nn.BatchNorm1d(dim, affine=False),
             )
-        else:
-            raise ValueError(f"Unknown projection {kind!r}; choose 'mlp', 'bn-mlp' or None.")
         for module in self.net:
             if isinstance(module, nn.Linear):
                 nn.init.normal_(module.weight, mean=0.0, std=init_std)
@@ -55,12 +52,8 @@ class ProjectionHead(nn.Module):
 
 
 def to_width(embeddings: torch.Tensor, width: int) -> torch.Tensor:
-    """Embeddings narrower than ``width`` zero-padded to it; others as they are.
-
-    A training-only head built for the model's full embedding width then reads an embedding that
-    sentence-transformers' ``MatryoshkaLoss`` truncated to its first dimensions: the head's weights on those
-    dimensions apply, and nothing stands in place of the rest.
-    """
+    """Embeddings narrower than ``width`` zero-padded to it, so that a head built for the full width reads an
+    embedding ``MatryoshkaLoss`` truncated through the weights of its first dimensions; others as they are."""
     missing = width - embeddings.shape[-1]
     return torch.nn.functional.pad(embeddings, (0, missing)) if missing > 0 else embeddings
 
@@ -79,26 +72,16 @@ def initializer_range(model: nn.Module, default: float = 0.02) -> float:
 
 
 class MLMHead(nn.Module):
-    """MLM head: dense, activation, LayerNorm, vocabulary projection.
+    """MLM head: dense, activation, LayerNorm, vocabulary projection; the options cover the supported families'
+    heads (ModernBERT's dense and norm may have no bias; ELECTRA's generator head is ``width`` wide).
 
-    Its vocabulary projection is its own parameter, not tied to the encoder's word embeddings: in the conditional
-    MLM a tied head would carry MLM gradients into the encoder through the embedding matrix. Stage 1
-    (:class:`~st_infocse.losses.AuxiliaryPretrainingLoss`) ties it on purpose, as Condenser does. The options cover the heads of the
-    supported families (ModernBERT's dense and norm may have no bias; ELECTRA's generator head is ``width`` wide).
+    The projection is its own parameter: in the conditional MLM a head tied to the word embeddings would carry MLM
+    gradients into the encoder through them. Stage 1 (``AuxiliaryPretrainingLoss``) ties it, as Condenser does.
     """
 
-    def __init__(
-        self,
-        hidden_size: int,
-        vocab_size: int,
-        hidden_act: str = "gelu",
-        layer_norm_eps: float = 1e-12,
-        *,
-        width: int | None = None,
-        dense_bias: bool = True,
-        norm_bias: bool = True,
-        decoder_bias: bool = True,
-    ) -> None:
+    def __init__(self, hidden_size: int, vocab_size: int, hidden_act: str = "gelu", layer_norm_eps: float = 1e-12, *,
+                 width: int | None = None, dense_bias: bool = True, norm_bias: bool = True,
+                 decoder_bias: bool = True) -> None:
         super().__init__()
         width = hidden_size if width is None else width
         self.dense = nn.Linear(hidden_size, width, bias=dense_bias)
@@ -121,11 +104,8 @@ class MLMHead(nn.Module):
 
 
 def build_mlm_head(encoder_parts, source: str | None = None) -> MLMHead:
-    """An MLM head for the encoder: the checkpoint's own head where it has one, else a new one.
-
-    A new head gets a freshly initialised transform and an output projection copied (untied) from the input word
-    embeddings, which is what a tied head starts from.
-    """
+    """An MLM head for the encoder: the checkpoint's own head where it has one, else a new one (a fresh transform,
+    and a projection copied, untied, from the input word embeddings, which is what a tied head starts from)."""
     head = MLMHead.for_config(encoder_parts.config, encoder_parts.word_embeddings.num_embeddings)
     source = source if source is not None else encoder_parts.name_or_path
     loaded = _load_checkpoint_head(source, encoder_parts.family.head) if source else None

@@ -6,9 +6,12 @@ batch's, so masking a GPU batch reads nothing back to the host, and both follow 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerBase
+
+from st_infocse.files import check_range
 
 # WordPiece marks the pieces that continue a word; byte-level BPE (GPT-2, RoBERTa, ModernBERT) and SentencePiece
 # (XLM-R, ALBERT, T5) mark the pieces that start one.
@@ -16,33 +19,9 @@ CONTINUATION_PREFIX = "##"
 WORD_START_PREFIXES = ("\u0120", "\u2581")  # "Ġ", "▁"
 
 
-def _require_mask_token(tokenizer: PreTrainedTokenizerBase) -> None:
-    if getattr(tokenizer, "mask_token", None) is None:
-        raise ValueError(
-            f"The tokenizer {type(tokenizer).__name__} has no mask token, which masked language modelling needs. "
-            "Use a model whose tokenizer defines one (BERT-style encoders do) or set tokenizer.mask_token."
-        )
-
-
-def _check_mask_rate(mask_rate: float) -> None:
-    if not 0.0 < mask_rate < 1.0:
-        raise ValueError(f"mask_rate must be in (0, 1), got {mask_rate}")
-
-
-def _check_replacement(mask_replace_prob: float, random_replace_prob: float) -> None:
-    if mask_replace_prob + random_replace_prob > 1:
-        raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
-
-
-def replace_chosen(
-    ids: torch.Tensor,
-    chosen: torch.Tensor,
-    mask_token_id: int,
-    vocab_size: int,
-    mask_replace_prob: float,
-    random_replace_prob: float,
-    generator: torch.Generator | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def replace_chosen(ids: torch.Tensor, chosen: torch.Tensor, mask_token_id: int, vocab_size: int,
+                   mask_replace_prob: float, random_replace_prob: float,
+                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(masked_ids, labels)`` for the ``chosen`` positions of ``ids``: ``mask_replace_prob`` of them become the
     mask token, ``random_replace_prob`` a random token, the rest stay; ``labels`` is -100 elsewhere.
 
@@ -66,7 +45,14 @@ def replace_chosen(
     return torch.where(as_random, random_ids, masked), labels
 
 
-class _OnDevice:
+def with_ids(features: dict[str, Any], input_ids: torch.Tensor) -> dict[str, Any]:
+    """A copy of tokenized ``features`` for another pass of the model: ``input_ids`` replaced, and the outputs of an
+    earlier pass (token and sentence embeddings) left out."""
+    kept = {key: value for key, value in features.items() if key not in ("token_embeddings", "sentence_embedding")}
+    return {**kept, "input_ids": input_ids}
+
+
+class OnDevice:
     """Per-device copies of constant tensors: building them at each call would cost a host-to-device copy a step."""
 
     def __init__(self, **tensors: torch.Tensor) -> None:
@@ -74,27 +60,44 @@ class _OnDevice:
         self._copies: dict[tuple[str, torch.device], torch.Tensor] = {}
 
     def __call__(self, name: str, device: torch.device) -> torch.Tensor:
-        key = (name, device)
-        if key not in self._copies:
-            self._copies[key] = self._cpu[name].to(device)
-        return self._copies[key]
+        if (name, device) not in self._copies:
+            self._copies[name, device] = self._cpu[name].to(device)
+        return self._copies[name, device]
 
 
-class TokenMasker:
-    """Masks an already tokenized batch: ``mask_rate`` of the real tokens are chosen, of which 80% become
-    the mask token, 10% a random token and 10% stay unchanged. Special and padding tokens are never chosen.
+class _Masker:
+    """What both maskers check and keep: a tokenizer with a mask token, the rate and the replacement shares."""
 
-    The draws run on the ids' own device, so masking a GPU batch reads nothing back to the host. They are the
-    ``bernoulli`` / ``randint`` calls of ``transformers.DataCollatorForLanguageModeling.torch_mask_tokens``, with
-    the same shapes and in the same order, so on the CPU a given random state gives the collator's masks exactly.
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, mask_rate: float, mask_replace_prob: float,
+                 random_replace_prob: float) -> None:
+        if getattr(tokenizer, "mask_token", None) is None:
+            raise ValueError(
+                f"The tokenizer {type(tokenizer).__name__} has no mask token, which masked language modelling needs. "
+                "Use a model whose tokenizer defines one (BERT-style encoders do) or set tokenizer.mask_token."
+            )
+        check_range("mask_rate", mask_rate, (0, 1, False, False))
+        if mask_replace_prob + random_replace_prob > 1:
+            raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
+        self.tokenizer = tokenizer
+        self.mask_rate = mask_rate
+        self.mask_replace_prob = mask_replace_prob
+        self.random_replace_prob = random_replace_prob
+        self.mask_token_id = tokenizer.convert_tokens_to_ids(tokenizer.mask_token)
+        self.vocab_size = len(tokenizer)
 
-    Args:
-        tokenizer: the encoder's tokenizer; it must have a mask token.
-        mask_rate: probability that a real (non-special, non-padding) token is chosen for prediction.
-        mask_replace_prob: share of chosen tokens replaced by the mask token.
-        random_replace_prob: share of chosen tokens replaced by a random token.
-        seed: seeds a ``torch.Generator`` of the masker's own on each device it meets; by default the device's
-            global generator is used, so ``torch.manual_seed`` makes the masks reproducible.
+    def replace(self, ids: torch.Tensor, chosen: torch.Tensor, generator: torch.Generator | None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        return replace_chosen(ids, chosen, self.mask_token_id, self.vocab_size, self.mask_replace_prob,
+                              self.random_replace_prob, generator)
+
+
+class TokenMasker(_Masker):
+    """Masks an already tokenized batch: each real token (never a special or padding one) is chosen with
+    probability ``mask_rate``; ``mask_replace_prob`` of the chosen become the mask token, ``random_replace_prob`` a
+    random token, the rest stay. The draws are ``DataCollatorForLanguageModeling.torch_mask_tokens``' own, in the
+    same order, on the ids' device: on the CPU a given random state gives the collator's masks exactly, and a GPU
+    batch reads nothing back to the host. ``seed`` seeds a generator of the masker's own on each device it meets;
+    by default the device's global generator draws, so ``torch.manual_seed`` makes the masks reproducible.
 
     Example:
         ::
@@ -104,25 +107,11 @@ class TokenMasker:
             masked_ids, labels = masker(features["input_ids"], features["attention_mask"])
     """
 
-    def __init__(
-        self,
-        tokenizer: PreTrainedTokenizerBase,
-        mask_rate: float = 0.4,
-        mask_replace_prob: float = 0.8,
-        random_replace_prob: float = 0.1,
-        seed: int | None = None,
-    ) -> None:
-        _require_mask_token(tokenizer)
-        _check_mask_rate(mask_rate)
-        _check_replacement(mask_replace_prob, random_replace_prob)
-        self.tokenizer = tokenizer
-        self.mask_rate = mask_rate
-        self.mask_replace_prob = mask_replace_prob
-        self.random_replace_prob = random_replace_prob
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, mask_rate: float = 0.4, mask_replace_prob: float = 0.8,
+                 random_replace_prob: float = 0.1, seed: int | None = None) -> None:
+        super().__init__(tokenizer, mask_rate, mask_replace_prob, random_replace_prob)
         self.seed = seed
-        self.mask_token_id = tokenizer.convert_tokens_to_ids(tokenizer.mask_token)
-        self.vocab_size = len(tokenizer)
-        self._constants = _OnDevice(specials=torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long))
+        self._constants = OnDevice(specials=torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long))
         self._generators: dict[torch.device, torch.Generator] = {}
 
     def _generator(self, device: torch.device) -> torch.Generator | None:
@@ -140,17 +129,14 @@ class TokenMasker:
         protected = torch.isin(ids, self._constants("specials", device)) | (attention_mask.detach() == 0)
         chosen_prob = torch.full(ids.shape, self.mask_rate, device=device).masked_fill_(protected, 0.0)
         chosen = torch.bernoulli(chosen_prob, generator=generator).bool()
-        return replace_chosen(ids, chosen, self.mask_token_id, self.vocab_size, self.mask_replace_prob,
-                              self.random_replace_prob, generator)
+        return self.replace(ids, chosen, generator)
 
 
 def word_boundary_rule(tokenizer: PreTrainedTokenizerBase) -> tuple[str, bool] | None:
     """How the tokenizer's pieces show word boundaries: ``(prefix, prefix_marks_continuation)``, or ``None`` when
-    its vocabulary follows none of WordPiece (``##``), byte-level BPE (``Ġ``) or SentencePiece (``▁``).
-
-    A WordPiece backend names its continuation prefix itself (even a vocabulary without any ``##`` piece has it);
-    otherwise the prefix that starts the most vocabulary entries decides, if it starts at least 1% of them.
-    """
+    its vocabulary follows none of WordPiece (``##`` continues a word), byte-level BPE (``Ġ``) or SentencePiece
+    (``▁``, which start one). A WordPiece backend names its prefix itself; otherwise the prefix that starts the most
+    vocabulary entries decides, if it starts at least 1% of them."""
     model = getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None)
     prefix = getattr(model, "continuing_subword_prefix", None)
     if isinstance(prefix, str) and prefix:
@@ -163,7 +149,7 @@ def word_boundary_rule(tokenizer: PreTrainedTokenizerBase) -> tuple[str, bool] |
     return best, best == CONTINUATION_PREFIX
 
 
-class WholeWordMasker:
+class WholeWordMasker(_Masker):
     """Whole-word masking with a fixed budget per sequence, as Condenser's pre-training collator does it.
 
     For each sequence: the words (a token plus the pieces that continue it; special and padding tokens are never
@@ -172,24 +158,11 @@ class WholeWordMasker:
     the shuffled order while they fit, and a word that would overshoot the budget is skipped. Of the chosen tokens
     80% become the mask token, 10% a random token and 10% stay unchanged, decided per token (:func:`replace_chosen`).
 
-    Word boundaries come from the vocabulary (:func:`word_boundary_rule`): a WordPiece ``##`` piece continues the
-    previous word; with byte-level BPE (``Ġ``) or SentencePiece (``▁``) a piece without the prefix continues it.
-    A tokenizer that follows none of these falls back to one word per token (with a warning): the budget and the
-    replacement stay Condenser's, only the grouping of pieces is lost.
-
-    Everything runs on the batch's device with shapes fixed by the batch's (a row has at most one word per token, so
-    the shuffle and the greedy pass span the row's width whatever its words): masking a GPU batch reads nothing back
-    to the host, and under ``torch.compile`` the masker is traced with the step.
-
-    Random numbers come from ``generator`` (the draws then run on its device, the batch moved there and back) or,
-    by default, the batch device's global generator, so ``torch.manual_seed`` makes the masks reproducible.
-
-    Args:
-        tokenizer: the encoder's tokenizer; it must have a mask token.
-        mask_rate: share of each sequence's tokens to predict (Condenser: 0.15).
-        mask_replace_prob: share of chosen tokens replaced by the mask token.
-        random_replace_prob: share of chosen tokens replaced by a random token.
-        generator: optional ``torch.Generator`` for the shuffles and replacements.
+    Word boundaries come from the vocabulary (:func:`word_boundary_rule`); a tokenizer that follows no known rule
+    falls back to one word per token (with a warning), keeping Condenser's budget and replacement. Everything runs on
+    the batch's device with shapes fixed by the batch's (the shuffle and the greedy pass span the row's width):
+    a GPU batch reads nothing back to the host, and ``torch.compile`` traces the masker with the step. Random numbers
+    come from ``generator`` (the draws then run on its device) or the batch device's global generator.
 
     Example:
         ::
@@ -199,27 +172,13 @@ class WholeWordMasker:
             masked_ids, labels = masker(features["input_ids"], features["attention_mask"])
     """
 
-    def __init__(
-        self,
-        tokenizer: PreTrainedTokenizerBase,
-        mask_rate: float = 0.15,
-        mask_replace_prob: float = 0.8,
-        random_replace_prob: float = 0.1,
-        generator: torch.Generator | None = None,
-    ) -> None:
-        _require_mask_token(tokenizer)
-        _check_mask_rate(mask_rate)
-        _check_replacement(mask_replace_prob, random_replace_prob)
-        self.tokenizer = tokenizer
-        self.mask_rate = mask_rate
-        self.mask_replace_prob = mask_replace_prob
-        self.random_replace_prob = random_replace_prob
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, mask_rate: float = 0.15, mask_replace_prob: float = 0.8,
+                 random_replace_prob: float = 0.1, generator: torch.Generator | None = None) -> None:
+        super().__init__(tokenizer, mask_rate, mask_replace_prob, random_replace_prob)
         self.generator = generator
         # transformers' own whole_word_mask=True is not used: it needs the offset mappings of the original text
         # (an already tokenized batch has none) and forces every chosen token to the mask token (no 10% random /
         # 10% kept).
-        self.mask_token_id = tokenizer.convert_tokens_to_ids(tokenizer.mask_token)
-        self.vocab_size = len(tokenizer)
         added = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.bos_token_id, tokenizer.eos_token_id)
         added += (tokenizer.pad_token_id,)
 
@@ -238,7 +197,7 @@ class WholeWordMasker:
             prefix, marks_continuation = self.boundary_rule
             for token, index in vocab.items():
                 continues[index] = token.startswith(prefix) == marks_continuation
-        self._constants = _OnDevice(
+        self._constants = OnDevice(
             specials=torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long),
             added=torch.tensor(sorted({i for i in added if i is not None}), dtype=torch.long),
             continues=continues,
@@ -300,13 +259,5 @@ class WholeWordMasker:
         device = input_ids.device
         draws_on = self.generator.device if self.generator is not None else device
         ids, mask = input_ids.detach().to(draws_on), attention_mask.detach().to(draws_on)
-        masked, labels = replace_chosen(
-            ids,
-            self.select(ids, mask),
-            self.mask_token_id,
-            self.vocab_size,
-            self.mask_replace_prob,
-            self.random_replace_prob,
-            self.generator,
-        )
+        masked, labels = self.replace(ids, self.select(ids, mask), self.generator)
         return masked.to(device), labels.to(device)

@@ -15,17 +15,10 @@ __all__ = ["global_random_state_kept"]
 @contextmanager
 def global_random_state_kept(seed: int | None = None, device: torch.device | str | None = None) -> Iterator[None]:
     """Python's, NumPy's and torch's global random states put back as they were on leaving the block, whatever
-    happens inside; with ``seed``, torch's generators of the CPU and of ``device``'s kind are seeded with it inside.
-
-    Two uses: an evaluation through mteb, which seeds all three streams each time it builds a task or an evaluator,
-    must not change a training run's streams; and code that draws from torch's global generators (``nn.Module``
-    initialisation, dropout) becomes reproducible from ``seed`` without changing the caller's streams. Only the
-    accelerator generators already in use are forked (forking would start an accelerator nobody asked for), and only
-    the forked ones are seeded.
-
-    Args:
-        seed: Seed for torch's generators inside the block (``None``: left as they are).
-        device: The device whose kind of accelerator is forked and seeded (default: CUDA).
+    happens inside; with ``seed``, torch's generators of the CPU and of ``device``'s kind (default: CUDA) are seeded
+    with it inside. So an evaluation through mteb (which seeds all three streams) leaves a training run's streams as
+    they were, and draws from torch's global generators (initialisation, dropout) become reproducible from ``seed``.
+    Only the accelerator generators already in use are forked and seeded (forking would start an accelerator).
 
     Example:
         >>> with global_random_state_kept(seed=0):

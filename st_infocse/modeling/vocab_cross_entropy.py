@@ -1,16 +1,10 @@
 """Cross-entropy over a vocabulary projection, with the softmax work done a cache-sized block of rows at a time.
 
-The MLM heads project every predicted position onto the whole vocabulary (30k+ classes). Computed as
-``F.cross_entropy(F.linear(x, W, b), t)``, the logits, their log-softmax and the gradient each fill a
-``positions x vocabulary`` buffer (139 MB for 1,136 positions of BERT's vocabulary) that is written and read back
-from memory, and the log-softmax backward needs a zero-filled buffer of the same size. Here the logits are
-computed by the same single matrix product, then each block of rows is turned into its gradient in place while
-it is still in cache (max and argmax, exp, sum, normalise, subtract the target), so one buffer serves from the
-logits to the weight gradients; backward is the two matrix products autograd would run.
-
-The saving is memory traffic, which is what bounds an MLM step on a CPU. PyTorch's own
-``F.linear_cross_entropy(..., options=...)`` is not used: it chunks the matrix products as well, and on these
-shapes the smaller products cost more than the buffer they save.
+Computed as ``F.cross_entropy(F.linear(x, W, b), t)``, the logits, their log-softmax and the gradient each fill a
+``positions x vocabulary`` buffer written to and read back from memory (139 MB for 1,136 positions of BERT's
+vocabulary). Here one matrix product makes the logits, each block of rows becomes its gradient in place while in
+cache, and backward is the two matrix products autograd would run: one buffer, less of the memory traffic that
+bounds an MLM step on a CPU. ``F.linear_cross_entropy`` also chunks the products, which costs more on these shapes.
 """
 
 from __future__ import annotations
@@ -26,11 +20,6 @@ IGNORE_INDEX = -100
 BLOCK_BYTES = 8 << 20  # one block of fp32 logits rows fits well inside the last-level cache
 
 
-def block_rows(vocab_size: int) -> int:
-    """Rows per block: about ``BLOCK_BYTES`` of fp32 logits."""
-    return max(1, BLOCK_BYTES // (4 * vocab_size))
-
-
 class _VocabCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx, hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor) -> tuple[Tensor, Tensor]:
@@ -40,7 +29,7 @@ class _VocabCrossEntropy(torch.autograd.Function):
         safe = torch.where(valid, targets, 0)
         loss = logits.new_zeros(())
         correct = torch.zeros((), dtype=torch.long, device=logits.device)
-        rows = block_rows(logits.shape[1])
+        rows = max(1, BLOCK_BYTES // (4 * logits.shape[1]))  # about BLOCK_BYTES of fp32 logits
         for start in range(0, logits.shape[0], rows):
             block, block_targets, block_valid = logits[start : start + rows], safe[start : start + rows], valid[start : start + rows]
             if bias is not None:
@@ -75,9 +64,8 @@ def _autocast_enabled(device_type: str) -> bool:
         return torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled()
 
 
-def vocab_cross_entropy(
-    hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor, blockwise: bool | None = None
-) -> tuple[Tensor, Tensor]:
+def vocab_cross_entropy(hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor,
+                        blockwise: bool | None = None) -> tuple[Tensor, Tensor]:
     """Summed cross-entropy of ``F.linear(hidden, weight, bias)`` against ``targets`` and the number of rows whose
     argmax is the target; rows with target -100 count for neither.
 
@@ -85,9 +73,8 @@ def vocab_cross_entropy(
     ``((logits.argmax(-1) == targets) & (targets != -100)).sum()`` up to float rounding (about 1e-7 relative), and
     so are its gradients. By default (``blockwise=None``) fp32 without autocast takes the blockwise path; anything
     else (bf16 weights, autocast, torch.compile, fp64) computes the logits as usual and the cross-entropy in at
-    least fp32, which
-    ``blockwise=False`` asks for everywhere (the blockwise path needs fp32 and is never taken under autocast).
-    ``blockwise=True`` asks for the blockwise path and is refused with a ``ValueError`` where it cannot run.
+    least fp32, which ``blockwise=False`` asks for everywhere. ``blockwise=True`` asks for the blockwise path and is
+    refused with a ``ValueError`` where it cannot run.
 
     Example:
         ::

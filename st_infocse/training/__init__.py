@@ -1,46 +1,26 @@
 """Trainer glue: checked training text, one trainer builder, loss-owned auxiliary state kept across checkpoints and
-clipped with the model.
-
-The names below are imported on first use, so that the command line can check training text
-(``st_infocse.training.texts``) before torch, transformers or datasets are imported.
-"""
+clipped with the model. Names are imported on first use, so training text is checked before torch is imported."""
 
 from __future__ import annotations
 
 from st_infocse.lazy import lazy_exports
 
-_WHERE = {
-    "AtLengthEvaluator": "at_length",
-    "AUXILIARY_STATE_NAME": "callbacks",
-    "STSB_DEV_METRIC": "arguments",
-    "PaperTrainingArguments": "arguments",
-    "AuxiliaryLossTrainer": "trainer",
-    "AuxiliaryStateCallback": "callbacks",
-    "StartEndCallback": "start_end",
-    "StartEndResult": "start_end",
-    "StartingWeights": "snapshot",
-    "TextReport": "texts",
-    "WeightAnchorCallback": "anchor",
-    "auxiliary_state_dict": "callbacks",
-    "build_trainer": "builder",
-    "check_text_source": "texts",
-    "check_training_dataset": "guards",
-    "clean_texts": "texts",
-    "clip_gradients_jointly": "trainer",
-    "LoRASettings": "lora",
-    "add_lora": "lora",
-    "merge_lora": "lora",
-    "load_auxiliary_state": "callbacks",
-    "load_model": "builder",
-    "load_texts": "texts",
-    "evaluates_before_last_step": "anchor",
-    "toward_start": "anchor",
-    "train_probe_decoder": "probe_decoder",
-    "own_max_length": "builder",
-    "save_auxiliary_state": "callbacks",
-    "save_model": "builder",
-    "weights_snapshot": "snapshot",
+_MODULES = {  # submodule -> the names it exports
+    "anchor": ("WeightAnchorCallback", "evaluates_before_last_step", "toward_start"),
+    "arguments": ("PaperTrainingArguments", "STSB_DEV_METRIC"),
+    "at_length": ("AtLengthEvaluator",),
+    "builder": ("build_trainer", "load_model", "own_max_length", "save_model"),
+    "callbacks": ("AUXILIARY_STATE_NAME", "AuxiliaryStateCallback", "auxiliary_state_dict", "load_auxiliary_state",
+        "save_auxiliary_state"),
+    "guards": ("check_training_dataset",),
+    "lora": ("LoRASettings", "add_lora", "merge_lora"),
+    "probe_decoder": ("train_probe_decoder",),
+    "snapshot": ("StartingWeights", "weights_snapshot"),
+    "start_end": ("StartEndCallback", "StartEndResult"),
+    "texts": ("TextReport", "check_text_source", "clean_texts", "load_texts"),
+    "trainer": ("AuxiliaryLossTrainer", "clip_gradients_jointly"),
 }
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = sorted(_WHERE)  # every lazily exported name, listed once above
 

@@ -1,9 +1,6 @@
-"""A weight anchor to the model a run started from: keep a share of the trained change, no extra training.
-
-An already trained model moved by an unsupervised objective gains on the new domain and loses some of what it
-knew; moving its weights part of the way back to the start (WiSE-FT, Wortsman et al. 2022) keeps more of both.
-Which share is best depends on the model and the domain, so measure it on your own queries.
-"""
+"""A weight anchor to the model a run started from: keep a share of the trained change (WiSE-FT, Wortsman et al.
+2022), so a trained model moved to a new domain keeps more of what it knew. The best share depends on the model and
+the domain: measure it on your own queries."""
 
 from __future__ import annotations
 
@@ -25,13 +22,8 @@ def _check_share(share: float) -> float:
 
 def toward_start(start: dict[str, torch.Tensor], trained: dict[str, torch.Tensor], share: float,
                  ) -> dict[str, torch.Tensor]:
-    """``start + share * (trained - start)`` for every floating-point tensor; integer buffers (position ids) are
-    kept as trained.
-
-    Args:
-        start: the state dict of the model before training.
-        trained: the state dict after training, with the same keys.
-        share: the share of the change to keep: 1 is the trained model, 0.5 halfway back to the start.
+    """``start + share * (trained - start)`` for every floating-point tensor of two state dicts with the same keys
+    (integer buffers are kept as trained); ``share`` 1 is the trained model, 0.5 halfway back to the start.
 
     Example:
         >>> import torch
@@ -59,25 +51,17 @@ def evaluates_before_last_step(args: TrainingArguments, max_steps: int) -> bool:
 
 
 class WeightAnchorCallback(TrainerCallback):
-    """Move the model's weights back toward the start after the last optimizer step: ``start + share * (trained -
-    start)``, before the trainer's last evaluation and save, so that what is scored, compared with the start
-    (:class:`StartEndCallback`) and saved is the anchored model.
+    """Move the model's weights to ``start + share * (trained - start)`` after the last optimizer step, before the
+    trainer's last evaluation and save, so what is scored, compared with the start and saved is the anchored model.
 
-    ``on_train_begin`` keeps a CPU copy of the model's weights (one model's size in memory, shared through
-    ``start_weights`` with a :class:`StartEndCallback`); the copy is dropped once it is applied. Only the model's weights move, not a loss's own heads or decoders.
-    A checkpoint the trainer could load at the end (``load_best_model_at_end``) from an evaluation before the last
-    step would not be anchored, so that combination is refused when training starts.
-
-    Args:
-        share: the share of the trained change to keep, in (0, 1]; 1 leaves the trained model as it is.
-        start_weights: the copy of the starting weights to use, shared with a :class:`StartEndCallback` given the
-            same one, so that a run keeps one copy (default: a copy of its own).
+    The starting weights (only those that train) are a CPU copy taken when training begins, shared through
+    ``start_weights`` with a :class:`StartEndCallback` given the same one and dropped once applied; a loss's own
+    modules do not move. ``load_best_model_at_end`` with an evaluation before the last step could load a checkpoint
+    that is not anchored, so that combination is refused when training starts.
 
     Example:
-        >>> from st_infocse.training import WeightAnchorCallback
         >>> trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=ds, loss=loss,
         ...                                      callbacks=[WeightAnchorCallback(0.5)])  # doctest: +SKIP
-        >>> trainer.train()  # the model now lies halfway between its start and its trained weights  # doctest: +SKIP
     """
 
     def __init__(self, share: float = 0.5, start_weights: StartingWeights | None = None) -> None:

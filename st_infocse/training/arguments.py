@@ -16,10 +16,8 @@ __all__ = ["STSB_DEV_METRIC", "PaperTrainingArguments"]
 
 @dataclass
 class PaperTrainingArguments(SentenceTransformerTrainingArguments):
-    """``SentenceTransformerTrainingArguments`` with the unsupervised papers' setting: batch 64, lr 3e-5, one epoch,
-    STS-B dev every 125 steps with the best checkpoint kept, and ``fast_step`` (off by default; see
-    :mod:`st_infocse.training.fast_step`), which :func:`~st_infocse.training.build_trainer` applies. Every other field
-    is sentence-transformers' own."""
+    """``SentenceTransformerTrainingArguments`` with the unsupervised papers' setting (batch 64, lr 3e-5, one epoch,
+    STS-B dev every 125 steps, the best checkpoint kept) and ``fast_step`` (:mod:`st_infocse.training.fast_step`)."""
 
     # A titled --help section of its own, so that the command line's model, data and loss sections come first.
     _argument_group_name = "training (every SentenceTransformerTrainingArguments flag)"

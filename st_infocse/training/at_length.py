@@ -10,22 +10,10 @@ __all__ = ["AtLengthEvaluator"]
 
 
 class AtLengthEvaluator(BaseEvaluator):
-    """Run ``inner`` with the model's ``max_seq_length`` set to ``max_seq_length``, then put the training length back.
-
-    Training truncates to a short length (the papers' 32 tokens), but the saved model keeps its own (256 for
-    all-MiniLM-L6-v2), and documents such as abstracts are far longer than 32 tokens: scored at the training length,
-    a retrieval evaluator would measure a model nobody uses. Wrapping it keeps the scores, the checkpoint choice and
-    the start -> end comparison on the model as it is saved.
-
-    Args:
-        inner: any sentence-transformers evaluator, ``SequentialEvaluator`` included.
-        max_seq_length: the length to score at, usually the model's own (``st_infocse.training.own_max_length``).
-
-    Example:
-        >>> from st_infocse.training import AtLengthEvaluator, own_max_length
-        >>> own = own_max_length(model)  # doctest: +SKIP
-        >>> model.max_seq_length = 32  # the training length  # doctest: +SKIP
-        >>> evaluator = AtLengthEvaluator(retrieval, own)  # doctest: +SKIP
+    """Run ``inner`` (any evaluator) at ``max_seq_length``, then put the training length back: training truncates to
+    a short length (the papers' 32 tokens) while the saved model keeps its own, and documents are far longer, so
+    scores, the checkpoint choice and the start -> end comparison are of the model as it is saved. Typically
+    ``AtLengthEvaluator(retrieval, own_max_length(model))`` before the training length is set.
     """
 
     def __init__(self, inner: Any, max_seq_length: int) -> None:

@@ -1,12 +1,6 @@
-"""The one place a model is loaded for training, a trainer is built around a loss, and the trained model is saved.
-
-The command line, the demo and the IDC rounds all go through :func:`build_trainer`, so they share three decisions:
-the trainer is an :class:`~st_infocse.training.AuxiliaryLossTrainer` (the loss's own modules checkpointed and
-clipped with the model), memory is pinned only when the model trains on an accelerator, and
-a model's own maximum length is read by one rule (:func:`own_max_length`) and is what :func:`save_model` saves.
-:func:`load_model` is the one rule for what a loaded model is: a saved Sentence Transformer keeps its own modules,
-a plain encoder gets the papers' ``cls`` pooling, and re-pooling replaces only the Pooling module.
-"""
+"""The one place a model is loaded for training (:func:`load_model`), a trainer is built around a loss
+(:func:`build_trainer`, used by the command line, the demo and the IDC rounds) and the trained model is saved with
+its own maximum length (:func:`own_max_length`, :func:`save_model`)."""
 
 from __future__ import annotations
 
@@ -24,20 +18,10 @@ if TYPE_CHECKING:
 
     from st_infocse.training.trainer import AuxiliaryLossTrainer
 
-__all__ = [
-    "LENGTH_SENTINEL",
-    "POOLINGS",
-    "LoadedModel",
-    "build_trainer",
-    "describe_modules",
-    "is_saved_sentence_transformer",
-    "load_model",
-    "own_max_length",
-    "save_model",
-]
+__all__ = ["LENGTH_SENTINEL", "POOLINGS", "LoadedModel", "build_trainer", "describe_modules",
+           "is_saved_sentence_transformer", "load_model", "own_max_length", "save_model"]
 
-#: Above this, a tokenizer's ``model_max_length`` is no length but transformers' "no limit" sentinel
-#: (``VERY_LARGE_INTEGER``); the largest context windows in use are well below it.
+#: Above this, ``model_max_length`` is transformers' "no limit" sentinel (``VERY_LARGE_INTEGER``), not a length.
 LENGTH_SENTINEL = 1_000_000
 #: Poolings a loaded encoder may be given; ``model`` keeps a saved Sentence Transformer's own modules.
 POOLINGS = ("cls", "mean", "max", "model")
@@ -51,16 +35,8 @@ def own_max_length(model: SentenceTransformer) -> int | None:
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A model as :func:`load_model` built it.
-
-    Attributes:
-        model: the SentenceTransformer.
-        own_length: the maximum length the model had of its own (None when it states none); what
-            :func:`save_model` saves it with.
-        modules: its modules in order, e.g. ``"Transformer, Pooling(mean), Normalize"``.
-        how: which rule applied, for a start-up summary: ``"kept the model's modules: ..."``,
-            ``"re-pooled with cls (was Pooling(mean)); kept: Normalize"`` or ``"a plain encoder, pooled with cls"``.
-    """
+    """A model as :func:`load_model` built it: its own maximum length (what :func:`save_model` saves it with),
+    its modules (``"Transformer, Pooling(mean), Normalize"``) and which rule applied (``how``, for a summary)."""
 
     model: SentenceTransformer
     own_length: int | None
@@ -70,19 +46,13 @@ class LoadedModel:
 
 def describe_modules(model: SentenceTransformer) -> str:
     """The model's modules in order, with the pooling mode: ``"Transformer, Pooling(mean), Normalize"``."""
-    names = []
-    for module in model:
-        mode = getattr(module, "pooling_mode", None)
-        names.append(f"{type(module).__name__}({mode})" if mode is not None else type(module).__name__)
-    return ", ".join(names)
+    modes = ((type(module).__name__, getattr(module, "pooling_mode", None)) for module in model)
+    return ", ".join(f"{name}({mode})" if mode is not None else name for name, mode in modes)
 
 
 def is_saved_sentence_transformer(source: str) -> bool:
-    """Whether ``source`` (a folder or a hub id) holds a saved Sentence Transformer (its ``modules.json``).
-
-    Raises:
-        InputError: the hub could not be asked (offline, private, rate-limited) and the model is not cached.
-    """
+    """Whether ``source`` (a folder or a hub id) holds a saved Sentence Transformer (its ``modules.json``); an
+    InputError when the hub cannot be asked and the model is not cached."""
     from sentence_transformers.util import is_sentence_transformer_model
 
     try:
@@ -94,29 +64,17 @@ def is_saved_sentence_transformer(source: str) -> bool:
 def load_model(
     source: str, pooling: str | None = None, max_seq_length: int | None = None, trust_remote_code: bool = False
 ) -> LoadedModel:
-    """A SentenceTransformer from a hub id or a local folder, built by one rule, with ``max_seq_length`` applied.
+    """A SentenceTransformer from a hub id or a local folder, with ``max_seq_length`` applied; the user's model is
+    theirs:
 
-    The rule (the user's model is theirs):
+    - ``pooling=None``: a saved Sentence Transformer keeps its own modules, prompts and similarity function; a plain
+      encoder is pooled with ``cls``, the papers' setting (SimCSE's ``cls_before_pooler``).
+    - ``"cls"``, ``"mean"`` or ``"max"``: a saved Sentence Transformer's Pooling module alone is replaced; a plain
+      encoder gets that pooling.
+    - ``"model"``: the modules sentence-transformers loads (for a plain encoder, mean pooling).
 
-    - ``pooling=None`` (default): a saved Sentence Transformer keeps its own modules (Pooling, Dense, Normalize,
-      ...), prompts and similarity function; a plain Hugging Face encoder is pooled with ``cls``, the papers'
-      setting (SimCSE's ``cls_before_pooler``).
-    - ``"cls"``, ``"mean"`` or ``"max"``: on a saved Sentence Transformer, only its Pooling module is replaced;
-      every other module stays, in order, with its weights. On a plain encoder, that pooling.
-    - ``"model"``: the modules sentence-transformers loads (for a plain encoder, its default mean pooling).
-
-    The model's own length is its ``max_seq_length`` before ``max_seq_length`` is applied: for a saved Sentence
-    Transformer the length it was saved with, otherwise the tokenizer's ``model_max_length`` capped at the config's
-    ``max_position_embeddings`` (512 for BERT), as sentence-transformers' ``Transformer`` sets it.
-
-    Raises:
-        InputError: a local model that does not exist, an unknown pooling, a saved model without a Pooling module
-            to replace, or a model that cannot be loaded.
-
-    Example:
-        >>> loaded = load_model("sentence-transformers/all-MiniLM-L6-v2", max_seq_length=32)  # doctest: +SKIP
-        >>> loaded.how  # doctest: +SKIP
-        "kept the model's modules: Transformer, Pooling(mean), Normalize"
+    The model's own length is its ``max_seq_length`` as loaded. A model that is missing or cannot be loaded, an
+    unknown pooling or one without a single Pooling module to replace is an InputError.
     """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
@@ -126,7 +84,7 @@ def load_model(
     if looks_local(source) and not path.exists():
         raise InputError(f"model not found: {source}")
     location = str(path) if path.exists() else source
-    if pooling is not None and pooling not in POOLINGS:
+    if pooling not in (None, *POOLINGS):
         raise InputError(f"unknown pooling {pooling!r}; use cls, mean, max or model")
     saved = pooling == "model" or is_saved_sentence_transformer(location)
     try:
@@ -178,26 +136,12 @@ def save_model(model: SentenceTransformer, path: str | os.PathLike, own_length: 
 
 
 def build_trainer(
-    model: SentenceTransformer,
-    loss: nn.Module,
-    train_dataset: Any,
-    args: TrainingArguments,
-    evaluator: Any = None,
+    model: SentenceTransformer, loss: nn.Module, train_dataset: Any, args: TrainingArguments, evaluator: Any = None,
     clip_jointly: bool = True,
 ) -> AuxiliaryLossTrainer:
-    """An :class:`~st_infocse.training.AuxiliaryLossTrainer` for ``loss`` with memory pinned by device, and the fast
-    step (:mod:`st_infocse.training.fast_step`) applied when ``args.fast_step`` is set.
-
-    Args:
-        model: the model ``loss`` trains.
-        loss: a loss of this package (or any loss; the callback then has nothing to save or clip).
-        train_dataset: the training dataset.
-        args: the trainer's arguments; ``dataloader_pin_memory`` is turned off when the model trains on the CPU
-            (pinned memory only speeds up copies to an accelerator, and torch warns about it at every dataloader).
-        evaluator: an optional sentence-transformers evaluator.
-        clip_jointly: ``--max_grad_norm`` bounds the model's and the loss's own gradients together, as in the
-            papers' trainer.
-    """
+    """An :class:`~st_infocse.training.AuxiliaryLossTrainer` for ``loss`` (any loss; one of this package's has
+    modules to save and clip), memory pinned only off the CPU, a warning for bf16 on a CPU without it, and the fast
+    step (:mod:`st_infocse.training.fast_step`) when ``args.fast_step`` is set."""
     from st_infocse.training.precision import unpin_memory_without_accelerator, warn_if_slow_bf16
     from st_infocse.training.trainer import AuxiliaryLossTrainer
 

@@ -1,5 +1,4 @@
-"""Keep a loss's auxiliary modules across checkpoints, average their gradients across processes, and log what they
-learn."""
+"""Keep a loss's auxiliary modules across checkpoints, average their gradients across processes, log what they learn."""
 
 from __future__ import annotations
 
@@ -31,10 +30,9 @@ def save_auxiliary_state(loss: nn.Module, directory: str | os.PathLike) -> Path:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / AUXILIARY_STATE_NAME
-    # Clone so tensors that share storage (tied weights) can be written independently.
-    save_file(
-        {key: value.detach().cpu().clone().contiguous() for key, value in auxiliary_state_dict(loss).items()}, str(path)
-    )
+    # Cloned: tensors that share storage (tied weights) are written independently.
+    save_file({key: value.detach().cpu().clone().contiguous() for key, value in auxiliary_state_dict(loss).items()},
+              str(path))
     return path
 
 
@@ -67,12 +65,8 @@ def own_parameters(loss: nn.Module) -> list[nn.Parameter]:
 
 
 def average_auxiliary_gradients(loss: nn.Module) -> None:
-    """Average the gradients of the loss's own trainable parameters across processes.
-
-    The trainer wraps only the model in DistributedDataParallel, so without this every process would train its own
-    auxiliary decoder and heads on its own data. A parameter without a gradient on some process (e.g. an MLM head
-    in a batch with nothing masked) counts as a zero gradient there, so every process joins the same collective.
-    """
+    """Average the gradients of the loss's own trainable parameters across processes (the trainer wraps only the
+    model in DDP); a missing gradient counts as zero, so every process joins the same collective."""
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
@@ -84,64 +78,30 @@ def average_auxiliary_gradients(loss: nn.Module) -> None:
     flat = torch.cat([g.reshape(-1) for g in grads])
     dist.all_reduce(flat)
     flat /= dist.get_world_size()
-    offset = 0
-    for p in params:
-        numel = p.numel()
-        p.grad = flat[offset : offset + numel].view_as(p).clone()
-        offset += numel
+    for p, grad in zip(params, flat.split([p.numel() for p in params]), strict=True):
+        p.grad = grad.view_as(p).clone()
 
 
 class AuxiliaryStateCallback(TrainerCallback):
-    """Trainer callback for losses that own trainable modules: checkpointing, gradient averaging, step checks, logging.
+    """Trainer callback for losses that own trainable modules, which ``SentenceTransformerTrainer`` optimises but
+    neither saves nor restores: it saves the loss's state with every checkpoint and restores it on resume, adds the loss's metrics
+    (``cmlm_loss``, ``cmlm_accuracy``) to the logs, averages the loss's own gradients across processes (the trainer
+    wraps only the model in DDP) and tells the loss the step number. The loss's non-finite / empty-batch flags stay
+    on the device during training (:meth:`~st_infocse.losses.TrainingLoss.defer_step_checks`) and are read at
+    ``on_step_end``, before the trainer logs, evaluates or saves, so a broken step still stops training before a
+    checkpoint holds it. Clipping the loss's modules with the model is
+    :class:`~st_infocse.training.AuxiliaryLossTrainer`'s step; under another trainer the model is clipped alone
+    (in a hand-written loop, call :func:`~st_infocse.training.clip_gradients_jointly`).
 
-    ``SentenceTransformerTrainer`` optimises parameters owned by a loss but saves and restores only the model, so
-    without this callback a resumed InfoCSE run would restart its auxiliary decoder from its initial weights. The
-    callback also adds the auxiliary MLM loss and accuracy (``cmlm_loss``, ``cmlm_accuracy``) to the training logs,
-    so a reader can see whether the auxiliary task is being learned; averages the auxiliary modules' gradients
-    across processes in distributed training (the trainer wraps only the model in DDP); and tells the loss the
-    step number, so that a non-finite loss is reported with the step it happened at.
-
-    Step checks without synchronisation: for the length of a training run the loss keeps its non-finite / empty
-    batch flags on the device (:meth:`~st_infocse.losses.TrainingLoss.defer_step_checks`) and the callback reads
-    them at ``on_step_end`` (:meth:`~st_infocse.losses.TrainingLoss.raise_step_checks`), which the trainer calls
-    before it logs, evaluates or saves; a broken step still stops training with the same error, before any
-    checkpoint holds its weights. Flags left by an evaluation are read at ``on_evaluate``. Without the callback the
-    loss checks inside its forward.
-
-    Clipping the loss's own modules with the model is the trainer's step, not a callback's:
-    :class:`~st_infocse.training.AuxiliaryLossTrainer` (what :func:`~st_infocse.training.build_trainer` builds)
-    runs this callback and clips jointly. Given to a plain ``SentenceTransformerTrainer``, the callback keeps
-    checkpoints, logs and step checks, and the trainer clips the model alone. ``model.fit(...)`` builds its trainer
-    without taking callbacks; in a hand-written loop call :func:`~st_infocse.training.clip_gradients_jointly`
-    before each optimizer step.
-
-    Args:
-        loss: the loss given to the trainer.
-        resume_from: checkpoint folder to restore from. By default, when training starts at a step above 0 (a
-            resume), the state is read from ``output_dir/checkpoint-<step>``, which is what
-            ``trainer.train(resume_from_checkpoint=True)`` resumes from.
-
-    Example:
-        ::
-
-            from st_infocse import losses
-            from st_infocse.training import AuxiliaryStateCallback
-
-            loss = losses.InfoCSELoss(model, lambda_=1e-5)
-            trainer = SentenceTransformerTrainer(
-                model=model, args=args, train_dataset=ds, loss=loss, callbacks=[AuxiliaryStateCallback(loss)]
-            )
-            trainer.train(resume_from_checkpoint=True)  # the decoder and head resume with the encoder
+    ``resume_from`` is the checkpoint folder to restore from; by default ``output_dir/checkpoint-<step>`` when
+    training starts at a step above 0 (``trainer.train(resume_from_checkpoint=True)``).
     """
 
     def __init__(self, loss: nn.Module, resume_from: str | os.PathLike | None = None) -> None:
         self.loss = loss
         self.resume_from = resume_from
-        # The optimizer step whose auxiliary gradients were last averaged (the joint clipping averages first).
-        self._averaged_step: int | None = None
-        #: Set by :class:`~st_infocse.training.AuxiliaryLossTrainer`, which decides how the loss's modules are clipped
-        #: (and says so); any other trainer clips the model alone.
-        self.in_auxiliary_trainer = False
+        self._averaged_step: int | None = None  # the step last averaged (joint clipping averages first)
+        self.in_auxiliary_trainer = False  # set by AuxiliaryLossTrainer, which clips the loss's modules too
 
     def average_gradients(self, step: int) -> None:
         """Average the loss's own gradients across processes once for the optimizer step ``step``."""
@@ -158,10 +118,6 @@ class AuxiliaryStateCallback(TrainerCallback):
         for module in training_losses(self.loss):
             module.defer_step_checks(deferred)
 
-    def _raise_deferred_checks(self) -> None:
-        for module in training_losses(self.loss):
-            module.raise_step_checks()
-
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
         self._averaged_step = None
         self._set_deferred_checks(True)
@@ -170,10 +126,7 @@ class AuxiliaryStateCallback(TrainerCallback):
             logger.warning(
                 "The trainer clips the model's gradients alone to max_grad_norm=%s; the loss's own %d trainable "
                 "tensors are not clipped with them. Train with st_infocse.training.AuxiliaryLossTrainer to clip them "
-                "together, as the papers' trainers did.",
-                args.max_grad_norm,
-                own,
-            )
+                "together, as the papers' trainers did.", args.max_grad_norm, own)
         if self.resume_from is None and state.global_step == 0:
             return
         checkpoint = self.resume_from or Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -181,18 +134,16 @@ class AuxiliaryStateCallback(TrainerCallback):
         logger.info("Auxiliary state restored from %s", checkpoint)
 
     def on_step_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
-        # Lets a loss that meets a non-finite value say at which step.
         for module in training_losses(self.loss):
             module.training_step = state.global_step + 1
 
-    def on_pre_optimizer_step(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs
-    ) -> None:
+    def on_pre_optimizer_step(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         self.average_gradients(state.global_step)
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
         try:
-            self._raise_deferred_checks()
+            for module in training_losses(self.loss):
+                module.raise_step_checks()
         except Exception:
             # The loss keeps protecting itself if it is used again outside this run.
             self._set_deferred_checks(False)
@@ -203,13 +154,11 @@ class AuxiliaryStateCallback(TrainerCallback):
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs) -> None:
         try:
-            self._raise_deferred_checks()
+            self.on_step_end(args, state, control, **kwargs)
         finally:
             self._set_deferred_checks(False)
 
-    def on_log(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, logs=None, **kwargs
-    ) -> None:
+    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, logs=None, **kwargs):
         if not logs or "loss" not in logs:
             return
         extra: dict[str, float] = {}

@@ -1,23 +1,12 @@
 """The fast training step (``fast_step`` of :class:`~st_infocse.training.PaperTrainingArguments`): fewer, larger
-kernels at the papers' short sequences, where a GPU step spends most of its time launching small kernels.
+kernels at the papers' short sequences, where a GPU step is bound by kernel launches. The numbers stay as they are
+(the tests compare the loss and its gradients with the eager step's). On CUDA:
 
-On a CUDA device it does three things, all of which leave the numbers as they are (the tests compare the loss and
-its gradients with the eager step's):
+1. static shapes: training batches padded to ``max_seq_length`` at collation (padding is masked out);
+2. fused attention: an encoder on eager attention switches to SDPA where it can, the auxiliary decoders with it;
+3. CUDA graphs: the model and each auxiliary decoder compiled for training (``mode="reduce-overhead"``).
 
-1. **Static shapes**: every training batch is padded to the model's ``max_seq_length``
-   (``padding="max_length"`` through the Transformer module's ``processing_kwargs`` at collation only; the saved
-   model keeps its own padding). Padded positions are masked out of attention, pooling and the MLM labels.
-2. **Fused attention**: an encoder on transformers' eager attention is switched to PyTorch's
-   ``scaled_dot_product_attention`` (``attn_implementation="sdpa"``) where its class supports it, and the losses'
-   auxiliary decoders follow the encoder's implementation; one already on SDPA or a flash kernel keeps it.
-3. **CUDA graphs**: the model and every auxiliary decoder are compiled in place with
-   ``torch.compile(mode="reduce-overhead", dynamic=False)`` (inductor's fused kernels replayed as CUDA graphs) for
-   their training calls (evaluation runs them eagerly), and each step starts a new graph generation
-   (:class:`FastStepCallback`). The optimizer stays the trainer's own. Whatever a loss keeps past a step is a copy
-   of the compiled modules' outputs, which the next replay overwrites.
-
-On other accelerators the step gets 1 and 2 (CUDA graphs need CUDA). On the CPU the switch changes nothing and
-says so: a CPU step is bound by arithmetic, not by launches, so padding would only add work.
+Other accelerators get 1 and 2; on the CPU, bound by arithmetic, the switch changes nothing and says so.
 """
 
 from __future__ import annotations
@@ -45,8 +34,8 @@ COMPILE_MODE = "reduce-overhead"
 
 
 class StaticShapePreprocess:
-    """``model.preprocess`` with every text batch padded to the model's ``max_seq_length`` (read at each call, so a
-    later change of the training length applies). It replaces the data collator's ``preprocess_fn``."""
+    """The data collator's ``preprocess_fn`` padding every text batch to the model's ``max_seq_length`` (read at
+    each call)."""
 
     def __init__(self, model: SentenceTransformer) -> None:
         self.model = model
@@ -57,8 +46,8 @@ class StaticShapePreprocess:
 
 
 def use_fused_attention(model: SentenceTransformer, loss: nn.Module) -> str:
-    """Run the encoder (and the loss's auxiliary decoders, which follow it) on SDPA unless it already runs a fused
-    kernel or its class has no SDPA path; returns the implementation in use."""
+    """Run the encoder (and the loss's decoders) on SDPA unless it runs a fused kernel or has no SDPA path; returns
+    the implementation in use."""
     from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 
     encoder = getattr(model[0], "auto_model", None)
@@ -78,10 +67,8 @@ def use_fused_attention(model: SentenceTransformer, loss: nn.Module) -> str:
 
 
 class CompiledWhileTraining:
-    """A module's compiled call (``torch.compile`` of its ``_call_impl``, where ``nn.Module.compile`` puts it), used
-    while the module trains. Evaluation (other batch shapes, no gradients) runs the module eagerly instead of
-    compiling a graph per evaluation shape, and a copy of the module (``copy.deepcopy``, e.g. the decoder handed to
-    stage 2) gets the plain call, not one bound to the original."""
+    """A module's compiled call (where ``nn.Module.compile`` puts it) used while it trains: evaluation runs eagerly
+    rather than compiling per shape, and a deep copy gets the plain call, not one bound to the original."""
 
     def __init__(self, module: nn.Module, compiled: Any) -> None:
         self.module, self.compiled = module, compiled
@@ -97,8 +84,8 @@ class CompiledWhileTraining:
 
 def compile_for_graphs(model: nn.Module, loss: nn.Module, backend: str = "inductor", mode: str | None = COMPILE_MODE
                        ) -> list[str]:
-    """Compile the model and each auxiliary decoder of ``loss`` in place for training (:class:`CompiledWhileTraining`:
-    the loss keeps its references and the state dicts their keys); returns the names compiled."""
+    """Compile the model and each auxiliary decoder of ``loss`` in place for training (the state dicts keep their
+    keys); returns the names compiled."""
     import torch
 
     from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
@@ -112,15 +99,13 @@ def compile_for_graphs(model: nn.Module, loss: nn.Module, backend: str = "induct
 
 
 def mark_step_begin() -> None:
-    """Start a new CUDA-graph generation: the outputs of the previous step's graphs may be overwritten from here on."""
+    """Start a new CUDA-graph generation: the previous step's graph outputs may be overwritten from here on."""
     import torch
 
     torch.compiler.cudagraph_mark_step_begin()
 
 
 class FastStepCallback(TrainerCallback):
-    """Marks the start of each training step for the CUDA graphs of the compiled model and decoders."""
-
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         mark_step_begin()
 

@@ -1,9 +1,5 @@
-"""A check of the training dataset before it reaches the trainer.
-
-An empty dataset fails in torch's sampler and a ``None`` text deep in the tokenizer (at trainer construction for the
-first hundred rows, which the model card reads, and mid-training for later ones), both before any loss runs; this
-turns them into one message that says what is wrong and how to fix it.
-"""
+"""A check of the training dataset before it reaches the trainer: an empty dataset fails in torch's sampler and a
+``None`` text deep in the tokenizer (perhaps mid-training); this says in one message what is wrong and how to fix it."""
 
 from __future__ import annotations
 
@@ -53,50 +49,18 @@ def _column_problem(dataset: Dataset, column: str) -> str | None:
     if blanks == rows:
         return f"column {column!r} has only blank texts (all {rows} empty or whitespace), which train on nothing"
     if blanks:
-        logger.warning(
-            "Training dataset column %r: %d of %d texts are blank (at %s); they train on special tokens only. %s",
-            column,
-            blanks,
-            rows,
-            _indices(problems["blank"]),
-            clean_texts_hint(column),
-        )
+        logger.warning("Training dataset column %r: %d of %d texts are blank (at %s); they train on special tokens "
+                       "only. %s", column, blanks, rows, _indices(problems["blank"]), clean_texts_hint(column))
     return None
 
 
-def check_training_dataset(
-    dataset: Dataset | Mapping[str, Dataset], column: str | None = None
-) -> Dataset | Mapping[str, Dataset]:
-    """Raise a ValueError that names the problem when ``dataset`` cannot train, and return it unchanged otherwise.
-
-    Problems: no rows; ``None`` rows (their indices are listed); a column of another type than text; a column of
-    only blank texts. A few blank texts are allowed (they are still sentences for a contrastive loss) and logged.
-    Every message points at :func:`~st_infocse.training.clean_texts`, which removes such rows. Call it on the
-    dataset given to ``SentenceTransformerTrainer``; the losses themselves only see batches, where they stop on a
-    batch of nothing but empty texts (:class:`~st_infocse.losses.EmptyBatchError`).
-
-    Args:
-        dataset: a ``datasets.Dataset``, or a dict / ``DatasetDict`` of them (multi-dataset training). An
-            ``IterableDataset`` is returned unchecked, as reading it would consume a stream.
-        column: the text column to check; by default every column the trainer tokenizes (all but label columns
-            and ``dataset_name``).
-
-    Returns:
-        ``dataset``, so the call can wrap the argument: ``train_dataset=check_training_dataset(train_dataset)``.
-
-    Raises:
-        ValueError: one message listing every problem found.
-
-    Example:
-        ::
-
-            from datasets import Dataset
-            from st_infocse.training import check_training_dataset
-
-            check_training_dataset(Dataset.from_dict({"text": ["a cat", None]}))
-            # ValueError: Training dataset cannot train: column 'text' has 1 None row of 2 (at 1). Training
-            # texts must be non-blank strings: st_infocse.training.clean_texts(dataset, column='text') keeps only
-            # those and reports what it dropped.
+def check_training_dataset(dataset: Dataset | Mapping[str, Dataset], column: str | None = None
+                           ) -> Dataset | Mapping[str, Dataset]:
+    """``dataset`` unchanged, or a ValueError naming every problem (no rows, ``None`` rows with their indices, a
+    column that is not text, only blank texts) and pointing at :func:`~st_infocse.training.clean_texts`. A few blank
+    texts are allowed (still sentences for a contrastive loss) and logged. ``dataset`` may be a dict of datasets;
+    an ``IterableDataset`` is returned unchecked (reading it would consume a stream). ``column``: the text column to
+    check (by default every column the trainer tokenizes).
     """
     if isinstance(dataset, Mapping):
         for name, part in dataset.items():

@@ -1,5 +1,5 @@
-"""Precision and device choices: whether bf16 pays off on this CPU (without native bf16 instructions it is many
-times slower than fp32), which accelerator a trainer will use, and pinned memory only with one."""
+"""Precision and device choices: whether bf16 pays off on this CPU (emulated, it is many times slower than fp32),
+which accelerator a trainer will use, and pinned memory only with one."""
 
 from __future__ import annotations
 
@@ -15,13 +15,10 @@ NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str] | None:
     """The CPU feature flags from ``/proc/cpuinfo``, or ``None`` where that file does not exist (not Linux)."""
     try:
-        text = Path(cpuinfo).read_text()
+        lines = Path(cpuinfo).read_text().splitlines()
     except OSError:
         return None
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.split(":", 1)[1].split())
-    return None
+    return next((set(line.split(":", 1)[1].split()) for line in lines if line.startswith("flags")), None)
 
 
 def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool | None:
@@ -31,11 +28,8 @@ def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool | None:
 
 
 def warn_if_slow_bf16(bf16: bool, on_cpu: bool, cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
-    """Log a warning when bf16 is asked for on a CPU without native bf16; returns whether it warned.
-
-    Without avx512_bf16 or AMX every bf16 operation is emulated in fp32 with conversions around it, so autocast
-    makes training and encoding several times slower instead of faster.
-    """
+    """Warn when bf16 is asked for on a CPU without avx512_bf16 or AMX, where it is emulated; returns whether it
+    warned."""
     if not (bf16 and on_cpu) or cpu_has_native_bf16(cpuinfo) is not False:
         return False
     logger.warning(
@@ -46,8 +40,8 @@ def warn_if_slow_bf16(bf16: bool, on_cpu: bool, cpuinfo: str | Path = "/proc/cpu
 
 
 def accelerator_type() -> str:
-    """Where a trainer puts the model unless told ``use_cpu``: the accelerator's type (``cuda``, ``mps``, ...), or
-    ``cpu`` (the one home of this question for the command line and the training arguments)."""
+    """Where a trainer puts the model unless told ``use_cpu``: the accelerator's type (``cuda``, ``mps``, ...) or
+    ``cpu``."""
     import torch
 
     accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6
@@ -60,7 +54,45 @@ def accelerator_type() -> str:
 
 
 def unpin_memory_without_accelerator(args: Any) -> None:
-    """Pinned memory only speeds up copies to an accelerator; without one torch warns at every dataloader, so
-    ``args.dataloader_pin_memory`` is turned off when the run stays on the CPU."""
+    """Turn ``args.dataloader_pin_memory`` off for a run on the CPU: it only speeds up copies to an accelerator,
+    and torch warns about it at every dataloader."""
     if args.dataloader_pin_memory and (args.use_cpu or accelerator_type() == "cpu"):
         args.dataloader_pin_memory = False
+
+
+def choose_precision(wanted: str | None, device: str, native_bf16: bool | None) -> tuple[dict[str, bool], str]:
+    """Trainer flags to set, and what was chosen, for a recipe's precision ``wanted`` (fp16, bf16 or None) on
+    ``device``; ``native_bf16``: whether the CPU has native bf16 (None: unknown). The scripts' fp16 is a GPU setting:
+    kept on an accelerator; on a CPU, bf16 where it is native, else fp32 (emulated bf16 is much slower)."""
+    if wanted is None:
+        return {}, "fp32 (the recipe's)"
+    if device != "cpu":
+        return {}, f"{wanted} on {device} (the recipe's)"
+    if native_bf16:
+        # transformers refuses bf16 without a GPU unless told to use the CPU
+        return {"fp16": False, "bf16": True, "use_cpu": True}, (
+            f"bf16 on cpu (the recipe's {wanted} is a GPU setting; this CPU has native bf16)")
+    reason = "has no native bf16" if native_bf16 is False else "may lack native bf16 (its flags are unreadable)"
+    return {"fp16": False, "bf16": False}, f"fp32 on cpu (the recipe's {wanted} is a GPU setting; this CPU {reason})"
+
+
+def settle_precision(recipe: str, wanted: str | None, trainer_values: dict[str, Any], typed: frozenset[str]
+                     ) -> tuple[dict, str]:
+    """The trainer flags that settle recipe ``recipe``'s precision ``wanted`` on this machine, and the line that
+    says what it is; ``trainer_values``: the trainer flags given (the recipe's, then the user's), ``typed``: the
+    user's flags, whose fp16 / bf16 win."""
+    device = "cpu" if trainer_values.get("use_cpu") else accelerator_type()
+    if {"fp16", "bf16"} & typed:
+        fp16, bf16 = bool(trainer_values.get("fp16")), bool(trainer_values.get("bf16"))
+        # --bf16 true alone replaces the recipe's fp16 rather than clashing with it
+        extra: dict[str, bool] = {"fp16": False} if bf16 and "fp16" not in typed else {}
+        fp16 = fp16 and not extra
+        if bf16 and device == "cpu":
+            extra["use_cpu"] = True  # transformers refuses bf16 without a GPU unless told to use the CPU
+        return extra, f"{'fp16' if fp16 else 'bf16' if bf16 else 'fp32'} (as you set it)"
+    native = cpu_has_native_bf16() if device == "cpu" else None
+    if device == "cpu" and wanted and not native:
+        logger.warning("recipe %s: its %s is a GPU setting, and on a CPU without native bf16 (no avx512_bf16 / AMX) "
+                       "bf16 is much slower than fp32 per training step: training in fp32; pass --bf16 true or --fp16 "
+                       "true to insist.", recipe, wanted)
+    return choose_precision(wanted, device, native)

@@ -20,18 +20,9 @@ __all__ = ["train_probe_decoder"]
 
 
 def train_probe_decoder(
-    model: Any,
-    sentences: Sequence[str],
-    k: int | None = None,
-    n: int | None = None,
-    mask_rate: float | None = None,
-    steps: int = 200,
-    batch_size: int = 64,
-    learning_rate: float = 5e-4,
-    seed: int = 0,
-    fusion_init: FusionInit | None = None,
-    show_progress_bar: bool = True,
-    description: str = "Probe decoder",
+    model: Any, sentences: Sequence[str], k: int | None = None, n: int | None = None, mask_rate: float | None = None,
+    steps: int = 200, batch_size: int = 64, learning_rate: float = 5e-4, seed: int = 0,
+    fusion_init: FusionInit | None = None, show_progress_bar: bool = True, description: str = "Probe decoder",
 ) -> tuple[AuxiliaryDecoder, list[dict[str, float]]]:
     """Train an auxiliary decoder to read ``model``'s frozen embeddings, to score models with one fixed decoder.
 

@@ -1,9 +1,6 @@
-"""Training text that is safe to hand to the trainer: read from any of the forms a user has it in, checked before
-anything heavy is loaded, and with bad rows dropped and counted, never silently.
-
-:func:`check_text_source` reads only the head of a file with the standard library (pyarrow for parquet), so the
-command line runs it before torch, transformers or datasets are imported; :func:`load_texts` then reads it all.
-Every problem with the input is an :class:`~st_infocse.files.InputError`: one line, naming the file.
+"""Training text read from any form a user has it in, checked before anything heavy is loaded (the head of a file,
+with the standard library; pyarrow for parquet), bad rows dropped and counted; every problem is one
+:class:`~st_infocse.files.InputError` line naming the file.
 """
 
 from __future__ import annotations
@@ -11,9 +8,9 @@ from __future__ import annotations
 import csv
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,31 +35,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def clean_texts(
-    dataset: Dataset, column: str = "text", deduplicate: bool = False, warn: bool = True
-) -> tuple[Dataset, TextReport]:
-    """Drop rows whose text is missing, not a string, or blank (and exact duplicates when asked), counting each.
-
-    Tokenizers fail deep inside on ``None`` or non-string values, and blank rows train on nothing but special
-    tokens; this keeps a one-column dataset of real text, typed as strings, and says what it removed.
-
-    Args:
-        dataset: a ``datasets.Dataset`` with a text column.
-        column: the text column.
-        deduplicate: also drop exact repeats (after stripping whitespace), keeping the first.
-        warn: log the report as a warning when rows were dropped (callers that print it themselves pass False).
-
-    Returns:
-        The cleaned dataset (the text column only, ``Value("string")``) and a :class:`TextReport`.
+def clean_texts(dataset: Dataset, column: str = "text", deduplicate: bool = False, warn: bool = True
+                ) -> tuple[Dataset, TextReport]:
+    """The ``column`` of ``dataset`` without rows whose text is missing, not a string or blank (and, with
+    ``deduplicate``, repeats after stripping), as strings, and a :class:`TextReport` of what was dropped (logged
+    when ``warn``). Tokenizers fail deep inside on ``None`` or non-strings, and blank rows train on special tokens.
 
     Example:
-        ::
-
-            from datasets import Dataset
-            from st_infocse.training.texts import clean_texts
-
-            ds, report = clean_texts(Dataset.from_dict({"text": ["a cat", None, "  ", "a cat"]}), deduplicate=True)
-            print(report)  # 1 of 4 texts kept; dropped: 1 blank, 1 duplicate, 1 missing
+        >>> from datasets import Dataset
+        >>> ds, report = clean_texts(Dataset.from_dict({"text": ["a cat", None, " ", "a cat"]}), deduplicate=True)
+        >>> print(report)
+        1 of 4 texts kept; dropped: 1 blank, 1 duplicate, 1 missing
     """
     from datasets import Dataset, Features, Value
 
@@ -78,11 +61,7 @@ def clean_texts(
 
 
 def read_text_file(path: str | os.PathLike) -> Dataset:
-    """One text per line from a UTF-8 ``.txt`` or ``.txt.gz`` file, as a ``text`` column of strings.
-
-    Raises:
-        FileFormatError: naming the file and line when the file is not UTF-8 or cannot be read.
-    """
+    """One text per line of a UTF-8 ``.txt(.gz)`` file, as a ``text`` column of strings."""
     from datasets import Dataset, Features, Value
 
     lines = [line for _, line in read_lines(path)]
@@ -90,34 +69,27 @@ def read_text_file(path: str | os.PathLike) -> Dataset:
     return Dataset.from_dict({"text": lines}, features=Features({"text": Value("string")}))
 
 
-# ------------------------------------------------------------------------------------------- reading user files
-
 TEXT_FORMATS = (
     ".txt(.gz) (one text per line), .jsonl(.gz) or .json (objects with a text field), .csv, .tsv, .parquet, "
     "a save_to_disk folder, an hf:// file or a hub dataset id"
 )
 
 
-def _check_records(source: str, path: Path, text_column: str | None) -> str:
-    """The text column (asked for, or chosen from the first record); reads on until a non-blank string in it."""
-    column = text_column
-    rows = present = 0
-    first_keys: list[str] = []
-    for _, record in read_json_objects(path, "a JSON object with a text field"):
-        rows += 1
-        if rows == 1:
-            first_keys = list(record)
-            if column is None:
-                strings = [key for key, value in record.items() if isinstance(value, str)]
-                column = choose_column(source, first_keys, strings, None)
-        present += column in record
-        if is_text(record.get(column)):
+def _first_text(source: str, rows: Iterator[dict[str, Any]], column_of: Callable[[dict[str, Any]], str]) -> str:
+    """The text column (``column_of`` the first row), once a row holds a non-blank string in it; reads no further."""
+    column, count, present, keys = None, 0, 0, []
+    for row in rows:
+        count += 1
+        if column is None:
+            keys, column = list(row), column_of(row)
+        present += column in row
+        if is_text(row.get(column)):
             return column
-    if rows == 0:
+    if count == 0:
         raise InputError(f"no records in {source}")
     if not present:
-        raise InputError(f"no column {column!r} in {source} (columns of its first row: {first_keys})")
-    raise InputError(f"no usable text in {source}: column {column!r} holds no non-blank string in any of {rows} rows")
+        raise InputError(f"no column {column!r} in {source} (columns of its first row: {keys})")
+    raise InputError(f"no usable text in {source}: column {column!r} holds no non-blank string in any of {count} rows")
 
 
 def _is_number(value: str | None) -> bool:
@@ -140,14 +112,7 @@ def _check_csv(source: str, path: Path, text_column: str | None) -> str:
     # datasets types numeric columns as numbers, so only the others count as text columns.
     strings = [name for name in columns if not _is_number(first.get(name))]
     column = choose_column(source, columns, strings, text_column)
-    rows = 1
-    if is_text(first.get(column)):
-        return column
-    for row in reader:
-        rows += 1
-        if is_text(row.get(column)):
-            return column
-    raise InputError(f"no usable text in {source}: column {column!r} holds no non-blank string in any of {rows} rows")
+    return _first_text(source, chain([first], reader), lambda row: column)
 
 
 def _check_parquet(source: str, path: Path, text_column: str | None) -> str:
@@ -167,11 +132,8 @@ def _check_parquet(source: str, path: Path, text_column: str | None) -> str:
 
 
 def check_text_source(source: str, text_column: str | None = None) -> str | None:
-    """Cheap checks of training text before anything heavy is loaded: the text column, or None for hub data.
-
-    Local files must exist, be non-empty, parse (as far as read), have the text column and hold at least one
-    non-blank text; reading stops at the first such row, so this is quick on any size of file.
-    """
+    """The text column of a local source (None for hub data), which must exist, parse as far as read and hold a
+    non-blank text; reading stops at the first one, so this is quick on any size of file."""
     found = check_local_file(source, "training data", ("txt", "json", "csv", "parquet"), TEXT_FORMATS)
     if found is None:
         return text_column  # a hub dataset or hf:// file: checked when it is loaded
@@ -191,52 +153,35 @@ def check_text_source(source: str, text_column: str | None = None) -> str | None
                 return "text"
         raise InputError(f"no text in {source}: all of its {lines} lines are blank")
     if kind == "json":
-        return _check_records(source, path, text_column)
+        records = (record for _, record in read_json_objects(path, "a JSON object with a text field"))
+        return _first_text(source, records, lambda first: text_column or choose_column(
+            source, list(first), [key for key, value in first.items() if isinstance(value, str)], None))
     if kind == "csv":
         return _check_csv(source, path, text_column)
     return _check_parquet(source, path, text_column)
 
 
-def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None) -> Dataset:
-    """A one-column ``text`` dataset of strings from any form :func:`check_text_source` accepts; missing, non-string
-    and blank rows are dropped and counted.
+def read_dataset(source: str, kind: str | None = None, what: str = "training data",
+                 fix: str = "pass --train_data with a local file (one sentence per line), e.g. --train_data demo",
+                 ) -> Dataset:
+    """The train split of a ``save_to_disk`` folder, a txt, csv or parquet file (``kind``), an ``hf://`` file or a
+    hub dataset; a failure of datasets, or of the hub (naming ``what`` and the ``fix``), is one
+    :class:`~st_infocse.files.InputError` line."""
+    from datasets import Dataset, load_dataset, load_from_disk
 
-    The count is printed once, naming the file. A dataset with no text left is an error.
-    """
-    check_at_least("--max_train_samples", max_samples)
-    from datasets import Dataset, Features, Value, load_dataset, load_from_disk
-
-    column = check_text_source(source, text_column)
     path = Path(source).expanduser()
-    kind = file_kind(path) if path.is_file() else None
     try:
-        if kind == "json":
-            # Read here rather than by datasets: one field is kept, whatever its type, and cleaned before Arrow types
-            # it (a field mixing strings and numbers becomes datasets' Json type, which cannot train).
-            records = islice(read_json_objects(path), max_samples)  # read no further than kept
-            kept, report = clean_text_values(record.get(column) for _, record in records)
-            dataset = Dataset.from_dict({"text": kept}, features=Features({"text": Value("string")}))
-            column = "text"
+        if path.is_dir():
+            dataset = load_from_disk(str(path))
+        elif kind == "txt":
+            dataset = read_text_file(path)
+        elif kind in ("csv", "parquet"):
+            extra = {"delimiter": "\t"} if ".tsv" in [s.lower() for s in path.suffixes] else {}
+            dataset = load_dataset(kind, data_files=str(path), split="train", **extra)
+        elif source.startswith("hf://"):
+            dataset = load_dataset("text", data_files=source, split="train")
         else:
-            if path.is_dir():
-                dataset = load_from_disk(str(path))
-            elif kind == "txt":
-                dataset = read_text_file(path)
-            elif kind in ("csv", "parquet"):
-                extra = {"delimiter": "\t"} if ".tsv" in [s.lower() for s in path.suffixes] else {}
-                dataset = load_dataset(kind, data_files=str(path), split="train", **extra)
-            elif source.startswith("hf://"):
-                dataset = load_dataset("text", data_files=source, split="train")
-            else:
-                dataset = load_dataset(source, split="train")
-            if hasattr(dataset, "keys") and not isinstance(dataset, Dataset):  # a DatasetDict saved to disk
-                dataset = dataset["train"]
-            if column is None or column not in dataset.column_names:
-                strings = [n for n, f in dataset.features.items() if getattr(f, "dtype", None) == "string"]
-                column = choose_column(source, dataset.column_names, strings, text_column)
-            if max_samples is not None:
-                dataset = dataset.select(range(min(max_samples, len(dataset))))
-            dataset, report = clean_texts(dataset, column, warn=False)
+            dataset = load_dataset(source, split="train")
     except (ValueError, FileNotFoundError):
         raise
     except Exception as exc:  # noqa: BLE001 - datasets wraps a bad file in several exception types
@@ -245,10 +190,35 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
         if not path.exists() and (isinstance(exc, OSError)  # ConnectionError included
                                   or type(exc).__module__.startswith(("huggingface_hub", "requests", "httpx"))):
             raise InputError(
-                f"cannot load training data {source!r} from the Hugging Face hub ({type(exc).__name__}); offline? "
-                "pass --train_data with a local file (one sentence per line), e.g. --train_data demo"
+                f"cannot load {what} {source!r} from the Hugging Face hub ({type(exc).__name__}); offline? {fix}"
             ) from exc
         raise
+    return dataset["train"] if hasattr(dataset, "keys") and not isinstance(dataset, Dataset) else dataset
+
+
+def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None) -> Dataset:
+    """A one-column ``text`` dataset of strings from any form :func:`check_text_source` accepts; missing, non-string
+    and blank rows are dropped and counted (printed once, naming the file). No text left is an error."""
+    check_at_least("--max_train_samples", max_samples)
+    from datasets import Dataset, Features, Value
+
+    column = check_text_source(source, text_column)
+    path = Path(source).expanduser()
+    kind = file_kind(path) if path.is_file() else None
+    if kind == "json":
+        # Read here rather than by datasets: one field is kept, whatever its type, and cleaned before Arrow types it
+        # (a field mixing strings and numbers becomes datasets' Json type, which cannot train).
+        records = islice(read_json_objects(path), max_samples)  # read no further than kept
+        kept, report = clean_text_values(record.get(column) for _, record in records)
+        dataset, column = Dataset.from_dict({"text": kept}, features=Features({"text": Value("string")})), "text"
+    else:
+        dataset = read_dataset(source, kind)
+        if column is None or column not in dataset.column_names:
+            strings = [n for n, f in dataset.features.items() if getattr(f, "dtype", None) == "string"]
+            column = choose_column(source, dataset.column_names, strings, text_column)
+        if max_samples is not None:
+            dataset = dataset.select(range(min(max_samples, len(dataset))))
+        dataset, report = clean_texts(dataset, column, warn=False)
     if report.dropped:
         print(f"{source}: {report}")
     if len(dataset) == 0:
@@ -258,14 +228,8 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
 
 @dataclass(frozen=True)
 class LengthReport:
-    """How many training texts are longer than the training length (and so are cut to it).
-
-    Attributes:
-        longer: texts over ``max_length`` tokens among those counted.
-        counted: texts counted (all of them, or a seeded sample of a large corpus).
-        total: texts in the corpus.
-        max_length: the training length in tokens, special tokens included, as the model truncates.
-    """
+    """How many of the ``counted`` texts (all ``total``, or a seeded sample) are ``longer`` than the training
+    length ``max_length`` (special tokens included), and so are cut to it."""
 
     longer: int
     counted: int
@@ -277,13 +241,9 @@ class LengthReport:
         already, so only a longer training length helps."""
         if self.longer == 0:
             return None
-        if self.counted == self.total:
-            share = f"{self.longer:,} of {self.total:,} texts are"
-        else:
-            share = (
-                f"about {100 * self.longer / self.counted:.0f}% of {self.total:,} texts ({self.longer:,} of a "
-                f"{self.counted:,}-text sample) are"
-            )
+        share = f"{self.longer:,} of {self.total:,} texts are" if self.counted == self.total else (
+            f"about {100 * self.longer / self.counted:.0f}% of {self.total:,} texts ({self.longer:,} of a "
+            f"{self.counted:,}-text sample) are")
         fix = "raise --max_seq_length"
         if not already_split:
             fix = f"pass --split_sentences to train on their sentences, or {fix}"
@@ -293,18 +253,13 @@ class LengthReport:
 def count_long_texts(
     tokenizer: Any, texts: Sequence[str], max_length: int, sample: int = 20_000, seed: int = 0
 ) -> LengthReport:
-    """Count the texts the model would cut at ``max_length`` tokens (special tokens included).
-
-    A corpus larger than ``sample`` is counted on a seeded sample of that size, so that a million-line corpus costs
-    seconds.
-    """
+    """Count the texts the model would cut at ``max_length`` tokens, on a seeded sample of ``sample`` texts when
+    the corpus is larger (a million-line corpus costs seconds)."""
     import random
 
     total = len(texts)
     chosen = list(texts) if total <= sample else random.Random(seed).sample(list(texts), sample)
-    longer = 0
-    for start in range(0, len(chosen), 1024):
-        batch = chosen[start : start + 1024]
-        ids = tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-        longer += sum(len(row) > max_length for row in ids)
+    batches = (chosen[start : start + 1024] for start in range(0, len(chosen), 1024))
+    longer = sum(len(row) > max_length for batch in batches
+                 for row in tokenizer(batch, add_special_tokens=True, truncation=False, verbose=False)["input_ids"])
     return LengthReport(longer, len(chosen), total, max_length)

@@ -1,10 +1,6 @@
-"""The trainer for a loss that trains modules of its own: the model's and the loss's gradients clipped under one norm.
-
-``SentenceTransformerTrainer`` clips ``model.parameters()`` alone, so a projection head, fusion layers or MLM head
-owned by the loss are never clipped and do not count in the norm. The papers' training code held all of them in one
-model and clipped them together: one exploding auxiliary gradient then shrinks the whole update instead of being
-applied in full.
-"""
+"""The trainer for a loss that trains modules of its own: the model's and the loss's gradients clipped under one norm,
+as the papers' code did (one model held them all), rather than the model's alone as ``SentenceTransformerTrainer``
+does, which leaves an exploding auxiliary gradient unclipped."""
 
 from __future__ import annotations
 
@@ -25,19 +21,10 @@ __all__ = ["AuxiliaryLossTrainer", "clip_gradients_jointly"]
 
 
 def clip_gradients_jointly(loss: nn.Module, max_norm: float) -> torch.Tensor:
-    """Clip the gradients of ``loss.model`` and of the loss's own modules together, under one norm.
-
-    This is what one ``torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`` did when the model object held
-    the encoder, the projection head and the auxiliary decoder. Call it after ``backward()`` (and after unscaling, if
-    a ``GradScaler`` is used) and before ``optimizer.step()``; :class:`AuxiliaryLossTrainer` does.
-
-    A loss may name parameters to clip under a norm of their own with
-    :meth:`~st_infocse.losses.TrainingLoss.separately_clipped_parameters` (``InfoCSELoss(aux_gradient="full")``
-    does, for its decoder); the rest are clipped together as above.
-
-    Returns:
-        The total 2-norm of the jointly clipped gradients before clipping, as a tensor.
-    """
+    """Clip the gradients of ``loss.model`` and of the loss's own modules under one norm; returns that norm before
+    clipping. Call it after ``backward()`` (and unscaling) and before ``optimizer.step()``. Parameters the loss names
+    in :meth:`~st_infocse.losses.TrainingLoss.separately_clipped_parameters` (``InfoCSELoss(aux_gradient="full")``'s
+    decoder) are clipped under a norm of their own."""
     # loss.model is a submodule of the loss, and parameters() yields a tied weight once.
     trained = [param for param in loss.parameters() if param.requires_grad]
     own = list(loss.separately_clipped_parameters()) if isinstance(loss, TrainingLoss) else []
@@ -52,32 +39,12 @@ def clip_gradients_jointly(loss: nn.Module, max_norm: float) -> torch.Tensor:
 
 class AuxiliaryLossTrainer(SentenceTransformerTrainer):
     """A ``SentenceTransformerTrainer`` that clips the model's and the loss's own gradients under one norm and runs
-    :class:`~st_infocse.training.AuxiliaryStateCallback` first.
+    :class:`~st_infocse.training.AuxiliaryStateCallback` first (so reporting integrations get its metrics).
 
-    Takes the arguments of ``SentenceTransformerTrainer`` (one loss, not a dict of them) and ``clip_jointly``. Joint
-    clipping (``clip_jointly=True``, the default) replaces the trainer's clipping step: where the trainer would
-    clip the model's gradients to ``args.max_grad_norm``, this one averages the loss's own gradients across
-    processes, unscales fp16 gradients (``Accelerator.unscale_gradients``) and clips the model's and the loss's own
-    gradients under that one norm with :func:`clip_gradients_jointly`. The logged ``grad_norm`` is the joint norm
-    before clipping; ``args`` are read, never changed, so the model card and the saved training arguments hold the
-    value given. With ``max_grad_norm=0`` nothing is clipped, as in the trainer. Under DeepSpeed or FSDP, whose
-    engines clip (sharded) gradients themselves, the trainer warns and leaves clipping to the engine, whose norm
-    need not cover the loss's modules. With ``clip_jointly=False`` the model is clipped alone, as by
-    ``SentenceTransformerTrainer``.
-
-    The callback goes first in the callback list, so reporting integrations (``report_to``) receive the auxiliary
-    metrics it adds to each log.
-
-    Example:
-        ::
-
-            from st_infocse import losses
-            from st_infocse.training import AuxiliaryLossTrainer
-
-            loss = losses.InfoCSELoss(model, lambda_=1e-5)
-            args = SentenceTransformerTrainingArguments(output_dir="out", max_grad_norm=1.0)
-            trainer = AuxiliaryLossTrainer(model=model, args=args, train_dataset=ds, loss=loss)
-            trainer.train()  # encoder, head and decoder clipped under one norm of 1.0
+    Where the trainer would clip the model to ``args.max_grad_norm``, this one averages the loss's own gradients
+    across processes, unscales fp16 gradients and clips with :func:`clip_gradients_jointly`; the logged
+    ``grad_norm`` is the joint norm, and ``args`` are never changed. Under DeepSpeed or FSDP, whose engines clip
+    sharded gradients themselves, it warns and leaves clipping to them; ``clip_jointly=False`` clips the model alone.
     """
 
     def __init__(self, *args: Any, clip_jointly: bool = True, **kwargs: Any) -> None:
@@ -94,18 +61,11 @@ class AuxiliaryLossTrainer(SentenceTransformerTrainer):
         engine = "DeepSpeed" if self.is_deepspeed_enabled else "FSDP" if self.is_fsdp_enabled else None
         clips = bool(self.args.max_grad_norm and self.args.max_grad_norm > 0)
         if engine is not None and clips:
-            logger.warning(
-                "%s clips (sharded) gradients itself and its norm need not cover the loss's own modules; "
-                "joint clipping (AuxiliaryLossTrainer(clip_jointly=True)) is off.",
-                engine,
-            )
+            logger.warning("%s clips (sharded) gradients itself and its norm need not cover the loss's own modules; "
+                           "joint clipping (AuxiliaryLossTrainer(clip_jointly=True)) is off.", engine)
         elif clips:
-            logger.info(
-                "Gradient clipping: max_grad_norm=%s over the model and the loss's own modules together "
-                "(%d trainable tensors of the loss's own)",
-                self.args.max_grad_norm,
-                len(own_parameters(self.loss)),
-            )
+            logger.info("Gradient clipping: max_grad_norm=%s over the model and the loss's own modules together "
+                        "(%d trainable tensors of the loss's own)", self.args.max_grad_norm, len(own_parameters(self.loss)))
         return engine is None
 
     def _clip_grad_norm(self, model: nn.Module) -> Any:

@@ -218,5 +218,5 @@ def test_default_gather_is_exact_on_cpu_and_bounded_on_accelerators(make_model, 
 
 
 def test_unknown_gather_is_refused(make_model):
-    with pytest.raises(ValueError, match="'auto', 'exact' or 'bounded'"):
+    with pytest.raises(ValueError, match="mlm_gather must be one of auto, exact, bounded"):
         losses.ConditionalMLMLoss(make_model(), mlm_gather="fast")

@@ -63,7 +63,8 @@ def test_needs_document_ids():
     ds = Dataset.from_dict({"anchor": ["a", "b"]})
     with pytest.raises(ValueError, match="no 'doc_id' column"):
         DocumentAwareBatchSampler(ds, 2, False)
-    factory = DocumentAwareBatchSampler.for_pairs(["x", "y", "z"])
+    factory = DocumentAwareBatchSampler.for_pairs(["x", "y", "x"])
+    assert repr(factory) == "DocumentAwareBatchSampler.for_pairs(<3 rows, 2 documents>)"  # short in printed arguments
     with pytest.raises(ValueError, match="3 document ids for a dataset of 2 rows"):
         factory(ds, batch_size=2, drop_last=False)
 
