@@ -157,6 +157,14 @@ def _adaptation(row: str) -> tuple[Published, Published]:
             Published(_SCIFACT, None, _ADAPTATION.format(domain="scifact", row=row)))
 
 
+def _adapt(name: str, row: str, settings: tuple, measured: str, data: str, requires: str) -> Recipe:
+    """A recipe of the adaptation benchmark's ``row``: its notes are how it was measured, the check every adapt-*
+    recipe makes on your queries, and the data it needs (``requires``, beside --eval_retrieval)."""
+    return Recipe(name, source=f"benchmarks/adaptation.py, row {row} (measured by this package on {_MINILM[22:]})",
+                  published=_adaptation(row), settings=settings, notes=(measured, _ADAPT_CHECK, data), released=False,
+                  requires=(requires, "--eval_retrieval"))
+
+
 def _infocse_script(script: str, layers: int, model: tuple[str, str], pooling: str, lambda_note: str, detach: str,
                     fusion: str, eval_steps: str) -> tuple[tuple[str, str, str], ...]:
     """The rows of an InfoCSE release script (base and large share its line numbers): ``model`` is the checkpoint and
@@ -336,28 +344,16 @@ _RECIPES = (
         ),
         released=False,
     ),
-    Recipe(
-        "adapt-idc-mpnet",
-        source="benchmarks/adaptation.py, row idc-mpnet-mnrl-r1 (measured by this package on all-MiniLM-L6-v2)",
-        published=_adaptation("idc-mpnet-mnrl-r1"),
-        settings=(*_IDC_MPNET, *_ADAPT_BUDGET),
-        notes=(
-            "Measured with the benchmark's one budget for every row: nDCG@10 over seeds 0-2, the confirmation half "
-            "(test queries no choice used) for seed 0's model only: on Reuters-21578 news well above the model as "
-            "shipped, on SciFact within noise.",
-            _ADAPT_CHECK,
-            "--docs: documents as `st-infocse mine --docs` reads them; 500 of them (a --seed sample) are mined by "
-            "all-mpnet-base-v2 (downloaded once from the hub) and trained on. No STS-B dev unless you add it.",
-        ),
-        released=False,
-        requires=("--docs", "--eval_retrieval"),
+    _adapt(
+        "adapt-idc-mpnet", "idc-mpnet-mnrl-r1", (*_IDC_MPNET, *_ADAPT_BUDGET),
+        "Measured with the benchmark's one budget for every row: nDCG@10 over seeds 0-2, the confirmation half "
+        "(test queries no choice used) for seed 0's model only: on Reuters-21578 news well above the model as "
+        "shipped, on SciFact within noise.",
+        "--docs: documents as `st-infocse mine --docs` reads them; 500 of them (a --seed sample) are mined by "
+        "all-mpnet-base-v2 (downloaded once from the hub) and trained on. No STS-B dev unless you add it.", "--docs",
     ),
-    Recipe(
-        "adapt-idc-mpnet-lora",
-        source="benchmarks/adaptation.py, row idc-mpnet-mnrl-r1-lora-lr1e-4 (measured by this package on "
-               "all-MiniLM-L6-v2)",
-        published=_adaptation("idc-mpnet-mnrl-r1-lora-lr1e-4"),
-        settings=(
+    _adapt(
+        "adapt-idc-mpnet-lora", "idc-mpnet-mnrl-r1-lora-lr1e-4", (
             *_IDC_MPNET,
             ("--lora_r", "8", "a rank-8 LoRA adapter trains, every other weight frozen (the benchmark's rank, fixed "
              "before any run); merged into the saved model"),
@@ -368,25 +364,17 @@ _RECIPES = (
              "adapter in 100 steps)"),
             *(row for row in _ADAPT_BUDGET if row[0] != "--learning_rate"),
         ),
-        notes=(
-            "Measured with the benchmark's one budget for every row, nDCG@10 over seeds 0-2 (each query's score "
-            "averaged over them) on the confirmation half of the test queries (no choice used them), the 95% "
-            "interval over those queries: on Reuters-21578 news a gain, on SciFact within noise (its interval "
-            "touches zero); STS avg and STS-B dev held at the shipped model's, where adapt-idc-mpnet, which trains "
-            "every weight, lowers STS avg.",
-            _ADAPT_CHECK,
-            "--docs: as adapt-idc-mpnet (500 of them, a --seed sample, mined by all-mpnet-base-v2). Only the "
-            "adapter trains and the saved model is your model with the adapter merged in; when the keep rule hands "
-            "back your model, the summary says the adapter is not in it. Needs the lora extra (peft).",
-        ),
-        released=False,
-        requires=("--docs", "--eval_retrieval"),
+        "Measured with the benchmark's one budget for every row, nDCG@10 over seeds 0-2 (each query's score "
+        "averaged over them) on the confirmation half of the test queries (no choice used them), the 95% "
+        "interval over those queries: on Reuters-21578 news a gain, on SciFact within noise (its interval "
+        "touches zero); STS avg and STS-B dev held at the shipped model's, where adapt-idc-mpnet, which trains "
+        "every weight, lowers STS avg.",
+        "--docs: as adapt-idc-mpnet (500 of them, a --seed sample, mined by all-mpnet-base-v2). Only the "
+        "adapter trains and the saved model is your model with the adapter merged in; when the keep rule hands "
+        "back your model, the summary says the adapter is not in it. Needs the lora extra (peft).", "--docs",
     ),
-    Recipe(
-        "adapt-informin",
-        source="benchmarks/adaptation.py, row informin (measured by this package on all-MiniLM-L6-v2)",
-        published=_adaptation("informin"),
-        settings=(
+    _adapt(
+        "adapt-informin", "informin", (
             ("--objective", "informin", "paper 001: SimCSE's contrastive loss plus the reconstruction term, defaults"),
             _ADAPT_MODEL,
             ("--split_sentences", "true", "the benchmark trained on the domain's sentences, not whole documents"),
@@ -395,17 +383,13 @@ _RECIPES = (
             ("--eval_steps", "100", "one evaluation, at the end: the benchmark scored the last step"),
             ("--save_steps", "100", "a checkpoint at that evaluation"),
         ),
-        notes=(
-            "Measured as adapt-idc-mpnet, seeds 0-2 (the confirmation half too): on Reuters-21578 news a gain, on "
-            "SciFact within noise; STS avg rose. No annotator and no documents needed; adapt-idc-mpnet gains more on "
-            "news but needs both and lowers STS avg. Half of the change (--weight_anchor 0.5) kept less of the news "
-            "gain, within noise on SciFact.",
-            _ADAPT_CHECK,
-            "--train_data: your unlabelled text (a text file, one text per line, or JSON lines / CSV with a text "
-            "column); each text is split into sentences. The benchmark kept sentences of five words or more.",
-        ),
-        released=False,
-        requires=("--train_data", "--eval_retrieval"),
+        "Measured as adapt-idc-mpnet, seeds 0-2 (the confirmation half too): on Reuters-21578 news a gain, on "
+        "SciFact within noise; STS avg rose. No annotator and no documents needed; adapt-idc-mpnet gains more on "
+        "news but needs both and lowers STS avg. Half of the change (--weight_anchor 0.5) kept less of the news "
+        "gain, within noise on SciFact.",
+        "--train_data: your unlabelled text (a text file, one text per line, or JSON lines / CSV with a text "
+        "column); each text is split into sentences. The benchmark kept sentences of five words or more.",
+        "--train_data",
     ),
 )
 

@@ -66,7 +66,7 @@ WHERE = {
     "steps": lambda c: c["args"].max_steps,
     "batch_size": lambda c: c["args"].per_device_train_batch_size if "args" in c else None,
     "max_length": lambda c: c["model"].max_seq_length,
-    "eval_pairs": lambda c: len(c["stsb_dev_evaluator"]["source"].scores),
+    "eval_pairs": lambda c: len(getattr(c["evaluator"], "inner", c["evaluator"]).scores),  # the evaluator trained with
     "sts": lambda c: c["sts"]["datasets"], "transfer": lambda c: c["transfer"]["datasets"],
     "beir": lambda c: c["beir"]["datasets"], "verbose": lambda c: c["beir_log_level"] == 20,
     "objective": lambda c: type(c["loss"]).__name__.lower().startswith(c["objective"].replace("-", "")),

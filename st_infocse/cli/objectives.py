@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import DataArguments, KeepArguments
+from st_infocse.cli.arguments import DataArguments, KeepArguments, declared
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
@@ -33,7 +33,7 @@ from st_infocse.cli.output import end_summary, lengths, summary
 from st_infocse.losses.registry import STAGE1, get_objective, objective_names
 from st_infocse.mining.documents import load_documents
 
-__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "adapter_row", "add_adapter", "build_loss", "entry_of",
+__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "add_adapter", "build_loss", "entry_of", "finish_run",
            "learning_rate_mapping", "takers"]
 
 
@@ -69,7 +69,7 @@ class Entry:
         run: its own run in place of one trainer (IDC's rounds): ``(loaded, flags, measured, prepared, start)``.
         refused_trainer_flags: trainer flags with no meaning for it, refused by name.
         bm25_beside: whether BM25's reference lines are scored beside its retrieval evaluation.
-        save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves once trained.
+        save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves (None: the model).
         title: the run's summary titles (empty: "Training NAME" and "Training done").
     """
 
@@ -82,19 +82,12 @@ class Entry:
     run: Callable[..., int] | None = None
     refused_trainer_flags: tuple[str, ...] = ()
     bm25_beside: bool = True
-    save: Callable[[Any, Any, Path, int | None], dict] = lambda model, loss, out, own_length: save_model(
-        model, out, own_length) or {}
+    save: Callable[[Any, Any, Path, int | None], dict] | None = None
     title: str = ""
 
     @property
     def all(self) -> tuple[type, ...]:
         return (*self.sections, *((self.loss_flags,) if self.loss_flags is not None else ()))
-
-
-def save_model(model, out: Path, own_length: int | None) -> None:
-    from st_infocse.training.builder import save_model as save
-
-    save(model, out, own_length)
 
 
 def build_loss(model, objective: str, loss_flags: Any = None):
@@ -137,14 +130,8 @@ def add_adapter(model, lora) -> str:
             f"({', '.join(settings.target_modules)}); {trained:,} of {total:,} weights train")
 
 
-def adapter_row(adapter: str, start_saved: bool) -> str:
-    """The end summary's "LoRA adapter" row: where the adapter went, as this run saved it."""
-    return (f"{adapter}; not in the saved model, which is the starting model (see saved)" if start_saved
-            else f"{adapter}; merged into the saved model")
-
-
 def merge_adapter(model, adapter: str) -> None:
-    """The user's modules, with the adapter's change folded into the weights it adapted (nothing without one)."""
+    """The user's modules, the adapter's change folded into the weights it adapted (nothing without one)."""
     if adapter:
         from st_infocse.training.lora import merge_lora
 
@@ -268,6 +255,8 @@ def distillation_loss(model, flags, prepared: Prepared):
 
 def save_stage1(model, loss, out: Path, own_length: int | None) -> dict:
     """Stage 1 saves the encoder and the decoder apart, for ``train --model OUT/model --decoder OUT/decoder``."""
+    from st_infocse.training.builder import save_model
+
     save_model(model, out / "model", own_length)
     loss.save_decoder(out / "decoder")
     return {"encoder": out / "model", "decoder": out / "decoder",
@@ -282,34 +271,22 @@ def documents(flags) -> Prepared:
 # -------------------------------------------------------------------------------------------------- IDC's rounds
 
 
-def idc_round_arguments(given: frozenset[str], training_args) -> dict:
-    """The trainer arguments each IDC round receives: paper 002's round defaults (``DEFAULT_TRAINING_ARGS``), then
-    every trainer flag given (``given``: the flags set), as parsed."""
-    from st_infocse.mining.rounds import DEFAULT_TRAINING_ARGS
-
-    trainer_fields = {item.name for item in fields(training_args) if item.init}
-    given = (given & trainer_fields) - {"output_dir"}  # each round has its own folder under it
-    return {**DEFAULT_TRAINING_ARGS, "seed": training_args.seed,
-            **{name: getattr(training_args, name) for name in sorted(given)}}
-
-
 def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     """IDC's mine -> train rounds on ``--docs`` (on a LoRA adapter with ``--lora_r``); the best round (or the start)
-    is saved, the adapter merged into it."""
+    is saved, the adapter merged into it. Each round trains with the rounds' defaults and every trainer flag given."""
     from st_infocse.mining import train_idc_rounds
-    from st_infocse.mining.rounds import document_sample
+    from st_infocse.mining.rounds import DEFAULT_TRAINING_ARGS, document_sample
 
-    model, own_length = loaded.model, loaded.own_length
-    idc, training_args, keep = flags.idc, flags.trainer, flags.keep
-    round_args = idc_round_arguments(flags.given, training_args)
+    model, own_length, idc, args, keep = loaded.model, loaded.own_length, flags.idc, flags.trainer, flags.keep
+    given = flags.given & {item.name for item in fields(args) if item.init}
+    round_args = {**DEFAULT_TRAINING_ARGS, "seed": args.seed,  # each round has its own folder under output_dir
+                  **{name: getattr(args, name) for name in sorted(given - {"output_dir"})}}
     adapter = add_adapter(model, flags.lora)  # once, before round 1: every round trains it and round 2 mines with it
-    pair_entry = IDC_LOSSES[idc.idc_loss]
-    factory: Callable = lambda m: pair_entry.loss(m, flags, prepared)  # noqa: E731
-    if "learning_rate_mapping" not in round_args:  # the auxiliary modules' own rate, named as one loss names them
-        mapping = learning_rate_mapping(factory(model), flags.aux_learning_rate)
-        if mapping:
-            round_args["learning_rate_mapping"] = mapping
-    docs, sampled = document_sample(prepared.source, idc.idc_max_docs, training_args.seed)
+    factory: Callable = lambda m: IDC_LOSSES[idc.idc_loss].loss(m, flags, prepared)  # noqa: E731
+    if "learning_rate_mapping" not in round_args and (mapping := learning_rate_mapping(factory(model),
+                                                                                       flags.aux_learning_rate)):
+        round_args["learning_rate_mapping"] = mapping  # the auxiliary modules' own rate, as one loss names them
+    docs, sampled = document_sample(prepared.source, idc.idc_max_docs, args.seed)
     annotator = None
     if idc.idc_annotator is not None:  # mines at its own length, with its own modules
         from st_infocse.training.builder import load_model
@@ -320,50 +297,29 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
             raise CLIError(f"--idc_annotator: cannot load {idc.idc_annotator}: {exc}") from None
     anchor = (f"{keep.weight_anchor:g} of each round's change kept (start + {keep.weight_anchor:g} x (trained - "
               "start)), before the round is scored and mines" if keep.weight_anchor < 1 else "")
+    folder = Path(args.output_dir) / "rounds"
     summary("IDC training", {
-        "documents": len(docs) if not sampled else sampled,
-        **({"round 1 mined by": idc.idc_annotator} if annotator is not None else {}),
-        "rounds": f"up to {idc.rounds} (mine -> train)",
-        "model": loaded.how,
-        **({"LoRA adapter": adapter} if adapter else {}),
-        **measured.notes,
+        "documents": sampled or len(docs), **({"round 1 mined by": idc.idc_annotator} if annotator else {}),
+        "rounds": f"up to {idc.rounds} (mine -> train)", "model": loaded.how,
+        **({"LoRA adapter": adapter} if adapter else {}), **measured.notes,
         "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
         **({"weight anchor": anchor} if anchor else {}),
-        "rounds folder": Path(training_args.output_dir) / "rounds",
-        "max length": lengths(model.max_seq_length, own_length),
+        "rounds folder": folder, "max length": lengths(model.max_seq_length, own_length),
     })
     try:
         result = train_idc_rounds(
             model, docs, factory, rounds=idc.rounds, initial_annotation=idc.initial_annotation,
             evaluator=measured.evaluator, training_args=round_args,
-            mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity},
-            output_dir=Path(training_args.output_dir) / "rounds", seed=training_args.seed, annotator=annotator,
-            keep_trained_if=flags.run.keep_trained_if, keep_start_if_better=keep.keep_start_if_better,
-            weight_anchor=keep.weight_anchor,
+            mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity}, output_dir=folder, seed=args.seed,
+            annotator=annotator, keep_trained_if=flags.run.keep_trained_if,
+            keep_start_if_better=keep.keep_start_if_better, weight_anchor=keep.weight_anchor,
         )
     except KeyboardInterrupt:  # a round's trainer stops where it is; the rounds done keep their pairs and reports
-        done = sorted(p.name for p in (Path(training_args.output_dir) / "rounds").glob("round-*"))
-        print(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in "
-              f"{Path(training_args.output_dir) / 'rounds'}); no model saved: run again to train")
+        done = sorted(p.name for p in folder.glob("round-*"))
+        print(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in {folder}); no model saved: "
+              "run again to train")
         return 130
-    out, training_length = Path(training_args.output_dir), model.max_seq_length
-    merge_adapter(model, adapter)
-    save_model(model, out, own_length)
     summary("IDC rounds", round_rows(result))
-    start_saved = result.initial_metrics is not None and result.best_round == 0
-    rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
-    record = {"objective": "idc", "model": loaded.how, "round_arguments": round_args, "rounds": result.to_dict(),
-              "settings": flags.settings()}
-    if adapter:
-        rows["LoRA adapter"] = adapter_row(adapter, start_saved)
-        record["lora"] = {"r": flags.lora.lora_r, "alpha": flags.lora.lora_alpha,
-                          "target_modules": flags.lora.lora_target_modules}
-    if anchor:
-        rows["weight anchor"], record["weight_anchor"] = anchor, keep.weight_anchor
-    if result.rounds_judged > 1:
-        rows["rounds judged"] = (f"{result.rounds_judged} against the start on the same units: each round's p is "
-                                 f"Holm-adjusted for the {result.rounds_judged} (its interval its own), and the "
-                                 "verdicts and the keep rule read the adjusted p")
     measured_rows = None
     if result.initial_metrics is not None:
         if result.keep_trained_if == "reliable" and result.best_round == 0:
@@ -374,9 +330,41 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
         # the trained candidate (best round, else the last) against the start; "saved" says which was kept
         measured_rows = tuple({f"eval_{key}": value for key, value in metrics.items()} for metrics in
                               (result.initial_metrics, result.trained_metrics or {}, result.changes)) + (saved,)
-    end_summary("IDC training done", out, rows, record, measured.labels, measured_rows,
-                lengths(training_length, own_length), start_saved)
+    rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
+    if result.rounds_judged > 1:
+        rows["rounds judged"] = (f"{result.rounds_judged} against the start on the same units: each round's p is "
+                                 f"Holm-adjusted for the {result.rounds_judged} (its interval its own), and the "
+                                 "verdicts and the keep rule read the adjusted p")
+    finish_run(loaded, flags, "IDC training done", rows, {"objective": "idc", "round_arguments": round_args,
+                                                          "rounds": result.to_dict()},
+               adapter, anchor, result.initial_metrics is not None and result.best_round == 0, measured.labels,
+               measured_rows)
     return 0
+
+
+def finish_run(loaded, flags, title: str, rows: dict, record: dict, adapter: str, anchor: str | None,
+               start_saved: bool, labels, measured_rows, saved: dict | None = None, loss=None, decides=None) -> None:
+    """Every run's end: the adapter merged, the model saved (by ``flags.entry.save``), the adapter's and the anchor's
+    rows and record beside ``rows`` and ``record``, and the end summary with ``run_summary.json``."""
+    model, out, training_length = loaded.model, Path(flags.trainer.output_dir), loaded.model.max_seq_length
+    merge_adapter(model, adapter)
+    if flags.entry.save is not None:
+        rows.update(flags.entry.save(model, loss, out, loaded.own_length))
+    else:
+        from st_infocse.training.builder import save_model
+
+        save_model(model, out, loaded.own_length)
+    record = {**record, "model": loaded.how, "settings": flags.settings(),
+              "max_seq_length": {"training": training_length, "saved": loaded.own_length}}
+    if adapter:
+        rows["LoRA adapter"] = (f"{adapter}; not in the saved model, which is the starting model (see saved)"
+                                if start_saved else f"{adapter}; merged into the saved model")
+        record["lora"] = {"r": flags.lora.lora_r, "alpha": flags.lora.lora_alpha,
+                          "target_modules": flags.lora.lora_target_modules}
+    if anchor:
+        rows["weight anchor"], record["weight_anchor"] = anchor, flags.keep.weight_anchor
+    end_summary(title, out, rows, record, labels, measured_rows, lengths(training_length, loaded.own_length),
+                start_saved, decides=decides)
 
 
 def round_rows(result) -> dict[str, str]:
@@ -408,9 +396,7 @@ def _sentence(name: str, loss_flags: type, *sections: type) -> Entry:
     return Entry(name, loss_flags, (*_TEXT, *sections, LoRAFlags), texts, registry_loss)
 
 
-#: Trainer flags with no meaning inside IDC's rounds: the rounds evaluate and keep the best round themselves.
-_ROUNDS_OWN = ("eval_strategy", "eval_steps", "eval_delay", "load_best_model_at_end", "metric_for_best_model",
-               "greater_is_better", "resume_from_checkpoint")
+_ROUNDS_OWN = declared("st_infocse.mining.rounds", "ROUNDS_OWN_TRAINER_ARGS")
 
 #: The objectives of ``st-infocse train``, by ``--objective``, and stage 1 (``pretrain-aux``).
 ENTRIES: dict[str, Entry] = {
@@ -433,9 +419,9 @@ ENTRIES: dict[str, Entry] = {
 #: decoder on).
 IDC_LOSSES: dict[str, Entry] = {
     "mnrl": ENTRIES["idc"],
-    "infocse": Entry("idc", ConditionalMLMFlags, (IDCFlags, KeepArguments, AuxiliaryRateFlags, LoRAFlags), documents,
-                     lambda model, flags, prepared: build_loss(model, "infocse", flags.loss), run=train_idc,
-                     refused_trainer_flags=_ROUNDS_OWN, bm25_beside=False),
+    "infocse": replace(ENTRIES["idc"], loss_flags=ConditionalMLMFlags,
+                       sections=(IDCFlags, KeepArguments, AuxiliaryRateFlags, LoRAFlags),
+                       loss=lambda model, flags, prepared: build_loss(model, "infocse", flags.loss)),
 }
 
 

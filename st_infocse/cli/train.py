@@ -17,8 +17,8 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import lexical_reference_callback, lexical_reference_rows, run_evaluation
 from st_infocse.cli.inputs import apply_weight_anchor, check_earlier_run, check_planned_steps, model_from_args
 from st_infocse.cli.interrupt import Interrupted
-from st_infocse.cli.objectives import adapter_row, add_adapter, learning_rate_mapping, merge_adapter
-from st_infocse.cli.output import end_summary, kept_line, lengths, start_summary
+from st_infocse.cli.objectives import add_adapter, finish_run, learning_rate_mapping
+from st_infocse.cli.output import kept_line, start_summary
 from st_infocse.cli.parsing import asks_for_help, read_sources
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
 from st_infocse.recipes import format_recipe_list
@@ -118,25 +118,13 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     except Interrupted as stop:
         print(stop.line(training_args.output_dir))
         return 130
-    out, training_length = Path(training_args.output_dir), model.max_seq_length
-    merge_adapter(model, adapter)
-    saved = entry.save(model, loss, out, own_length)
     rows = {"objective": objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}",
             "texts": len(dataset), "steps": trainer.state.global_step, "time": f"{time.time() - start:.0f} s"}
     last = next((log for log in reversed(trainer.state.log_history) if "loss" in log), None)
     if last is not None:  # the loss and each of its terms, as last logged
         rows["last loss"] = ", ".join(f"{key} {value:.4f}" for key, value in last.items() if isinstance(value, float)
                                       and key not in ("learning_rate", "grad_norm", "epoch", "step"))
-    record: dict = {"objective": objective, "model": loaded.how, "steps": trainer.state.global_step,
-                    "settings": flags.settings(), "loss": loss.get_config_dict(),
-                    "max_seq_length": {"training": training_length, "saved": own_length}}
-    if anchor:
-        rows["weight anchor"], record["weight_anchor"] = anchor, flags.keep.weight_anchor
-    start_saved = ends is not None and ends.result.kept == "start"
-    if adapter:
-        rows["LoRA adapter"] = adapter_row(adapter, start_saved)
-        record["lora"] = {"r": flags.lora.lora_r, "alpha": flags.lora.lora_alpha,
-                          "target_modules": flags.lora.lora_target_modules}
+    record: dict = {"objective": objective, "steps": trainer.state.global_step, "loss": loss.get_config_dict()}
     result = None
     if ends is not None:
         result = (ends.result.start, ends.result.end, ends.result.changes, kept_line(ends.result))
@@ -144,10 +132,10 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         if lexical is not None:
             reference_rows, record["lexical_references"] = lexical_reference_rows(references, lexical.describe())
             rows.update(reference_rows)
-    rows.update(saved)
-    end_summary(f"{entry.title} done" if entry.title else "Training done", out, rows, record,
-                measured.labels if flags.run is not None else None, result, lengths(training_length, own_length),
-                start_saved, decides=ends.result.metric if ends is not None else None)
+    finish_run(loaded, flags, f"{entry.title} done" if entry.title else "Training done", rows, record, adapter,
+               anchor, ends is not None and ends.result.kept == "start",
+               measured.labels if flags.run is not None else None, result, loss=loss,
+               decides=ends.result.metric if ends is not None else None)
     return 0
 
 

@@ -49,6 +49,9 @@ DEFAULT_TRAINING_ARGS: dict[str, Any] = {
     "report_to": "none",
     "logging_strategy": "no",
 }
+#: Trainer arguments a round refuses: the rounds evaluate after each round and keep the best one themselves.
+ROUNDS_OWN_TRAINER_ARGS = ("eval_strategy", "eval_steps", "eval_delay", "load_best_model_at_end",
+                           "metric_for_best_model", "greater_is_better", "resume_from_checkpoint")
 
 
 def document_sample(documents: Any, size: int | None, seed: int) -> tuple[Any, str | None]:
@@ -190,6 +193,8 @@ def train_idc_rounds(
     """
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
+    if own := sorted(set(training_args or {}) & set(ROUNDS_OWN_TRAINER_ARGS)):
+        raise ValueError(f"training_args {', '.join(own)}: the rounds evaluate and keep the best round themselves")
     if initial_annotation not in ("model", "adjacent"):
         raise ValueError(f"initial_annotation must be 'model' or 'adjacent', got {initial_annotation!r}")
     if patience < 1:

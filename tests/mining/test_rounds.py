@@ -101,6 +101,12 @@ def test_an_annotator_mines_the_first_round_and_the_trained_model_the_next(make_
                          annotator=annotator)
 
 
+def test_rounds_refuse_the_trainer_arguments_they_decide_themselves(make_model, topic_docs):
+    with pytest.raises(ValueError, match="load_best_model_at_end: the rounds evaluate"):
+        train_idc_rounds(make_model(), topic_docs, MultipleNegativesRankingLoss,
+                         training_args={"load_best_model_at_end": True})
+
+
 def test_rounds_refuse_a_one_shot_iterator(make_model):
     with pytest.raises(ValueError, match="one-shot iterator"):
         train_idc_rounds(make_model(), iter([["a b", "c d"]]), MultipleNegativesRankingLoss, rounds=2)
