@@ -195,7 +195,7 @@ def gradient_ratio(model: SentenceTransformer, loss: torch.nn.Module, texts: lis
         for store, grads in ((cl, grads_cl), (mlm, grads_mlm)):
             norms = [torch.linalg.vector_norm(g.float()) for g in grads if g is not None]
             store.append(float(torch.linalg.vector_norm(torch.stack(norms))) if norms else 0.0)
-    loss.cmlm.metrics.reset()
+    loss.cmlm.metrics.pop()  # drop the MLM sums this measurement added
     model.train(was_training)
     ratios = [m / c for m, c in zip(mlm, cl, strict=True) if c > 0]
     return {"contrastive_norm": statistics.mean(cl), "mlm_norm": statistics.mean(mlm),
