@@ -19,13 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, get_args
 
-__all__ = [
-    "Bounds", "FileFormatError", "InputError", "InvalidJSONLineError", "NotDecodableError", "TextReport",
-    "beir_parts", "check_at_least", "check_choice", "check_local_file", "check_range", "check_saved_dataset",
-    "choose_column", "clean_text_values", "dataset_error", "file_kind", "is_text", "looks_local", "out_of_range",
-    "read_json_objects", "read_json_records", "read_lines", "text_problem",
-]
-
 _KINDS = {".txt": "txt", ".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
 _LOCAL_SUFFIXES = (".txt", ".gz", ".jsonl", ".json", ".csv", ".tsv", ".parquet")
 

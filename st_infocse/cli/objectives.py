@@ -33,9 +33,6 @@ from st_infocse.cli.output import end_summary, lengths, summary
 from st_infocse.losses.registry import STAGE1, get_objective, objective_names
 from st_infocse.mining.documents import load_documents
 
-__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "add_adapter", "build_loss", "entry_of", "finish_run",
-           "learning_rate_mapping", "takers"]
-
 
 @dataclass
 class Prepared:
