@@ -111,11 +111,6 @@ def train_round(
     return float(output.training_loss) if output.training_loss is not None else None
 
 
-# --------------------------------------------------------------------------------------------
-# Mutually reinforced rounds
-# --------------------------------------------------------------------------------------------
-
-
 def train_idc_rounds(
     model: SentenceTransformer,
     documents: Iterable[Any] | Callable[[], Iterable[Any]],
