@@ -17,14 +17,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, get_args
-
-__all__ = [
-    "Bounds", "FileFormatError", "InputError", "InvalidJSONLineError", "NotDecodableError", "TextReport",
-    "beir_parts", "check_at_least", "check_choice", "check_local_file", "check_range", "check_saved_dataset",
-    "choose_column", "clean_text_values", "dataset_error", "file_kind", "is_text", "looks_local", "out_of_range",
-    "read_json_objects", "read_json_records", "read_lines", "text_problem",
-]
+from typing import Any, get_args
 
 _KINDS = {".txt": "txt", ".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
 _LOCAL_SUFFIXES = (".txt", ".gz", ".jsonl", ".json", ".csv", ".tsv", ".parquet")
@@ -87,10 +80,6 @@ def looks_local(source: str) -> bool:
     return source.startswith((".", "/", "~")) or Path(source).suffix in _LOCAL_SUFFIXES
 
 
-def _open_binary(path: Path) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")  # noqa: SIM115
-
-
 # A byte-order mark opens the first line of files written by some editors; it is no part of the text.
 _BOM = b"\xef\xbb\xbf"
 
@@ -105,7 +94,7 @@ def read_lines(path: str | Path, fallback_encoding: str | None = None) -> Iterat
     path = Path(path)
     number = 0
     try:
-        with _open_binary(path) as handle:
+        with gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb") as handle:  # noqa: SIM115
             if fallback_encoding is not None:
                 data = handle.read().removeprefix(_BOM)
                 try:
@@ -159,9 +148,6 @@ def read_json_objects(path: str | Path, expected: str = "a JSON object",
             unit, number = where.split()
             raise error(path, int(number), f"expected {expected}, got {type(record).__name__}", unit)
         yield where, record
-
-
-# ----------------------------------------------------------------------------------------- checks of user input
 
 
 def is_text(value: Any) -> bool:

@@ -104,7 +104,6 @@ class Recipe:
         return [item for flag, value in self.flags.items() for item in (flag, *value.split(" "))]
 
 
-# ------------------------------------------------------------------------------------------------ the recipes
 # Line numbers refer to the scripts in the authors' repositories (princeton-nlp/SimCSE at 49fa580,
 # caskcsg/sentemb at 5eeec55, ShaobinChen-AH/InforMin-CL at 37adb01); sections and tables to the papers
 # (000 InfoCSE, 001 InforMin-CL, 003 CMLM-CSE). docs/REPRODUCING.md maps each flag to the authors' code.
@@ -151,17 +150,14 @@ _ADAPT_CHECK = (
 )
 
 
-def _adaptation(row: str) -> tuple[Published, Published]:
-    """The adaptation benchmark's two test metrics of ``row``, cited where they are stored."""
-    return (Published(_REUTERS, None, _ADAPTATION.format(domain="reuters", row=row)),
-            Published(_SCIFACT, None, _ADAPTATION.format(domain="scifact", row=row)))
-
-
 def _adapt(name: str, row: str, settings: tuple, measured: str, data: str, requires: str) -> Recipe:
     """A recipe of the adaptation benchmark's ``row``: its notes are how it was measured, the check every adapt-*
-    recipe makes on your queries, and the data it needs (``requires``, beside --eval_retrieval)."""
+    recipe makes on your queries, and the data it needs (``requires``, beside --eval_retrieval); its published
+    metrics are the benchmark's two test metrics of ``row``, cited where they are stored."""
+    published = tuple(Published(metric, None, _ADAPTATION.format(domain=domain, row=row))
+                      for domain, metric in (("reuters", _REUTERS), ("scifact", _SCIFACT)))
     return Recipe(name, source=f"benchmarks/adaptation.py, row {row} (measured by this package on {_MINILM[22:]})",
-                  published=_adaptation(row), settings=settings, notes=(measured, _ADAPT_CHECK, data), released=False,
+                  published=published, settings=settings, notes=(measured, _ADAPT_CHECK, data), released=False,
                   requires=(requires, "--eval_retrieval"))
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from st_infocse.files import InputError
 
-__all__ = ["CLIError"]
-
 
 class CLIError(InputError):
     """A problem with the user's input: reported in one line, exit code 2."""

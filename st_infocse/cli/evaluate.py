@@ -20,8 +20,6 @@ from st_infocse.cli.output import summary
 from st_infocse.cli.parsing import parse_command
 from st_infocse.files import beir_parts
 
-__all__ = ["SECTIONS", "cmd_evaluate"]
-
 SECTIONS = (SavedModelArguments, EvaluateArguments, LexicalArguments)
 
 

@@ -12,8 +12,6 @@ from st_infocse.cli.arguments import BUNDLED, RunEvaluationArguments
 from st_infocse.cli.errors import CLIError
 from st_infocse.files import InputError
 
-__all__ = ["RunEvaluation", "lexical_reference_callback", "lexical_reference_rows", "run_evaluation"]
-
 
 @dataclass
 class RunEvaluation:

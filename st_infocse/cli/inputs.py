@@ -11,9 +11,6 @@ from st_infocse.cli.arguments import ModelArguments
 from st_infocse.cli.errors import CLIError
 from st_infocse.files import looks_local
 
-__all__ = ["apply_weight_anchor", "check_earlier_run", "check_model_source", "check_output_dir", "check_planned_steps",
-           "check_step_counts", "model_from_args"]
-
 
 def check_model_source(source: str, flag: str | None = None) -> None:
     if looks_local(source) and not Path(source).expanduser().exists():

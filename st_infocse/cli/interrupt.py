@@ -9,8 +9,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Interrupted", "interrupt_callback", "interruptible"]
-
 
 class Interrupted(KeyboardInterrupt):
     """The run stopped on Ctrl-C; ``checkpoint`` is the folder saved (None when a second Ctrl-C skipped it)."""

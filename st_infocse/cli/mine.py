@@ -19,8 +19,6 @@ from st_infocse.cli.output import summary
 from st_infocse.cli.parsing import parse_command
 from st_infocse.mining.documents import DOCUMENT_FORMATS, check_documents, load_documents
 
-__all__ = ["SECTIONS", "cmd_mine"]
-
 SECTIONS = (SavedModelArguments, MineArguments)
 
 

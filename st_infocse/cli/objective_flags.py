@@ -20,10 +20,6 @@ from st_infocse.losses.registry import BOUNDS, STAGE1, objective_names
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
 from st_infocse.training.lora import DEFAULT_TARGETS, LoRASettings
 
-__all__ = ["OBJECTIVES", "AuxiliaryRateFlags", "CMLMCSEFlags", "ConditionalMLMFlags", "ContrastiveFlags", "DecoderFlags",
-           "DecoderWarmupFlags", "DistillFlags", "ICTFlags", "IDCFlags", "InforMinFlags", "LoRAFlags", "MNRLFlags",
-           "ObjectiveArguments", "Stage1Flags", "loss_flags", "loss_options"]
-
 OBJECTIVES = objective_names()
 ObjectiveName = Literal[OBJECTIVES]  # type: ignore[valid-type]  # the registry's names, as --objective's choices
 

@@ -33,9 +33,6 @@ from st_infocse.cli.output import end_summary, lengths, summary
 from st_infocse.losses.registry import STAGE1, get_objective, objective_names
 from st_infocse.mining.documents import load_documents
 
-__all__ = ["ENTRIES", "IDC_LOSSES", "Entry", "Prepared", "add_adapter", "build_loss", "entry_of", "finish_run",
-           "learning_rate_mapping", "takers"]
-
 
 @dataclass
 class Prepared:
@@ -162,9 +159,6 @@ def warm_up_decoder(model, texts: Sequence[str], flags: Any) -> str:
     return str(folder)
 
 
-# ------------------------------------------------------------------------------------------- sentence objectives
-
-
 def texts(flags) -> Prepared:
     """The training texts of ``--train_data``, split into sentences with ``--split_sentences``."""
     from st_infocse.training.texts import load_texts
@@ -187,9 +181,6 @@ def registry_loss(model, flags, prepared: Prepared):
     if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None:
         flags.loss.decoder = warm_up_decoder(model, prepared.dataset["text"], flags)
     return build_loss(model, flags.objective, flags.loss)
-
-
-# ------------------------------------------------------------------------------------------ document objectives
 
 
 def context_pairs(flags) -> Prepared:
@@ -266,9 +257,6 @@ def save_stage1(model, loss, out: Path, own_length: int | None) -> dict:
 def documents(flags) -> Prepared:
     loaded = load_documents(flags.docs)
     return Prepared(len(loaded), source=loaded)
-
-
-# -------------------------------------------------------------------------------------------------- IDC's rounds
 
 
 def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:

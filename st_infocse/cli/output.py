@@ -10,8 +10,6 @@ from typing import Any
 
 from st_infocse.cli.inputs import check_planned_steps
 
-__all__ = ["end_summary", "kept_line", "lengths", "start_summary", "summary", "worse_at_end"]
-
 
 def summary(title: str, rows: dict[str, Any]) -> None:
     width = max(len(k) for k in rows)

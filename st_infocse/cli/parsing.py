@@ -22,8 +22,6 @@ from typing import Any
 from st_infocse.cli.arguments import flag
 from st_infocse.cli.errors import CLIError
 
-__all__ = ["FlagParser", "Sources", "asks_for_help", "flag_of", "parse_command", "read_sources", "refuse_unknown"]
-
 Source = Sequence[str] | Mapping[str, Any]
 
 

@@ -24,8 +24,6 @@ from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
 from st_infocse.recipes import format_recipe_list
 from st_infocse.training.texts import count_long_texts
 
-__all__ = ["cmd_pretrain_aux", "cmd_train", "run_trainer"]
-
 
 def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
     """Train ``loss`` on ``dataset`` through the package's trainer builder, resuming where ``--resume_from_checkpoint``

@@ -48,8 +48,6 @@ from st_infocse.losses.registry import STAGE1
 from st_infocse.mining.documents import check_documents
 from st_infocse.training.texts import check_text_source
 
-__all__ = ["EVALUATION_OFF", "TrainingFlags", "command_sections", "read_training_flags"]
-
 #: The trainer's evaluation settings of a run without an evaluator: nothing to evaluate or keep a checkpoint by.
 EVALUATION_OFF = {"eval_strategy": "no", "load_best_model_at_end": False, "metric_for_best_model": None}
 

@@ -15,8 +15,6 @@ from .paired import PairedChange, UnitScores, holm, unit_change
 from .retrieval import BEIRResult
 from .sts import STSResult
 
-__all__ = ["Comparison", "compare_results"]
-
 
 @dataclass
 class Comparison:

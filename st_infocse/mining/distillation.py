@@ -21,9 +21,6 @@ from typing import Any, Literal
 from st_infocse.evaluation import LexicalSettings, RetrievalData, reference_runs, search
 from st_infocse.mining.sentences import PreparedDocument, prepare_documents
 
-__all__ = ["DISTILLATION_LOSSES", "QUERY_KINDS", "DistillationReport", "PseudoQueries", "distillation_loss",
-           "hybrid_teacher_dataset", "pseudo_queries"]
-
 QUERY_KINDS = ("held_out", "title", "sentence")
 DISTILLATION_LOSSES = ("kl", "margin_mse")
 

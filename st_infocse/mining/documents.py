@@ -19,8 +19,6 @@ from st_infocse.files import (
 )
 from st_infocse.training.texts import read_dataset
 
-__all__ = ["DOCUMENT_FORMATS", "check_documents", "load_documents"]
-
 DOCUMENT_FORMATS = (
     ".txt(.gz) (documents separated by blank lines), .jsonl(.gz) or .json (objects with 'sentences' (list) or "
     "'text'), a save_to_disk folder or a hub dataset id"

@@ -26,7 +26,7 @@ from torch import nn
 
 from st_infocse.evaluation import PairedChange, paired_changes, primary_unit_key, unit_scores
 from st_infocse.mining.graph import check_similarity
-from st_infocse.mining.idc import READING_ARGUMENTS, MiningReport, adjacent_pairs, mine_pairs
+from st_infocse.mining.idc import READING_ARGUMENTS, adjacent_pairs, mine_pairs
 from st_infocse.mining.round_results import RoundsResult, RoundStats, holm_over_rounds
 from st_infocse.mining.sampler import DocumentAwareBatchSampler
 from st_infocse.training.anchor import toward_start
@@ -91,15 +91,8 @@ def is_better(score: float, best: float, min_delta: float, greater_is_better: bo
     return score > best + min_delta if greater_is_better else score < best - min_delta
 
 
-def train_round(
-    model: SentenceTransformer,
-    train_dataset: Dataset,
-    loss: nn.Module,
-    training_args: dict[str, Any] | None,
-    output_dir: Path,
-    seed: int,
-    batch_sampler: Any = None,
-) -> float | None:
+def train_round(model: SentenceTransformer, train_dataset: Dataset, loss: nn.Module, training_args: dict[str, Any] | None,
+                output_dir: Path, seed: int, batch_sampler: Any = None) -> float | None:
     kwargs = {**DEFAULT_TRAINING_ARGS, "seed": seed, **(training_args or {})}
     if batch_sampler is not None:
         kwargs["batch_sampler"] = batch_sampler
@@ -109,11 +102,6 @@ def train_round(
     trainer = build_trainer(model, loss, train_dataset, args)
     output = trainer.train()
     return float(output.training_loss) if output.training_loss is not None else None
-
-
-# --------------------------------------------------------------------------------------------
-# Mutually reinforced rounds
-# --------------------------------------------------------------------------------------------
 
 
 def train_idc_rounds(
@@ -224,10 +212,8 @@ def train_idc_rounds(
         trained_metrics = initial_metrics
         primary = primary_unit_key(evaluator)
         if keep_trained_if == "reliable" and primary is None:
-            raise ValueError(
-                f"keep_trained_if='reliable' needs per-query (per-pair) scores for the evaluator's "
-                f"primary metric {getattr(evaluator, 'primary_metric', None)!r}, which it does not keep"
-            )
+            raise ValueError(f"keep_trained_if='reliable' needs per-query (per-pair) scores for the evaluator's primary "
+                             f"metric {getattr(evaluator, 'primary_metric', None)!r}, which it does not keep")
         best_metrics = initial_metrics
         if initial_score is not None:
             logger.info("IDC rounds: initial score %.4f", initial_score)
@@ -259,15 +245,8 @@ def train_idc_rounds(
                 raise ValueError(f"round {number}: no pairs to train on ({report.summary()})")
             sampler = DocumentAwareBatchSampler.for_pairs(pairs) if document_aware_batches else None
             t1 = time.perf_counter()
-            loss = train_round(
-                model,
-                pairs.select_columns(["anchor", "positive"]),
-                loss_factory(model),
-                training_args,
-                round_dir / "trainer",
-                seed,
-                sampler,
-            )
+            loss = train_round(model, pairs.select_columns(["anchor", "positive"]), loss_factory(model), training_args,
+                               round_dir / "trainer", seed, sampler)
             if weight_anchor < 1:  # back toward the model as given, before the round is scored or mines
                 current = model.state_dict()
                 model.load_state_dict(toward_start(initial_state, {k: current[k] for k in initial_state},
@@ -285,19 +264,15 @@ def train_idc_rounds(
                     best_score, best_round, best_metrics = score, number, metrics
                 else:
                     stale += 1
-            stats.append(
-                _round_stats(number, annotation, report, loss, score, improved, mining_seconds, training_seconds)
-            )
-            logger.info(
-                "IDC round %d (%s): %d pairs (%.2f/document), loss %s, score %s%s",
-                number,
-                annotation,
-                report.pairs,
-                report.pairs_per_document,
-                "n/a" if loss is None else f"{loss:.4f}",
-                "n/a" if score is None else f"{score:.4f}",
-                "" if improved is None else (" (best)" if improved else " (no improvement)"),
-            )
+            stats.append(RoundStats(
+                round=number, annotation=annotation, pairs=report.pairs, pairs_per_document=report.pairs_per_document,
+                documents_used=report.documents_used, skipped={k: v for k, v in report.skipped.items() if v},
+                train_loss=loss, score=score, improved=improved, mining_seconds=mining_seconds,
+                training_seconds=training_seconds, mining=report.to_dict()))
+            logger.info("IDC round %d (%s): %d pairs (%.2f/document), loss %s, score %s%s", number, annotation,
+                        report.pairs, report.pairs_per_document, "n/a" if loss is None else f"{loss:.4f}",
+                        "n/a" if score is None else f"{score:.4f}",
+                        "" if improved is None else (" (best)" if improved else " (no improvement)"))
             if stale >= patience and number < rounds:
                 stopped_early = True
                 logger.info("IDC rounds: no improvement for %d round(s), stopping after round %d", stale, number)
@@ -319,52 +294,12 @@ def train_idc_rounds(
         change: PairedChange | None = changes.get(primary) if primary else None
         if keep_trained_if == "reliable" and best_round and not (change is not None and change.reliable_gain):
             model.load_state_dict(initial_state, strict=not adapter_only)
-            logger.info(
-                "IDC rounds: round %d's gain is not reliable (%s); restored the model as given",
-                best_round,
-                change.describe() if change else "no per-query scores",
-            )
+            logger.info("IDC rounds: round %d's gain is not reliable (%s); restored the model as given", best_round,
+                        change.describe() if change else "no per-query scores")
             best_round, best_score, best_metrics = 0, initial_score, initial_metrics
-        return RoundsResult(
-            model,
-            stats,
-            initial_score,
-            best_round,
-            best_score,
-            stopped_early,
-            initial_metrics,
-            best_metrics,
-            trained_metrics,
-            changes,
-            keep_trained_if,
-            len(round_units),
-        )
+        return RoundsResult(model, stats, initial_score, best_round, best_score, stopped_early, initial_metrics,
+                            best_metrics, trained_metrics, changes, keep_trained_if, len(round_units))
     finally:
         if tmp is not None:
             tmp.cleanup()
 
-
-def _round_stats(
-    number: int,
-    annotation: str,
-    report: MiningReport,
-    loss: float | None,
-    score: float | None,
-    improved: bool | None,
-    mining_seconds: float,
-    training_seconds: float,
-) -> RoundStats:
-    return RoundStats(
-        round=number,
-        annotation=annotation,
-        pairs=report.pairs,
-        pairs_per_document=report.pairs_per_document,
-        documents_used=report.documents_used,
-        skipped={k: v for k, v in report.skipped.items() if v},
-        train_loss=loss,
-        score=score,
-        improved=improved,
-        mining_seconds=mining_seconds,
-        training_seconds=training_seconds,
-        mining=report.to_dict(),
-    )

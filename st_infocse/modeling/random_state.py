@@ -9,8 +9,6 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-__all__ = ["global_random_state_kept"]
-
 
 @contextmanager
 def global_random_state_kept(seed: int | None = None, device: torch.device | str | None = None) -> Iterator[None]:

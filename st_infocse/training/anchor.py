@@ -11,8 +11,6 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from st_infocse.training.snapshot import StartingWeights
 
-__all__ = ["WeightAnchorCallback", "evaluates_before_last_step", "toward_start"]
-
 
 def _check_share(share: float) -> float:
     if not 0 < share <= 1:

@@ -11,8 +11,6 @@ from st_infocse.evaluation.sts import STSB_DEV_METRIC
 from st_infocse.training.fast_step import FAST_STEP_HELP
 from st_infocse.training.precision import unpin_memory_without_accelerator
 
-__all__ = ["STSB_DEV_METRIC", "PaperTrainingArguments"]
-
 
 @dataclass
 class PaperTrainingArguments(SentenceTransformerTrainingArguments):

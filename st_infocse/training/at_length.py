@@ -6,8 +6,6 @@ from typing import Any
 
 from sentence_transformers.base.evaluation import BaseEvaluator
 
-__all__ = ["AtLengthEvaluator"]
-
 
 class AtLengthEvaluator(BaseEvaluator):
     """Run ``inner`` (any evaluator) at ``max_seq_length``, then put the training length back: training truncates to

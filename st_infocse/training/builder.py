@@ -18,9 +18,6 @@ if TYPE_CHECKING:
 
     from st_infocse.training.trainer import AuxiliaryLossTrainer
 
-__all__ = ["LENGTH_SENTINEL", "POOLINGS", "LoadedModel", "build_trainer", "describe_modules",
-           "is_saved_sentence_transformer", "load_model", "own_max_length", "save_model"]
-
 #: Above this, ``model_max_length`` is transformers' "no limit" sentinel (``VERY_LARGE_INTEGER``), not a length.
 LENGTH_SENTINEL = 1_000_000
 #: Poolings a loaded encoder may be given; ``model`` keeps a saved Sentence Transformer's own modules.

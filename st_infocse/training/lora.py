@@ -35,9 +35,6 @@ if TYPE_CHECKING:
 
 # Nothing heavy at import: the command line reads this module's defaults before torch is imported.
 
-__all__ = ["ADAPTER_FILE", "LORA_INSTALL_HINT", "LoRASettings", "add_lora", "has_lora", "load_adapter_checkpoint",
-           "lora_parameters", "merge_lora", "save_merged_checkpoint"]
-
 LORA_INSTALL_HINT = 'pip install "st-infocse[lora]"'
 # Beside the merged model in a checkpoint folder: the adapter's weights (lora_A / lora_B), which a resumed run reads.
 ADAPTER_FILE = "lora_adapter.safetensors"

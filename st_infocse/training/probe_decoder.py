@@ -16,8 +16,6 @@ from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
 from st_infocse.modeling.random_state import global_random_state_kept
 
-__all__ = ["train_probe_decoder"]
-
 
 def train_probe_decoder(
     model: Any, sentences: Sequence[str], k: int | None = None, n: int | None = None, mask_rate: float | None = None,

@@ -6,8 +6,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["StartingWeights", "weights_snapshot"]
-
 
 def weights_snapshot(model: nn.Module, trainable_only: bool = False) -> dict[str, torch.Tensor]:
     """A detached CPU copy of ``model.state_dict()``; with ``trainable_only``, of the parameters that train."""

@@ -28,8 +28,6 @@ from st_infocse.training.snapshot import StartingWeights
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["KEEP_TRAINED_IF", "NOT_JUDGED", "StartEndCallback", "StartEndResult", "describe_change", "start_end_rows"]
-
 #: The rules for handing back the trained model rather than the start: its deciding score is higher ("better"), or
 #: its gain on the deciding metric's queries (pairs) is reliable, the 95% interval's lower end above zero ("reliable").
 KEEP_TRAINED_IF: tuple[str, ...] = ("better", "reliable")

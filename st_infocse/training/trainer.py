@@ -17,8 +17,6 @@ from st_infocse.training.lora import has_lora, load_adapter_checkpoint, save_mer
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AuxiliaryLossTrainer", "clip_gradients_jointly"]
-
 
 def clip_gradients_jointly(loss: nn.Module, max_norm: float) -> torch.Tensor:
     """Clip the gradients of ``loss.model`` and of the loss's own modules under one norm; returns that norm before
