@@ -128,3 +128,14 @@ def test_the_round_lines_give_holms_p_when_several_rounds_were_judged():
     assert rows["round 1"] == ("idc: 100 pairs (2.00/document); mining 3 s, training 41 s; from the start +1.50 (95% "
                                "CI +0.20 to +2.80, p = 0.030, Holm p = 0.060 over 2 rounds, 150 queries): within noise")
     assert rows["round 2"].endswith("p = 0.004, Holm p = 0.008 over 2 rounds, 150 queries): a gain (kept)")
+
+
+def test_the_rounds_saved_line_says_the_reliable_gain_decided():
+    """Under ``--keep_trained_if reliable`` the printed gain chose the round, so the line says it reads high."""
+    from st_infocse.cli.objectives import rounds_saved
+
+    kept = rounds_saved(2, "reliable")
+    assert kept.startswith("the weights of round 2") and "that gain decided, so it reads high there" in kept
+    assert rounds_saved(2, "better") == "the weights of round 2"
+    assert rounds_saved(0, "reliable").startswith("the starting model: no round's gain was reliable")
+    assert rounds_saved(0, "better") == "the starting model: no round beat it"

@@ -259,6 +259,19 @@ def documents(flags) -> Prepared:
     return Prepared(len(loaded), source=loaded)
 
 
+def rounds_saved(best_round: int, keep_trained_if: str | None) -> str:
+    """The summary's "saved" line after IDC's rounds: which weights were kept and, under ``reliable``, that the gain
+    printed is the one that decided (a round is kept when its luck on these queries was good too)."""
+    if best_round == 0:
+        return ("the starting model: no round's gain was reliable over your queries (--keep_trained_if reliable)"
+                if keep_trained_if == "reliable" else "the starting model: no round beat it")
+    if keep_trained_if == "reliable":
+        return (f"the weights of round {best_round} (--keep_trained_if reliable: its gain was reliable on the "
+                "queries it is printed for; that gain decided, so it reads high there: judge it on queries held out "
+                "of the run)")
+    return f"the weights of round {best_round}"
+
+
 def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     """IDC's mine -> train rounds on ``--docs`` (on a LoRA adapter with ``--lora_r``); the best round (or the start)
     is saved, the adapter merged into it. Each round trains with the rounds' defaults and every trainer flag given."""
@@ -310,14 +323,10 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     summary("IDC rounds", round_rows(result))
     measured_rows = None
     if result.initial_metrics is not None:
-        if result.keep_trained_if == "reliable" and result.best_round == 0:
-            saved = "the starting model: no round's gain was reliable over your queries (--keep_trained_if reliable)"
-        else:
-            saved = ("the starting model: no round beat it" if result.best_round == 0
-                     else f"the weights of round {result.best_round}")
         # the trained candidate (best round, else the last) against the start; "saved" says which was kept
         measured_rows = tuple({f"eval_{key}": value for key, value in metrics.items()} for metrics in
-                              (result.initial_metrics, result.trained_metrics or {}, result.changes)) + (saved,)
+                              (result.initial_metrics, result.trained_metrics or {}, result.changes)) + (
+                                  rounds_saved(result.best_round, result.keep_trained_if),)
     rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
     if result.rounds_judged > 1:
         rows["rounds judged"] = (f"{result.rounds_judged} against the start on the same units: each round's p is "
