@@ -337,10 +337,11 @@ class EvaluateArguments:
     batch_size: int = flag(64, "Encoding batch size.")
     plots: bool = flag(True, "Draw bar charts (needs matplotlib).")
     verbose: bool = flag(False, "Also show beir's INFO log (every metric at every k).")
-    compare: str | None = flag(
-        None, "A second model scored on the same sets: each STS task's and BEIR dataset's change from --compare to "
-        "--model, with its 95 percent interval from the paired test over the queries / pairs and a verdict "
-        "(comparison.json, comparison.md). Loaded as --model is.", metavar="MODEL")
+    compare: list[str] | None = flag(
+        None, "One or more models scored on the same sets: each STS task's and BEIR dataset's change from each "
+        "--compare model to --model, with its 95 percent interval from the paired test over the queries / pairs and "
+        "a verdict (comparison.json, comparison.md); with several rows, the verdicts read p adjusted by Holm's rule "
+        "over every row of every model compared. Loaded as --model is.", metavar="MODEL")
 
 
 def check_bm25_language(language: str, stem: bool, stopwords: bool) -> None:

@@ -26,8 +26,8 @@ SECTIONS = (SavedModelArguments, EvaluateArguments, LexicalArguments)
 def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments) -> None:
     """Paths that do not exist, told before torch and the model are loaded."""
     check_model_source(model_args.model)
-    if eval_args.compare:
-        check_model_source(eval_args.compare, "--compare")
+    for other in eval_args.compare or ():
+        check_model_source(other, "--compare")
     check_output_dir(eval_args.output_dir)
     if not (eval_args.sts or eval_args.beir or eval_args.transfer):
         raise CLIError("nothing to evaluate: give --sts, --beir and/or --transfer")
@@ -72,23 +72,28 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
             logger.setLevel(logging.INFO)
     try:
         results = _evaluate(model_args, eval_args, lexical_args.settings())
-        other = None
-        if eval_args.compare:
+        others = []
+        for name in eval_args.compare or ():
             from dataclasses import replace
 
-            other = _evaluate(replace(model_args, model=eval_args.compare), eval_args)
-            other.pop("_")
+            others.append(_evaluate(replace(model_args, model=name), eval_args))
+            others[-1].pop("_")
     finally:  # a command called from Python leaves the process's loggers as it found them
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
     settings = results.pop("_")
     written = evaluation.save_report(results, eval_args.output_dir, plots=eval_args.plots, settings=settings)
-    if other is not None:
-        comparison = evaluation.compare_results(other, results)
-        print(comparison)
+    if others:  # several models: one family of rows for Holm's rule, so that the verdicts hold together
+        comparisons = evaluation.judge_together([evaluation.compare_results(other, results) for other in others])
+        for comparison in comparisons:
+            print(comparison)
         out = Path(eval_args.output_dir)
-        written["comparison"] = evaluation.write_json({"comparison": comparison.to_dict()}, out / "comparison.json")
-        (out / "comparison.md").write_text(comparison.to_markdown() + "\n", encoding="utf-8")
+        record = ({"comparison": comparisons[0].to_dict()} if len(comparisons) == 1
+                  else {"comparisons": [comparison.to_dict() for comparison in comparisons]})
+        written["comparison"] = evaluation.write_json(record, out / "comparison.json")
+        (out / "comparison.md").write_text("\n\n".join(
+            (f"{c.after} against {c.before}\n\n" if len(comparisons) > 1 else "") + c.to_markdown()
+            for c in comparisons) + "\n", encoding="utf-8")
     summary("Evaluation done", {kind: path for kind, path in written.items()})
     return 0
 

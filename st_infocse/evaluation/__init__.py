@@ -20,6 +20,7 @@ _WHERE = {
     "beir_task_info": "beir_tasks",
     "Comparison": "compare",
     "compare_results": "compare",
+    "judge_together": "compare",
     "GeometryResult": "geometry",
     **dict.fromkeys(("alignment_loss", "evaluate_alignment_uniformity", "uniformity_loss"), "geometry"),
     "ConditionalMLMEvaluator": "h_shuffle",

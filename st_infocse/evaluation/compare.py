@@ -29,11 +29,15 @@ class Comparison:
     before: str
     after: str
     rows: list[tuple[str, str, float, float, PairedChange | None]]
+    #: With several comparisons judged at once (:func:`judge_together`): how many rows they judge in all, and this
+    #: comparison's rows' p adjusted over all of them (None where a row has no test).
+    family: int | None = None
+    holm_p: list[float | None] | None = None
 
     @property
     def judged(self) -> int:
         """How many rows carry a paired test: the family Holm's rule adjusts over."""
-        return sum(change is not None for *_, change in self.rows)
+        return self.family if self.family is not None else sum(change is not None for *_, change in self.rows)
 
     def adjusted(self) -> list[PairedChange | None]:
         """Each row's change with its p adjusted by Holm's rule over the rows judged (its verdict read off that p;
@@ -41,16 +45,20 @@ class Comparison:
         changes = [change for *_, change in self.rows]
         if self.judged < 2:
             return changes
-        adjusted = iter(holm([change.p for change in changes if change is not None]))
-        return [replace(change, p=next(adjusted)) if change is not None else None for change in changes]
+        ps = self.holm_p
+        if ps is None:  # these rows alone
+            own = iter(holm([change.p for change in changes if change is not None]))
+            ps = [next(own) if change is not None else None for change in changes]
+        return [replace(change, p=p) if change is not None else None for change, p in zip(changes, ps, strict=True)]
 
     @property
     def note(self) -> str:
         """What the verdicts are read off, in words ("" with one row judged)."""
         if self.judged < 2:
             return ""
-        return (f"verdicts: each row's p adjusted by Holm's rule over the {self.judged} rows judged, so that they "
-                "hold together at 5% (intervals: each row's own 95%)")
+        across = " across every model compared" if self.family is not None else ""
+        return (f"verdicts: each row's p adjusted by Holm's rule over the {self.judged} rows judged{across}, so that "
+                "they hold together at 5% (intervals: each row's own 95%)")
 
     def _header(self) -> list[str]:
         extra = [f"p (Holm, {self.judged} rows)", "verdict"] if self.judged > 1 else []
@@ -123,3 +131,16 @@ def compare_results(before: dict[str, Any], after: dict[str, Any], seed: int = 0
                     rows.append(("BEIR nDCG@10", dataset, 100 * b.ndcg_at_10, 100 * a.ndcg_at_10,
                                  unit_change(b.units(), a.units(), seed=seed)))
     return Comparison(names[0], names[1], rows)
+
+
+def judge_together(comparisons: list[Comparison]) -> list[Comparison]:
+    """Several comparisons read at once (several models against one): every row's p adjusted by Holm's rule over the
+    rows of all of them, so that the verdicts of the whole set hold together at 5%; one comparison is returned as
+    it is (its own rows are its family)."""
+    if len(comparisons) < 2:
+        return comparisons
+    ps = [change.p for comparison in comparisons for *_, change in comparison.rows if change is not None]
+    adjusted = iter(holm(ps))
+    return [replace(comparison, family=len(ps),
+                    holm_p=[next(adjusted) if change is not None else None for *_, change in comparison.rows])
+            for comparison in comparisons]

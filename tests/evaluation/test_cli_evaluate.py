@@ -119,3 +119,35 @@ def test_evaluate_compare_on_several_sets_applies_holm_and_says_so(tiny_bert_dir
     assert all(row["p_holm"] >= row["change"]["p"] for row in judged)
     assert f"Holm's rule over the {len(judged)} rows judged" in printed
     assert "Holm" in (out / "comparison.md").read_text()
+
+
+def test_evaluate_compare_with_several_models_judges_every_row_of_every_model_together(
+        tiny_bert_dir, senteval_tree, beir_root, tmp_path, capsys):
+    """Two models against --model: one family for Holm's rule, the rows of both, so a row's adjusted p is at least
+    what it would be among its own model's rows alone."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    others = []
+    for seed in (0, 1):
+        other = SentenceTransformer(str(tiny_bert_dir), device="cpu")
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            for parameter in other.parameters():
+                parameter.add_(0.05 * torch.randn_like(parameter))
+        other.save(str(tmp_path / f"other{seed}"))
+        others.append(str(tmp_path / f"other{seed}"))
+    out = tmp_path / "eval"
+    argv = _evaluate(tiny_bert_dir, out, "--sts", str(senteval_tree), "--beir", "scifact", "--beir_source",
+                     str(beir_root), "--compare", *others)
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    comparisons = json.loads((out / "comparison.json").read_text())["comparisons"]
+    assert len(comparisons) == 2 and [c["before"] for c in comparisons] == ["other0", "other1"]
+    judged = [row for c in comparisons for row in c["rows"] if row["change"] is not None]
+    assert all(c["multiple_rows"] == {"rule": "holm", "family": len(judged)} for c in comparisons)
+    from st_infocse.evaluation.paired import holm
+
+    assert [row["p_holm"] for row in judged] == pytest.approx(holm([row["change"]["p"] for row in judged]))
+    assert f"Holm's rule over the {len(judged)} rows judged across every model compared" in printed
+    assert (out / "comparison.md").read_text().count(" against ") == 2
