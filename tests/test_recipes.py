@@ -34,6 +34,23 @@ COMMON = dict(
     load_best_model_at_end=True,
     metric_for_best_model=STSB_DEV_METRIC,
 )
+_IDC_MPNET = dict(
+    objective="idc",
+    model="sentence-transformers/all-MiniLM-L6-v2",
+    idc_annotator="sentence-transformers/all-mpnet-base-v2",
+    idc_max_docs=500,
+    rounds=1,
+    idc_loss="mnrl",
+    temperature=None,  # MultipleNegativesRankingLoss's own scale, 20 (1 / 0.05)
+    keep_trained_if="reliable",  # the trained model only with a reliable gain on the user's queries
+    learning_rate=2e-5,
+    num_train_epochs=1,
+    max_steps=100,
+    per_device_train_batch_size=32,
+    max_seq_length=128,
+    pooling=None,  # the model's own
+)
+
 EXPECTED = {
     "simcse-bert-base": dict(
         detach=None,  # no decoder: not given
@@ -119,41 +136,14 @@ EXPECTED = {
         eval_steps=50,
     ),
     # Measured by this package (benchmarks/adaptation.py), not a paper's run; needs the user's documents and queries.
-    "adapt-idc-mpnet": dict(
-        objective="idc",
-        model="sentence-transformers/all-MiniLM-L6-v2",
-        idc_annotator="sentence-transformers/all-mpnet-base-v2",
-        idc_max_docs=500,
-        rounds=1,
-        idc_loss="mnrl",
-        temperature=None,  # MultipleNegativesRankingLoss's own scale, 20 (1 / 0.05)
-        keep_trained_if="reliable",  # the trained model only with a reliable gain on the user's queries
-        learning_rate=2e-5,
-        num_train_epochs=1,
-        max_steps=100,
-        per_device_train_batch_size=32,
-        max_seq_length=128,
-        pooling=None,  # the model's own
-    ),
-    "adapt-idc-mpnet-lora": dict(
-        objective="idc",
-        model="sentence-transformers/all-MiniLM-L6-v2",
-        idc_annotator="sentence-transformers/all-mpnet-base-v2",
-        idc_max_docs=500,
-        rounds=1,
-        idc_loss="mnrl",
-        temperature=None,
-        keep_trained_if="reliable",
-        lora_r=8,  # a rank-8 adapter on query, key and value, scaled by 16 / 8
-        lora_alpha=16.0,
-        lora_target_modules=["query", "key", "value"],
-        learning_rate=1e-4,  # the adapter's rate in the benchmark's row
-        num_train_epochs=1,
-        max_steps=100,
-        per_device_train_batch_size=32,
-        max_seq_length=128,
-        pooling=None,
-    ),
+    "adapt-idc-mpnet": _IDC_MPNET,
+    "adapt-idc-mpnet-lora": {
+        **_IDC_MPNET,
+        "lora_r": 8,  # a rank-8 adapter on query, key and value, scaled by 16 / 8
+        "lora_alpha": 16.0,
+        "lora_target_modules": ["query", "key", "value"],
+        "learning_rate": 1e-4,  # the adapter's rate in the benchmark's row
+    },
     "adapt-informin": dict(
         objective="informin",
         model="sentence-transformers/all-MiniLM-L6-v2",

@@ -97,17 +97,23 @@ def test_a_comparison_of_several_rows_reads_its_verdicts_off_holms_p():
     assert one.note == "" and one.to_dict()["multiple_rows"] is None and str(one).rstrip().endswith("a gain")
 
 
-def test_evaluate_compare_on_several_sets_applies_holm_and_says_so(tiny_bert_dir, senteval_tree, beir_root, tmp_path,
-                                                                      capsys):
+def _perturbed(model_dir, path, seed: int) -> str:
+    """The tiny model with seeded noise on every weight, saved at ``path``: a second model to compare with."""
     import torch
     from sentence_transformers import SentenceTransformer
 
-    other = SentenceTransformer(str(tiny_bert_dir), device="cpu")
-    torch.manual_seed(0)
+    other = SentenceTransformer(str(model_dir), device="cpu")
+    torch.manual_seed(seed)
     with torch.no_grad():
         for parameter in other.parameters():
             parameter.add_(0.05 * torch.randn_like(parameter))
-    other.save(str(tmp_path / "other"))
+    other.save(str(path))
+    return str(path)
+
+
+def test_evaluate_compare_on_several_sets_applies_holm_and_says_so(tiny_bert_dir, senteval_tree, beir_root, tmp_path,
+                                                                      capsys):
+    _perturbed(tiny_bert_dir, tmp_path / "other", seed=0)
     out = tmp_path / "eval"
     argv = _evaluate(tiny_bert_dir, out, "--sts", str(senteval_tree), "--beir", "scifact", "--beir_source",
                      str(beir_root), "--compare", str(tmp_path / "other"))
@@ -125,18 +131,7 @@ def test_evaluate_compare_with_several_models_judges_every_row_of_every_model_to
         tiny_bert_dir, senteval_tree, beir_root, tmp_path, capsys):
     """Two models against --model: one family for Holm's rule, the rows of both, so a row's adjusted p is at least
     what it would be among its own model's rows alone."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    others = []
-    for seed in (0, 1):
-        other = SentenceTransformer(str(tiny_bert_dir), device="cpu")
-        torch.manual_seed(seed)
-        with torch.no_grad():
-            for parameter in other.parameters():
-                parameter.add_(0.05 * torch.randn_like(parameter))
-        other.save(str(tmp_path / f"other{seed}"))
-        others.append(str(tmp_path / f"other{seed}"))
+    others = [_perturbed(tiny_bert_dir, tmp_path / f"other{seed}", seed=seed) for seed in (0, 1)]
     out = tmp_path / "eval"
     argv = _evaluate(tiny_bert_dir, out, "--sts", str(senteval_tree), "--beir", "scifact", "--beir_source",
                      str(beir_root), "--compare", *others)
