@@ -47,8 +47,10 @@ def _fixed_positions(tokenizer, every: int):
     mask_id = tokenizer.mask_token_id
 
     def mask(input_ids, attention_mask):
-        positions = torch.arange(input_ids.shape[1]).expand_as(input_ids)
-        chosen = (positions % every == 1) & (attention_mask != 0) & ~torch.isin(input_ids, specials)
+        # on the inputs' device: the GPU test runs this masker on CUDA batches
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
+        chosen = ((positions % every == 1) & (attention_mask != 0)
+                  & ~torch.isin(input_ids, specials.to(input_ids.device)))
         return torch.where(chosen, mask_id, input_ids), input_ids.masked_fill(~chosen, -100)
 
     return mask
