@@ -17,8 +17,8 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import lexical_reference_callback, lexical_reference_rows, run_evaluation
 from st_infocse.cli.inputs import apply_weight_anchor, check_earlier_run, check_planned_steps, model_from_args
 from st_infocse.cli.interrupt import Interrupted
-from st_infocse.cli.objectives import add_adapter, finish_run, learning_rate_mapping
-from st_infocse.cli.output import kept_line, start_summary
+from st_infocse.cli.objectives import add_adapter, learning_rate_mapping
+from st_infocse.cli.output import finish_run, kept_line, start_summary
 from st_infocse.cli.parsing import asks_for_help, read_sources
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
 from st_infocse.recipes import format_recipe_list
@@ -91,7 +91,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     loss = entry.loss(model, flags, prepared)
     if not training_args.learning_rate_mapping:
         training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
-    start_summary(entry.title or f"Training {objective}", len(dataset), training_args, model.max_seq_length,
+    start_summary(entry.title or f"Training {objective}", len(dataset), steps, training_args, model.max_seq_length,
                   own_length, {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
                                **({"output folder": replaced} if replaced else {}),
                                **({"weight anchor": anchor} if anchor else {})})
