@@ -527,6 +527,16 @@ def test_zero_steps_in_pretrain_aux_too(workspace, capsys):
     assert "makes no optimizer step" in _one_line_error(capsys)
 
 
+@pytest.mark.parametrize(("values", "message"), [({"max_steps": 0}, "makes no optimizer step"),
+                                               ({"max_steps": -5}, "--max_steps must be a positive number of steps"),
+                                               ({"learning_rate": 0.0}, "--learning_rate must be positive, got 0")])
+def test_the_training_arguments_refuse_a_run_that_trains_nothing_from_python_too(tmp_path, values, message):
+    from st_infocse.training import PaperTrainingArguments
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        PaperTrainingArguments(output_dir=str(tmp_path), use_cpu=True, **values)
+
+
 def test_cpu_runs_do_not_pin_memory(make_model, tmp_path):
     from datasets import Dataset
 

@@ -335,12 +335,10 @@ def round_rows(result) -> dict[str, str]:
         line = (f"{stat.annotation}: {stat.pairs:,} pairs ({stat.pairs_per_document:.2f}/document); mining "
                 f"{stat.mining_seconds:.0f} s, training {stat.training_seconds:.0f} s")
         change = stat.change
-        if change is not None and stat.p_holm is not None:
-            p = "p < 0.001" if change.p < 0.001 else f"p = {change.p:.3f}"
-            if result.rounds_judged > 1:
-                p += f", Holm p = {stat.p_holm:.3f} over {result.rounds_judged} rounds"
-            line += (f"; from the start {change.delta:+.2f} (95% CI {change.low:+.2f} to {change.high:+.2f}, {p}, "
-                     f"{change.n} {change.unit}): {stat.verdict}")
+        if change is not None and stat.p_holm is not None:  # the interval its own, the verdict the Holm p's
+            units = f", {change.n} {change.unit})"
+            holm = f", Holm p = {stat.p_holm:.3f} over {result.rounds_judged} rounds" if result.rounds_judged > 1 else ""
+            line += f"; from the start {change.describe(verdict=False).replace(units, holm + units)}: {stat.verdict}"
         elif stat.score is not None:
             line += f"; score {100 * stat.score:.2f}"
         rows[f"round {stat.round}"] = line + (" (kept)" if stat.round == result.best_round else "")
