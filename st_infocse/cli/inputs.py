@@ -96,7 +96,7 @@ def check_earlier_run(output_dir: str, resume: object, overwrite: bool) -> str |
     summary when something was removed."""
     folder = Path(output_dir).expanduser()
     earlier = sorted(p for p in folder.iterdir() if _RUN_FILES.match(p.name)) if folder.is_dir() else []
-    if not earlier or (resume is not None and str(resume).lower() not in ("false", "none", "")):
+    if not earlier or resume is not None:
         return None
     names = ", ".join(p.name for p in earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")
     if not overwrite:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import lexical_reference_callback, lexical_reference_rows, run_evaluation
@@ -27,7 +26,7 @@ from st_infocse.training.texts import count_long_texts
 
 def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
     """Train ``loss`` on ``dataset`` through the package's trainer builder, resuming where ``--resume_from_checkpoint``
-    says; returns the trainer."""
+    says (a folder, or True: the newest checkpoint in the output folder); returns the trainer."""
     from st_infocse.cli.interrupt import interrupt_callback, interruptible
     from st_infocse.training.builder import build_trainer
 
@@ -36,15 +35,8 @@ def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
         trainer.add_callback(callback)
     interrupt = interrupt_callback()
     trainer.add_callback(interrupt)
-    resume = training_args.resume_from_checkpoint
-    if isinstance(resume, str) and resume.lower() in ("true", "last"):
-        resume = True  # the newest checkpoint-N in output_dir
-    elif isinstance(resume, str) and resume.lower() in ("false", "none", ""):
-        resume = None
-    elif resume is not None and not Path(resume).is_dir():
-        raise CLIError(f"--resume_from_checkpoint: no checkpoint folder at {resume}")
     with interruptible(interrupt):
-        trainer.train(resume_from_checkpoint=resume)
+        trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     return trainer
 
 
