@@ -166,19 +166,14 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
     return section
 
 
-@dataclass
-class ModelArguments:
-    _argument_group_name = "model"
-
-    model: str = flag("bert-base-uncased", "Hub id or local folder of a Hugging Face or Sentence Transformer model.")
-    pooling: Literal["cls", "mean", "max", "model"] | None = flag(
-        None, "Default: a saved Sentence Transformer keeps its own modules (Pooling, Dense, Normalize, ...); a plain "
-        "Hugging Face encoder is pooled with cls (the papers' setting, SimCSE's cls_before_pooler). cls, mean or max "
-        "replaces only the Pooling module of a saved Sentence Transformer; 'model' keeps the modules "
-        "sentence-transformers loads.")
-    max_seq_length: int = flag(32, "Maximum tokens per sentence while training (the papers' 32); the saved model "
-                               "keeps the base model's own maximum length.")
-    trust_remote_code: bool = flag(False, "Allow custom model code from the hub.")
+#: The model's flags; the pooling rule and remote code are :func:`~st_infocse.training.load_model`'s own arguments.
+ModelArguments = derived("model", {
+    "model": (str, flag("bert-base-uncased", "Hub id or local folder of a Hugging Face or Sentence Transformer model.")),
+    "pooling": "st_infocse.training.builder:load_model",
+    "max_seq_length": (int, flag(32, "Maximum tokens per sentence while training (the papers' 32); the saved model "
+                                     "keeps the base model's own maximum length.")),
+    "trust_remote_code": "st_infocse.training.builder:load_model",
+}, name="ModelArguments")
 
 
 @dataclass
