@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import out_of_bounds
+from st_infocse.mining.documents import DOCUMENT_FORMATS
 
 WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
 BUNDLED = "demo"  # --train_data demo / --stsb_dev demo: the data shipped in st_infocse/data
@@ -274,9 +275,7 @@ _MINE, _DOCUMENTS = "st_infocse.mining.idc:mine_pairs", "st_infocse.mining.sente
 
 #: ``st-infocse mine``'s flags, each the miner's own argument of the same name.
 MineArguments = derived("mining", {
-    "docs": (str, flag(None, "Documents: a .txt(.gz) file with documents separated by blank lines (each line is split "
-                             "into sentences), .jsonl(.gz)/.json objects with 'sentences' (list) or 'text' (and 'id'), "
-                             "a save_to_disk folder, or a hub dataset id.")),
+    "docs": (str, flag(None, f"Documents: {DOCUMENT_FORMATS}; each line of a text file is split into sentences.")),
     "output_dir": (str, flag("pairs", "Folder for the mined pairs (datasets save_to_disk) and report.json.")),
     **dict.fromkeys(("k", "threshold", "similarity"), _MINE), "min_sentences": _DOCUMENTS,
     "max_sentences": (_DOCUMENTS, {"help": "Skip documents with more sentences."}),
