@@ -270,7 +270,7 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     given = flags.given & {item.name for item in fields(args) if item.init}
     round_args = {**DEFAULT_TRAINING_ARGS, "seed": args.seed,  # each round has its own folder under output_dir
                   **{name: getattr(args, name) for name in sorted(given - {"output_dir"})}}
-    adapter = add_adapter(model, flags.lora)  # once, before round 1: every round trains it and round 2 mines with it
+    adapter = measured.notes.get("LoRA adapter", "")  # added before the rounds, as for every objective
     factory: Callable = lambda m: IDC_LOSSES[idc.idc_loss].loss(m, flags, prepared)  # noqa: E731
     if "learning_rate_mapping" not in round_args and (mapping := learning_rate_mapping(factory(model),
                                                                                        flags.aux_learning_rate)):
@@ -289,8 +289,7 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     folder = Path(args.output_dir) / "rounds"
     summary("IDC training", {
         "documents": sampled or len(docs), **({"round 1 mined by": idc.idc_annotator} if annotator else {}),
-        "rounds": f"up to {idc.rounds} (mine -> train)", "model": loaded.how,
-        **({"LoRA adapter": adapter} if adapter else {}), **measured.notes,
+        "rounds": f"up to {idc.rounds} (mine -> train)", "model": loaded.how, **measured.notes,
         "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
         **({"weight anchor": anchor} if anchor else {}),
         "rounds folder": folder, "max length": lengths(model.max_seq_length, own_length),

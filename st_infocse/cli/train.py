@@ -69,12 +69,12 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     loaded = model_from_args(flags.model, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
     measured.for_model(model, training_args, own_length)
+    adapter = add_adapter(model, flags.lora)  # IDC's too, before round 1: every round trains it, round 2 mines with it
+    if adapter:
+        measured.notes["LoRA adapter"] = adapter
     start = time.time()
     if entry.run is not None:
         return entry.run(loaded, flags, measured, prepared, start)
-    adapter = add_adapter(model, flags.lora)
-    if adapter:
-        measured.notes["LoRA adapter"] = adapter
     if entry.finish is not None:
         prepared.dataset = entry.finish(model, flags, prepared)
     dataset = prepared.dataset
