@@ -303,8 +303,12 @@ class LexicalArguments(derived("BM25 beside your retrieval scores", {
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.bm25:
-            check_bm25_language(self.bm25_language, self.bm25_stem, self.bm25_stopwords)
+        try:  # LexicalSettings checks its own values; its message starts with the setting's name, here the flag's
+            self.settings()
+        except ValueError as exc:
+            setting, _, why = str(exc).partition(" ")
+            raise CLIError(f"{next(flag_name(item) for item in fields(self) if item.name.endswith('_' + setting))} "
+                           f"{why}") from None
 
     def settings(self):
         """The :class:`~st_infocse.evaluation.LexicalSettings` these flags ask for, or None (``--bm25 false``)."""
@@ -336,33 +340,6 @@ class EvaluateArguments:
         "--compare model to --model, with its 95 percent interval from the paired test over the queries / pairs and "
         "a verdict (comparison.json, comparison.md); with several rows, the verdicts read p adjusted by Holm's rule "
         "over every row of every model compared. Loaded as --model is.", metavar="MODEL")
-
-
-def check_bm25_language(language: str, stem: bool, stopwords: bool) -> None:
-    """``--bm25_language`` against the stemmer's own languages (PyStemmer's ``algorithms()``) and the stop-word
-    lists of ``bm25s`` (its own lookup, which raises for a language it has no list of)."""
-    import difflib
-
-    if stem and importlib.util.find_spec("Stemmer") is None:
-        if language != "english":
-            raise CLIError(f"--bm25_language {language} cannot be checked: PyStemmer is not installed (pip install "
-                           "'st-infocse[eval]')")
-        return
-    if stem:
-        import Stemmer
-
-        if language not in (known := sorted(Stemmer.algorithms())):
-            close = difflib.get_close_matches(language, known, n=1)
-            raise CLIError(f"--bm25_language {language} is not a language of the stemmer"
-                           f"{f' (did you mean {close[0]}?)' if close else ''}; it knows {', '.join(known)}")
-    if stopwords and importlib.util.find_spec("bm25s") is not None:
-        from bm25s.tokenization import _infer_stopwords  # what bm25s.tokenize(stopwords=language) looks up
-
-        try:
-            _infer_stopwords(language)
-        except ValueError:
-            raise CLIError(f"--bm25_language {language}: bm25s has no stop-word list for it (--bm25_stopwords false "
-                           "keeps every token)") from None
 
 
 def training_arguments_class():

@@ -26,7 +26,7 @@ _WHERE = {
     "ConditionalMLMEvaluator": "h_shuffle",
     **dict.fromkeys(("InDomainRetrievalResult", "evaluate_in_domain_retrieval"), "in_domain"),
     **dict.fromkeys((
-        "FUSIONS", "FUSION_DEPTH", "reference_runs", "LexicalSettings", "bm25_search", "fuse_runs",
+        "FUSIONS", "FUSION_DEPTH", "reference_runs", "LexicalSettings", "bm25_search", "check_language", "fuse_runs",
     ), "lexical"),
     **dict.fromkeys((
         "STS_TASKS", "TRANSFER_TASKS", "DataFormatError", "RetrievalData", "STSPairs", "TransferData",
