@@ -303,8 +303,12 @@ class LexicalArguments(derived("BM25 beside your retrieval scores", {
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        try:  # LexicalSettings checks its own values; its message starts with the setting's name, here the flag's
-            self.settings()
+        if not self.bm25:
+            return
+        from st_infocse.evaluation.bm25_language import check_language  # LexicalSettings' own check, without torch
+
+        try:  # its message starts with the setting's name, here the flag's
+            check_language(self.bm25_language, self.bm25_stem, self.bm25_stopwords)
         except ValueError as exc:
             setting, _, why = str(exc).partition(" ")
             raise CLIError(f"{next(flag_name(item) for item in fields(self) if item.name.endswith('_' + setting))} "
