@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.evaluators import lexical_reference_callback, lexical_reference_rows, run_evaluation
+from st_infocse.cli.evaluators import for_model, run_evaluation
 from st_infocse.cli.inputs import apply_weight_anchor, check_earlier_run, check_planned_steps, model_from_args
 from st_infocse.cli.interrupt import Interrupted
 from st_infocse.cli.objectives import add_adapter, learning_rate_mapping
@@ -68,7 +68,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
                                  flags.output.overwrite_output_dir)
     loaded = model_from_args(flags.model, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
-    measured.for_model(model, training_args, own_length)
+    for_model(measured, model, training_args, own_length)
     adapter = add_adapter(model, flags.lora)  # IDC's too, before round 1: every round trains it, round 2 mines with it
     if adapter:
         measured.notes["LoRA adapter"] = adapter
@@ -98,7 +98,9 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
                                 confirm_share=flags.run.confirm_share)
         callbacks.append(ends)
         if lexical is not None:  # after StartEndCallback: its start evaluation leaves the hits
-            callbacks.append(references := lexical_reference_callback(measured.retrieval, lexical))
+            from st_infocse.evaluation.run_evaluators import LexicalReferenceCallback
+
+            callbacks.append(references := LexicalReferenceCallback(measured.retrieval, lexical))
     if anchor:
         from st_infocse.training.anchor import WeightAnchorCallback
 
@@ -120,7 +122,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         result = (ends.result.start, ends.result.end, ends.result.changes, kept_line(ends.result))
         record.update(start_end=ends.result.to_dict(), saved=result[3])
         if lexical is not None:
-            reference_rows, record["lexical_references"] = lexical_reference_rows(references, lexical.describe())
+            reference_rows, record["lexical_references"] = references.rows()
             rows.update(reference_rows)
     finish_run(loaded, flags, f"{entry.title} done" if entry.title else "Training done", rows, record, adapter,
                anchor, ends is not None and ends.result.kept == "start",

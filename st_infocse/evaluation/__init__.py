@@ -16,17 +16,19 @@ _WHERE = {
     **dict.fromkeys(("encode_unique", "model_name"), "encoding"),
     "x100": "_format",
     **dict.fromkeys(("download_beir", "evaluate_beir"), "beir"),
+    "check_language": "bm25_language",
     **dict.fromkeys(("BEIR_PAPER_DATASETS", "BEIRTaskInfo"), "beir_tasks"),
     "beir_task_info": "beir_tasks",
     "Comparison": "compare",
     "compare_results": "compare",
     "judge_together": "compare",
+    "save_comparisons": "compare",
     "GeometryResult": "geometry",
     **dict.fromkeys(("alignment_loss", "evaluate_alignment_uniformity", "uniformity_loss"), "geometry"),
     "ConditionalMLMEvaluator": "h_shuffle",
     **dict.fromkeys(("InDomainRetrievalResult", "evaluate_in_domain_retrieval"), "in_domain"),
     **dict.fromkeys((
-        "FUSIONS", "FUSION_DEPTH", "reference_runs", "LexicalSettings", "bm25_search", "check_language", "fuse_runs",
+        "FUSIONS", "FUSION_DEPTH", "reference_runs", "LexicalSettings", "bm25_search", "fuse_runs",
     ), "lexical"),
     **dict.fromkeys((
         "STS_TASKS", "TRANSFER_TASKS", "DataFormatError", "RetrievalData", "STSPairs", "TransferData",
@@ -46,6 +48,7 @@ _WHERE = {
     "paired_spearman_change": "paired",
     "queries_needed": "paired",
     "markdown_report": "report",
+    **dict.fromkeys(("LexicalReferenceCallback", "RunEvaluation", "run_evaluation"), "run_evaluators"),
     **dict.fromkeys((
         "plot_beir", "plot_sts", "plot_training_curve", "save_report", "sts_markdown", "write_json",
     ), "report"),
