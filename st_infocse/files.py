@@ -287,12 +287,17 @@ def check_at_least(flag: str, value: int | None, least: int = 1) -> None:
         raise InputError(f"{flag} must be at least {least}, got {value}")
 
 
-def dataset_error(source: str, exc: Exception) -> InputError:
-    """One line from a datasets loading failure: the innermost cause is the one that names the problem."""
+def innermost_message(exc: BaseException) -> str:
+    """The first line of the innermost cause of ``exc``: behind datasets' wrappers, the reader's own message
+    (pandas' or pyarrow's), which names the problem and often its line."""
     while exc.__cause__ is not None or exc.__context__ is not None:
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return InputError(f"cannot read {source}: {message}")
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def dataset_error(source: str, exc: Exception) -> InputError:
+    """One line from a datasets loading failure (:func:`innermost_message`)."""
+    return InputError(f"cannot read {source}: {innermost_message(exc)}")
 
 
 def beir_parts(name: str, source: str | Path, split: str | None, default: str = "test") -> tuple[dict[str, Path], str]:

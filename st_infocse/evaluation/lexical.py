@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from st_infocse.files import check_choice
+
 from ._deps import require
 
 Run = dict[str, dict[str, float]]  # query id -> {document id -> score}, the format beir and pytrec_eval read
@@ -40,8 +42,7 @@ class LexicalSettings:
     weight: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.fusion not in FUSIONS:
-            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")
+        check_choice("fusion", self.fusion, FUSIONS)
         if not 0 <= self.weight <= 1:
             raise ValueError(f"weight must lie in [0, 1], got {self.weight}")
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from st_infocse.files import InputError, looks_local
+from st_infocse.files import InputError, check_choice, looks_local
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -81,8 +81,7 @@ def load_model(
     if looks_local(source) and not path.exists():
         raise InputError(f"model not found: {source}")
     location = str(path) if path.exists() else source
-    if pooling not in (None, *POOLINGS):
-        raise InputError(f"unknown pooling {pooling!r}; use cls, mean, max or model")
+    check_choice("pooling", pooling, (None, *POOLINGS))
     saved = pooling == "model" or is_saved_sentence_transformer(location)
     try:
         if saved:

@@ -24,6 +24,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from st_infocse.evaluation import PairedChange, UnitScores, paired_changes, unit_scores, x100
 from st_infocse.evaluation.paired import RELIABLE_FROM, split_units, unit_change
+from st_infocse.files import check_choice
 from st_infocse.training.snapshot import StartingWeights
 
 logger = logging.getLogger(__name__)
@@ -272,8 +273,7 @@ class StartEndCallback(TrainerCallback):
     def __init__(self, evaluator: Any, keep_start_if_better: bool = True, log: bool = True,
                  keep_trained_if: Literal["better", "reliable"] = "better",
                  start_weights: StartingWeights | None = None, confirm_share: float | None = None) -> None:
-        if keep_trained_if not in KEEP_TRAINED_IF:
-            raise ValueError(f"keep_trained_if must be one of {', '.join(KEEP_TRAINED_IF)}, got {keep_trained_if!r}")
+        check_choice("keep_trained_if", keep_trained_if, KEEP_TRAINED_IF)
         if confirm_share is not None and not (0 < confirm_share < 1 and keep_trained_if == "reliable"):
             raise ValueError("confirm_share holds a share in (0, 1) of the queries out of keep_trained_if='reliable', "
                              f"got {confirm_share} with keep_trained_if={keep_trained_if!r}")

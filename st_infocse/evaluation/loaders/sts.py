@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from st_infocse.files import check_choice, innermost_message
+
 from .common import (
     MTEB_STS_NAMES,
     SENTEVAL_STS_SUBSETS,
@@ -106,8 +108,7 @@ _SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK
 
 
 def _senteval_sick(root: Path, split: str) -> STSPairs:
-    if split not in _SICK_FILES:
-        raise ValueError(f"SICK-R split must be one of {sorted(_SICK_FILES)}, got {split!r}")
+    check_choice("SICK-R split", split, _SICK_FILES)
     path = root / "SICK" / _SICK_FILES[split]
     lines = data_lines(path)
     if not lines:
@@ -166,14 +167,6 @@ def _rows_to_pairs(rows: Iterable[Mapping[str, Any]], path: Path, columns: tuple
         s1.append(row[c1])
         s2.append(row[c2])
     return s1, s2, scores
-
-
-def _error_reason(exc: BaseException) -> str:
-    """The innermost reader's message behind datasets' wrapper (pandas' or pyarrow's, which name the line)."""
-    wrappers = ("", "An error occurred while generating the dataset")
-    while (exc.__cause__ or exc.__context__) is not None and str(exc) in wrappers:
-        exc = exc.__cause__ or exc.__context__
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _csv_record_lines(lines: list[str], delimiter: str) -> list[int]:
@@ -246,7 +239,7 @@ def load_sts_file(path: PathLike, name: str | None = None, sentence1_column: str
     except Exception as exc:  # datasets wraps the reader's error (pandas' ParserError, pyarrow's ArrowInvalid)
         if is_json and not json_array:
             _locate_json_error(path)
-        raise DataFormatError(path, None, f"not readable by datasets ({_error_reason(exc)})") from None
+        raise DataFormatError(path, None, f"not readable by datasets ({innermost_message(exc)})") from None
     if is_json:
         locate = (lambda i: (i + 1, "record")) if json_array else (lambda i: (record_lines[i], "line"))
     else:
