@@ -17,7 +17,6 @@ from torch import nn
 from transformers import AutoModel, PretrainedConfig
 
 from st_infocse.files import check_choice
-from st_infocse.modeling.compilation import compiling
 from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for
 from st_infocse.modeling.heads import MLMHead, build_mlm_head, to_width
 from st_infocse.modeling.vocab_cross_entropy import vocab_cross_entropy
@@ -40,7 +39,7 @@ def gather_room(mlm_gather: MLMGather, labels: torch.Tensor, mask_rate: float, p
     would break the graph there). ``per_row``: each row masks at most ``max(1, round(mask_rate * width))`` positions
     (whole-word masking's budget), which is then the room.
     """
-    if not (mlm_gather == "bounded" or (mlm_gather == "auto" and (labels.device.type != "cpu" or compiling()))):
+    if not (mlm_gather == "bounded" or (mlm_gather == "auto" and (labels.device.type != "cpu" or torch.compiler.is_compiling()))):
         return None
     if per_row:
         rows, width = labels.shape

@@ -25,10 +25,9 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from torch import nn
@@ -61,14 +60,6 @@ class LoRASettings:
             raise ValueError("the adapter needs at least one target module name")
 
 
-def _peft() -> Any:
-    try:
-        return importlib.import_module("peft")
-    except ImportError:
-        raise ImportError(f"LoRA adapters need the optional package 'peft', which is not installed: "
-                          f"{LORA_INSTALL_HINT}") from None
-
-
 def _encoder(model: nn.Module) -> nn.Module:
     from torch import nn
 
@@ -96,8 +87,10 @@ def add_lora(model: nn.Module, settings: LoRASettings | None = None) -> list[str
     """
     from torch import nn
 
+    from st_infocse.evaluation import require
+
     settings = settings or LoRASettings()
-    peft = _peft()
+    peft = require("peft", "LoRA adapters", extra="lora")
     if has_lora(model):
         raise ValueError("the model already carries a LoRA adapter")
     encoder = _encoder(model)
