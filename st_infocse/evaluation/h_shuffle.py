@@ -20,6 +20,7 @@ from sentence_transformers.base.evaluation import BaseEvaluator
 from torch import nn
 from tqdm.auto import tqdm
 
+from st_infocse.files import is_text
 from st_infocse.losses.registry import INFOCSE_MASK_RATE, PRESETS
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -85,7 +86,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
                  name: str = "", show_progress_bar: bool = False, write_csv: bool = True) -> None:
         super().__init__()
         sentences = list(sentences)
-        blank = [i for i, s in enumerate(sentences) if not isinstance(s, str) or not s.strip()]
+        blank = [i for i, s in enumerate(sentences) if not is_text(s)]
         if blank:
             raise ValueError(f"sentences must be non-empty strings; {len(blank)} are not (first at index {blank[0]})")
         if len(sentences) < 2:
@@ -154,12 +155,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
 
     def _score_batch(self, model: Any, decoder: AuxiliaryDecoder, masker: TokenMasker, batch: list[str], length: int,
                      device: torch.device, sums: dict[str, float]) -> None:
-        previous = model.max_seq_length
-        model.max_seq_length = length
-        try:
-            features = model.preprocess(batch)
-        finally:
-            model.max_seq_length = previous
+        features = model.preprocess(batch, max_length=length)  # the module's own length override
         features = {key: value.to(device) for key, value in features.items() if isinstance(value, torch.Tensor)}
         h = model(dict(features))["sentence_embedding"]
         masked, labels = masker(features["input_ids"], features["attention_mask"])

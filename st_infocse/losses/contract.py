@@ -31,7 +31,7 @@ def _warn_without_callback(module: TrainingLoss, args: Any) -> None:
     global warned_without_callback
     if warned_without_callback or not module.training or module.defer_checks or not torch.is_grad_enabled():
         return
-    own = [name for name, p in module.named_parameters() if p.requires_grad and not name.startswith("model.")]
+    own = own_parameters(module)
     if not own:
         return
     warned_without_callback = True
@@ -75,6 +75,13 @@ class TrainingLoss(nn.Module):
     def separately_clipped_parameters(self) -> list[nn.Parameter]:
         """Parameters that joint gradient clipping puts under a norm of their own (none by default)."""
         return []
+
+
+def own_parameters(loss: nn.Module) -> list[nn.Parameter]:
+    """The loss's own trainable parameters: those that are not the model's (heads, decoders)."""
+    model = getattr(loss, "model", None)
+    model_params = {id(p) for p in model.parameters()} if isinstance(model, nn.Module) else set()
+    return [p for p in loss.parameters() if p.requires_grad and id(p) not in model_params]
 
 
 def training_losses(loss: nn.Module) -> Iterator[TrainingLoss]:

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from st_infocse.files import is_text
 from st_infocse.losses.registry import PRESETS
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -60,7 +61,7 @@ def train_probe_decoder(
             evaluator = ConditionalMLMEvaluator(held_out_sentences, decoder=decoder, name="probe")
             print(evaluator(simcse_model)["probe_information_gain"])
     """
-    sentences = [s for s in sentences if isinstance(s, str) and s.strip()]
+    sentences = [s for s in sentences if is_text(s)]
     if len(sentences) < 2:
         raise ValueError("need at least 2 non-empty sentences to train a probe decoder")
     if steps < 1 or batch_size < 1:

@@ -284,7 +284,6 @@ class StartEndCallback(TrainerCallback):
         self.log = log
         self.result: StartEndResult | None = None
         self.start_weights = start_weights if start_weights is not None else StartingWeights()
-        self._holding = False
         self._start: dict[str, float] = {}
         self._start_step = 0
         self._evaluations: dict[int, dict[str, float]] = {}
@@ -329,10 +328,9 @@ class StartEndCallback(TrainerCallback):
             if min(sizes) < 1:
                 raise ValueError(f"confirm_share={self.confirm_share} of {sum(sizes)} units of {metric} leaves none "
                                  "on one side; give a share nearer 0.5 or more queries")
-        self._release()
+        self.start_weights.release(self)
         if self.keep_start_if_better:
-            self.start_weights.acquire(model)
-            self._holding = True
+            self.start_weights.acquire(model, self)
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         # The trainer evaluates where control says so, right after this event: the last step then enters its logs
@@ -349,17 +347,12 @@ class StartEndCallback(TrainerCallback):
     @property
     def snapshot(self) -> dict[str, torch.Tensor] | None:
         """The starting weights while this callback holds them (during training), else None."""
-        return self.start_weights.weights if self._holding else None
-
-    def _release(self) -> None:
-        if self._holding:
-            self.start_weights.release()
-            self._holding = False
+        return self.start_weights.weights if self.start_weights.held_by(self) else None
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         model, snapshot = kwargs["model"], self.snapshot
         self._training = False
-        self._release()  # dropped (by its last user) whatever happens below; this function holds it until it returns
+        self.start_weights.release(self)  # dropped (by its last user) whatever happens below; this function holds it until it returns
         metric, greater = self._decider(args)
         step = state.global_step
         # The trainer loads the best checkpoint before this event whenever it has one (Trainer._finalize_training).
