@@ -20,7 +20,7 @@ from sentence_transformers.base.evaluation import BaseEvaluator
 from torch import nn
 from tqdm.auto import tqdm
 
-from st_infocse.files import is_text
+from st_infocse.files import check_at_least, is_text
 from st_infocse.losses.registry import INFOCSE_MASK_RATE, PRESETS
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -93,8 +93,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
             raise ValueError("need at least 2 sentences: the shuffled score borrows another sentence's embedding")
         if batch_size < 2:
             raise ValueError("batch_size must be at least 2: the embedding is shuffled within each batch")
-        if max_seq_length is not None and max_seq_length < 1:
-            raise ValueError(f"max_seq_length must be a positive integer or None (the model's), got {max_seq_length}")
+        check_at_least("max_seq_length", max_seq_length)  # None: the model's
         if isinstance(decoder, str | os.PathLike):
             decoder = AuxiliaryDecoder.from_pretrained(decoder)
         if not isinstance(decoder, AuxiliaryDecoder) and not isinstance(getattr(decoder, "decoder", None), nn.Module):

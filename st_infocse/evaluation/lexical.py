@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from st_infocse.files import check_choice
+from st_infocse.files import check_choice, check_range
 
 from ._deps import require
 
@@ -43,8 +43,7 @@ class LexicalSettings:
 
     def __post_init__(self) -> None:
         check_choice("fusion", self.fusion, FUSIONS)
-        if not 0 <= self.weight <= 1:
-            raise ValueError(f"weight must lie in [0, 1], got {self.weight}")
+        check_range("weight", self.weight, (0, 1, True, True))
 
     def describe(self) -> str:
         """``BM25 (bm25s; english stemmer, english stop words); hybrid: min-max sum, BM25 weight 0.5``."""

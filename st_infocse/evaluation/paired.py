@@ -33,6 +33,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from st_infocse.files import check_range
+
 GAIN, NOISE, LOSS = "a gain", "within noise", "a loss"
 RESAMPLES = 10_000  # over queries
 SPEARMAN_RESAMPLES = 2_000  # over pairs: each resample ranks every pair twice, so fewer
@@ -321,8 +323,7 @@ def split_units(units: UnitScores, share: float, seed: int = 0) -> tuple[UnitSco
         >>> len(rest.scores), len(held.scores)
         (7, 3)
     """
-    if not 0 < share < 1:
-        raise ValueError(f"share must lie in (0, 1), got {share}")
+    check_range("share", share, (0, 1, False, False))
     ids = sorted(units.scores or ()) if units.kind == "queries" else list(range(len(units.similarities)))
     held = set(np.random.default_rng(seed).permutation(len(ids))[:round(share * len(ids))].tolist())
     parts = [[i for k, i in enumerate(ids) if (k in held) == side] for side in (False, True)]

@@ -9,12 +9,12 @@ import math
 import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from st_infocse.files import check_range
 from st_infocse.training.snapshot import StartingWeights
 
 
 def _check_share(share: float) -> float:
-    if not 0 < share <= 1:
-        raise ValueError(f"the share of the trained change to keep must lie in (0, 1], got {share}")
+    check_range("share of the trained change to keep", share, (0, 1, False, True))
     return float(share)
 
 

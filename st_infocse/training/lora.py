@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from st_infocse.files import check_at_least
+
 if TYPE_CHECKING:
     from torch import nn
 
@@ -54,8 +56,7 @@ class LoRASettings:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.r < 1:
-            raise ValueError(f"the adapter's rank must be at least 1, got r={self.r}")
+        check_at_least("rank", self.r)
         if not self.target_modules:
             raise ValueError("the adapter needs at least one target module name")
 
