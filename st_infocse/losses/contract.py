@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from st_infocse.losses._checks import raise_deferred_checks
+from st_infocse.losses.registry import OBJECTIVES, STAGE1
 
 #: Whether a loss has already warned that it trains without ``AuxiliaryStateCallback`` (once per process).
 warned_without_callback = False
@@ -75,6 +76,14 @@ class TrainingLoss(nn.Module):
     def separately_clipped_parameters(self) -> list[nn.Parameter]:
         """Parameters that joint gradient clipping puts under a norm of their own (none by default)."""
         return []
+
+    @property
+    def citation(self) -> str:
+        """BibTeX of the loss's paper, for the model card: the citation of the registry entry naming the loss's class
+        (or the nearest class above it)."""
+        by_class = {entry.loss.rpartition(":")[2]: entry.citation for entry in (*OBJECTIVES.values(), STAGE1)
+                    if entry.loss}
+        return next(by_class[cls.__name__] for cls in type(self).__mro__ if cls.__name__ in by_class)
 
 
 def own_parameters(loss: nn.Module) -> list[nn.Parameter]:
