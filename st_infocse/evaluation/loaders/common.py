@@ -159,11 +159,15 @@ def parse_score(value: Any, path: Path, line: int, unit: str = "line", column: s
     return score
 
 
-def parse_int(value: Any, path: Path, line: int, column: str) -> int:
+def parse_int(value: Any, path: Path, line: int, column: str, allowed: Sequence[int] | None = None) -> int:
+    """An integer field (one of ``allowed`` where given), or a :class:`DataFormatError` naming the line."""
     try:
-        return int(str(value).strip())
+        number = int(str(value).strip())
     except ValueError:
         raise DataFormatError(path, line, f"{column} {value!r} is not an integer") from None
+    if allowed is not None and number not in allowed:
+        raise DataFormatError(path, line, f"{column} must be one of {', '.join(map(str, allowed))}, got {number}")
+    return number
 
 
 def normalise_split(split: str) -> str:
