@@ -79,11 +79,15 @@ class PairedChange:
     def reliable_gain(self) -> bool:
         return self.verdict == GAIN
 
+    @property
+    def p_text(self) -> str:
+        """``p = 0.140``, or ``p < 0.001``."""
+        return "p < 0.001" if self.p < 0.001 else f"p = {self.p:.3f}"
+
     def describe(self, digits: int = 2, verdict: bool = True) -> str:
         """``+0.97 (95% CI -0.30 to +2.29, p = 0.14, 300 queries): within noise`` (without ``verdict``, up to the
         closing parenthesis: where the verdict is read off another p, one adjusted for many rows)."""
-        p = "p < 0.001" if self.p < 0.001 else f"p = {self.p:.3f}"
-        text = (f"{self.delta:+.{digits}f} (95% CI {self.low:+.{digits}f} to {self.high:+.{digits}f}, {p}, "
+        text = (f"{self.delta:+.{digits}f} (95% CI {self.low:+.{digits}f} to {self.high:+.{digits}f}, {self.p_text}, "
                 f"{self.n} {self.unit})")
         return f"{text}: {self.verdict}" if verdict else text
 
