@@ -4,6 +4,7 @@ from one that already reads the sentence embedding (``st-infocse train --decoder
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,18 +77,14 @@ def train_probe_decoder(
         masker = TokenMasker(parts.tokenizer, mask_rate, seed=seed)
         trainable = [p for p in decoder.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(trainable, lr=learning_rate)
-        order = torch.randperm(len(sentences), generator=torch.Generator().manual_seed(seed)).tolist()
+        order = itertools.cycle(torch.randperm(len(sentences), generator=torch.Generator().manual_seed(seed)).tolist())
         model_was_training = model.training
         model.eval()
         decoder.train()
         curve: list[dict[str, float]] = []
-        cursor = 0
         try:
             for step in tqdm(range(1, steps + 1), desc=description, disable=not show_progress_bar):
-                batch = []
-                while len(batch) < batch_size:
-                    batch.append(sentences[order[cursor % len(order)]])
-                    cursor += 1
+                batch = [sentences[next(order)] for _ in range(batch_size)]
                 features = {
                     key: value.to(device)
                     for key, value in model.preprocess(batch).items()
