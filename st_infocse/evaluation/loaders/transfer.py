@@ -45,9 +45,7 @@ def _labelled_lines(path: Path) -> list[tuple[str, int]]:
         if len(fields) != 2:
             raise DataFormatError(path, number, "expected '<sentence>\\t<label>'")
         out.append((senteval_tokens(fields[0]), parse_int(fields[1], path, number, "label", (0, 1))))
-    if not out:
-        raise DataFormatError(path, None, "file is empty")
-    return out
+    return DataFormatError.unless_any(out, path)
 
 
 def _trec(path: Path) -> tuple[list[str], list[int]]:
@@ -60,9 +58,7 @@ def _trec(path: Path) -> tuple[list[str], list[int]]:
             raise DataFormatError(path, number, "expected '<COARSE>:<fine> <question>' with a TREC coarse label")
         texts.append(rest.split(" ", 1)[1])
         labels.append(_TREC_CLASSES.index(target))
-    if not texts:
-        raise DataFormatError(path, None, "file is empty")
-    return texts, labels
+    return DataFormatError.unless_any(texts, path), labels
 
 
 def _mrpc(path: Path) -> tuple[list[tuple[str, str]], list[int]]:
@@ -78,9 +74,7 @@ def _mrpc(path: Path) -> tuple[list[tuple[str, str]], list[int]]:
             raise DataFormatError(path, number, f"expected 5 tab-separated columns, found {len(fields)}")
         pairs.append((senteval_tokens(fields[3]), senteval_tokens(fields[4])))
         labels.append(parse_int(fields[0], path, number, "Quality", (0, 1)))
-    if not pairs:
-        raise DataFormatError(path, None, "no sentence pairs after the header")
-    return pairs, labels
+    return DataFormatError.unless_any(pairs, path, "no sentence pairs after the header"), labels
 
 
 def load_senteval_transfer(folder: PathLike, task: str) -> TransferData:
@@ -95,9 +89,7 @@ def load_senteval_transfer(folder: PathLike, task: str) -> TransferData:
         labels: list[int] = []
         for filename, label in ((positive, 1), (negative, 0)):
             path = root / sub / filename
-            lines = [text for _, text in _sentences(path) if text]
-            if not lines:
-                raise DataFormatError(path, None, "file is empty")
+            lines = DataFormatError.unless_any([text for _, text in _sentences(path) if text], path)
             texts += lines
             labels += [label] * len(lines)
         classes = ("subjective", "objective") if name == "SUBJ" else ("negative", "positive")
