@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, get_args
 
 _KINDS = {".txt": "txt", ".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
-_LOCAL_SUFFIXES = (".txt", ".gz", ".jsonl", ".json", ".csv", ".tsv", ".parquet")
 
 
 class InputError(ValueError):
@@ -77,7 +76,7 @@ def looks_local(source: str) -> bool:
     """Whether ``source`` names a local path (so a missing one is an error) rather than a hub id or a remote file."""
     if "://" in source:  # hf:// and other remote files are fetched, not looked up on disk
         return False
-    return source.startswith((".", "/", "~")) or Path(source).suffix in _LOCAL_SUFFIXES
+    return source.startswith((".", "/", "~")) or Path(source).suffix in (*_KINDS, ".gz")
 
 
 # A byte-order mark opens the first line of files written by some editors; it is no part of the text.
