@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import torch
 from sentence_transformers.base.evaluation import BaseEvaluator
+from sentence_transformers.util import batch_to_device
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -154,8 +155,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
 
     def _score_batch(self, model: Any, decoder: AuxiliaryDecoder, masker: TokenMasker, batch: list[str], length: int,
                      device: torch.device, sums: dict[str, float]) -> None:
-        features = model.preprocess(batch, max_length=length)  # the module's own length override
-        features = {key: value.to(device) for key, value in features.items() if isinstance(value, torch.Tensor)}
+        features = batch_to_device(model.preprocess(batch, max_length=length), device)  # max_length: over the model's
         h = model(dict(features))["sentence_embedding"]
         masked, labels = masker(features["input_ids"], features["attention_mask"])
         token_types = features.get("token_type_ids")

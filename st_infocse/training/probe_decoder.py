@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from sentence_transformers.util import batch_to_device
 from tqdm.auto import tqdm
 
 from st_infocse.files import is_text
@@ -85,11 +86,7 @@ def train_probe_decoder(
         try:
             for step in tqdm(range(1, steps + 1), desc=description, disable=not show_progress_bar):
                 batch = [sentences[next(order)] for _ in range(batch_size)]
-                features = {
-                    key: value.to(device)
-                    for key, value in model.preprocess(batch).items()
-                    if isinstance(value, torch.Tensor)
-                }
+                features = batch_to_device(model.preprocess(batch), device)
                 with torch.no_grad():
                     h = model(dict(features))["sentence_embedding"]
                 masked, labels = masker(features["input_ids"], features["attention_mask"])
