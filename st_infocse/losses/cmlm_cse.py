@@ -45,9 +45,29 @@ class CMLMCSELoss(InfoCSELoss):
             1. Unlabelled sentences; a tokenizer with a mask token; a BERT-like encoder of at least 2 layers.
 
         Inputs:
-            As :class:`InfoCSELoss`: one column of sentences, or (anchor, positive) pairs; no labels.
+            +-------------------------------+--------+
+            | Texts                         | Labels |
+            +===============================+========+
+            | (sentence) single column      | none   |
+            +-------------------------------+--------+
+            | (anchor, positive) pairs      | none   |
+            +-------------------------------+--------+
 
         Example:
-            As :class:`InfoCSELoss`'s, with ``loss = losses.CMLMCSELoss(model)``.
+            ::
+
+                from datasets import Dataset
+                from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+                from sentence_transformers.base.modules import Transformer
+                from sentence_transformers.sentence_transformer.modules import Pooling
+                from st_infocse import losses
+                from st_infocse.training import check_training_dataset
+
+                encoder = Transformer("bert-base-uncased", max_seq_length=32)
+                model = SentenceTransformer(modules=[encoder, Pooling(encoder.get_embedding_dimension(), "cls")])
+                train_dataset = Dataset.from_dict({"text": ["It's nice weather outside today.", "He drove to work."]})
+                train_dataset = check_training_dataset(train_dataset)  # a clear error for empty, None or blank text
+                loss = losses.CMLMCSELoss(model)
+                SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
         """
         super().__init__(model, lambda_=lambda_, temperature=temperature, projection=projection, **kwargs)
