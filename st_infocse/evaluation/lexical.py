@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from st_infocse.files import check_choice, check_range
+
 from ._deps import require
 
 Run = dict[str, dict[str, float]]  # query id -> {document id -> score}, the format beir and pytrec_eval read
@@ -40,10 +42,8 @@ class LexicalSettings:
     weight: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.fusion not in FUSIONS:
-            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")
-        if not 0 <= self.weight <= 1:
-            raise ValueError(f"weight must lie in [0, 1], got {self.weight}")
+        check_choice("fusion", self.fusion, FUSIONS)
+        check_range("weight", self.weight, (0, 1, True, True))
 
     def describe(self) -> str:
         """``BM25 (bm25s; english stemmer, english stop words); hybrid: min-max sum, BM25 weight 0.5``."""
