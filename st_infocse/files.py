@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, get_args
 
 _KINDS = {".txt": "txt", ".jsonl": "json", ".json": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet"}
-_LOCAL_SUFFIXES = (".txt", ".gz", ".jsonl", ".json", ".csv", ".tsv", ".parquet")
 
 
 class InputError(ValueError):
@@ -77,7 +76,7 @@ def looks_local(source: str) -> bool:
     """Whether ``source`` names a local path (so a missing one is an error) rather than a hub id or a remote file."""
     if "://" in source:  # hf:// and other remote files are fetched, not looked up on disk
         return False
-    return source.startswith((".", "/", "~")) or Path(source).suffix in _LOCAL_SUFFIXES
+    return source.startswith((".", "/", "~")) or Path(source).suffix in (*_KINDS, ".gz")
 
 
 # A byte-order mark opens the first line of files written by some editors; it is no part of the text.
@@ -287,12 +286,17 @@ def check_at_least(flag: str, value: int | None, least: int = 1) -> None:
         raise InputError(f"{flag} must be at least {least}, got {value}")
 
 
-def dataset_error(source: str, exc: Exception) -> InputError:
-    """One line from a datasets loading failure: the innermost cause is the one that names the problem."""
+def innermost_message(exc: BaseException) -> str:
+    """The first line of the innermost cause of ``exc``: behind datasets' wrappers, the reader's own message
+    (pandas' or pyarrow's), which names the problem and often its line."""
     while exc.__cause__ is not None or exc.__context__ is not None:
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return InputError(f"cannot read {source}: {message}")
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def dataset_error(source: str, exc: Exception) -> InputError:
+    """One line from a datasets loading failure (:func:`innermost_message`)."""
+    return InputError(f"cannot read {source}: {innermost_message(exc)}")
 
 
 def beir_parts(name: str, source: str | Path, split: str | None, default: str = "test") -> tuple[dict[str, Path], str]:

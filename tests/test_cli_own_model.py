@@ -737,7 +737,7 @@ def test_the_retrieval_evaluator_scores_any_run_as_it_scores_its_own(user_model,
 
     evaluator, _ = retrieval_evaluator(data["beir"], "dev")
     evaluator(SentenceTransformer(str(user_model), device="cpu"))
-    assert evaluator.score_run(evaluator.hits) == evaluator.per_query
+    assert evaluator.metrics_of(evaluator.hits)[evaluator.primary_key] == evaluator.per_query
     references = evaluator.lexical_references(LexicalSettings(fusion="rrf"))
     assert set(references) == {"BM25", "hybrid"} and set(references["BM25"]) == set(evaluator.per_query)
     assert all(value == 1.0 for value in references["BM25"].values())

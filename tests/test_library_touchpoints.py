@@ -34,7 +34,6 @@ MODULES = sorted(
 ALLOWED = {
     "self.lower.config._attn_implementation": "transformers' only view of the implementation in use; pinned below",
     "getattr(_attn_implementation)": "the same, on the encoder's config",
-    "torch._dynamo": "torch < 2.3 only, where torch.compiler.is_compiling does not exist",
     "super()._clip_grad_norm": "the trainer's clipping step, which AuxiliaryLossTrainer overrides; pinned below",
     "super()._save": "the trainer's model save into a checkpoint, extended with a LoRA run's merged copy; pinned below",
     "super()._load_from_checkpoint": "the trainer's model load when resuming, which reads a LoRA adapter back; "

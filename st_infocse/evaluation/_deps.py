@@ -12,9 +12,10 @@ from st_infocse.modeling.random_state import global_random_state_kept
 _DISTRIBUTIONS = {"sklearn": "scikit-learn", "pytrec_eval": "pytrec-eval-terrier"}
 
 
-def require(module: str, feature: str) -> ModuleType:
-    """Import ``module`` or raise an ImportError that says how to install it, naming the ``feature`` that needs it;
-    the caller's global random states are kept (mteb seeds Python's, NumPy's and torch's on import).
+def require(module: str, feature: str, extra: str = "eval") -> ModuleType:
+    """Import ``module`` or raise an ImportError that says how to install it (the package's ``extra``), naming the
+    ``feature`` that needs it; the caller's global random states are kept (mteb seeds Python's, NumPy's and torch's
+    on import).
 
     Example:
         >>> require("json", "tests").__name__
@@ -29,5 +30,5 @@ def require(module: str, feature: str) -> ModuleType:
             raise  # installed but broken or too old: the original error says more
         dist = _DISTRIBUTIONS.get(top, top)
         raise ImportError(
-            f"{feature} needs the optional package '{dist}', which is not installed: pip install \"st-infocse[eval]\""
+            f"{feature} needs the optional package '{dist}', which is not installed: pip install \"st-infocse[{extra}]\""
         ) from exc

@@ -20,6 +20,11 @@ def x100(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.2f}"
 
 
+def cell(value: object) -> str:
+    """A value in a metric/value table: floats with four decimals, anything else as it prints."""
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
 def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Columns padded to a common width: the first left-aligned, the others (numbers) right-aligned.
 

@@ -75,8 +75,7 @@ class Comparison:
             row = [f"{kind} {name}", f"{b:.2f}", f"{a:.2f}",
                    change.describe(verdict=not several) if change else f"{a - b:+.2f}"]
             if several:
-                p = "" if adjusted is None else "p < 0.001" if adjusted.p < 0.001 else f"p = {adjusted.p:.3f}"
-                row += [p, adjusted.verdict if adjusted is not None else "not judged"]
+                row += [adjusted.p_text, adjusted.verdict] if adjusted is not None else ["", "not judged"]
             cells.append(row)
         return cells
 

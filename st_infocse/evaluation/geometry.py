@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ._format import markdown_table
+from ._format import cell, markdown_table
 from .encoding import encode_unique
 from .loaders import PathLike, STSPairs, load_sts
 
@@ -36,8 +36,7 @@ class GeometryResult:
         return dict(self.__dict__)
 
     def to_markdown(self) -> str:
-        return markdown_table(["metric", "value"],
-                              [[k, f"{v:.4f}" if isinstance(v, float) else str(v)] for k, v in self.to_dict().items()])
+        return markdown_table(["metric", "value"], [[k, cell(v)] for k, v in self.to_dict().items()])
 
     def __str__(self) -> str:
         return (f"alignment {self.alignment:.4f} ({self.n_positive_pairs} positive pairs)  "

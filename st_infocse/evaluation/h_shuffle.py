@@ -17,9 +17,11 @@ from typing import Any, Protocol
 
 import torch
 from sentence_transformers.base.evaluation import BaseEvaluator
+from sentence_transformers.util import batch_to_device
 from torch import nn
 from tqdm.auto import tqdm
 
+from st_infocse.files import check_at_least, is_text
 from st_infocse.losses.registry import INFOCSE_MASK_RATE, PRESETS
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -85,15 +87,14 @@ class ConditionalMLMEvaluator(BaseEvaluator):
                  name: str = "", show_progress_bar: bool = False, write_csv: bool = True) -> None:
         super().__init__()
         sentences = list(sentences)
-        blank = [i for i, s in enumerate(sentences) if not isinstance(s, str) or not s.strip()]
+        blank = [i for i, s in enumerate(sentences) if not is_text(s)]
         if blank:
             raise ValueError(f"sentences must be non-empty strings; {len(blank)} are not (first at index {blank[0]})")
         if len(sentences) < 2:
             raise ValueError("need at least 2 sentences: the shuffled score borrows another sentence's embedding")
         if batch_size < 2:
             raise ValueError("batch_size must be at least 2: the embedding is shuffled within each batch")
-        if max_seq_length is not None and max_seq_length < 1:
-            raise ValueError(f"max_seq_length must be a positive integer or None (the model's), got {max_seq_length}")
+        check_at_least("max_seq_length", max_seq_length)  # None: the model's
         if isinstance(decoder, str | os.PathLike):
             decoder = AuxiliaryDecoder.from_pretrained(decoder)
         if not isinstance(decoder, AuxiliaryDecoder) and not isinstance(getattr(decoder, "decoder", None), nn.Module):
@@ -154,13 +155,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
 
     def _score_batch(self, model: Any, decoder: AuxiliaryDecoder, masker: TokenMasker, batch: list[str], length: int,
                      device: torch.device, sums: dict[str, float]) -> None:
-        previous = model.max_seq_length
-        model.max_seq_length = length
-        try:
-            features = model.preprocess(batch)
-        finally:
-            model.max_seq_length = previous
-        features = {key: value.to(device) for key, value in features.items() if isinstance(value, torch.Tensor)}
+        features = batch_to_device(model.preprocess(batch, max_length=length), device)  # max_length: over the model's
         h = model(dict(features))["sentence_embedding"]
         masked, labels = masker(features["input_ids"], features["attention_mask"])
         token_types = features.get("token_type_ids")

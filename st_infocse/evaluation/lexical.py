@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from st_infocse.files import check_choice, check_range
+
 from ._deps import require
 from .bm25_language import check_language
 
@@ -41,10 +43,8 @@ class LexicalSettings:
     weight: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.fusion not in FUSIONS:
-            raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {self.fusion!r}")
-        if not 0 <= self.weight <= 1:
-            raise ValueError(f"weight must lie in [0, 1], got {self.weight}")
+        check_choice("fusion", self.fusion, FUSIONS)
+        check_range("weight", self.weight, (0, 1, True, True))
         check_language(self.language, self.stem, self.stopwords)
 
     def describe(self) -> str:

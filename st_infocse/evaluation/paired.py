@@ -33,6 +33,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from st_infocse.files import check_range
+
 GAIN, NOISE, LOSS = "a gain", "within noise", "a loss"
 RESAMPLES = 10_000  # over queries
 SPEARMAN_RESAMPLES = 2_000  # over pairs: each resample ranks every pair twice, so fewer
@@ -77,11 +79,15 @@ class PairedChange:
     def reliable_gain(self) -> bool:
         return self.verdict == GAIN
 
+    @property
+    def p_text(self) -> str:
+        """``p = 0.140``, or ``p < 0.001``."""
+        return "p < 0.001" if self.p < 0.001 else f"p = {self.p:.3f}"
+
     def describe(self, digits: int = 2, verdict: bool = True) -> str:
         """``+0.97 (95% CI -0.30 to +2.29, p = 0.14, 300 queries): within noise`` (without ``verdict``, up to the
         closing parenthesis: where the verdict is read off another p, one adjusted for many rows)."""
-        p = "p < 0.001" if self.p < 0.001 else f"p = {self.p:.3f}"
-        text = (f"{self.delta:+.{digits}f} (95% CI {self.low:+.{digits}f} to {self.high:+.{digits}f}, {p}, "
+        text = (f"{self.delta:+.{digits}f} (95% CI {self.low:+.{digits}f} to {self.high:+.{digits}f}, {self.p_text}, "
                 f"{self.n} {self.unit})")
         return f"{text}: {self.verdict}" if verdict else text
 
@@ -321,8 +327,7 @@ def split_units(units: UnitScores, share: float, seed: int = 0) -> tuple[UnitSco
         >>> len(rest.scores), len(held.scores)
         (7, 3)
     """
-    if not 0 < share < 1:
-        raise ValueError(f"share must lie in (0, 1), got {share}")
+    check_range("share", share, (0, 1, False, False))
     ids = sorted(units.scores or ()) if units.kind == "queries" else list(range(len(units.similarities)))
     held = set(np.random.default_rng(seed).permutation(len(ids))[:round(share * len(ids))].tolist())
     parts = [[i for k, i in enumerate(ids) if (k in held) == side] for side in (False, True)]

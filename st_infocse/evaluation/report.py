@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._deps import require
-from ._format import markdown_table
+from ._format import cell, markdown_table
 from .results import EvaluationResult
 from .retrieval import BEIRResult
 from .sts import STSB_DEV_METRIC, STSResult
@@ -102,7 +102,7 @@ def markdown_report(results: Mapping[str, Any], settings: Mapping[str, Any] | No
     ``STSResult`` (or a list of them), any :class:`EvaluationResult`, or any JSON-able value."""
     sections = []
     if settings:
-        sections.append("## Settings\n\n" + "\n".join(f"- {key}: {_cell(v)}" for key, v in settings.items()))
+        sections.append("## Settings\n\n" + "\n".join(f"- {key}: {cell(v)}" for key, v in settings.items()))
     for title, value in results.items():
         # STS results go through sts_markdown, which also lists the notes under the table (several models in one)
         if isinstance(value, STSResult):
@@ -112,15 +112,11 @@ def markdown_report(results: Mapping[str, Any], settings: Mapping[str, Any] | No
         elif isinstance(value, EvaluationResult):
             body = value.to_markdown()
         elif hasattr(value, "to_dict"):
-            body = markdown_table(["metric", "value"], [[k, _cell(v)] for k, v in value.to_dict().items()])
+            body = markdown_table(["metric", "value"], [[k, cell(v)] for k, v in value.to_dict().items()])
         else:
             body = f"```json\n{json.dumps(to_jsonable(value), indent=2)}\n```"
         sections.append(f"## {title}\n\n{body}")
     return "\n\n".join(sections) + "\n"
-
-
-def _cell(value: Any) -> str:
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
 def _figure(width: float, height: float) -> Any:

@@ -153,9 +153,6 @@ class RetrievalEvaluator(InformationRetrievalEvaluator):
         """Each query's score of every metric for a run (query id -> {document id -> score})."""
         return per_query_metrics(self.relevant_docs, run, self.metric_names, self.ignore_identical_ids)
 
-    def score_run(self, run: Run) -> dict[str, float]:
-        return self.metrics_of(run)[self.primary_key]
-
     def compute_metrics(self, queries_result_list: list[object]) -> dict[str, dict[int, float]]:
         self.hits = {query_id: {hit["corpus_id"]: float(hit["score"]) for hit in hits}
                      for query_id, hits in zip(self.queries_ids, queries_result_list, strict=True)}

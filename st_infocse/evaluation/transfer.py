@@ -116,10 +116,9 @@ def classify(data: TransferData, train_x: np.ndarray, test_x: np.ndarray | None 
         y_test = np.asarray(data.test_labels)
         if data.dev is not None:
             y_dev = np.asarray(data.dev_labels)
-            dev_scores = [_classifier(c, seed, max_iter, standardize).fit(train_x, y).score(dev_x, y_dev)
-                          for c in c_grid]
-            best_c = float(c_grid[int(np.argmax(dev_scores))])
-            fitted = _classifier(best_c, seed, max_iter, standardize).fit(train_x, y)
+            fits = [_classifier(c, seed, max_iter, standardize).fit(train_x, y) for c in c_grid]
+            best = int(np.argmax([fit.score(dev_x, y_dev) for fit in fits]))  # ties: the smallest C
+            best_c, fitted = float(c_grid[best]), fits[best]
             protocol = "C chosen on dev"
         else:
             search = grid_search().fit(train_x, y)

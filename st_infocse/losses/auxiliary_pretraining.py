@@ -12,7 +12,6 @@ from torch import Tensor, nn
 
 from st_infocse.files import check_choice
 from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_inside_wrapper, refuse_labels
-from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import MLMMetrics, warn_unless_cls_pooling
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import MLM_MASK_RATE, PRESETS, resolve_preset
@@ -224,10 +223,6 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         return {"k": self.k, "n": self.decoder.config.n, "mask_rate": self.mask_rate, "aux_weight": self.aux_weight,
                 "fusion_init": self.decoder.config.fusion_init, "mlm_head_source": self.mlm_head_source,
                 "tie_head": self.tie_head, "masking": self.masking, "mlm_gather": self.mlm_gather}
-
-    @property
-    def citation(self) -> str:
-        return INFOCSE_CITATION
 
 
 def _keep_output(kept: list[Tensor], module: nn.Module, args: Any, output: Any) -> None:

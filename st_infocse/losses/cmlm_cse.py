@@ -4,7 +4,6 @@ from typing import Any
 
 from sentence_transformers import SentenceTransformer
 
-from st_infocse.losses.citations import CMLM_CSE_CITATION
 from st_infocse.losses.infocse import InfoCSELoss
 from st_infocse.losses.registry import PRESETS
 from st_infocse.modeling.heads import ProjectionKind
@@ -72,7 +71,3 @@ class CMLMCSELoss(InfoCSELoss):
                 SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss).train()
         """
         super().__init__(model, lambda_=lambda_, temperature=temperature, projection=projection, **kwargs)
-
-    @property
-    def citation(self) -> str:
-        return CMLM_CSE_CITATION

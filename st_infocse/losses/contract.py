@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from st_infocse.losses._checks import raise_deferred_checks
+from st_infocse.losses.registry import OBJECTIVES, STAGE1
 
 #: Whether a loss has already warned that it trains without ``AuxiliaryStateCallback`` (once per process).
 warned_without_callback = False
@@ -31,7 +32,7 @@ def _warn_without_callback(module: TrainingLoss, args: Any) -> None:
     global warned_without_callback
     if warned_without_callback or not module.training or module.defer_checks or not torch.is_grad_enabled():
         return
-    own = [name for name, p in module.named_parameters() if p.requires_grad and not name.startswith("model.")]
+    own = own_parameters(module)
     if not own:
         return
     warned_without_callback = True
@@ -75,6 +76,21 @@ class TrainingLoss(nn.Module):
     def separately_clipped_parameters(self) -> list[nn.Parameter]:
         """Parameters that joint gradient clipping puts under a norm of their own (none by default)."""
         return []
+
+    @property
+    def citation(self) -> str:
+        """BibTeX of the loss's paper, for the model card: the citation of the registry entry naming the loss's class
+        (or the nearest class above it)."""
+        by_class = {entry.loss.rpartition(":")[2]: entry.citation for entry in (*OBJECTIVES.values(), STAGE1)
+                    if entry.loss}
+        return next(by_class[cls.__name__] for cls in type(self).__mro__ if cls.__name__ in by_class)
+
+
+def own_parameters(loss: nn.Module) -> list[nn.Parameter]:
+    """The loss's own trainable parameters: those that are not the model's (heads, decoders)."""
+    model = getattr(loss, "model", None)
+    model_params = {id(p) for p in model.parameters()} if isinstance(model, nn.Module) else set()
+    return [p for p in loss.parameters() if p.requires_grad and id(p) not in model_params]
 
 
 def training_losses(loss: nn.Module) -> Iterator[TrainingLoss]:

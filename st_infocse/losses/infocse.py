@@ -9,7 +9,6 @@ from torch import Tensor, nn
 
 from st_infocse.files import check_choice
 from st_infocse.losses._checks import check_finite, refuse_labels, refuse_unused
-from st_infocse.losses.citations import INFOCSE_CITATION
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.informin import Reduction, reconstruction_term
@@ -210,7 +209,3 @@ class InfoCSELoss(TrainingLoss):
         return {"lambda_": self.lambda_, **self.contrastive.get_config_dict(), **self.cmlm.get_config_dict(),
                 "aux_gradient": self.aux_gradient, "informin_weight": self.informin_weight,
                 "informin_reduction": self.informin_reduction}
-
-    @property
-    def citation(self) -> str:
-        return INFOCSE_CITATION

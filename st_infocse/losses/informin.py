@@ -10,7 +10,6 @@ from torch import Tensor
 
 from st_infocse.files import check_choice
 from st_infocse.losses._checks import check_finite, refuse_inside_wrapper, refuse_labels, refuse_unused
-from st_infocse.losses.citations import INFORMIN_CITATION
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import INFORMIN_LAMBDA, MLM_MASK_RATE
 from st_infocse.losses.simcse import SimCSELoss
@@ -167,7 +166,3 @@ class InforMinReconstructionLoss(TrainingLoss):
         """Every argument of the objective as applied (the model card lists them)."""
         return {"lambda_": self.lambda_, "reduction": self.reduction, "mlm_weight": self.mlm_weight,
                 "mask_rate": self.mask_rate, **self.contrastive.get_config_dict(), "mlm_gather": self.mlm_gather}
-
-    @property
-    def citation(self) -> str:
-        return INFORMIN_CITATION

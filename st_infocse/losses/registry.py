@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from st_infocse.files import Bounds, check_range, out_of_range
+from st_infocse.files import Bounds, check_choice, check_range, out_of_range
 from st_infocse.losses.citations import (
     CMLM_CSE_CITATION,
     GPL_CITATION,
@@ -122,11 +122,6 @@ class ConditionalMLMPreset:
     def mask_rate(self, depth: int) -> float:
         return [rate for start, rate in self.mask_rates if depth >= start][-1]
 
-    def describe_mask_rate(self) -> str:
-        """E.g. ``"0.40, 0.30 from 24 layers"``."""
-        first, *deeper = self.mask_rates
-        return ", ".join([f"{first[1]:.2f}", *(f"{rate:.2f} from {start} layers" for start, rate in deeper)])
-
 
 PRESETS: Mapping[str, ConditionalMLMPreset] = MappingProxyType(
     {
@@ -158,8 +153,7 @@ PRESETS: Mapping[str, ConditionalMLMPreset] = MappingProxyType(
 
 
 def resolve_preset(preset: str) -> ConditionalMLMPreset:
-    if preset not in PRESETS:
-        raise ValueError(f"Unknown preset {preset!r}; choose one of {sorted(PRESETS)}.")
+    check_choice("preset", preset, PRESETS)
     return PRESETS[preset]
 
 

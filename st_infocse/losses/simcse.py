@@ -11,7 +11,6 @@ from sentence_transformers.util import all_gather_with_grad, cos_sim, get_rank
 from torch import Tensor
 
 from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_labels
-from st_infocse.losses.citations import SIMCSE_CITATION
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.registry import check_bounds
 from st_infocse.losses.terms import LossTerms
@@ -152,7 +151,3 @@ class SimCSELoss(TrainingLoss):
     def get_config_dict(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "projection": self.projection_kind,
                 "gather_across_devices": self.gather_across_devices}
-
-    @property
-    def citation(self) -> str:
-        return SIMCSE_CITATION

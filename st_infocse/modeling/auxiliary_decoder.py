@@ -17,7 +17,6 @@ from torch import nn
 from transformers import AutoModel, PretrainedConfig
 
 from st_infocse.files import check_choice
-from st_infocse.modeling.compilation import compiling
 from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for
 from st_infocse.modeling.heads import MLMHead, build_mlm_head, to_width
 from st_infocse.modeling.vocab_cross_entropy import vocab_cross_entropy
@@ -40,7 +39,7 @@ def gather_room(mlm_gather: MLMGather, labels: torch.Tensor, mask_rate: float, p
     would break the graph there). ``per_row``: each row masks at most ``max(1, round(mask_rate * width))`` positions
     (whole-word masking's budget), which is then the room.
     """
-    if not (mlm_gather == "bounded" or (mlm_gather == "auto" and (labels.device.type != "cpu" or compiling()))):
+    if not (mlm_gather == "bounded" or (mlm_gather == "auto" and (labels.device.type != "cpu" or torch.compiler.is_compiling()))):
         return None
     if per_row:
         rows, width = labels.shape
@@ -110,7 +109,7 @@ class AuxiliaryDecoder(nn.Module):
         base = AutoModel.from_config(encoder_config)
         layers = base.get_submodule(self.family.layers_path)
         self.fusion = nn.ModuleList(list(layers)[config.k :])
-        _set_submodule(base, self.family.layers_path, nn.ModuleList(list(layers)[: config.k]))
+        base.set_submodule(self.family.layers_path, nn.ModuleList(list(layers)[: config.k]))
         base.config.num_hidden_layers = config.k
         if getattr(base, "pooler", None) is not None:
             base.pooler = None
@@ -119,7 +118,7 @@ class AuxiliaryDecoder(nn.Module):
         self.output_norm: nn.Module | None = None
         if self.family.output_norm_path:
             self.output_norm = base.get_submodule(self.family.output_norm_path)
-            _set_submodule(base, self.family.output_norm_path, nn.Identity())
+            base.set_submodule(self.family.output_norm_path, nn.Identity())
         self.lower = base
         self._takes_token_types = "token_type_ids" in inspect.signature(base.forward).parameters
         self.head = MLMHead.for_config(encoder_config)
@@ -308,8 +307,3 @@ def mlm_loss(head: MLMHead, hidden: torch.Tensor, labels: torch.Tensor,
     # Sum over the count, not mean: an empty selection gives 0 (not NaN) without a host-side branch.
     loss = loss_sum / total.clamp(min=1)
     return MLMOutput(loss=loss, correct=correct, total=total, overflow=overflow)
-
-
-def _set_submodule(model: nn.Module, path: str, module: nn.Module) -> None:
-    parent, _, name = path.rpartition(".")
-    setattr(model.get_submodule(parent), name, module)

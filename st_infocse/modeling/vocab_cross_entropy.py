@@ -13,7 +13,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from st_infocse.modeling.compilation import compiling
 from st_infocse.modeling.heads import at_least_fp32
 
 IGNORE_INDEX = -100
@@ -57,13 +56,6 @@ class _VocabCrossEntropy(torch.autograd.Function):
         return grad_hidden, grad_weight, grad_bias, None
 
 
-def _autocast_enabled(device_type: str) -> bool:
-    try:
-        return torch.is_autocast_enabled(device_type)
-    except TypeError:  # torch < 2.4 has no per-device query
-        return torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled()
-
-
 def vocab_cross_entropy(hidden: Tensor, weight: Tensor, bias: Tensor | None, targets: Tensor,
                         blockwise: bool | None = None) -> tuple[Tensor, Tensor]:
     """Summed cross-entropy of ``F.linear(hidden, weight, bias)`` against ``targets`` and the number of rows whose
@@ -92,10 +84,10 @@ def vocab_cross_entropy(hidden: Tensor, weight: Tensor, bias: Tensor | None, tar
         hidden.dtype == torch.float32
         and weight.dtype == torch.float32
         and (bias is None or bias.dtype == torch.float32)
-        and not _autocast_enabled(hidden.device.type)
+        and not torch.is_autocast_enabled(hidden.device.type)
         # Compiled, the in-place work on slices of one buffer is functionalised into copies of the whole buffer,
         # undoing the saving; the plain form is what inductor fuses well.
-        and not compiling()
+        and not torch.compiler.is_compiling()
     )
     if blockwise and not possible:
         raise ValueError(

@@ -9,12 +9,12 @@ import math
 import torch
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
+from st_infocse.files import check_range
 from st_infocse.training.snapshot import StartingWeights
 
 
 def _check_share(share: float) -> float:
-    if not 0 < share <= 1:
-        raise ValueError(f"the share of the trained change to keep must lie in (0, 1], got {share}")
+    check_range("share of the trained change to keep", share, (0, 1, False, True))
     return float(share)
 
 
@@ -65,13 +65,7 @@ class WeightAnchorCallback(TrainerCallback):
     def __init__(self, share: float = 0.5, start_weights: StartingWeights | None = None) -> None:
         self.share = _check_share(share)
         self.start_weights = start_weights if start_weights is not None else StartingWeights()
-        self._holding = False
         self.applied_at: int | None = None
-
-    def _release(self) -> None:
-        if self._holding:
-            self.start_weights.release()
-            self._holding = False
 
     def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         if args.load_best_model_at_end and self.share < 1 and evaluates_before_last_step(args, state.max_steps):
@@ -79,13 +73,13 @@ class WeightAnchorCallback(TrainerCallback):
                              "load an earlier checkpoint, not anchored: evaluate only at the end (eval_steps = "
                              "max_steps) or set load_best_model_at_end=False")
         self.applied_at = None
-        self._release()
-        self.start_weights.acquire(kwargs["model"])
-        self._holding = True
+        self.start_weights.release(self)  # a copy this callback still holds from an earlier run is not this run's
+        self.start_weights.acquire(kwargs["model"], self)
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         # Called before the trainer evaluates and saves this step (Trainer._maybe_log_save_evaluate).
-        if not self._holding or not (state.global_step >= state.max_steps or control.should_training_stop):
+        ending = state.global_step >= state.max_steps or control.should_training_stop
+        if not (ending and self.start_weights.held_by(self)):
             return
         if self.share < 1:
             model = kwargs["model"]
@@ -93,7 +87,7 @@ class WeightAnchorCallback(TrainerCallback):
             current = model.state_dict()
             model.load_state_dict(toward_start(start, {k: current[k] for k in start}, self.share), strict=False)
         self.applied_at = state.global_step
-        self._release()
+        self.start_weights.release(self)
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
-        self._release()
+        self.start_weights.release(self)

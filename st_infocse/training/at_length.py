@@ -6,6 +6,8 @@ from typing import Any
 
 from sentence_transformers.base.evaluation import BaseEvaluator
 
+from st_infocse.files import check_range
+
 
 class AtLengthEvaluator(BaseEvaluator):
     """Run ``inner`` (any evaluator) at ``max_seq_length``, then put the training length back: training truncates to
@@ -16,8 +18,7 @@ class AtLengthEvaluator(BaseEvaluator):
 
     def __init__(self, inner: Any, max_seq_length: int) -> None:
         super().__init__()
-        if max_seq_length < 1:
-            raise ValueError(f"max_seq_length must be positive, got {max_seq_length}")
+        check_range("max_seq_length", max_seq_length, (0, None, False, False))
         self.inner = inner
         self.max_seq_length = max_seq_length
         self.greater_is_better = getattr(inner, "greater_is_better", True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from st_infocse.files import InputError, looks_local
+from st_infocse.files import InputError, check_choice, looks_local
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -48,17 +48,6 @@ def describe_modules(model: SentenceTransformer) -> str:
     return ", ".join(f"{name}({mode})" if mode is not None else name for name, mode in modes)
 
 
-def is_saved_sentence_transformer(source: str) -> bool:
-    """Whether ``source`` (a folder or a hub id) holds a saved Sentence Transformer (its ``modules.json``); an
-    InputError when the hub cannot be asked and the model is not cached."""
-    from sentence_transformers.util import is_sentence_transformer_model
-
-    try:
-        return is_sentence_transformer_model(source)
-    except Exception as exc:  # noqa: BLE001 - huggingface_hub raises many kinds; all mean "cannot tell"
-        raise InputError(f"cannot load model {source!r}: {exc}".splitlines()[0]) from exc
-
-
 def load_model(
     source: str, pooling: PoolingMode | None = None, max_seq_length: int | None = None, trust_remote_code: bool = False
 ) -> LoadedModel:
@@ -79,14 +68,17 @@ def load_model(
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
     from sentence_transformers.sentence_transformer.modules import Pooling
+    from sentence_transformers.util import is_sentence_transformer_model
 
     path = Path(source).expanduser()
     if looks_local(source) and not path.exists():
         raise InputError(f"model not found: {source}")
     location = str(path) if path.exists() else source
-    if pooling not in (None, *POOLINGS):
-        raise InputError(f"unknown pooling {pooling!r}; use cls, mean, max or model")
-    saved = pooling == "model" or is_saved_sentence_transformer(location)
+    check_choice("pooling", pooling, (None, *POOLINGS))
+    try:  # a saved Sentence Transformer (its modules.json), asking the hub unless cached
+        saved = pooling == "model" or is_sentence_transformer_model(location)
+    except Exception as exc:  # noqa: BLE001 - huggingface_hub raises many kinds; all mean "cannot tell"
+        raise InputError(f"cannot load model {source!r}: {exc}".splitlines()[0]) from exc
     try:
         if saved:
             model = SentenceTransformer(location, trust_remote_code=trust_remote_code)

@@ -11,7 +11,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from st_infocse.losses.contract import training_losses
+from st_infocse.losses.contract import own_parameters, training_losses
 
 logger = logging.getLogger(__name__)
 
@@ -55,13 +55,6 @@ def load_auxiliary_state(loss: nn.Module, directory: str | os.PathLike) -> None:
     with torch.no_grad():
         for key, value in expected.items():
             value.copy_(state[key].to(value.device, value.dtype))
-
-
-def own_parameters(loss: nn.Module) -> list[nn.Parameter]:
-    """The loss's own trainable parameters: those that are not the model's (heads, decoders)."""
-    model = getattr(loss, "model", None)
-    model_params = {id(p) for p in model.parameters()} if isinstance(model, nn.Module) else set()
-    return [p for p in loss.parameters() if p.requires_grad and id(p) not in model_params]
 
 
 def average_auxiliary_gradients(loss: nn.Module) -> None:

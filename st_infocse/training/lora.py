@@ -25,10 +25,11 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from st_infocse.files import check_at_least
 
 if TYPE_CHECKING:
     from torch import nn
@@ -55,18 +56,9 @@ class LoRASettings:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.r < 1:
-            raise ValueError(f"the adapter's rank must be at least 1, got r={self.r}")
+        check_at_least("rank", self.r)
         if not self.target_modules:
             raise ValueError("the adapter needs at least one target module name")
-
-
-def _peft() -> Any:
-    try:
-        return importlib.import_module("peft")
-    except ImportError:
-        raise ImportError(f"LoRA adapters need the optional package 'peft', which is not installed: "
-                          f"{LORA_INSTALL_HINT}") from None
 
 
 def _encoder(model: nn.Module) -> nn.Module:
@@ -96,8 +88,10 @@ def add_lora(model: nn.Module, settings: LoRASettings | None = None) -> list[str
     """
     from torch import nn
 
+    from st_infocse.evaluation import require
+
     settings = settings or LoRASettings()
-    peft = _peft()
+    peft = require("peft", "LoRA adapters", extra="lora")
     if has_lora(model):
         raise ValueError("the model already carries a LoRA adapter")
     encoder = _encoder(model)

@@ -44,13 +44,7 @@ def accelerator_type() -> str:
     ``cpu``."""
     import torch
 
-    accelerator = getattr(torch, "accelerator", None)  # torch >= 2.6
-    if accelerator is not None:
-        return accelerator.current_accelerator().type if accelerator.is_available() else "cpu"
-    if torch.cuda.is_available():
-        return "cuda"
-    mps = getattr(torch.backends, "mps", None)
-    return "mps" if mps is not None and mps.is_available() else "cpu"
+    return torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
 
 
 def unpin_memory_without_accelerator(args: Any) -> None:

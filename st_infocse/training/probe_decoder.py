@@ -4,12 +4,15 @@ from one that already reads the sentence embedding (``st-infocse train --decoder
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
 import torch
+from sentence_transformers.util import batch_to_device
 from tqdm.auto import tqdm
 
+from st_infocse.files import is_text
 from st_infocse.losses.registry import PRESETS
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -60,7 +63,7 @@ def train_probe_decoder(
             evaluator = ConditionalMLMEvaluator(held_out_sentences, decoder=decoder, name="probe")
             print(evaluator(simcse_model)["probe_information_gain"])
     """
-    sentences = [s for s in sentences if isinstance(s, str) and s.strip()]
+    sentences = [s for s in sentences if is_text(s)]
     if len(sentences) < 2:
         raise ValueError("need at least 2 non-empty sentences to train a probe decoder")
     if steps < 1 or batch_size < 1:
@@ -75,23 +78,15 @@ def train_probe_decoder(
         masker = TokenMasker(parts.tokenizer, mask_rate, seed=seed)
         trainable = [p for p in decoder.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(trainable, lr=learning_rate)
-        order = torch.randperm(len(sentences), generator=torch.Generator().manual_seed(seed)).tolist()
+        order = itertools.cycle(torch.randperm(len(sentences), generator=torch.Generator().manual_seed(seed)).tolist())
         model_was_training = model.training
         model.eval()
         decoder.train()
         curve: list[dict[str, float]] = []
-        cursor = 0
         try:
             for step in tqdm(range(1, steps + 1), desc=description, disable=not show_progress_bar):
-                batch = []
-                while len(batch) < batch_size:
-                    batch.append(sentences[order[cursor % len(order)]])
-                    cursor += 1
-                features = {
-                    key: value.to(device)
-                    for key, value in model.preprocess(batch).items()
-                    if isinstance(value, torch.Tensor)
-                }
+                batch = [sentences[next(order)] for _ in range(batch_size)]
+                features = batch_to_device(model.preprocess(batch), device)
                 with torch.no_grad():
                     h = model(dict(features))["sentence_embedding"]
                 masked, labels = masker(features["input_ids"], features["attention_mask"])

@@ -15,19 +15,22 @@ def weights_snapshot(model: nn.Module, trainable_only: bool = False) -> dict[str
 
 
 class StartingWeights:
-    """The weights of a model when training began: taken at the first :meth:`acquire` of a run, dropped at the last
-    :meth:`release`."""
+    """The weights of a model when training began: taken at the first :meth:`acquire` of a run, dropped when its
+    last holder (each callback holds it at most once) calls :meth:`release`."""
 
     def __init__(self) -> None:
         self.weights: dict[str, torch.Tensor] | None = None
-        self.users = 0
+        self.holders: set[int] = set()
 
-    def acquire(self, model: nn.Module) -> None:
+    def acquire(self, model: nn.Module, holder: object = None) -> None:
         if self.weights is None:  # what training can change: a frozen weight needs no copy
             self.weights = weights_snapshot(model, trainable_only=True)
-        self.users += 1
+        self.holders.add(id(holder))
 
-    def release(self) -> None:
-        self.users = max(0, self.users - 1)
-        if self.users == 0:
+    def release(self, holder: object = None) -> None:
+        self.holders.discard(id(holder))
+        if not self.holders:
             self.weights = None
+
+    def held_by(self, holder: object) -> bool:
+        return id(holder) in self.holders

@@ -24,6 +24,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from st_infocse.evaluation import PairedChange, UnitScores, paired_changes, unit_scores, x100
 from st_infocse.evaluation.paired import RELIABLE_FROM, split_units, unit_change
+from st_infocse.files import check_choice
 from st_infocse.training.snapshot import StartingWeights
 
 logger = logging.getLogger(__name__)
@@ -272,8 +273,7 @@ class StartEndCallback(TrainerCallback):
     def __init__(self, evaluator: Any, keep_start_if_better: bool = True, log: bool = True,
                  keep_trained_if: Literal["better", "reliable"] = "better",
                  start_weights: StartingWeights | None = None, confirm_share: float | None = None) -> None:
-        if keep_trained_if not in KEEP_TRAINED_IF:
-            raise ValueError(f"keep_trained_if must be one of {', '.join(KEEP_TRAINED_IF)}, got {keep_trained_if!r}")
+        check_choice("keep_trained_if", keep_trained_if, KEEP_TRAINED_IF)
         if confirm_share is not None and not (0 < confirm_share < 1 and keep_trained_if == "reliable"):
             raise ValueError("confirm_share holds a share in (0, 1) of the queries out of keep_trained_if='reliable', "
                              f"got {confirm_share} with keep_trained_if={keep_trained_if!r}")
@@ -284,7 +284,6 @@ class StartEndCallback(TrainerCallback):
         self.log = log
         self.result: StartEndResult | None = None
         self.start_weights = start_weights if start_weights is not None else StartingWeights()
-        self._holding = False
         self._start: dict[str, float] = {}
         self._start_step = 0
         self._evaluations: dict[int, dict[str, float]] = {}
@@ -329,10 +328,9 @@ class StartEndCallback(TrainerCallback):
             if min(sizes) < 1:
                 raise ValueError(f"confirm_share={self.confirm_share} of {sum(sizes)} units of {metric} leaves none "
                                  "on one side; give a share nearer 0.5 or more queries")
-        self._release()
+        self.start_weights.release(self)
         if self.keep_start_if_better:
-            self.start_weights.acquire(model)
-            self._holding = True
+            self.start_weights.acquire(model, self)
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         # The trainer evaluates where control says so, right after this event: the last step then enters its logs
@@ -349,17 +347,12 @@ class StartEndCallback(TrainerCallback):
     @property
     def snapshot(self) -> dict[str, torch.Tensor] | None:
         """The starting weights while this callback holds them (during training), else None."""
-        return self.start_weights.weights if self._holding else None
-
-    def _release(self) -> None:
-        if self._holding:
-            self.start_weights.release()
-            self._holding = False
+        return self.start_weights.weights if self.start_weights.held_by(self) else None
 
     def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs):
         model, snapshot = kwargs["model"], self.snapshot
         self._training = False
-        self._release()  # dropped (by its last user) whatever happens below; this function holds it until it returns
+        self.start_weights.release(self)  # dropped (by its last user) whatever happens below; this function holds it until it returns
         metric, greater = self._decider(args)
         step = state.global_step
         # The trainer loads the best checkpoint before this event whenever it has one (Trainer._finalize_training).

@@ -11,8 +11,8 @@ import torch
 from sentence_transformers import SentenceTransformerTrainer
 from torch import nn
 
-from st_infocse.losses.contract import TrainingLoss
-from st_infocse.training.callbacks import AuxiliaryStateCallback, own_parameters
+from st_infocse.losses.contract import TrainingLoss, own_parameters
+from st_infocse.training.callbacks import AuxiliaryStateCallback
 from st_infocse.training.lora import has_lora, load_adapter_checkpoint, save_merged_checkpoint
 
 logger = logging.getLogger(__name__)

@@ -116,5 +116,5 @@ def test_training_time_and_the_command_line_fuse_the_same_hybrid(ev, tmp_path):
     assert training.per_query == pytest.approx(result.per_query["ndcg@10"], abs=1e-6)
     # what the depth decides: the whole run fused gives another hybrid
     whole = reference_runs(search(stub, load_beir_folder(folder)), corpus, queries, depth=len(corpus))["hybrid"]
-    deeper = training.score_run(whole)
+    deeper = training.metrics_of(whole)[training.primary_key]
     assert sum(abs(deeper[q] - references["hybrid"][q]) > 1e-9 for q in queries) >= 3

@@ -134,5 +134,5 @@ def test_nothing_masked_gives_a_zero_term(make_model):
 
 
 def test_unknown_preset(make_model):
-    with pytest.raises(ValueError, match="Unknown preset"):
+    with pytest.raises(ValueError, match="preset must be one of infocse, cmlm-cse"):
         losses.ConditionalMLMLoss(make_model(), preset="diffcse")

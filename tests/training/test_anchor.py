@@ -139,7 +139,7 @@ def test_the_anchor_and_the_start_end_callback_share_one_copy_of_the_start(make_
     shared = StartingWeights()
     taken = []
     real_acquire = shared.acquire
-    shared.acquire = lambda m: (taken.append(shared.weights is None), real_acquire(m))[1]
+    shared.acquire = lambda m, holder: (taken.append(shared.weights is None), real_acquire(m, holder))[1]
 
     class Score:
         primary_metric = "score"
@@ -161,7 +161,7 @@ def test_the_anchor_and_the_start_end_callback_share_one_copy_of_the_start(make_
                                          callbacks=[ends, anchor])
     trainer.train()
     assert taken == [True, False]  # one copy taken, by the first of the two
-    assert shared.weights is None and shared.users == 0  # and dropped when both are done
+    assert shared.weights is None and not shared.holders  # and dropped when both are done
     assert ends.result.kept == "end" and anchor.applied_at == 3
     key = next(k for k in start if k.endswith("query.weight"))
     assert not torch.equal(trainer.model.state_dict()[key], start[key])  # trained, then anchored: not the start

@@ -413,8 +413,8 @@ def test_a_run_on_a_lora_adapter_hands_back_the_start_from_a_copy_of_the_adapter
     copies = []
     original_acquire = StartingWeights.acquire
 
-    def acquire(self, m):  # the copy the callback takes: what it holds
-        original_acquire(self, m)
+    def acquire(self, m, holder=None):  # the copy the callback takes: what it holds
+        original_acquire(self, m, holder)
         copies.append(set(self.weights))
 
     with pytest.MonkeyPatch.context() as patch:

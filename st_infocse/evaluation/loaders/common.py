@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from st_infocse.files import FileFormatError, InvalidJSONLineError, NotDecodableError, read_json_objects, read_lines
 from st_infocse.modeling.random_state import global_random_state_kept
@@ -19,6 +19,7 @@ from st_infocse.modeling.random_state import global_random_state_kept
 from .._deps import require
 
 PathLike = str | Path
+Rows = TypeVar("Rows")
 
 #: The papers' STS table, in the papers' column order.
 STS_TASKS: tuple[str, ...] = ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")
@@ -43,6 +44,14 @@ _SPLIT_ALIASES = {"validation": "dev", "val": "dev", "trial": "dev"}
 class DataFormatError(FileFormatError):
     """A data file is missing a column, has a non-numeric score, is empty, or is otherwise malformed (``path``, and
     ``line``: the 1-based line or row, ``None`` for whole-file problems)."""
+
+    @classmethod
+    def unless_any(cls, rows: Rows, path: Path, message: str = "file is empty") -> Rows:
+        """``rows`` when they hold anything, else this error on the whole file saying ``message``: the loaders' one
+        check that a file gave something to evaluate on."""
+        if not rows:
+            raise cls(path, None, message)
+        return rows
 
 
 @dataclass
@@ -159,11 +168,15 @@ def parse_score(value: Any, path: Path, line: int, unit: str = "line", column: s
     return score
 
 
-def parse_int(value: Any, path: Path, line: int, column: str) -> int:
+def parse_int(value: Any, path: Path, line: int, column: str, allowed: Sequence[int] | None = None) -> int:
+    """An integer field (one of ``allowed`` where given), or a :class:`DataFormatError` naming the line."""
     try:
-        return int(str(value).strip())
+        number = int(str(value).strip())
     except ValueError:
         raise DataFormatError(path, line, f"{column} {value!r} is not an integer") from None
+    if allowed is not None and number not in allowed:
+        raise DataFormatError(path, line, f"{column} must be one of {', '.join(map(str, allowed))}, got {number}")
+    return number
 
 
 def normalise_split(split: str) -> str:

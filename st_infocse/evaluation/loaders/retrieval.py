@@ -15,8 +15,7 @@ logger = logging.getLogger(__name__)
 
 
 def _beir_jsonl(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, dict[str, Any]]]:
-    if not any(line.strip() for line in data_lines(path)):
-        raise DataFormatError(path, None, "file is empty")
+    DataFormatError.unless_any(any(line.strip() for line in data_lines(path)), path)
     for number, row in json_objects(path):
         missing = [key for key in required if key not in row or row[key] is None]
         if missing:
@@ -65,8 +64,7 @@ def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = N
         if query_id not in all_queries:
             raise DataFormatError(qrels_path, number, f"query id {query_id!r} is not in {queries_path.name}")
         qrels.setdefault(query_id, {})[doc_id] = score
-    if not qrels:
-        raise DataFormatError(qrels_path, None, "no relevance judgements")
+    DataFormatError.unless_any(qrels, qrels_path, "no relevance judgements")
     unknown = sum(doc_id not in corpus for rel in qrels.values() for doc_id in rel)
     if unknown and warn_unknown:
         logger.warning("%s: %d judged document id(s) are not in %s", qrels_path, unknown, corpus_path.name)

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from st_infocse.files import check_choice, innermost_message
+
 from .common import (
     MTEB_STS_NAMES,
     SENTEVAL_STS_SUBSETS,
@@ -71,8 +73,7 @@ def _senteval_sts_year(root: Path, name: str) -> STSPairs:
             s2.append(senteval_tokens(fields[1]))
             scores.append(parse_score(score.strip(), gs_path, number))
         sizes[subset] = len(scores) - before
-    if not scores:
-        raise DataFormatError(folder, None, "no scored sentence pairs")
+    DataFormatError.unless_any(scores, folder, "no scored sentence pairs")
     return STSPairs(name, s1, s2, scores, source=f"senteval:{folder}", split="test", subsets=sizes,
                     note="subsets concatenated (SentEval 'all')")
 
@@ -97,8 +98,7 @@ def _senteval_stsb(root: Path, split: str) -> STSPairs:
     path = root / "STS" / "STSBenchmark" / f"sts-{split}.csv"
     # genre, file, year, id, score, sentence1, sentence2 [, source columns]
     s1, s2, scores = _tab_pairs(path, enumerate(data_lines(path), start=1), (5, 6, 4), "at least 7")
-    if not scores:
-        raise DataFormatError(path, None, "file is empty (no sentence pairs)")
+    DataFormatError.unless_any(scores, path, "file is empty (no sentence pairs)")
     return STSPairs("STS-B", s1, s2, scores, source=f"senteval:{path}", split=split)
 
 
@@ -106,12 +106,9 @@ _SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK
 
 
 def _senteval_sick(root: Path, split: str) -> STSPairs:
-    if split not in _SICK_FILES:
-        raise ValueError(f"SICK-R split must be one of {sorted(_SICK_FILES)}, got {split!r}")
+    check_choice("SICK-R split", split, _SICK_FILES)
     path = root / "SICK" / _SICK_FILES[split]
-    lines = data_lines(path)
-    if not lines:
-        raise DataFormatError(path, None, "file is empty")
+    lines = DataFormatError.unless_any(data_lines(path), path)
     header = lines[0].split("\t")
     wanted = ("sentence_A", "sentence_B", "relatedness_score")
     missing = [c for c in wanted if c not in header]
@@ -119,8 +116,7 @@ def _senteval_sick(root: Path, split: str) -> STSPairs:
         raise DataFormatError(path, 1, f"header lacks column(s) {', '.join(missing)} (found: {', '.join(header)})")
     columns = tuple(header.index(c) for c in wanted)
     s1, s2, scores = _tab_pairs(path, enumerate(lines[1:], start=2), columns, str(len(header)), "relatedness_score")
-    if not scores:
-        raise DataFormatError(path, None, "no sentence pairs after the header")
+    DataFormatError.unless_any(scores, path, "no sentence pairs after the header")
     note = f"SentEval SICK {split} split ({len(scores):,} pairs)"
     return STSPairs("SICK-R", s1, s2, scores, source=f"senteval:{path}", split=split, note=note)
 
@@ -166,14 +162,6 @@ def _rows_to_pairs(rows: Iterable[Mapping[str, Any]], path: Path, columns: tuple
         s1.append(row[c1])
         s2.append(row[c2])
     return s1, s2, scores
-
-
-def _error_reason(exc: BaseException) -> str:
-    """The innermost reader's message behind datasets' wrapper (pandas' or pyarrow's, which name the line)."""
-    wrappers = ("", "An error occurred while generating the dataset")
-    while (exc.__cause__ or exc.__context__) is not None and str(exc) in wrappers:
-        exc = exc.__cause__ or exc.__context__
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _csv_record_lines(lines: list[str], delimiter: str) -> list[int]:
@@ -246,7 +234,7 @@ def load_sts_file(path: PathLike, name: str | None = None, sentence1_column: str
     except Exception as exc:  # datasets wraps the reader's error (pandas' ParserError, pyarrow's ArrowInvalid)
         if is_json and not json_array:
             _locate_json_error(path)
-        raise DataFormatError(path, None, f"not readable by datasets ({_error_reason(exc)})") from None
+        raise DataFormatError(path, None, f"not readable by datasets ({innermost_message(exc)})") from None
     if is_json:
         locate = (lambda i: (i + 1, "record")) if json_array else (lambda i: (record_lines[i], "line"))
     else:
@@ -261,8 +249,7 @@ def load_sts_file(path: PathLike, name: str | None = None, sentence1_column: str
                               f"missing column(s) {', '.join(missing)} (found: {found})")
     rows = ds.select_columns([c for c in columns if c in ds.column_names])
     s1, s2, scores = _rows_to_pairs(rows, path, columns, locate)
-    if not scores:
-        raise DataFormatError(path, None, "file is empty (no sentence pairs)")
+    DataFormatError.unless_any(scores, path, "file is empty (no sentence pairs)")
     return STSPairs(canonical_sts_name(name or path.stem), s1, s2, scores, source=f"file:{path}", split=split)
 
 
@@ -303,8 +290,7 @@ def load_sts_hf(path: PathLike, split: str = "test", name: str | None = None, se
         found = ", ".join(ds.column_names)
         raise DataFormatError(path, None, f"missing column(s) {', '.join(missing)} (found: {found})")
     s1, s2, scores = _rows_to_pairs(ds.select_columns(list(columns)), path, columns, lambda i: (i + 1, "row"))
-    if not scores:
-        raise DataFormatError(path, None, f"split {split!r} is empty (no sentence pairs)")
+    DataFormatError.unless_any(scores, path, f"split {split!r} is empty (no sentence pairs)")
     return STSPairs(canonical_sts_name(name or path.name), s1, s2, scores, source=f"hf:{path}", split=split)
 
 

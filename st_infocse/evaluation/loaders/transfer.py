@@ -44,10 +44,8 @@ def _labelled_lines(path: Path) -> list[tuple[str, int]]:
         fields = line.rstrip().rsplit("\t", 1)
         if len(fields) != 2:
             raise DataFormatError(path, number, "expected '<sentence>\\t<label>'")
-        out.append((senteval_tokens(fields[0]), parse_int(fields[1], path, number, "label")))
-    if not out:
-        raise DataFormatError(path, None, "file is empty")
-    return out
+        out.append((senteval_tokens(fields[0]), parse_int(fields[1], path, number, "label", (0, 1))))
+    return DataFormatError.unless_any(out, path)
 
 
 def _trec(path: Path) -> tuple[list[str], list[int]]:
@@ -60,9 +58,7 @@ def _trec(path: Path) -> tuple[list[str], list[int]]:
             raise DataFormatError(path, number, "expected '<COARSE>:<fine> <question>' with a TREC coarse label")
         texts.append(rest.split(" ", 1)[1])
         labels.append(_TREC_CLASSES.index(target))
-    if not texts:
-        raise DataFormatError(path, None, "file is empty")
-    return texts, labels
+    return DataFormatError.unless_any(texts, path), labels
 
 
 def _mrpc(path: Path) -> tuple[list[tuple[str, str]], list[int]]:
@@ -76,14 +72,9 @@ def _mrpc(path: Path) -> tuple[list[tuple[str, str]], list[int]]:
         fields = line.split("\t")
         if len(fields) != 5:
             raise DataFormatError(path, number, f"expected 5 tab-separated columns, found {len(fields)}")
-        label = parse_int(fields[0], path, number, "Quality")
-        if label not in (0, 1):
-            raise DataFormatError(path, number, f"Quality must be 0 or 1, got {label}")
         pairs.append((senteval_tokens(fields[3]), senteval_tokens(fields[4])))
-        labels.append(label)
-    if not pairs:
-        raise DataFormatError(path, None, "no sentence pairs after the header")
-    return pairs, labels
+        labels.append(parse_int(fields[0], path, number, "Quality", (0, 1)))
+    return DataFormatError.unless_any(pairs, path, "no sentence pairs after the header"), labels
 
 
 def load_senteval_transfer(folder: PathLike, task: str) -> TransferData:
@@ -98,9 +89,7 @@ def load_senteval_transfer(folder: PathLike, task: str) -> TransferData:
         labels: list[int] = []
         for filename, label in ((positive, 1), (negative, 0)):
             path = root / sub / filename
-            lines = [text for _, text in _sentences(path) if text]
-            if not lines:
-                raise DataFormatError(path, None, "file is empty")
+            lines = DataFormatError.unless_any([text for _, text in _sentences(path) if text], path)
             texts += lines
             labels += [label] * len(lines)
         classes = ("subjective", "objective") if name == "SUBJ" else ("negative", "positive")
@@ -108,10 +97,6 @@ def load_senteval_transfer(folder: PathLike, task: str) -> TransferData:
     if name == "SST2":
         base = root / "SST" / "binary"
         splits = {s: _labelled_lines(base / f"sentiment-{s}") for s in ("train", "dev", "test")}
-        for s, rows in splits.items():
-            bad = next((i for i, (_, y) in enumerate(rows) if y not in (0, 1)), None)
-            if bad is not None:
-                raise DataFormatError(base / f"sentiment-{s}", None, f"label {rows[bad][1]} is not 0 or 1")
         (train, train_labels), (dev, dev_labels), (test, test_labels) = (
             ([t for t, _ in rows], [y for _, y in rows]) for rows in splits.values())
         return TransferData(name, train, train_labels, ("negative", "positive"), f"senteval:{base}", test=test,
