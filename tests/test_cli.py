@@ -527,6 +527,16 @@ def test_zero_steps_in_pretrain_aux_too(workspace, capsys):
     assert "makes no optimizer step" in _one_line_error(capsys)
 
 
+@pytest.mark.parametrize(("values", "message"), [({"max_steps": 0}, "makes no optimizer step"),
+                                               ({"max_steps": -5}, "--max_steps must be a positive number of steps"),
+                                               ({"learning_rate": 0.0}, "--learning_rate must be positive, got 0")])
+def test_the_training_arguments_refuse_a_run_that_trains_nothing_from_python_too(tmp_path, values, message):
+    from st_infocse.training import PaperTrainingArguments
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        PaperTrainingArguments(output_dir=str(tmp_path), use_cpu=True, **values)
+
+
 def test_cpu_runs_do_not_pin_memory(make_model, tmp_path):
     from datasets import Dataset
 
@@ -769,14 +779,13 @@ def test_explicit_zero_weights_reach_every_loss(make_model):
 
 
 def test_explicit_zero_decoder_sizes_reach_the_loss(make_model):
-    from st_infocse.cli import CLIError
     from st_infocse.cli.objective_flags import DecoderFlags
     from st_infocse.cli.objectives import build_loss
 
     for name, message in (("k", "k (frozen lower layers) must be between 1"), ("n", "n (fusion layers) must be")):
         with pytest.raises(ValueError, match=re.escape(message)):
             build_loss(make_model(), "cmlm", DecoderFlags(**{name: 0}))
-    with pytest.raises(CLIError, match="idc trains through its own rounds"):
+    with pytest.raises(ValueError, match="objective 'idc' has no loss of its own"):  # its rounds train pair losses
         build_loss(make_model(), "idc")
 
 

@@ -232,6 +232,7 @@ def _capture(monkeypatch) -> dict:
 
     import st_infocse.cli.mine as cli_mine
     import st_infocse.cli.objectives as cli_objectives
+    import st_infocse.evaluation.run_evaluators as run_evaluators
     import st_infocse.training.builder as builder
 
     spy(builder, "load_model")
@@ -240,8 +241,8 @@ def _capture(monkeypatch) -> dict:
     for name in ("pseudo_queries", "hybrid_teacher_dataset", "distillation_loss"):
         spy(mining, name)
     spy(training, "train_probe_decoder")
-    spy(evaluation, "retrieval_evaluator")
-    spy(evaluation, "stsb_dev_evaluator")
+    spy(run_evaluators, "retrieval_evaluator")
+    spy(run_evaluators, "stsb_dev_evaluator")
     monkeypatch.setattr(cli_train, "run_trainer", trainer)
     monkeypatch.setattr(mining, "train_idc_rounds", rounds)
     monkeypatch.setattr(mining, "mine_pairs", mine)

@@ -32,17 +32,17 @@ def _start(workspace):  # noqa: F811
 @pytest.fixture
 def adapted_outputs(monkeypatch):
     """The model's embeddings of TEXTS just before the adapter is merged (the adapted model the rounds left)."""
-    import st_infocse.cli.objectives as objectives
+    import st_infocse.training.lora as lora
 
     seen = {}
-    merge = objectives.merge_adapter
+    merge = lora.merge_lora
 
-    def spy(model, adapter):
+    def spy(model):
         seen["lora"] = sorted(name for name, _ in model.named_parameters() if ".lora_" in name)
         seen["embeddings"] = model.encode(TEXTS, convert_to_tensor=True)
-        merge(model, adapter)
+        return merge(model)
 
-    monkeypatch.setattr(objectives, "merge_adapter", spy)
+    monkeypatch.setattr(lora, "merge_lora", spy)
     return seen
 
 
@@ -61,8 +61,8 @@ def test_idc_trains_an_adapter_and_saves_it_merged(workspace, capsys, adapted_ou
     start = _start(workspace)
     assert not torch.allclose(start.encode(TEXTS, convert_to_tensor=True), adapted_outputs["embeddings"], atol=1e-4)
     record = json.loads((out / "run_summary.json").read_text())
-    assert record["lora"] == {"r": 4, "alpha": 16.0, "target_modules": ["query", "key", "value"]}
-    assert record["settings"]["lora_r"] == 4
+    assert {key: record["settings"][key] for key in ("lora_r", "lora_alpha", "lora_target_modules")} == {
+        "lora_r": 4, "lora_alpha": 16.0, "lora_target_modules": ["query", "key", "value"]}
 
 
 def test_idc_whose_keep_rule_kept_the_start_says_the_adapter_is_not_saved(workspace, capsys):  # noqa: F811
@@ -96,7 +96,7 @@ def test_idc_with_a_weight_anchor_and_the_infocse_loss_on_an_adapter(workspace, 
     printed = capsys.readouterr().out
     assert seen["weight_anchor"] == 0.5 and seen["keep_start_if_better"] is False
     assert "weight anchor           0.5 of each round's change kept (start + 0.5 x (trained - start))" in printed
-    assert json.loads((out / "run_summary.json").read_text())["weight_anchor"] == 0.5
+    assert json.loads((out / "run_summary.json").read_text())["settings"]["weight_anchor"] == 0.5
     assert "; merged into the saved model" in printed
 
 

@@ -295,7 +295,7 @@ def test_a_weight_anchor_saves_the_given_share_of_the_trained_change(user_model,
     for key, value in toward_start(given, trained, 0.25).items():
         torch.testing.assert_close(anchored[key], value)
     assert _module_types(tmp_path / "anchored") == ["Transformer", "Pooling", "Dense", "Normalize"]
-    assert json.loads((tmp_path / "anchored" / "run_summary.json").read_text())["weight_anchor"] == 0.25
+    assert json.loads((tmp_path / "anchored" / "run_summary.json").read_text())["settings"]["weight_anchor"] == 0.25
 
 
 def test_a_weight_anchor_compares_the_anchored_last_step_with_the_start(user_model, data, tmp_path, capsys):
@@ -306,7 +306,7 @@ def test_a_weight_anchor_compares_the_anchored_last_step_with_the_start(user_mod
     assert main(_train(user_model, data, out, *flags)) == 0
     assert re.search(r"saved +the model at the last step, 2", capsys.readouterr().out)
     record = json.loads((out / "run_summary.json").read_text())
-    assert record["start_end"]["kept"] == "end" and record["weight_anchor"] == 0.5
+    assert record["start_end"]["kept"] == "end" and record["settings"]["weight_anchor"] == 0.5
 
 
 @pytest.mark.parametrize(("flags", "message"), [
@@ -762,7 +762,7 @@ def test_a_lora_run_saves_the_users_modules_with_the_adapter_merged(user_model, 
     assert moved and all(re.search(r"attention\.self\.(query|key|value)\.weight$", k) for k in moved)  # the rest froze
     for key in moved:  # the anchor keeps half of the adapter's change, exactly (B @ A with B halved)
         torch.testing.assert_close(anchored[key] - given[key], 0.5 * (free[key] - given[key]), atol=1e-6, rtol=1e-4)
-    assert json.loads((tmp_path / "free" / "run_summary.json").read_text())["lora"]["r"] == 4
+    assert json.loads((tmp_path / "free" / "run_summary.json").read_text())["settings"]["lora_r"] == 4
 
 
 @pytest.mark.parametrize(("flags", "message"), [

@@ -57,7 +57,7 @@ def test_demo_rejects_zero_steps(capsys):
 def test_demo_refuses_numbers_it_cannot_use(flag, least, capsys, tmp_path):
     assert main(["demo", f"--{flag}", "0", "--output_dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"st-infocse demo: error: --{flag} must be at least {least}"
+    assert err.startswith(f"st-infocse demo: error: --{flag} must be at least {least}") and err.endswith("got 0")
     assert not (tmp_path / "out").exists()
 
 

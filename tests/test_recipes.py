@@ -11,7 +11,6 @@ import pytest
 import st_infocse.training.precision
 import st_infocse.training.trainer
 from st_infocse.cli import main
-from st_infocse.cli import recipe_runs as cli_recipes
 from st_infocse.cli import train as cli_train
 from st_infocse.cli.objective_flags import OBJECTIVES
 from st_infocse.recipes import RECIPES, Published, Recipe, UnknownRecipeError, get_recipe, recipe_flags, recipe_names
@@ -402,7 +401,9 @@ def test_on_a_cpu_with_native_bf16_the_recipe_trains_in_bf16(parsed, monkeypatch
 def test_on_a_gpu_the_recipe_keeps_fp16(monkeypatch):
     # fp16 cannot be built into training arguments on a CPU, so the choice is checked where it is made
     monkeypatch.setattr(st_infocse.training.precision, "accelerator_type", lambda: "cuda")
-    extra, chosen = cli_recipes.recipe_precision(RECIPES["infocse-bert-base"], {"fp16": True}, frozenset())
+    recipe = RECIPES["infocse-bert-base"]
+    extra, chosen = st_infocse.training.precision.settle_precision(recipe.name, recipe.precision, {"fp16": True},
+                                                                   frozenset())
     assert extra == {} and chosen == "fp16 on cuda (the recipe's)"
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import out_of_bounds
+from st_infocse.mining.documents import DOCUMENT_FORMATS
 
 WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
 BUNDLED = "demo"  # --train_data demo / --stsb_dev demo: the data shipped in st_infocse/data
@@ -166,19 +167,14 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
     return section
 
 
-@dataclass
-class ModelArguments:
-    _argument_group_name = "model"
-
-    model: str = flag("bert-base-uncased", "Hub id or local folder of a Hugging Face or Sentence Transformer model.")
-    pooling: Literal["cls", "mean", "max", "model"] | None = flag(
-        None, "Default: a saved Sentence Transformer keeps its own modules (Pooling, Dense, Normalize, ...); a plain "
-        "Hugging Face encoder is pooled with cls (the papers' setting, SimCSE's cls_before_pooler). cls, mean or max "
-        "replaces only the Pooling module of a saved Sentence Transformer; 'model' keeps the modules "
-        "sentence-transformers loads.")
-    max_seq_length: int = flag(32, "Maximum tokens per sentence while training (the papers' 32); the saved model "
-                               "keeps the base model's own maximum length.")
-    trust_remote_code: bool = flag(False, "Allow custom model code from the hub.")
+#: The model's flags; the pooling rule and remote code are :func:`~st_infocse.training.load_model`'s own arguments.
+ModelArguments = derived("model", {
+    "model": (str, flag("bert-base-uncased", "Hub id or local folder of a Hugging Face or Sentence Transformer model.")),
+    "pooling": "st_infocse.training.builder:load_model",
+    "max_seq_length": (int, flag(32, "Maximum tokens per sentence while training (the papers' 32); the saved model "
+                                     "keeps the base model's own maximum length.")),
+    "trust_remote_code": "st_infocse.training.builder:load_model",
+}, name="ModelArguments")
 
 
 @dataclass
@@ -279,9 +275,7 @@ _MINE, _DOCUMENTS = "st_infocse.mining.idc:mine_pairs", "st_infocse.mining.sente
 
 #: ``st-infocse mine``'s flags, each the miner's own argument of the same name.
 MineArguments = derived("mining", {
-    "docs": (str, flag(None, "Documents: a .txt(.gz) file with documents separated by blank lines (each line is split "
-                             "into sentences), .jsonl(.gz)/.json objects with 'sentences' (list) or 'text' (and 'id'), "
-                             "a save_to_disk folder, or a hub dataset id.")),
+    "docs": (str, flag(None, f"Documents: {DOCUMENT_FORMATS}; each line of a text file is split into sentences.")),
     "output_dir": (str, flag("pairs", "Folder for the mined pairs (datasets save_to_disk) and report.json.")),
     **dict.fromkeys(("k", "threshold", "similarity"), _MINE), "min_sentences": _DOCUMENTS,
     "max_sentences": (_DOCUMENTS, {"help": "Skip documents with more sentences."}),
@@ -309,8 +303,16 @@ class LexicalArguments(derived("BM25 beside your retrieval scores", {
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.bm25:
-            check_bm25_language(self.bm25_language, self.bm25_stem, self.bm25_stopwords)
+        if not self.bm25:
+            return
+        from st_infocse.evaluation.bm25_language import check_language  # LexicalSettings' own check, without torch
+
+        try:  # its message starts with the setting's name, here the flag's
+            check_language(self.bm25_language, self.bm25_stem, self.bm25_stopwords)
+        except ValueError as exc:
+            setting, _, why = str(exc).partition(" ")
+            raise CLIError(f"{next(flag_name(item) for item in fields(self) if item.name.endswith('_' + setting))} "
+                           f"{why}") from None
 
     def settings(self):
         """The :class:`~st_infocse.evaluation.LexicalSettings` these flags ask for, or None (``--bm25 false``)."""
@@ -342,33 +344,6 @@ class EvaluateArguments:
         "--compare model to --model, with its 95 percent interval from the paired test over the queries / pairs and "
         "a verdict (comparison.json, comparison.md); with several rows, the verdicts read p adjusted by Holm's rule "
         "over every row of every model compared. Loaded as --model is.", metavar="MODEL")
-
-
-def check_bm25_language(language: str, stem: bool, stopwords: bool) -> None:
-    """``--bm25_language`` against the stemmer's own languages (PyStemmer's ``algorithms()``) and the stop-word
-    lists of ``bm25s`` (its own lookup, which raises for a language it has no list of)."""
-    import difflib
-
-    if stem and importlib.util.find_spec("Stemmer") is None:
-        if language != "english":
-            raise CLIError(f"--bm25_language {language} cannot be checked: PyStemmer is not installed (pip install "
-                           "'st-infocse[eval]')")
-        return
-    if stem:
-        import Stemmer
-
-        if language not in (known := sorted(Stemmer.algorithms())):
-            close = difflib.get_close_matches(language, known, n=1)
-            raise CLIError(f"--bm25_language {language} is not a language of the stemmer"
-                           f"{f' (did you mean {close[0]}?)' if close else ''}; it knows {', '.join(known)}")
-    if stopwords and importlib.util.find_spec("bm25s") is not None:
-        from bm25s.tokenization import _infer_stopwords  # what bm25s.tokenize(stopwords=language) looks up
-
-        try:
-            _infer_stopwords(language)
-        except ValueError:
-            raise CLIError(f"--bm25_language {language}: bm25s has no stop-word list for it (--bm25_stopwords false "
-                           "keeps every token)") from None
 
 
 def training_arguments_class():

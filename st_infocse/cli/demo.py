@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from st_infocse.cli.arguments import flag
+from st_infocse.cli.arguments import AT_LEAST_1, Checked, flag
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.parsing import parse_command
 
@@ -38,11 +38,15 @@ def minilm_path() -> Path | None:
 
 
 @dataclass
-class DemoArguments:
+class DemoArguments(Checked):
     """Train all-MiniLM-L6-v2 (CLS pooling) for a few minutes on the shipped Wikipedia sentences and print STS-B dev
     Spearman x100 before and after. Offline; needs ``pip install "st-infocse[demo]"``."""
 
     _argument_group_name = "demo"
+    # A number given is used as given; one that cannot be used is refused rather than replaced (eval_pairs: a
+    # Spearman correlation needs two pairs).
+    bounds = {**dict.fromkeys(("steps", "batch_size", "max_length"), (AT_LEAST_1, "")),
+              "eval_pairs": ((2, None, True, False), "(a correlation needs two pairs)")}
 
     objective: Literal["infocse", "simcse"] = flag("infocse", "Loss.")
     steps: int = flag(DEFAULT_STEPS, "Training steps of --batch_size sentences.")
@@ -53,14 +57,6 @@ class DemoArguments:
     seed: int = flag(0, "Random seed.")
     model: str | None = flag(None, "A local encoder instead of the wheel's MiniLM.")
     eval_pairs: int | None = flag(None, "Score on the first N STS-B dev pairs only.")
-
-    def __post_init__(self) -> None:
-        # A number given is used as given; one that cannot be used is refused rather than replaced (eval_pairs: a
-        # Spearman correlation needs two pairs).
-        for name, least in {"steps": 1, "batch_size": 1, "max_length": 1, "eval_pairs": 2}.items():
-            value = getattr(self, name)
-            if value is not None and value < least:
-                raise CLIError(f"--{name} must be at least {least}")
 
 
 SECTIONS = (DemoArguments,)

@@ -87,13 +87,7 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
         comparisons = evaluation.judge_together([evaluation.compare_results(other, results) for other in others])
         for comparison in comparisons:
             print(comparison)
-        out = Path(eval_args.output_dir)
-        record = ({"comparison": comparisons[0].to_dict()} if len(comparisons) == 1
-                  else {"comparisons": [comparison.to_dict() for comparison in comparisons]})
-        written["comparison"] = evaluation.write_json(record, out / "comparison.json")
-        (out / "comparison.md").write_text("\n\n".join(
-            (f"{c.after} against {c.before}\n\n" if len(comparisons) > 1 else "") + c.to_markdown()
-            for c in comparisons) + "\n", encoding="utf-8")
+        written["comparison"] = evaluation.save_comparisons(comparisons, eval_args.output_dir)
     summary("Evaluation done", {kind: path for kind, path in written.items()})
     return 0
 

@@ -39,20 +39,6 @@ def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None
                 path.rmdir()
 
 
-def check_step_counts(training_args) -> None:
-    """transformers trains ``max_steps`` when it is 0 or more (so 0 trains nothing) and epochs only when it is
-    negative, so ``-5`` would silently mean "epochs"; a learning rate of 0 or below would train backwards, or not at
-    all, without a word."""
-    max_steps, epochs = training_args.max_steps, training_args.num_train_epochs
-    if not training_args.learning_rate > 0:
-        raise CLIError(f"--learning_rate must be positive, got {training_args.learning_rate:g}")
-    if max_steps < 0 and max_steps != -1:
-        raise CLIError(f"--max_steps must be a positive number of steps, or -1 to train --num_train_epochs; got {max_steps:g}")
-    if max_steps == 0 or (max_steps < 0 and epochs <= 0):
-        raise CLIError(f"--max_steps {max_steps:g} with --num_train_epochs {epochs:g} makes no optimizer step: give "
-                       "--max_steps N > 0, or --max_steps -1 (the default) with --num_train_epochs > 0")
-
-
 def model_from_args(args: ModelArguments, seed: int | None = None):
     """The model the flags name (:func:`st_infocse.training.load_model`), seeded first where ``seed`` is given, so
     that what is initialised fresh (a pooling or MLM head, the loss's modules) is the same at every run with the same
@@ -110,7 +96,7 @@ def check_earlier_run(output_dir: str, resume: object, overwrite: bool) -> str |
     summary when something was removed."""
     folder = Path(output_dir).expanduser()
     earlier = sorted(p for p in folder.iterdir() if _RUN_FILES.match(p.name)) if folder.is_dir() else []
-    if not earlier or (resume is not None and str(resume).lower() not in ("false", "none", "")):
+    if not earlier or resume is not None:
         return None
     names = ", ".join(p.name for p in earlier[:4]) + (f" and {len(earlier) - 4} more" if len(earlier) > 4 else "")
     if not overwrite:

@@ -29,8 +29,8 @@ from st_infocse.cli.objective_flags import (
     Stage1Flags,
     loss_options,
 )
-from st_infocse.cli.output import end_summary, lengths, summary
-from st_infocse.losses.registry import STAGE1, get_objective, objective_names
+from st_infocse.cli.output import finish_run, lengths, summary
+from st_infocse.losses.registry import STAGE1, get_objective
 from st_infocse.mining.documents import load_documents
 
 
@@ -88,13 +88,9 @@ class Entry:
 
 
 def build_loss(model, objective: str, loss_flags: Any = None):
-    """The loss of ``objective`` from the registry, given its loss flags (None: the loss's own defaults)."""
-    if objective not in objective_names() and objective != STAGE1.name:
-        raise CLIError(f"unknown objective {objective!r}; choose one of {', '.join(objective_names())}")
+    """The loss of ``objective`` (or stage 1's) from the registry, given its loss flags (None: the loss's own
+    defaults); the registry refuses a name it does not know, or an objective with no loss of its own."""
     entry = STAGE1 if objective == STAGE1.name else get_objective(objective)
-    if entry.loss is None:
-        raise CLIError(f"--objective {objective} has no loss of this package (idc trains through its own rounds, ict "
-                       "and distill with sentence-transformers' losses)")
     return entry.loss_class()(model, **loss_options(loss_flags))
 
 
@@ -125,14 +121,6 @@ def add_adapter(model, lora) -> str:
     total = sum(p.numel() for p in model.parameters())
     return (f"rank {settings.r}, alpha {settings.alpha:g} on {len(adapted)} layers "
             f"({', '.join(settings.target_modules)}); {trained:,} of {total:,} weights train")
-
-
-def merge_adapter(model, adapter: str) -> None:
-    """The user's modules, the adapter's change folded into the weights it adapted (nothing without one)."""
-    if adapter:
-        from st_infocse.training.lora import merge_lora
-
-        merge_lora(model)
 
 
 def warm_up_decoder(model, texts: Sequence[str], flags: Any) -> str:
@@ -282,7 +270,7 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     given = flags.given & {item.name for item in fields(args) if item.init}
     round_args = {**DEFAULT_TRAINING_ARGS, "seed": args.seed,  # each round has its own folder under output_dir
                   **{name: getattr(args, name) for name in sorted(given - {"output_dir"})}}
-    adapter = add_adapter(model, flags.lora)  # once, before round 1: every round trains it and round 2 mines with it
+    adapter = measured.notes.get("LoRA adapter", "")  # added before the rounds, as for every objective
     factory: Callable = lambda m: IDC_LOSSES[idc.idc_loss].loss(m, flags, prepared)  # noqa: E731
     if "learning_rate_mapping" not in round_args and (mapping := learning_rate_mapping(factory(model),
                                                                                        flags.aux_learning_rate)):
@@ -301,8 +289,7 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     folder = Path(args.output_dir) / "rounds"
     summary("IDC training", {
         "documents": sampled or len(docs), **({"round 1 mined by": idc.idc_annotator} if annotator else {}),
-        "rounds": f"up to {idc.rounds} (mine -> train)", "model": loaded.how,
-        **({"LoRA adapter": adapter} if adapter else {}), **measured.notes,
+        "rounds": f"up to {idc.rounds} (mine -> train)", "model": loaded.how, **measured.notes,
         "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
         **({"weight anchor": anchor} if anchor else {}),
         "rounds folder": folder, "max length": lengths(model.max_seq_length, own_length),
@@ -339,31 +326,6 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     return 0
 
 
-def finish_run(loaded, flags, title: str, rows: dict, record: dict, adapter: str, anchor: str | None,
-               start_saved: bool, labels, measured_rows, saved: dict | None = None, loss=None, decides=None) -> None:
-    """Every run's end: the adapter merged, the model saved (by ``flags.entry.save``), the adapter's and the anchor's
-    rows and record beside ``rows`` and ``record``, and the end summary with ``run_summary.json``."""
-    model, out, training_length = loaded.model, Path(flags.trainer.output_dir), loaded.model.max_seq_length
-    merge_adapter(model, adapter)
-    if flags.entry.save is not None:
-        rows.update(flags.entry.save(model, loss, out, loaded.own_length))
-    else:
-        from st_infocse.training.builder import save_model
-
-        save_model(model, out, loaded.own_length)
-    record = {**record, "model": loaded.how, "settings": flags.settings(),
-              "max_seq_length": {"training": training_length, "saved": loaded.own_length}}
-    if adapter:
-        rows["LoRA adapter"] = (f"{adapter}; not in the saved model, which is the starting model (see saved)"
-                                if start_saved else f"{adapter}; merged into the saved model")
-        record["lora"] = {"r": flags.lora.lora_r, "alpha": flags.lora.lora_alpha,
-                          "target_modules": flags.lora.lora_target_modules}
-    if anchor:
-        rows["weight anchor"], record["weight_anchor"] = anchor, flags.keep.weight_anchor
-    end_summary(title, out, rows, record, labels, measured_rows, lengths(training_length, loaded.own_length),
-                start_saved, decides=decides)
-
-
 def round_rows(result) -> dict[str, str]:
     """One row per round: its pairs, where its time went and, where judged, its change from the start on the
     evaluator's primary metric with the verdict read off the Holm-adjusted p."""
@@ -372,12 +334,10 @@ def round_rows(result) -> dict[str, str]:
         line = (f"{stat.annotation}: {stat.pairs:,} pairs ({stat.pairs_per_document:.2f}/document); mining "
                 f"{stat.mining_seconds:.0f} s, training {stat.training_seconds:.0f} s")
         change = stat.change
-        if change is not None and stat.p_holm is not None:
-            p = "p < 0.001" if change.p < 0.001 else f"p = {change.p:.3f}"
-            if result.rounds_judged > 1:
-                p += f", Holm p = {stat.p_holm:.3f} over {result.rounds_judged} rounds"
-            line += (f"; from the start {change.delta:+.2f} (95% CI {change.low:+.2f} to {change.high:+.2f}, {p}, "
-                     f"{change.n} {change.unit}): {stat.verdict}")
+        if change is not None and stat.p_holm is not None:  # the interval its own, the verdict the Holm p's
+            units = f", {change.n} {change.unit})"
+            holm = f", Holm p = {stat.p_holm:.3f} over {result.rounds_judged} rounds" if result.rounds_judged > 1 else ""
+            line += f"; from the start {change.describe(verdict=False).replace(units, holm + units)}: {stat.verdict}"
         elif stat.score is not None:
             line += f"; score {100 * stat.score:.2f}"
         rows[f"round {stat.round}"] = line + (" (kept)" if stat.round == result.best_round else "")

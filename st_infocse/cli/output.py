@@ -8,8 +8,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.inputs import check_planned_steps
-
 
 def summary(title: str, rows: dict[str, Any]) -> None:
     width = max(len(k) for k in rows)
@@ -38,12 +36,11 @@ def lengths(training_length: int | None, saved_length: int | None) -> str:
     return f"training max length {training_length}, saved model max length {training_length if saved_length is None else saved_length}{own}"
 
 
-def start_summary(title: str, texts: int, training_args, training_length: int | None, own_length: int | None,
-                  extra: dict[str, Any] | None = None) -> None:
-    """Print what the run will do, before it starts."""
+def start_summary(title: str, texts: int, steps: int, training_args, training_length: int | None,
+                  own_length: int | None, extra: dict[str, Any] | None = None) -> None:
+    """Print what the run will do, before it starts: ``steps`` optimizer steps on ``texts`` examples."""
     batch = training_args.per_device_train_batch_size
     per_step = batch * max(1, training_args.world_size) * training_args.gradient_accumulation_steps
-    steps = check_planned_steps(texts, training_args)
     summary(title, {"texts": texts, "batch size": f"{batch}{f' ({per_step} per optimizer step)' if per_step > batch else ''}",
                     "optimizer steps": steps, "checkpoints": checkpoint_plan(training_args, steps),
                     "max length": lengths(training_length, own_length), **(extra or {})})
@@ -83,15 +80,32 @@ def kept_line(result: Any) -> str:
     return f"the model at the last step, {result.end_step}"
 
 
-def end_summary(title: str, out: Path, rows: dict[str, Any], record: dict[str, Any], labels: dict[str, str] | None,
-                measured: tuple[dict, dict, dict, str] | None, lengths_row: str, start_saved: bool = False,
-                decides: str | None = None) -> None:
-    """The end of a training run: each measured metric's start -> end with its interval and which model was saved
-    (``measured``: start metrics, end metrics, changes, the saved line; None without an evaluator; ``labels`` None: a
-    run that takes no evaluator, stage 1), the lengths, the folder, and ``record`` written to ``run_summary.json``; a
-    warning per metric that ended below its start (:func:`worse_at_end`); ``decides``: the checkpoint metric."""
+def finish_run(loaded, flags, title: str, rows: dict[str, Any], record: dict[str, Any], adapter: str,
+               anchor: str | None, start_saved: bool, labels: dict[str, str] | None,
+               measured: tuple[dict, dict, dict, str] | None, loss: Any = None, decides: str | None = None) -> None:
+    """Every training run's end (one trainer, or IDC's rounds): the adapter merged, the model saved (by
+    ``flags.entry.save``), ``record`` with the run's settings written to ``run_summary.json``, and the end summary:
+    ``rows``, each measured metric's start -> end with its interval and which model was saved (``measured``: start
+    metrics, end metrics, changes, the saved line; None without an evaluator; ``labels`` None: a run that takes no
+    evaluator, stage 1), the adapter, the anchor, the lengths and the folder; then a warning per metric that ended
+    below its start (:func:`worse_at_end`). ``decides``: the checkpoint metric."""
+    from st_infocse.training.builder import save_model
     from st_infocse.training.start_end import start_end_rows
 
+    model, out, training_length = loaded.model, Path(flags.trainer.output_dir), loaded.model.max_seq_length
+    if adapter:
+        from st_infocse.training.lora import merge_lora
+
+        merge_lora(model)
+    if flags.entry.save is not None:
+        rows.update(flags.entry.save(model, loss, out, loaded.own_length))
+    else:
+        save_model(model, out, loaded.own_length)
+    if adapter:
+        rows["LoRA adapter"] = (f"{adapter}; not in the saved model, which is the starting model (see saved)"
+                                if start_saved else f"{adapter}; merged into the saved model")
+    if anchor:
+        rows["weight anchor"] = anchor
     warnings: list[str] = []
     if measured is not None:
         start, end, changes, saved = measured
@@ -99,10 +113,11 @@ def end_summary(title: str, out: Path, rows: dict[str, Any], record: dict[str, A
         warnings = worse_at_end(labels, start, end, start_saved)
     elif labels is not None:
         rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
-    path = Path(out) / "run_summary.json"  # scores as the evaluators return them, in [0, 1]
+    path = out / "run_summary.json"  # scores as the evaluators return them, in [0, 1]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2, default=str) + "\n")
-    rows.update({"max length": lengths_row, "model": out, "run summary": path})
-    summary(title, rows)
+    path.write_text(json.dumps({**record, "model": loaded.how, "settings": flags.settings(), "max_seq_length": {
+        "training": training_length, "saved": loaded.own_length}}, indent=2, default=str) + "\n")
+    summary(title, {**rows, "max length": lengths(training_length, loaded.own_length), "model": out,
+                    "run summary": path})
     for line in warnings:
         print(line)

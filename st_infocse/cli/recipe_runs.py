@@ -10,7 +10,6 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.output import summary
 from st_infocse.cli.parsing import asks_for_help, recipe_by_name
 from st_infocse.recipes import Recipe, format_recipe, format_recipe_list
-from st_infocse.training.precision import settle_precision  # nothing heavy: torch is imported when called
 
 
 def check_requires(recipe: Recipe, typed: set[str]) -> None:
@@ -19,11 +18,6 @@ def check_requires(recipe: Recipe, typed: set[str]) -> None:
     missing = [flag for flag in recipe.requires if flag[2:] not in typed]
     if missing:
         raise CLIError(f"recipe {recipe.name} needs {' and '.join(missing)} (st-infocse recipes {recipe.name} says why)")
-
-
-def recipe_precision(recipe: Recipe, trainer_values: dict[str, Any], typed: frozenset[str]) -> tuple[dict, str]:
-    """The trainer flags that settle the recipe's precision here, and what it is (:func:`settle_precision`)."""
-    return settle_precision(recipe.name, recipe.precision, trainer_values, typed)
 
 
 def recipe_summary(recipe: Recipe, flags: Any, precision: str) -> None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.evaluators import lexical_reference_callback, lexical_reference_rows, run_evaluation
+from st_infocse.cli.evaluators import for_model, run_evaluation
 from st_infocse.cli.inputs import apply_weight_anchor, check_earlier_run, check_planned_steps, model_from_args
 from st_infocse.cli.interrupt import Interrupted
-from st_infocse.cli.objectives import add_adapter, finish_run, learning_rate_mapping
-from st_infocse.cli.output import kept_line, start_summary
+from st_infocse.cli.objectives import add_adapter, learning_rate_mapping
+from st_infocse.cli.output import finish_run, kept_line, start_summary
 from st_infocse.cli.parsing import asks_for_help, read_sources
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
 from st_infocse.recipes import format_recipe_list
@@ -27,7 +26,7 @@ from st_infocse.training.texts import count_long_texts
 
 def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
     """Train ``loss`` on ``dataset`` through the package's trainer builder, resuming where ``--resume_from_checkpoint``
-    says; returns the trainer."""
+    says (a folder, or True: the newest checkpoint in the output folder); returns the trainer."""
     from st_infocse.cli.interrupt import interrupt_callback, interruptible
     from st_infocse.training.builder import build_trainer
 
@@ -36,15 +35,8 @@ def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
         trainer.add_callback(callback)
     interrupt = interrupt_callback()
     trainer.add_callback(interrupt)
-    resume = training_args.resume_from_checkpoint
-    if isinstance(resume, str) and resume.lower() in ("true", "last"):
-        resume = True  # the newest checkpoint-N in output_dir
-    elif isinstance(resume, str) and resume.lower() in ("false", "none", ""):
-        resume = None
-    elif resume is not None and not Path(resume).is_dir():
-        raise CLIError(f"--resume_from_checkpoint: no checkpoint folder at {resume}")
     with interruptible(interrupt):
-        trainer.train(resume_from_checkpoint=resume)
+        trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     return trainer
 
 
@@ -76,13 +68,13 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
                                  flags.output.overwrite_output_dir)
     loaded = model_from_args(flags.model, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
-    measured.for_model(model, training_args, own_length)
+    for_model(measured, model, training_args, own_length)
+    adapter = add_adapter(model, flags.lora)  # IDC's too, before round 1: every round trains it, round 2 mines with it
+    if adapter:
+        measured.notes["LoRA adapter"] = adapter
     start = time.time()
     if entry.run is not None:
         return entry.run(loaded, flags, measured, prepared, start)
-    adapter = add_adapter(model, flags.lora)
-    if adapter:
-        measured.notes["LoRA adapter"] = adapter
     if entry.finish is not None:
         prepared.dataset = entry.finish(model, flags, prepared)
     dataset = prepared.dataset
@@ -91,7 +83,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     loss = entry.loss(model, flags, prepared)
     if not training_args.learning_rate_mapping:
         training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
-    start_summary(entry.title or f"Training {objective}", len(dataset), training_args, model.max_seq_length,
+    start_summary(entry.title or f"Training {objective}", len(dataset), steps, training_args, model.max_seq_length,
                   own_length, {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
                                **({"output folder": replaced} if replaced else {}),
                                **({"weight anchor": anchor} if anchor else {})})
@@ -106,7 +98,9 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
                                 confirm_share=flags.run.confirm_share)
         callbacks.append(ends)
         if lexical is not None:  # after StartEndCallback: its start evaluation leaves the hits
-            callbacks.append(references := lexical_reference_callback(measured.retrieval, lexical))
+            from st_infocse.evaluation.run_evaluators import LexicalReferenceCallback
+
+            callbacks.append(references := LexicalReferenceCallback(measured.retrieval, lexical))
     if anchor:
         from st_infocse.training.anchor import WeightAnchorCallback
 
@@ -128,7 +122,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         result = (ends.result.start, ends.result.end, ends.result.changes, kept_line(ends.result))
         record.update(start_end=ends.result.to_dict(), saved=result[3])
         if lexical is not None:
-            reference_rows, record["lexical_references"] = lexical_reference_rows(references, lexical.describe())
+            reference_rows, record["lexical_references"] = references.rows()
             rows.update(reference_rows)
     finish_run(loaded, flags, f"{entry.title} done" if entry.title else "Training done", rows, record, adapter,
                anchor, ends is not None and ends.result.kept == "start",

@@ -20,7 +20,7 @@ from st_infocse.cli.arguments import (
     training_arguments_class,
 )
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.inputs import check_model_source, check_output_dir, check_step_counts
+from st_infocse.cli.inputs import check_model_source, check_output_dir
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
     DecoderWarmupFlags,
@@ -43,9 +43,10 @@ from st_infocse.cli.parsing import (
     refuse_unknown,
     unknown_flags,
 )
-from st_infocse.cli.recipe_runs import check_requires, recipe_precision, recipe_summary
+from st_infocse.cli.recipe_runs import check_requires, recipe_summary
 from st_infocse.losses.registry import STAGE1
 from st_infocse.mining.documents import check_documents
+from st_infocse.training.precision import settle_precision  # nothing heavy: torch is imported when called
 from st_infocse.training.texts import check_text_source
 
 #: The trainer's evaluation settings of a run without an evaluator: nothing to evaluate or keep a checkpoint by.
@@ -153,10 +154,10 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     flags.given = frozenset({*recipe_own, *user_own, *recipe_trainer, *user_trainer})
     flags.typed = frozenset({*user_own, *user_trainer})
     trainer_values = {**recipe_trainer, **user_trainer}
-    if sources.recipe is not None:
-        precision, chosen_precision = recipe_precision(sources.recipe, trainer_values, flags.typed)
+    if (recipe := sources.recipe) is not None:
+        precision, chosen_precision = settle_precision(recipe.name, recipe.precision, trainer_values, flags.typed)
         trainer_values.update(precision)
-        recipe_summary(sources.recipe, flags, chosen_precision)
+        recipe_summary(recipe, flags, chosen_precision)
     refused = [f"--{name}" for name in entry.refused_trainer_flags if name in flags.given]
     if refused:
         raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
@@ -165,7 +166,11 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     if not flags.evaluates:
         trainer_values.update(EVALUATION_OFF)
     (flags.trainer,) = trainer.build(trainer_values)  # the trainer's own value checks run here
-    check_step_counts(flags.trainer)
+    resume = flags.trainer.resume_from_checkpoint  # a string to transformers: true/last, the newest checkpoint-N
+    if resume is not None and resume.lower() in ("true", "last", "false", "none", ""):
+        flags.trainer.resume_from_checkpoint = True if resume.lower() in ("true", "last") else None
+    elif resume is not None and not Path(resume).is_dir():
+        raise CLIError(f"--resume_from_checkpoint: no checkpoint folder at {resume}")
     check_output_dir(flags.trainer.output_dir)
     return flags
 

@@ -7,11 +7,15 @@ row in twenty a gain or a loss by chance, and a reader scanning the table for th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ._format import markdown_table, text_table
+from .loaders import PathLike
 from .paired import PairedChange, UnitScores, holm, unit_change
+from .report import write_json
 from .retrieval import BEIRResult
 from .sts import STSResult
 
@@ -143,3 +147,22 @@ def judge_together(comparisons: list[Comparison]) -> list[Comparison]:
     return [replace(comparison, family=len(ps),
                     holm_p=[next(adjusted) if change is not None else None for *_, change in comparison.rows])
             for comparison in comparisons]
+
+
+def save_comparisons(comparisons: Sequence[Comparison], out_dir: PathLike) -> Path:
+    """Write ``comparison.json`` and ``comparison.md`` into ``out_dir``; returns the JSON's path.
+
+    Args:
+        comparisons: One comparison (written as ``{"comparison": ...}``), or several judged together
+            (:func:`judge_together`; written as ``{"comparisons": [...]}``, each markdown table headed by its two
+            models).
+        out_dir: The folder, created if missing (``st-infocse evaluate --output_dir``).
+    """
+    out = Path(out_dir)
+    record = ({"comparison": comparisons[0].to_dict()} if len(comparisons) == 1
+              else {"comparisons": [comparison.to_dict() for comparison in comparisons]})
+    written = write_json(record, out / "comparison.json")
+    (out / "comparison.md").write_text("\n\n".join(
+        (f"{c.after} against {c.before}\n\n" if len(comparisons) > 1 else "") + c.to_markdown()
+        for c in comparisons) + "\n", encoding="utf-8")
+    return written

@@ -22,6 +22,7 @@ from typing import Literal
 from st_infocse.files import check_choice, check_range
 
 from ._deps import require
+from .bm25_language import check_language
 
 Run = dict[str, dict[str, float]]  # query id -> {document id -> score}, the format beir and pytrec_eval read
 FUSIONS = ("minmax", "rrf")
@@ -44,6 +45,7 @@ class LexicalSettings:
     def __post_init__(self) -> None:
         check_choice("fusion", self.fusion, FUSIONS)
         check_range("weight", self.weight, (0, 1, True, True))
+        check_language(self.language, self.stem, self.stopwords)
 
     def describe(self) -> str:
         """``BM25 (bm25s; english stemmer, english stop words); hybrid: min-max sum, BM25 weight 0.5``."""

@@ -40,5 +40,17 @@ class PaperTrainingArguments(SentenceTransformerTrainingArguments):
     fast_step: bool = field(default=False, metadata={"help": FAST_STEP_HELP})
 
     def __post_init__(self) -> None:
+        """Refuses, naming the flag, step counts and learning rates that would train nothing or backwards without a
+        word: transformers trains ``max_steps`` when it is 0 or more (so 0 trains nothing) and epochs only when it is
+        negative, so ``-5`` would silently mean "epochs"."""
         super().__post_init__()
         unpin_memory_without_accelerator(self)
+        max_steps, epochs = self.max_steps, self.num_train_epochs
+        if not self.learning_rate > 0:
+            raise ValueError(f"--learning_rate must be positive, got {self.learning_rate:g}")
+        if max_steps < 0 and max_steps != -1:
+            raise ValueError(f"--max_steps must be a positive number of steps, or -1 to train --num_train_epochs; "
+                             f"got {max_steps:g}")
+        if max_steps == 0 or (max_steps < 0 and epochs <= 0):
+            raise ValueError(f"--max_steps {max_steps:g} with --num_train_epochs {epochs:g} makes no optimizer step: "
+                             "give --max_steps N > 0, or --max_steps -1 (the default) with --num_train_epochs > 0")

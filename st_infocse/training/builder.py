@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from st_infocse.files import InputError, check_choice, looks_local
 
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 #: Above this, ``model_max_length`` is transformers' "no limit" sentinel (``VERY_LARGE_INTEGER``), not a length.
 LENGTH_SENTINEL = 1_000_000
 #: Poolings a loaded encoder may be given; ``model`` keeps a saved Sentence Transformer's own modules.
-POOLINGS = ("cls", "mean", "max", "model")
+PoolingMode = Literal["cls", "mean", "max", "model"]
+POOLINGS: tuple[str, ...] = get_args(PoolingMode)
 
 
 def own_max_length(model: SentenceTransformer) -> int | None:
@@ -48,19 +49,21 @@ def describe_modules(model: SentenceTransformer) -> str:
 
 
 def load_model(
-    source: str, pooling: str | None = None, max_seq_length: int | None = None, trust_remote_code: bool = False
+    source: str, pooling: PoolingMode | None = None, max_seq_length: int | None = None, trust_remote_code: bool = False
 ) -> LoadedModel:
     """A SentenceTransformer from a hub id or a local folder, with ``max_seq_length`` applied; the user's model is
-    theirs:
+    theirs. The model's own length is its ``max_seq_length`` as loaded. A model that is missing or cannot be loaded,
+    an unknown pooling or one without a single Pooling module to replace is an InputError.
 
-    - ``pooling=None``: a saved Sentence Transformer keeps its own modules, prompts and similarity function; a plain
-      encoder is pooled with ``cls``, the papers' setting (SimCSE's ``cls_before_pooler``).
-    - ``"cls"``, ``"mean"`` or ``"max"``: a saved Sentence Transformer's Pooling module alone is replaced; a plain
-      encoder gets that pooling.
-    - ``"model"``: the modules sentence-transformers loads (for a plain encoder, mean pooling).
-
-    The model's own length is its ``max_seq_length`` as loaded. A model that is missing or cannot be loaded, an
-    unknown pooling or one without a single Pooling module to replace is an InputError.
+    Args:
+        source: a hub id or a local folder of a Hugging Face or Sentence Transformer model.
+        pooling: None (default): a saved Sentence Transformer keeps its own modules (Pooling, Dense, Normalize, ...),
+            prompts and similarity function; a plain Hugging Face encoder is pooled with cls (the papers' setting,
+            SimCSE's cls_before_pooler). cls, mean or max replaces only the Pooling module of a saved Sentence
+            Transformer (a plain encoder gets that pooling); 'model' keeps the modules sentence-transformers loads
+            (for a plain encoder, mean pooling).
+        max_seq_length: the maximum tokens per sentence to apply (None: the model's own).
+        trust_remote_code: Allow custom model code from the hub.
     """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer

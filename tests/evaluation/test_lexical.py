@@ -29,6 +29,19 @@ def test_bm25_ranks_by_shared_stemmed_words_and_drops_stop_words():
     assert bm25_search(CORPUS, {"q": "the"})["q"] == {}  # a query of stop words only finds nothing
 
 
+def test_settings_refuse_a_language_bm25_cannot_tokenise_in_when_built():
+    """From Python as from the command line: one line, before any corpus is read, the closest language named."""
+    with pytest.raises(ValueError, match=r"^language klingon is not a language of the stemmer; it knows .*english"):
+        LexicalSettings(language="klingon")
+    with pytest.raises(ValueError, match=r"did you mean german\?"):
+        LexicalSettings(language="germna")
+    with pytest.raises(ValueError, match="^language armenian: bm25s has no stop-word list"):
+        LexicalSettings(language="armenian")  # a Snowball stemmer, but no stop-word list
+    assert LexicalSettings(language="armenian", stopwords=False).language == "armenian"
+    assert LexicalSettings(language="klingon", stem=False, stopwords=False).describe().endswith("min-max sum, "
+                                                                                                "BM25 weight 0.5")
+
+
 def test_minmax_fusion_normalises_each_run_then_weights_bm25():
     dense = {"q": {"a": 0.9, "b": 0.7, "c": 0.5}}
     lexical = {"q": {"c": 12.0, "d": 2.0}}

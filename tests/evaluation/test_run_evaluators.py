@@ -1,0 +1,84 @@
+"""A training run's evaluators and BM25's reference lines beside them (st_infocse.evaluation.run_evaluators)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
+
+from st_infocse.evaluation import (
+    STSB_DEV_METRIC,
+    LexicalReferenceCallback,
+    LexicalSettings,
+    RetrievalEvaluator,
+    STSPairs,
+    run_evaluation,
+)
+from st_infocse.files import InputError
+
+PAIRS = STSPairs("STS-B", ["a cat", "a dog", "the sun"], ["a kitten", "a car", "the moon"], [4.5, 1.0, 2.5],
+                 source="test", split="dev")
+
+
+@pytest.fixture
+def folder(tmp_path, ev):
+    return ev.write_beir(tmp_path / "mine", {"d1": "cats sleep", "d2": "stock markets", "d3": "a dog runs"},
+                         {"q1": "sleeping cats", "q2": "markets"}, [("q1", "d1", 1), ("q2", "d2", 1)])
+
+
+def test_nothing_to_measure_is_no_evaluator():
+    run = run_evaluation()
+    assert run.evaluator is None and run.labels == {} and run.retrieval is None
+
+
+def test_stsb_dev_alone_is_the_evaluator_and_labelled():
+    run = run_evaluation(PAIRS)
+    assert run.evaluator.primary_metric == "sts-dev_spearman_cosine" and run.retrieval is None
+    assert run.labels == {STSB_DEV_METRIC: "STS-B dev"}
+
+
+def test_both_make_a_sequential_evaluator_with_retrieval_last(folder):
+    run = run_evaluation(PAIRS, folder, seed=3)
+    assert isinstance(run.evaluator, SequentialEvaluator)
+    assert run.evaluator.evaluators[-1] is run.retrieval and isinstance(run.retrieval, RetrievalEvaluator)
+    assert run.notes["retrieval set"].startswith("mine-test: 2 queries, 3 documents")
+    assert run.retrieval_chooses
+
+
+@pytest.mark.parametrize("chooses", [True, False])
+def test_for_model_names_the_keys_and_lets_retrieval_choose_unless_told_not_to(folder, chooses):
+    run = run_evaluation(None, folder, retrieval_chooses=chooses)
+    args = SimpleNamespace(metric_for_best_model="eval_other" if not chooses else None, greater_is_better=False)
+    run.for_model(SimpleNamespace(similarity_fn_name="dot"), args)
+    assert run.labels == {"eval_retrieval_dot_ndcg@10": "retrieval nDCG@10",
+                          "eval_retrieval_dot_recall@100": "retrieval Recall@100"}
+    expected = "eval_retrieval_dot_ndcg@10" if chooses else "eval_other"
+    assert args.metric_for_best_model == expected and run.notes["checkpoint metric"] == expected
+    assert args.greater_is_better is chooses
+
+
+def test_each_source_that_fails_is_one_input_error_naming_its_argument(tmp_path, folder):
+    with pytest.raises(InputError, match=r"^eval_retrieval: .*missing"):
+        run_evaluation(None, tmp_path / "missing")
+    with pytest.raises(InputError, match=r"^stsb_dev: cannot load STS-B dev from .*nothing-here"):
+        run_evaluation(tmp_path / "nothing-here", folder)
+
+
+def test_reference_rows_set_the_start_and_the_last_evaluation_beside_bm25_and_the_hybrid():
+    queries = [f"q{i}" for i in range(8)]
+    retrieval = SimpleNamespace(per_query=dict.fromkeys(queries, 0.2),
+                                lexical_references=lambda settings: {"BM25": dict.fromkeys(queries, 0.5),
+                                                                     "hybrid": dict.fromkeys(queries, 0.2)})
+    callback = LexicalReferenceCallback(retrieval, LexicalSettings(weight=0.3))
+    callback.on_train_begin(None, None, None)
+    retrieval.per_query = dict.fromkeys(queries, 0.6)
+    callback.on_evaluate(None, None, None)
+    rows, record = callback.rows()
+    assert list(rows) == ["BM25 on your queries", "hybrid (BM25 + the model as given)"]
+    assert rows["BM25 on your queries"].startswith("50.00; the model as given against it -30.00")
+    assert "at the last step +10.00" in rows["BM25 on your queries"]
+    assert record["settings"].endswith("BM25 weight 0.3")
+    assert record["hybrid"]["ndcg@10"] == pytest.approx(0.2)
+    assert record["hybrid"]["start_against_it"]["delta"] == pytest.approx(0.0)
+    assert record["BM25"]["end_against_it"]["delta"] == pytest.approx(10.0)
