@@ -209,11 +209,13 @@ def score_test(model_paths: dict[str, str], domain_name: str, source: Path, smok
     sizes = Sizes(smoke_queries=10, curve_docs=20) if smoke else Sizes()
     domain = (load_reuters if domain_name == "reuters" else load_scifact)(source, sizes)
     headline = TEST_METRICS[domain_name][0]
-    scores, per_query = {}, {}
+    scores, per_query, scored = {}, {}, {}
     for name, path in model_paths.items():
-        loaded = load_model(path)
-        loaded.model.eval()
-        metrics, queries = domain.test.evaluate_queries(loaded.model)
+        if path not in scored:  # the keep rule's "the model as given" is the given path: scored once, not twice
+            loaded = load_model(path)
+            loaded.model.eval()
+            scored[path] = domain.test.evaluate_queries(loaded.model)
+        metrics, queries = scored[path]
         scores[name] = {k: round(100 * metrics[k], 2) for k in TEST_METRICS[domain_name]}
         per_query[name] = {q: 100 * v for q, v in queries[headline].items()}
     ids = sorted(per_query["given"])
