@@ -26,7 +26,7 @@ from st_infocse.evaluation import encode_unique
 from st_infocse.mining.graph import Similarity, check_similarity, cluster_documents, cluster_pairs
 from st_infocse.mining.report import MiningReport
 from st_infocse.mining.sentences import PreparedDocument, Skipped, prepare_documents
-from st_infocse.training.precision import cpu_has_native_bf16
+from st_infocse.training import precision as training_precision
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def encoding_precision(model: Any, precision: Precision) -> tuple[contextlib.Abs
     device = getattr(model, "device", None)
     kind = device.type if isinstance(device, torch.device) else "cpu"
     if kind == "cpu":
-        native = cpu_has_native_bf16()
+        native = training_precision.cpu_has_native_bf16()  # one reading of the CPU's flags for the package
         why = None if native else ("has no native bf16 (no avx512_bf16 / AMX)" if native is False
                                    else "may lack native bf16 (its flags are unreadable)")
     elif kind == "cuda":

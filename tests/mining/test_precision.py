@@ -11,7 +11,7 @@ import pytest
 import torch
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-import st_infocse.mining.idc as idc
+import st_infocse.training.precision as training_precision
 from st_infocse.mining import mine_pairs, train_idc_rounds
 from tests.mining.conftest import LookupEncoder
 
@@ -33,10 +33,10 @@ class AutocastRecorder(LookupEncoder):
 
 @pytest.fixture
 def native_bf16(monkeypatch):
-    """Whether this CPU has native bf16, as mining reads it: set by the test."""
+    """Whether this CPU has native bf16, as the package reads it: set by the test."""
 
     def set_to(value: bool | None) -> None:
-        monkeypatch.setattr(idc, "cpu_has_native_bf16", lambda: value)
+        monkeypatch.setattr(training_precision, "cpu_has_native_bf16", lambda *a, **k: value)
 
     return set_to
 
