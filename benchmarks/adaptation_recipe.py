@@ -39,6 +39,7 @@ import json
 import os
 import random
 import resource
+import shlex
 import subprocess
 import sys
 import time
@@ -126,9 +127,10 @@ RECIPES = ("adapt-idc-mpnet", "adapt-idc-mpnet-lora", "adapt-informin")
 DOMAINS = ("reuters", "scifact")
 
 
-def result_key(recipe: str, domain: str) -> str:
-    """Where a run's result is kept in the results file: the recipe's name on Reuters, ``NAME (scifact)`` else."""
-    return recipe if domain == "reuters" else f"{recipe} ({domain})"
+def result_key(recipe: str, domain: str, flags: str = "") -> str:
+    """Where a run's result is kept in the results file: the recipe's name on Reuters, ``NAME (scifact)`` else, and
+    a run with the user's extra ``flags`` as its own entry, ``NAME [FLAGS]``, beside the recipe's own."""
+    return (recipe if domain == "reuters" else f"{recipe} ({domain})") + (f" [{flags}]" if flags else "")
 
 
 def run_recipe(recipe: str, model: str, annotator: Path | None, folder: Path, threads: int, extra: list[str],
@@ -207,11 +209,13 @@ def score_test(model_paths: dict[str, str], domain_name: str, source: Path, smok
     sizes = Sizes(smoke_queries=10, curve_docs=20) if smoke else Sizes()
     domain = (load_reuters if domain_name == "reuters" else load_scifact)(source, sizes)
     headline = TEST_METRICS[domain_name][0]
-    scores, per_query = {}, {}
+    scores, per_query, scored = {}, {}, {}
     for name, path in model_paths.items():
-        loaded = load_model(path)
-        loaded.model.eval()
-        metrics, queries = domain.test.evaluate_queries(loaded.model)
+        if path not in scored:  # the keep rule's "the model as given" is the given path: scored once, not twice
+            loaded = load_model(path)
+            loaded.model.eval()
+            scored[path] = domain.test.evaluate_queries(loaded.model)
+        metrics, queries = scored[path]
         scores[name] = {k: round(100 * metrics[k], 2) for k in TEST_METRICS[domain_name]}
         per_query[name] = {q: 100 * v for q, v in queries[headline].items()}
     ids = sorted(per_query["given"])
@@ -243,7 +247,8 @@ def _time_cell(run: dict[str, Any]) -> str:
 
 def render(results: dict[str, dict[str, Any]]) -> str:
     """One table, a column per recipe run (each recipe on Reuters, then each on SciFact)."""
-    names = [key for domain in DOMAINS for recipe in RECIPES if (key := result_key(recipe, domain)) in results]
+    order = [result_key(recipe, domain) for domain in DOMAINS for recipe in RECIPES]
+    names = sorted(results, key=lambda key: (order.index(key.split(" [")[0]), key))
     columns = []
     for name in names:
         result = results[name]
@@ -295,6 +300,8 @@ def main() -> None:
     p.add_argument("--mpnet", type=Path, default=None,
                    help="all-mpnet-base-v2, a sentence-transformers folder (default: $ST_INFOCSE_MPNET); "
                    "the adapt-idc-mpnet recipes need one")
+    p.add_argument("--user-flags", default="", help="more flags of the user's command, as one string (e.g. "
+                   "\"--idc_precision bf16\"): the run is kept as its own entry, NAME [FLAGS], beside the recipe's")
     p.add_argument("--smoke", action="store_true",
                    help="a pipeline check: 60 documents, 10 queries, 2 steps on 10 mined documents, the test split "
                    "cut to 10 queries, nothing written to benchmarks/results")
@@ -310,7 +317,7 @@ def main() -> None:
     else:
         result["data"] = scifact_files(ns.scifact, ns.scifact_train_qrels or ns.scifact / "qrels" / "train.tsv",
                                        folder, ns.documents, ns.queries, ns.corpus if ns.smoke else None)
-    extra = ["--max_steps", "2"] if ns.smoke else []
+    extra = (["--max_steps", "2"] if ns.smoke else []) + shlex.split(ns.user_flags)
     if ns.smoke:  # IDC's rounds evaluate after each round: no --eval_steps
         extra += ["--idc_max_docs", "10"] if mpnet is not None else ["--eval_steps", "2", "--save_steps", "2"]
     result["run"] = run_recipe(ns.recipe, model, mpnet, folder, ns.threads, extra)
@@ -327,7 +334,11 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "adaptation_recipe.json"
     results = json.loads(path.read_text()) if path.exists() else {}
-    results[result_key(ns.recipe, ns.domain)] = result
+    key = result_key(ns.recipe, ns.domain, " ".join(shlex.split(ns.user_flags)))
+    if key in results:  # the runs it replaces stay in the entry's history, so a comparison across commits stays
+        earlier = results[key]
+        result["history"] = [*earlier.pop("history", []), earlier]
+    results[key] = result
     path.write_text(json.dumps(results, indent=1))
     markdown = render(results)
     update_block(markdown, "adaptation-recipe")

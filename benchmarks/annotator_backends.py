@@ -18,8 +18,9 @@ pairs under ``--work`` for the Jaccard of later backends; ``report`` writes the 
     python -m benchmarks.annotator_backends run --backends fp32 torch-int8 --threads 1 --docs 500
     python -m benchmarks.annotator_backends report
 
-Backends: ``fp32`` (torch), ``torch-int8`` (``torch.ao.quantization.quantize_dynamic`` on the ``Linear`` layers),
-``onnx`` / ``onnx-int8`` (ONNX Runtime; int8 as ``export_dynamic_quantized_onnx_model`` makes it: int8 per-channel
+Backends: ``fp32`` (torch), ``torch-bf16`` (the fp32 model mining under bf16 autocast: ``mine_pairs``'s
+``precision="bf16"``, the package's own option), ``torch-int8`` (``torch.ao.quantization.quantize_dynamic`` on the
+``Linear`` layers), ``onnx`` / ``onnx-int8`` (ONNX Runtime; int8 as ``export_dynamic_quantized_onnx_model`` makes it: int8 per-channel
 weights, activations quantised per batch), ``openvino`` (f32 precision hint), ``openvino-bf16`` (OpenVINO's default
 on a CPU with bf16 units), ``openvino-int8`` (int8 weights by NNCF's weight compression, no calibration) and
 ``openvino-int8-static`` (NNCF post-training quantisation, weights and activations, calibrated on 300 of the domain's
@@ -56,7 +57,7 @@ from benchmarks.harness import RESULTS, SHARED, commit, machine, mpnet_path, pro
 
 OUT = RESULTS / "annotator_backends.json"
 SEED = 0
-BACKENDS = ("fp32", "torch-int8", "onnx", "onnx-int8", "openvino", "openvino-bf16", "openvino-int8",
+BACKENDS = ("fp32", "torch-bf16", "torch-int8", "onnx", "onnx-int8", "openvino", "openvino-bf16", "openvino-int8",
             "openvino-int8-static", "st-openvino", "st-openvino-int8")
 CALIBRATION_SENTENCES = 300
 DOMAINS = ("scifact", "reuters")
@@ -218,7 +219,10 @@ def mine_once(backend: str, domain: str, documents: list[dict[str, Any]], path: 
         model.preprocess(sentences[start:start + 64])
     tokenize_seconds = time.perf_counter() - t1
     load_before = os.getloadavg()[0]
-    pairs, report = mine_pairs(documents, model, show_progress_bar=False)
+    precision = "bf16" if backend == "torch-bf16" else "fp32"  # the package's own option; the model stays fp32
+    pairs, report = mine_pairs(documents, model, show_progress_bar=False, precision=precision)
+    if report.precision != precision:
+        raise RuntimeError(f"{backend}: mining fell back to {report.precision} (no native bf16 here)")
     found = sorted(pair_set(pairs))
     (work / "pairs").mkdir(parents=True, exist_ok=True)
     (work / "pairs" / f"{domain}-{len(documents)}-{backend}-{threads}.json").write_text(json.dumps(found))
@@ -284,7 +288,7 @@ def run(args: argparse.Namespace) -> None:
             try:
                 row = mine_once(backend, domain, documents, path, args.threads, work)
             except (ImportError, ModuleNotFoundError, Exception) as exc:  # noqa: BLE001 - a backend that cannot load is a row
-                if backend in ("fp32", "torch-int8"):
+                if backend in ("fp32", "torch-bf16", "torch-int8"):
                     raise
                 row = {"backend": backend, "domain": domain, "threads": args.threads, "documents": len(documents),
                        "skipped": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"}

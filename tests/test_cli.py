@@ -1063,7 +1063,8 @@ EXPECTED_LOSS_FLAGS = {
     "pretrain-aux": {"k", "n", "mask_rate", "fusion_init", "tie_head", "masking"},
 }
 # The objectives' other own flags: the auxiliary modules' rate, the decoder warm-up, the documents, IDC's rounds.
-_IDC = {"docs", "rounds", "idc_loss", "idc_k", "idc_similarity", "initial_annotation", "idc_annotator", "idc_max_docs"}
+_IDC = {"docs", "rounds", "idc_loss", "idc_k", "idc_similarity", "initial_annotation", "idc_annotator", "idc_max_docs",
+        "idc_precision"}
 _LORA = {"lora_r", "lora_alpha", "lora_target_modules", "lora_dropout"}
 EXPECTED_OWN_FLAGS = {
     "simcse": {"aux_learning_rate", *_LORA},
@@ -1085,8 +1086,8 @@ _FLAG_VALUES = {
     "informin_weight": "0.5", "gather_across_devices": "true", "aux_gradient": "full", "aux_learning_rate": "0.01",
     "decoder_warmup_steps": "2", "decoder_warmup_learning_rate": "0.01", "docs": "docs.jsonl", "rounds": "1",
     "idc_loss": "infocse", "idc_k": "2", "idc_similarity": "dot", "initial_annotation": "adjacent",
-    "idc_annotator": ".", "idc_max_docs": "3", "distill_queries": "title", "distill_loss": "margin_mse",
-    "distill_candidates": "3", "student_temperature": "0.1", "teacher_temperature": "0.2", "distill_max_queries": "5",
+    "idc_annotator": ".", "idc_max_docs": "3", "idc_precision": "bf16", "distill_queries": "title",
+    "distill_loss": "margin_mse", "distill_candidates": "3", "student_temperature": "0.1", "teacher_temperature": "0.2", "distill_max_queries": "5",
     "lora_r": "4", "lora_alpha": "8", "lora_target_modules": "q", "lora_dropout": "0.1",
 }
 # The text-corpus flags, which the document objectives refuse.
@@ -1280,7 +1281,8 @@ def test_the_mining_idc_and_distillation_flags_take_the_librarys_defaults():
                      max_pairs_per_cluster="max_pairs_per_cluster", batch_size="batch_size")
     assert flags(MineArguments, *mined) == mined
     rounds = {**defaults(train_idc_rounds, rounds="rounds", initial_annotation="initial_annotation",
-                         idc_annotator="annotator"), **defaults(mine_pairs, idc_k="k", idc_similarity="similarity")}
+                         idc_annotator="annotator"),
+              **defaults(mine_pairs, idc_k="k", idc_similarity="similarity", idc_precision="precision")}
     assert flags(IDCFlags, *rounds) == rounds
     distill = {**defaults(pseudo_queries, distill_queries="query_kind", distill_max_queries="max_queries"),
                **defaults(distillation_loss, student_temperature="student_temperature",

@@ -142,6 +142,7 @@ EXPECTED = {
         "lora_alpha": 16.0,
         "lora_target_modules": ["query", "key", "value"],
         "learning_rate": 1e-4,  # the adapter's rate in the benchmark's row
+        "idc_precision": "bf16",  # the annotator mines in bf16 where the CPU computes it natively
     },
     "adapt-informin": dict(
         objective="informin",

@@ -100,6 +100,7 @@ IDCFlags = derived("IDC's documents and rounds", {
     "idc_loss": _idc_loss(),
     "docs": (str | None, flag(None, f"{DOCS_HELP} Required.")),
     "rounds": _ROUNDS, "idc_k": f"{_MINE}.k", "idc_similarity": f"{_MINE}.similarity", "initial_annotation": _ROUNDS,
+    "idc_precision": f"{_MINE}.precision",
     "idc_annotator": (f"{_ROUNDS}.annotator", {"help": "Another Sentence Transformer (folder or hub id) whose mining "
                                                "gives the first round's pairs, e.g. sentence-transformers/"
                                                "all-mpnet-base-v2 (paper 002 Table 3 (5)); later rounds mine with the "

@@ -298,7 +298,8 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
         result = train_idc_rounds(
             model, docs, factory, rounds=idc.rounds, initial_annotation=idc.initial_annotation,
             evaluator=measured.evaluator, training_args=round_args,
-            mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity}, output_dir=folder, seed=args.seed,
+            mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity, "precision": idc.idc_precision},
+            output_dir=folder, seed=args.seed,
             annotator=annotator, keep_trained_if=flags.run.keep_trained_if,
             keep_start_if_better=keep.keep_start_if_better, weight_anchor=keep.weight_anchor,
         )

@@ -12,7 +12,8 @@ from st_infocse.mining.sentences import SKIP_REASONS, PreparedDocument, Skipped
 class MiningReport:
     """What one mining pass did. ``documents_seen == documents_used + sum(skipped.values())``.
 
-    ``method`` is ``"idc"``, ``"adjacent"`` or ``"context"`` (``similarity``, ``k`` and ``threshold`` are IDC's);
+    ``method`` is ``"idc"``, ``"adjacent"`` or ``"context"`` (``similarity``, ``k``, ``threshold`` and the
+    encoding's ``precision`` are IDC's);
     ``skipped`` holds every reason of ``SKIP_REASONS``, with up to five ``(doc_id, detail)`` examples each;
     ``sentences_encoded`` counts distinct texts; ``pairs_dropped_by_cap``, pairs over ``max_pairs_per_cluster``;
     ``shards``, encode calls; the ``*_seconds`` split the wall time.
@@ -22,6 +23,7 @@ class MiningReport:
     similarity: str | None = None
     k: int | None = None
     threshold: float | None = None
+    precision: str | None = None
     documents_seen: int = 0
     documents_used: int = 0
     skipped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SKIP_REASONS, 0))
@@ -58,7 +60,9 @@ class MiningReport:
     def summary(self) -> str:
         """One line for logs."""
         skipped = ", ".join(f"{k}={v}" for k, v in sorted(self.skipped.items()) if v) or "none"
-        setting = f" ({self.similarity}, k={self.k}, threshold={self.threshold})" if self.method == "idc" else ""
+        encoded = f", {self.precision}" if self.precision not in (None, "fp32") else ""
+        setting = (f" ({self.similarity}, k={self.k}, threshold={self.threshold}{encoded})" if self.method == "idc"
+                   else "")
         return (
             f"{self.method}{setting}: {self.documents_seen} documents read, {self.documents_used} used, skipped: {skipped}; "
             f"{self.sentences} sentences, {self.clusters} clusters, {self.pairs} pairs "

@@ -147,8 +147,9 @@ def train_idc_rounds(
         training_args: Keyword arguments for ``SentenceTransformerTrainingArguments`` overriding
             :data:`DEFAULT_TRAINING_ARGS` (``output_dir`` is set per round).
         mining_kwargs: Keyword arguments for :func:`mine_pairs` (``k``, ``threshold``,
-            ``similarity`` (``"cosine"`` or ``"dot"``), ``max_pairs_per_cluster``, ``pool``, ...);
-            ``output_dir`` is set per round. Each round's settings are in its ``mining`` report.
+            ``similarity`` (``"cosine"`` or ``"dot"``), ``max_pairs_per_cluster``, ``precision``, ``pool``, ...)
+            for every round's mining, the annotator's included; ``output_dir`` is set per round. Each round's settings
+            are in its ``mining`` report.
         document_aware_batches: Use :class:`DocumentAwareBatchSampler` so pairs of one document are
             never in-batch negatives of each other.
         output_dir: Where each round's pairs and trainer output go (``round-N/``); a temporary

@@ -569,3 +569,37 @@ def test_the_recipe_benchmark_says_where_the_time_went_and_renders_a_scifact_col
     assert "| test split, headline metric: the model as given -> saved | ndcg@10 64.51 -> 65.00 |" in table
     assert ("| test split, confirmation half: the saved model's change | +0.50 (95% CI +0.10 to +0.90, p = 0.020): "
             "a gain, 150 queries |") in table
+
+
+def test_the_recipe_benchmark_scores_the_model_as_given_once_when_the_keep_rule_saved_it(monkeypatch):
+    """When the run handed back the model as given, "saved" is the given path: its test split is scored once and
+    the change is zero, not a second pass over the corpus."""
+    import types
+
+    import st_infocse.training
+
+    recipe = importlib.import_module("benchmarks.adaptation_recipe")
+    passes: list[str] = []
+    scores = {"given": {"q1": 0.5, "q2": 0.7, "q3": 0.2, "q4": 0.9}, "other": {"q1": 0.6, "q2": 0.7, "q3": 0.4,
+                                                                              "q4": 0.9}}
+
+    class Test:
+        def evaluate_queries(self, model):
+            passes.append(model.name)
+            per_query = scores[model.name]
+            return {"ndcg@10": sum(per_query.values()) / 4, "recall@100": 1.0}, {"ndcg@10": per_query}
+
+    monkeypatch.setattr(recipe, "load_scifact", lambda source, sizes: types.SimpleNamespace(test=Test()))
+    monkeypatch.setattr(st_infocse.training, "load_model", lambda path: types.SimpleNamespace(
+        model=types.SimpleNamespace(name=path, eval=lambda: None)))
+    kept = recipe.score_test({"given": "given", "saved": "given"}, "scifact", Path("unused"))
+    assert passes == ["given"] and kept["given"] == kept["saved"] and kept["changes"]["whole"]["delta"] == 0
+    trained = recipe.score_test({"given": "given", "saved": "other"}, "scifact", Path("unused"))
+    assert passes == ["given", "given", "other"] and trained["changes"]["whole"]["delta"] > 0
+
+
+def test_a_recipe_run_with_more_user_flags_is_its_own_entry_beside_the_recipes():
+    recipe = importlib.import_module("benchmarks.adaptation_recipe")
+    assert recipe.result_key("adapt-idc-mpnet-lora", "scifact", "--idc_precision bf16") == (
+        "adapt-idc-mpnet-lora (scifact) [--idc_precision bf16]")
+    assert recipe.result_key("adapt-idc-mpnet-lora", "reuters", "") == "adapt-idc-mpnet-lora"
