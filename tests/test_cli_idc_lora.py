@@ -139,3 +139,16 @@ def test_the_rounds_saved_line_says_the_reliable_gain_decided():
     assert rounds_saved(2, "better") == "the weights of round 2"
     assert rounds_saved(0, "reliable").startswith("the starting model: no round's gain was reliable")
     assert rounds_saved(0, "better") == "the starting model: no round beat it"
+
+
+def test_idc_with_bf16_on_a_cpu_trains_every_round_in_bf16(workspace, capsys, monkeypatch):  # noqa: F811
+    """--bf16 true on a CPU: the command adds use_cpu (transformers refuses bf16 without a GPU otherwise) and IDC's
+    rounds, which take every flag set, receive both."""
+    monkeypatch.setattr("st_infocse.training.precision.accelerator_type", lambda: "cpu")
+    out = workspace["root"] / "idc-bf16"
+    command = _idc(workspace, out, "--bf16", "true")
+    at = command.index("--use_cpu")
+    del command[at:at + 2]  # as a user types it
+    assert main(command) == 0, capsys.readouterr().err
+    record = json.loads((out / "run_summary.json").read_text())
+    assert record["round_arguments"]["bf16"] is True and record["round_arguments"]["use_cpu"] is True

@@ -154,9 +154,13 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     flags.given = frozenset({*recipe_own, *user_own, *recipe_trainer, *user_trainer})
     flags.typed = frozenset({*user_own, *user_trainer})
     trainer_values = {**recipe_trainer, **user_trainer}
-    if (recipe := sources.recipe) is not None:
-        precision, chosen_precision = settle_precision(recipe.name, recipe.precision, trainer_values, flags.typed)
-        trainer_values.update(precision)
+    recipe = sources.recipe
+    # with or without a recipe: --bf16 true on a CPU needs use_cpu, which transformers does not infer
+    precision, chosen_precision = settle_precision(recipe.name if recipe else "", recipe.precision if recipe else None,
+                                                   trainer_values, flags.typed)
+    trainer_values.update(precision)
+    flags.given |= set(precision)  # settled values are set flags: IDC's rounds pass on every flag set
+    if recipe is not None:
         recipe_summary(recipe, flags, chosen_precision)
     refused = [f"--{name}" for name in entry.refused_trainer_flags if name in flags.given]
     if refused:
