@@ -18,7 +18,6 @@ from st_infocse.cli.arguments import AT_LEAST_1, DOCS_HELP, POSITIVE, derived, f
 from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import BOUNDS, STAGE1, objective_names
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
-from st_infocse.training.lora import DEFAULT_TARGETS, LoRASettings
 
 OBJECTIVES = objective_names()
 ObjectiveName = Literal[OBJECTIVES]  # type: ignore[valid-type]  # the registry's names, as --objective's choices
@@ -70,14 +69,14 @@ DecoderWarmupFlags = derived("the loss's own modules", {
         None, "First train the auxiliary decoder alone for this many steps on the frozen model's embeddings of the "
         "training texts (written to OUTPUT/decoder_warmup), then train from it; a decoder that already reads the "
         "sentence embedding (docs: 'Does the auxiliary objective help my model?').")),
-    "decoder_warmup_learning_rate": ("st_infocse.training.probe_decoder:train_probe_decoder.learning_rate",
-                                     {"help": "Learning rate of --decoder_warmup_steps (AdamW, the decoder's own)."}),
+    "decoder_warmup_learning_rate": "st_infocse.training.probe_decoder:train_probe_decoder.learning_rate",
 }, {"decoder_warmup_steps": (AT_LEAST_1, ""), "decoder_warmup_learning_rate": (POSITIVE, "")},
     name="DecoderWarmupFlags", owner=__name__)
 
 
 _ROUNDS, _MINE = "st_infocse.mining.rounds:train_idc_rounds", "st_infocse.mining.idc:mine_pairs"
 _QUERIES, _TEACHER = "st_infocse.mining.distillation:pseudo_queries", "st_infocse.mining.distillation:hybrid_teacher_dataset"
+_LOSS = "st_infocse.mining.distillation:distillation_loss"
 
 
 def _idc_loss() -> tuple:
@@ -101,10 +100,7 @@ IDCFlags = derived("IDC's documents and rounds", {
     "docs": (str | None, flag(None, f"{DOCS_HELP} Required.")),
     "rounds": _ROUNDS, "idc_k": f"{_MINE}.k", "idc_similarity": f"{_MINE}.similarity", "initial_annotation": _ROUNDS,
     "idc_precision": f"{_MINE}.precision",
-    "idc_annotator": (f"{_ROUNDS}.annotator", {"help": "Another Sentence Transformer (folder or hub id) whose mining "
-                                               "gives the first round's pairs, e.g. sentence-transformers/"
-                                               "all-mpnet-base-v2 (paper 002 Table 3 (5)); later rounds mine with the "
-                                               "model being trained."}),
+    "idc_annotator": f"{_ROUNDS}.annotator",
     "idc_max_docs": (int | None, flag(None, "Mine and train on a --seed sample of this many documents (in their "
                                             "order).")),
 }, {"idc_max_docs": (AT_LEAST_1, "")}, _annotator_mines, name="IDCFlags", owner=__name__)
@@ -116,17 +112,9 @@ ICTFlags = derived("ICT's documents", {"docs": (str | None, flag(
 DistillFlags = derived("hybrid-teacher distillation (the teacher: --hybrid_fusion and --bm25_* below)", {
     "docs": (str | None, flag(None, f"{DOCS_HELP} Required: the pseudo-queries are drawn from them, and they are the "
                                     "corpus.")),
-    "distill_queries": (f"{_QUERIES}.query_kind", {"help": "Pseudo-queries: one sentence held out of each document "
-                                                   "(its rest the document), the document's title (a 'title' field), "
-                                                   "or one sentence left in its document."}),
-    "distill_loss": (f"{_TEACHER}.loss", {"help": "kl: DistillKLDivLoss over the query's document and the teacher's "
-                                          "next candidates; margin_mse: MarginMSELoss on the teacher's margin to its "
-                                          "first other document (GPL)."}),
+    "distill_queries": f"{_QUERIES}.query_kind", "distill_loss": f"{_LOSS}.loss",
     "distill_candidates": f"{_TEACHER}.candidates",
-    "student_temperature": ("st_infocse.mining.distillation:distillation_loss",
-                            {"help": "kl: the student's temperature."}),
-    "teacher_temperature": ("st_infocse.mining.distillation:distillation_loss",
-                            {"help": "kl: the teacher's temperature (its fused scores lie in [0, 1])."}),
+    **dict.fromkeys(("student_temperature", "teacher_temperature"), _LOSS),
     "distill_max_queries": f"{_QUERIES}.max_queries",
 }, {"distill_candidates": ((2, None, True, False), "(the query's document and one other)"),
     "student_temperature": (POSITIVE, ""), "teacher_temperature": (POSITIVE, ""),
@@ -149,13 +137,11 @@ def _check_lora(lora: Any) -> None:
         raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")
 
 
+_LORA = "st_infocse.training.lora:LoRASettings"
 LoRAFlags = derived("a LoRA adapter (st_infocse.training.lora; needs the lora extra: peft)", {
     "lora_r": (int, flag(0, "Train a LoRA adapter of this rank on the encoder, every other weight of the model frozen "
                             "(0: no adapter, all weights train). The adapter is merged into the model when it is saved.")),
-    "lora_alpha": (float, flag(LoRASettings.alpha, "The adapter's scaling is lora_alpha / lora_r.")),
-    "lora_target_modules": (list[str], flag(list(DEFAULT_TARGETS), "Names of the linear layers to adapt (BERT family: "
-                                                                   "query key value; MPNet: q k v).")),
-    "lora_dropout": (float, flag(LoRASettings.dropout, "Dropout on the adapter's input.")),
+    **{f"lora_{name}": f"{_LORA}.{name}" for name in ("alpha", "target_modules", "dropout")},
 }, {"lora_dropout": ((0, 1, True, False), "")}, _check_lora, name="LoRAFlags", owner=__name__)
 
 

@@ -155,9 +155,10 @@ def train_idc_rounds(
         output_dir: Where each round's pairs and trainer output go (``round-N/``); a temporary
             folder when omitted.
         seed: Training seed (and mining seed unless ``mining_kwargs`` sets one).
-        annotator: Another model whose mining gives round 1's pairs (paper 002 Table 3 (5): all-mpnet-base-v2's
-            annotations; any backend :func:`mine_pairs` takes); later rounds mine with the model being trained. Only
-            with ``initial_annotation="model"``.
+        annotator: Another Sentence Transformer (a model, or its folder or hub id on the command line) whose mining
+            gives round 1's pairs, e.g. sentence-transformers/all-mpnet-base-v2 (paper 002 Table 3 (5); any backend
+            :func:`mine_pairs` takes); later rounds mine with the model being trained. Only with
+            ``initial_annotation="model"``.
         keep_trained_if: ``"better"``: the best round's weights are kept when they beat the model as given;
             ``"reliable"``: only when their gain on the evaluator's primary metric is reliable over its queries
             (STS pairs), the paired test's 95% interval above zero, else the model as given is restored. Needs

@@ -56,7 +56,7 @@ def load_model(
     an unknown pooling or one without a single Pooling module to replace is an InputError.
 
     Args:
-        source: a hub id or a local folder of a Hugging Face or Sentence Transformer model.
+        source: A hub id or a local folder of a Hugging Face or Sentence Transformer model.
         pooling: None (default): a saved Sentence Transformer keeps its own modules (Pooling, Dense, Normalize, ...),
             prompts and similarity function; a plain Hugging Face encoder is pooled with cls (the papers' setting,
             SimCSE's cls_before_pooler). cls, mean or max replaces only the Pooling module of a saved Sentence

@@ -198,7 +198,13 @@ def read_dataset(source: str, kind: str | None = None, what: str = "training dat
 
 def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None) -> Dataset:
     """A one-column ``text`` dataset of strings from any form :func:`check_text_source` accepts; missing, non-string
-    and blank rows are dropped and counted (printed once, naming the file). No text left is an error."""
+    and blank rows are dropped and counted (printed once, naming the file). No text left is an error.
+
+    Args:
+        source: The training text, in any form :func:`check_text_source` accepts.
+        text_column: Column holding the text (default: the column ``text``, else the only string column).
+        max_samples: Use only the first N training texts.
+    """
     check_at_least("--max_train_samples", max_samples)
     from datasets import Dataset, Features, Value
 
