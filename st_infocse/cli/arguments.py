@@ -187,21 +187,16 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
     return section
 
 
-#: The model's flags; the pooling rule and remote code are :func:`~st_infocse.training.load_model`'s own arguments.
-ModelArguments = derived("model", {
-    "model": ("st_infocse.training.builder:load_model.source", {"default": "bert-base-uncased"}),
-    "pooling": "st_infocse.training.builder:load_model",
-    "max_seq_length": (int, flag(32, "Maximum tokens per sentence while training (the papers' 32); the saved model "
-                                     "keeps the base model's own maximum length.")),
-    "trust_remote_code": "st_infocse.training.builder:load_model",
-}, name="ModelArguments")
+_LOAD = "st_infocse.training.builder:load_model"
+_MODEL = {"model": (f"{_LOAD}.source", {"default": "bert-base-uncased"}), "pooling": _LOAD, "max_seq_length": _LOAD,
+          "trust_remote_code": _LOAD}
 
-
-@dataclass
-class SavedModelArguments(ModelArguments):
-    """For commands that use a trained model as it is: its own modules and length unless told otherwise."""
-
-    max_seq_length: int | None = flag(None, "Maximum tokens per sentence (default: the model's).")
+#: The model's flags, :func:`~st_infocse.training.load_model`'s own arguments; trained at the papers' length.
+ModelArguments = derived("model", {**_MODEL, "max_seq_length": (int, flag(
+    32, "Maximum tokens per sentence while training (the papers' 32); the saved model keeps the base model's own "
+    "maximum length."))}, name="ModelArguments")
+#: For commands that use a trained model as it is: its own modules and length unless told otherwise.
+SavedModelArguments = derived("model", _MODEL, name="SavedModelArguments")
 
 
 _TEXTS = "st_infocse.training.texts:load_texts"
@@ -323,26 +318,22 @@ class LexicalArguments(derived("BM25 beside your retrieval scores", {
                                self.hybrid_weight)
 
 
-@dataclass
-class EvaluateArguments:
-    sts: str | None = flag(None, "STS suite source: 'mteb' (online) or a SentEval data/downstream folder.")
-    beir: list[str] | None = flag(None, "BEIR datasets, e.g. scifact nfcorpus, or paths of BEIR-layout folders "
-                                  "(corpus.jsonl, queries.jsonl, qrels/<split>.tsv), read by their layout whatever "
-                                  "their name.")
-    beir_source: str = flag("mteb", "'mteb' (online) or a folder with one BEIR folder per dataset.")
-    split: str | None = flag(None, "The qrels split --beir reads (qrels/<split>.tsv). Default: test; in a local "
-                             "folder without qrels/test.tsv, dev (the file the guide has you write for your own "
-                             "queries).")
-    transfer: str | None = flag(None, "SentEval data/downstream folder for the transfer tasks.")
-    output_dir: str = flag("evaluation", "Where evaluation.json, evaluation.md and plots go.")
-    batch_size: int = flag(64, "Encoding batch size.")
-    plots: bool = flag(True, "Draw bar charts (needs matplotlib).")
-    verbose: bool = flag(False, "Also show beir's INFO log (every metric at every k).")
-    compare: list[str] | None = flag(
+_BEIR = "st_infocse.evaluation.beir:evaluate_beir"
+
+#: ``st-infocse evaluate``'s sets and report; BEIR's flags are :func:`~st_infocse.evaluation.evaluate_beir`'s.
+EvaluateArguments = derived("what is evaluated, and the report", {
+    "sts": (str | None, flag(None, "STS suite source: 'mteb' (online) or a SentEval data/downstream folder.")),
+    "beir": (f"{_BEIR}.datasets", {"default": None}), "beir_source": f"{_BEIR}.source", "split": _BEIR,
+    "transfer": (str | None, flag(None, "SentEval data/downstream folder for the transfer tasks.")),
+    "output_dir": (str, flag("evaluation", "Where evaluation.json, evaluation.md and plots go.")),
+    "batch_size": _BEIR, "plots": "st_infocse.evaluation.report:save_report",
+    "verbose": (bool, flag(False, "Also show beir's INFO log (every metric at every k).")),
+    "compare": (list[str] | None, flag(
         None, "One or more models scored on the same sets: each STS task's and BEIR dataset's change from each "
         "--compare model to --model, with its 95 percent interval from the paired test over the queries / pairs and "
         "a verdict (comparison.json, comparison.md); with several rows, the verdicts read p adjusted by Holm's rule "
-        "over every row of every model compared. Loaded as --model is.", metavar="MODEL")
+        "over every row of every model compared. Loaded as --model is.", metavar="MODEL")),
+}, name="EvaluateArguments")
 
 
 def training_arguments_class():

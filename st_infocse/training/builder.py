@@ -62,7 +62,7 @@ def load_model(
             SimCSE's cls_before_pooler). cls, mean or max replaces only the Pooling module of a saved Sentence
             Transformer (a plain encoder gets that pooling); 'model' keeps the modules sentence-transformers loads
             (for a plain encoder, mean pooling).
-        max_seq_length: the maximum tokens per sentence to apply (None: the model's own).
+        max_seq_length: Maximum tokens per sentence (default: the model's own).
         trust_remote_code: Allow custom model code from the hub.
     """
     from sentence_transformers import SentenceTransformer
