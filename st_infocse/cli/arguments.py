@@ -70,12 +70,6 @@ def declared(module: str, name: str) -> Any:
                 and any(getattr(target, "id", None) == name for target in node.targets))
 
 
-def _literal(text: str, module: str) -> Any:
-    """A default as written: a literal, or a name ``module`` assigns a literal to (``DEFAULT_TARGETS``)."""
-    node = ast.parse(text, mode="eval").body
-    return declared(module, node.id) if isinstance(node, ast.Name) else ast.literal_eval(node)
-
-
 def _imported(tree: ast.Module, name: str, module: str) -> tuple[str, ast.Module] | None:
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
@@ -110,14 +104,10 @@ def _arguments(module: str, name: str) -> dict[str, tuple[str, str, str, ast.Mod
     docs = re.split(r"\n\s*\n(?=\s*\w+:\n)", section[1] if section else "")[0]
     helps = {m[1]: " ".join(m[2].split()) for m in re.finditer(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", docs, re.M | re.S)}
     found: dict[str, tuple[str, str, str, ast.Module, str]] = {}
-    if init is None:  # a dataclass; field(default=...) reads as its default
-        for item in (n for n in node.body if isinstance(n, ast.AnnAssign)):
-            value = item.value
-            if isinstance(value, ast.Call):
-                value = next(k.value for k in value.keywords if k.arg == "default")
-            found[item.target.id] = (ast.unparse(item.annotation), ast.unparse(value) if value else "",
-                                     helps.get(item.target.id, ""), tree, module)
-        return found
+    if init is None:  # a dataclass
+        return {item.target.id: (ast.unparse(item.annotation), ast.unparse(item.value) if item.value else "",
+                                 helps.get(item.target.id, ""), tree, module)
+                for item in node.body if isinstance(item, ast.AnnAssign)}
     if init is not node and init.args.kwarg is not None:  # the base's arguments, passed on
         for base in node.bases:
             origin = _imported(tree, base.id, module)
@@ -170,7 +160,7 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
         help_text = help_text.replace("``", "").replace("%", "%%")  # argparse formats help with %
         metadata = {"help": help_text, **({"aliases": [f"--{flag_[:-1]}"]} if flag_.endswith("_") else {}), **given}
         value = (metadata.pop("default") if "default" in given else None if unset or not default
-                 else _literal(default, module))
+                 else ast.literal_eval(default))
         kind = list[kind] if many else kind
         made = {"default_factory": lambda v=list(value): list(v)} if many and value is not None else {"default": value}
         specs.append((flag_, kind | None if unset or "None" in parts or value is None else kind,

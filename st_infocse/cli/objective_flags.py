@@ -18,6 +18,7 @@ from st_infocse.cli.arguments import AT_LEAST_1, DOCS_HELP, POSITIVE, derived, f
 from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import BOUNDS, STAGE1, objective_names
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
+from st_infocse.training.lora import DEFAULT_TARGETS
 
 OBJECTIVES = objective_names()
 ObjectiveName = Literal[OBJECTIVES]  # type: ignore[valid-type]  # the registry's names, as --objective's choices
@@ -141,7 +142,8 @@ _LORA = "st_infocse.training.lora:LoRASettings"
 LoRAFlags = derived("a LoRA adapter (st_infocse.training.lora; needs the lora extra: peft)", {
     "lora_r": (int, flag(0, "Train a LoRA adapter of this rank on the encoder, every other weight of the model frozen "
                             "(0: no adapter, all weights train). The adapter is merged into the model when it is saved.")),
-    **{f"lora_{name}": f"{_LORA}.{name}" for name in ("alpha", "target_modules", "dropout")},
+    **{f"lora_{name}": f"{_LORA}.{name}" for name in ("alpha", "dropout")},
+    "lora_target_modules": (f"{_LORA}.target_modules", {"default": DEFAULT_TARGETS}),  # a field(), not a literal
 }, {"lora_dropout": ((0, 1, True, False), "")}, _check_lora, name="LoRAFlags", owner=__name__)
 
 
