@@ -203,7 +203,6 @@ def distillation_loss(model: Any, loss: Literal["kl", "margin_mse"] = "kl", stud
     similarity function.
 
     Args:
-        model: The student, the ``SentenceTransformer`` being trained.
         loss: ``"kl"``: ``DistillKLDivLoss`` over the query's document and the teacher's next candidates;
             ``"margin_mse"``: ``MarginMSELoss`` on the teacher's margin to its first other document (GPL).
         student_temperature: ``"kl"``: the student's temperature.

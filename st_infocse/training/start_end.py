@@ -249,18 +249,15 @@ class StartEndCallback(TrainerCallback):
             does not keep the trained model; with False the run only measures it.
         start_weights: the copy of the starting weights to restore from, shared with a
             :class:`WeightAnchorCallback` given the same one, so that a run keeps one copy (default: its own).
-        keep_trained_if: Which model is handed back: ``"better"`` keeps the trained model when its deciding score
-            is not below the start's; ``"reliable"`` only when its gain is reliable over the deciding metric's queries
-            (STS pairs): the 95% interval of the paired test over them (sign flips over queries, swaps of the two
-            models' similarities over STS pairs) lies above zero. The gain reported is then the one that decided,
-            which reads high on those queries (``confirm_share``). ``"reliable"`` needs an evaluator that keeps unit
-            scores for that metric (refused at the start of training otherwise).
+        keep_trained_if: ``"better"``: keep the trained model when its deciding score is not below the start's;
+            ``"reliable"``: only when its gain is reliable over the deciding metric's queries (STS pairs), the 95%
+            interval of the paired test over them above zero; the gain that decided reads high on those queries
+            (``confirm_share``). It needs an evaluator that keeps unit scores for that metric (refused otherwise).
         log: log each metric's start -> end, what was kept and what got worse once training ends (the command
             line prints its own summary instead).
         confirm_share: With ``keep_trained_if="reliable"``, hold this share of the deciding metric's queries (STS
-            pairs), drawn with the run's seed, out of the rule: it decides on the rest, and the change reported for
-            the metric (in ``result.changes``) is the one on the held-out part, which the decision did not pick.
-            Costs power: the rule decides on fewer queries and the confirmation is measured on fewer still
+            pairs), drawn with the run's seed, out of the rule: it decides on the rest, and the change reported is
+            the one on the held-out part, which the decision did not pick. Costs power: both parts are smaller
             (docs/your-own-model.md).
 
     Example:

@@ -201,7 +201,6 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
     and blank rows are dropped and counted (printed once, naming the file). No text left is an error.
 
     Args:
-        source: The training text, in any form :func:`check_text_source` accepts.
         text_column: Column holding the text (default: the column ``text``, else the only string column).
         max_samples: Use only the first N training texts.
     """
