@@ -99,7 +99,8 @@ def _arguments(module: str, name: str) -> dict[str, tuple[str, str, str, ast.Mod
     node = next(n for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == name)
     init = node if isinstance(node, ast.FunctionDef) else next(
         (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-    docstring = (init and ast.get_docstring(init)) or ast.get_docstring(node) or ""  # the class's when __init__ has none
+    # the class's docstring where its __init__ has none (a callback documents its arguments on the class)
+    docstring = (init and ast.get_docstring(init)) or ast.get_docstring(node) or ""
     section = re.search(r"^(?:Args|Attributes):\n(.*)", docstring, re.M | re.S)
     docs = re.split(r"\n\s*\n(?=\s*\w+:\n)", section[1] if section else "")[0]
     helps = {m[1]: " ".join(m[2].split()) for m in re.finditer(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", docs, re.M | re.S)}
@@ -149,10 +150,9 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
             raise TypeError(f"--{flag_}: {source} has no docstring entry for {argument or flag_}; word its help")
         own_defaults[flag_] = default
         parts = [part.strip() for part in annotation.split("|")]
-        sequence = (re.fullmatch(r"(?:Sequence|list|tuple)\[(\w+)(?:, \.\.\.)?]", part) for part in parts)
-        many = next((m[1] for m in sequence if m), None)  # tuple[str, ...]: --flag a b c
+        many = re.fullmatch(r"(?:Sequence|list|tuple)\[(\w+)(?:, \.\.\.)?]", parts[-1])  # --flag a b c
         choices = next((c for part in parts if (c := _choices(tree, module, part))), None)
-        kind: Any = next((k for k in (float, int, bool) if k.__name__ in ([many] if many else parts)), str)
+        kind: Any = next((k for k in (float, int, bool) if k.__name__ in ([many[1]] if many else parts)), str)
         if choices is not None:
             # None as a choice of its own where it is not the default (no projection head): the flag's "none"
             kind = Literal[(*choices, *(("none",) if unset and "None" in parts and default != "None" else ()))]
