@@ -126,8 +126,6 @@ def _check_lora(lora: Any) -> None:
     """The adapter's flags, and PEFT's presence, before the model loads."""
     from st_infocse.training.lora import LORA_INSTALL_HINT
 
-    if lora.lora_r < 0:
-        raise CLIError(f"--lora_r must be 0 (no adapter) or a rank of 1 or more, got {lora.lora_r}")
     given = [f"--{item.name}" for item in fields(lora) if item.name != "lora_r" and getattr(lora, item.name)
              != (item.default_factory() if item.default is MISSING else item.default)]
     if not lora.lora_r and given:
@@ -144,7 +142,8 @@ LoRAFlags = derived("a LoRA adapter (st_infocse.training.lora; needs the lora ex
                             "(0: no adapter, all weights train). The adapter is merged into the model when it is saved.")),
     **{f"lora_{name}": f"{_LORA}.{name}" for name in ("alpha", "dropout")},
     "lora_target_modules": (f"{_LORA}.target_modules", {"default": DEFAULT_TARGETS}),  # a field(), not a literal
-}, {"lora_dropout": ((0, 1, True, False), "")}, _check_lora, name="LoRAFlags", owner=__name__)
+}, {"lora_r": ((0, None, True, False), "(0: no adapter)"), "lora_dropout": ((0, 1, True, False), "")}, _check_lora,
+    name="LoRAFlags", owner=__name__)
 
 
 def loss_options(flags: Any) -> dict[str, Any]:
