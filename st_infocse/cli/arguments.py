@@ -267,7 +267,7 @@ MineArguments = derived("mining", {
     "docs": (str, flag(None, f"Documents: {DOCUMENT_FORMATS}; each line of a text file is split into sentences.")),
     "output_dir": (str, flag("pairs", "Folder for the mined pairs (datasets save_to_disk) and report.json.")),
     **dict.fromkeys(("k", "threshold", "similarity"), _MINE), "min_sentences": _DOCUMENTS,
-    "max_sentences": (_DOCUMENTS, {"help": "Skip documents with more sentences."}),
+    "max_sentences": (_DOCUMENTS, {"help": "Skip documents with more sentences."}),  # a flag cannot give its None
     **dict.fromkeys(("max_pairs_per_cluster", "batch_size", "seed"), _MINE),
     "max_docs": (int | None, flag(None, "Mine only the first N documents.")),
 }, bounds={"min_sentences": ((2, None, True, False), "(a pair needs two sentences)")}, name="MineArguments")
