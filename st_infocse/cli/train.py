@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import for_model, run_evaluation
-from st_infocse.cli.inputs import apply_weight_anchor, check_earlier_run, check_planned_steps, model_from_args
+from st_infocse.cli.inputs import check_earlier_run, model_from_args
 from st_infocse.cli.interrupt import Interrupted
 from st_infocse.cli.objectives import add_adapter, learning_rate_mapping
-from st_infocse.cli.output import finish_run, kept_line, start_summary
+from st_infocse.cli.output import finish_run, start_summary
 from st_infocse.cli.parsing import asks_for_help, read_sources
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
 from st_infocse.recipes import format_recipe_list
@@ -61,9 +61,12 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     prepared = entry.prepare(flags)
     anchor = None
     if entry.run is None:
-        steps = check_planned_steps(prepared.size, training_args)
+        steps = training_args.planned_steps(prepared.size)
         if flags.keep is not None:
-            anchor = apply_weight_anchor(flags.keep.weight_anchor, training_args, steps, flags.given)
+            from st_infocse.training.anchor import fit_to_anchor
+
+            anchor = fit_to_anchor(training_args, flags.keep.weight_anchor, steps,
+                                   load_best_asked="load_best_model_at_end" in flags.given)
     replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
                                  flags.output.overwrite_output_dir)
     loaded = model_from_args(flags.model, training_args.seed)
@@ -119,7 +122,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     record: dict = {"objective": objective, "steps": trainer.state.global_step, "loss": loss.get_config_dict()}
     result = None
     if ends is not None:
-        result = (ends.result.start, ends.result.end, ends.result.changes, kept_line(ends.result))
+        result = (ends.result.start, ends.result.end, ends.result.changes, ends.result.saved_line())
         record.update(start_end=ends.result.to_dict(), saved=result[3])
         if lexical is not None:
             reference_rows, record["lexical_references"] = references.rows()

@@ -169,12 +169,7 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
                        "the best round, the model as given included")
     if not flags.evaluates:
         trainer_values.update(EVALUATION_OFF)
-    (flags.trainer,) = trainer.build(trainer_values)  # the trainer's own value checks run here
-    resume = flags.trainer.resume_from_checkpoint  # a string to transformers: true/last, the newest checkpoint-N
-    if resume is not None and resume.lower() in ("true", "last", "false", "none", ""):
-        flags.trainer.resume_from_checkpoint = True if resume.lower() in ("true", "last") else None
-    elif resume is not None and not Path(resume).is_dir():
-        raise CLIError(f"--resume_from_checkpoint: no checkpoint folder at {resume}")
+    (flags.trainer,) = trainer.build(trainer_values)  # the trainer's own value checks run here (its __post_init__)
     check_output_dir(flags.trainer.output_dir)
     return flags
 
