@@ -55,7 +55,6 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     if flags is None:  # --help
         return 0
     training_args, objective, entry = flags.trainer, flags.objective, flags.entry
-    check_keep_rule(flags)
     measured = run_evaluation(flags.run, training_args, flags.given)
     lexical = reference_settings(flags, measured)
     prepared = entry.prepare(flags)
@@ -150,26 +149,3 @@ def reference_settings(flags: TrainingFlags, measured):
     measured.notes["BM25 beside the scores"] = settings.describe()
     return settings
 
-
-def check_keep_rule(flags: TrainingFlags) -> None:
-    """``--keep_trained_if reliable`` judges the gain over the queries (pairs) of the checkpoint metric: refused, before
-    the model loads, when nothing measures the run, when the start is never restored, or when the checkpoint metric
-    is not one whose evaluator keeps per-query scores (retrieval nDCG@10, STS-B dev)."""
-    if flags.run is None or flags.run.keep_trained_if != "reliable":
-        return
-    if flags.run.confirm_share is not None and flags.idc is not None:
-        raise CLIError("--confirm_share: IDC's rounds choose their best round on all the queries; it applies to a "
-                       "run of one loss")
-    if not flags.evaluates:
-        raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
-                       "--stsb_dev)")
-    if flags.keep is not None and not flags.keep.keep_start_if_better:
-        raise CLIError("--keep_trained_if reliable chooses between the start and the trained model, which "
-                       "--keep_start_if_better false turns off; drop one of them")
-    from st_infocse.evaluation import STSB_DEV_METRIC
-
-    metric = flags.trainer.metric_for_best_model
-    if metric and not (metric.removeprefix("eval_") == STSB_DEV_METRIC.removeprefix("eval_")
-                       or metric.endswith("ndcg@10")):
-        raise CLIError(f"--keep_trained_if reliable needs per-query scores for --metric_for_best_model {metric}: "
-                       f"only retrieval nDCG@10 and {STSB_DEV_METRIC} keep them")
