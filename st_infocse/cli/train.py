@@ -62,7 +62,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     if entry.run is None:
         steps = training_args.planned_steps(prepared.size)
         if flags.keep is not None:
-            from st_infocse.training.anchor import fit_to_anchor
+            from st_infocse.training.anchor import WeightAnchorCallback, fit_to_anchor
 
             anchor = fit_to_anchor(training_args, flags.keep.weight_anchor, steps,
                                    load_best_asked="load_best_model_at_end" in flags.given)
@@ -104,8 +104,6 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
 
             callbacks.append(references := LexicalReferenceCallback(measured.retrieval, lexical))
     if anchor:
-        from st_infocse.training.anchor import WeightAnchorCallback
-
         callbacks.append(WeightAnchorCallback(flags.keep.weight_anchor, start_weights=start_weights))
     try:
         trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
