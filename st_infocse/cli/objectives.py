@@ -30,7 +30,6 @@ from st_infocse.cli.objective_flags import (
     loss_options,
 )
 from st_infocse.cli.output import finish_run, lengths, summary
-from st_infocse.files import InputError
 from st_infocse.losses.registry import STAGE1, get_objective
 from st_infocse.mining.documents import load_documents
 
@@ -283,10 +282,8 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
         print(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in {folder}); no model saved: "
               "run again to train")
         return 130
-    except InputError as exc:  # the rounds name the argument that failed: the annotator's is --idc_annotator
-        if not str(exc).startswith("annotator: "):
-            raise
-        raise CLIError(f"--idc_{exc}") from None
+    except ValueError as exc:  # the rounds name the argument that failed; the annotator's flag is --idc_annotator
+        raise (CLIError(f"--idc_{exc}") if str(exc).startswith("annotator: ") else exc) from None
     summary("IDC rounds", result.round_rows())
     measured_rows = None
     if result.initial_metrics is not None:

@@ -124,8 +124,7 @@ class RoundsResult:
 
     def round_rows(self) -> dict[str, str]:
         """One line per round (``"round N"`` -> line): its pairs, where its time went and, where judged, its change
-        from the model as given on the evaluator's primary metric with the verdict read off the Holm-adjusted p (the
-        interval its own); the round kept is marked."""
+        from the start on the primary metric, its verdict read off the Holm-adjusted p; the round kept is marked."""
         rows = {}
         for stat in self.rounds:
             line = (f"{stat.annotation}: {stat.pairs:,} pairs ({stat.pairs_per_document:.2f}/document); mining "

@@ -17,7 +17,6 @@ import random
 import tempfile
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -66,7 +65,7 @@ def round_training_args(training_args: SentenceTransformerTrainingArguments, giv
         given: The names of those the user set (the flags given); the others are the rounds' defaults.
         learning_rate_mapping: The loss's own modules' learning rates, unless ``given`` names the mapping.
     """
-    names = sorted(set(given) & {item.name for item in fields(training_args) if item.init} - {"output_dir"})
+    names = sorted(set(given) & set(training_args.to_dict()) - {"output_dir"})  # to_dict: its init arguments
     chosen = {**DEFAULT_TRAINING_ARGS, "seed": training_args.seed, **{n: getattr(training_args, n) for n in names}}
     if learning_rate_mapping and "learning_rate_mapping" not in chosen:
         chosen["learning_rate_mapping"] = learning_rate_mapping
