@@ -292,10 +292,6 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
                               (result.initial_metrics, result.trained_metrics or {}, result.changes)) + (
                                   result.saved_line(),)
     rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
-    if result.rounds_judged > 1:
-        rows["rounds judged"] = (f"{result.rounds_judged} against the start on the same units: each round's p is "
-                                 f"Holm-adjusted for the {result.rounds_judged} (its interval its own), and the "
-                                 "verdicts and the keep rule read the adjusted p")
     finish_run(loaded, flags, "IDC training done", rows, {"objective": "idc", "round_arguments": round_args,
                                                           "rounds": result.to_dict()},
                adapter, anchor, result.initial_metrics is not None and result.best_round == 0, measured.labels,

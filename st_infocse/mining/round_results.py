@@ -124,7 +124,8 @@ class RoundsResult:
 
     def round_rows(self) -> dict[str, str]:
         """One line per round (``"round N"`` -> line): its pairs, where its time went and, where judged, its change
-        from the start on the primary metric, its verdict read off the Holm-adjusted p; the round kept is marked."""
+        from the start on the primary metric, its verdict read off the Holm-adjusted p; the round kept is marked.
+        When several rounds were judged, a last line (``"rounds judged"``) says that their p-values were adjusted."""
         rows = {}
         for stat in self.rounds:
             line = (f"{stat.annotation}: {stat.pairs:,} pairs ({stat.pairs_per_document:.2f}/document); mining "
@@ -137,6 +138,10 @@ class RoundsResult:
             elif stat.score is not None:
                 line += f"; score {100 * stat.score:.2f}"
             rows[f"round {stat.round}"] = line + (" (kept)" if stat.round == self.best_round else "")
+        if self.rounds_judged > 1:
+            rows["rounds judged"] = (f"{self.rounds_judged} against the start on the same units: each round's p is "
+                                     f"Holm-adjusted for the {self.rounds_judged} (its interval its own), and the "
+                                     "verdicts and the keep rule read the adjusted p")
         return rows
 
     def saved_line(self) -> str:

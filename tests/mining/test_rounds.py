@@ -379,6 +379,8 @@ def test_the_round_lines_give_holms_p_when_several_rounds_were_judged():
     assert rows["round 1"] == ("idc: 100 pairs (2.00/document); mining 3 s, training 41 s; from the start +1.50 (95% "
                                "CI +0.20 to +2.80, p = 0.030, Holm p = 0.060 over 2 rounds, 150 queries): within noise")
     assert rows["round 2"].endswith("p = 0.004, Holm p = 0.008 over 2 rounds, 150 queries): a gain (kept)")
+    assert rows["rounds judged"] == ("2 against the start on the same units: each round's p is Holm-adjusted for the "
+                                     "2 (its interval its own), and the verdicts and the keep rule read the adjusted p")
     unjudged = RoundsResult(None, [RoundStats(1, "adjacent", 7, 0.5, 14, {}, None, 0.4321, True, 0.0, 1.0, {})],
                             0.4, 1, 0.4321, False)
     assert unjudged.round_rows() == {"round 1": "adjacent: 7 pairs (0.50/document); mining 0 s, training 1 s; "
