@@ -50,7 +50,6 @@ WHERE = {
     "model": lambda c: c["load_model"]["source"] if "load_model" in c else c["model"][0].auto_model.config._name_or_path,
     "bm25": lambda c: c["beir"]["lexical"] is None if "beir" in c else
     not any(type(callback).__name__ == "LexicalReferenceCallback" for callback in c["callbacks"]),
-    "idc_annotator": lambda c: c["rounds"]["annotator"][0].auto_model.config._name_or_path,
     "idc_max_docs": lambda c: len(c["documents"]),
     "weight_anchor": lambda c: c["rounds"]["weight_anchor"] if "rounds" in c else
     next(callback.share for callback in c["callbacks"] if hasattr(callback, "share")),

@@ -247,60 +247,34 @@ def documents(flags) -> Prepared:
     return Prepared(len(loaded), source=loaded)
 
 
-def rounds_saved(best_round: int, keep_trained_if: str | None) -> str:
-    """The summary's "saved" line after IDC's rounds: which weights were kept and, under ``reliable``, that the gain
-    printed is the one that decided (a round is kept when its luck on these queries was good too)."""
-    if best_round == 0:
-        return ("the starting model: no round's gain was reliable over your queries (--keep_trained_if reliable)"
-                if keep_trained_if == "reliable" else "the starting model: no round beat it")
-    if keep_trained_if == "reliable":
-        return (f"the weights of round {best_round} (--keep_trained_if reliable: its gain was reliable on the "
-                "queries it is printed for; that gain decided, so it reads high there: judge it on queries held out "
-                "of the run)")
-    return f"the weights of round {best_round}"
-
-
 def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     """IDC's mine -> train rounds on ``--docs`` (on a LoRA adapter with ``--lora_r``); the best round (or the start)
     is saved, the adapter merged into it. Each round trains with the rounds' defaults and every trainer flag given."""
     from st_infocse.mining import train_idc_rounds
-    from st_infocse.mining.rounds import DEFAULT_TRAINING_ARGS, document_sample
+    from st_infocse.mining.rounds import document_sample, round_training_args
 
-    model, own_length, idc, args, keep = loaded.model, loaded.own_length, flags.idc, flags.trainer, flags.keep
-    given = flags.given & {item.name for item in fields(args) if item.init}
-    round_args = {**DEFAULT_TRAINING_ARGS, "seed": args.seed,  # each round has its own folder under output_dir
-                  **{name: getattr(args, name) for name in sorted(given - {"output_dir"})}}
-    adapter = measured.notes.get("LoRA adapter", "")  # added before the rounds, as for every objective
+    model, idc, args, keep = loaded.model, flags.idc, flags.trainer, flags.keep
     factory: Callable = lambda m: IDC_LOSSES[idc.idc_loss].loss(m, flags, prepared)  # noqa: E731
-    if "learning_rate_mapping" not in round_args and (mapping := learning_rate_mapping(factory(model),
-                                                                                       flags.aux_learning_rate)):
-        round_args["learning_rate_mapping"] = mapping  # the auxiliary modules' own rate, as one loss names them
+    round_args = round_training_args(args, flags.given, learning_rate_mapping(factory(model), flags.aux_learning_rate))
+    adapter = measured.notes.get("LoRA adapter", "")  # added before the rounds, as for every objective
     docs, sampled = document_sample(prepared.source, idc.idc_max_docs, args.seed)
-    annotator = None
-    if idc.idc_annotator is not None:  # mines at its own length, with its own modules
-        from st_infocse.training.builder import load_model
-
-        try:
-            annotator = load_model(idc.idc_annotator, trust_remote_code=flags.model.trust_remote_code).model
-        except OSError as exc:
-            raise CLIError(f"--idc_annotator: cannot load {idc.idc_annotator}: {exc}") from None
     anchor = (f"{keep.weight_anchor:g} of each round's change kept (start + {keep.weight_anchor:g} x (trained - "
               "start)), before the round is scored and mines" if keep.weight_anchor < 1 else "")
     folder = Path(args.output_dir) / "rounds"
     summary("IDC training", {
-        "documents": sampled or len(docs), **({"round 1 mined by": idc.idc_annotator} if annotator else {}),
+        "documents": sampled or len(docs), **({"round 1 mined by": idc.idc_annotator} if idc.idc_annotator else {}),
         "rounds": f"up to {idc.rounds} (mine -> train)", "model": loaded.how, **measured.notes,
         "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
         **({"weight anchor": anchor} if anchor else {}),
-        "rounds folder": folder, "max length": lengths(model.max_seq_length, own_length),
+        "rounds folder": folder, "max length": lengths(model.max_seq_length, loaded.own_length),
     })
     try:
         result = train_idc_rounds(
             model, docs, factory, rounds=idc.rounds, initial_annotation=idc.initial_annotation,
             evaluator=measured.evaluator, training_args=round_args,
             mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity, "precision": idc.idc_precision},
-            output_dir=folder, seed=args.seed,
-            annotator=annotator, keep_trained_if=flags.run.keep_trained_if,
+            output_dir=folder, seed=args.seed, annotator=idc.idc_annotator,
+            trust_remote_code=flags.model.trust_remote_code, keep_trained_if=flags.run.keep_trained_if,
             keep_start_if_better=keep.keep_start_if_better, weight_anchor=keep.weight_anchor,
         )
     except KeyboardInterrupt:  # a round's trainer stops where it is; the rounds done keep their pairs and reports
@@ -308,41 +282,21 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
         print(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in {folder}); no model saved: "
               "run again to train")
         return 130
-    summary("IDC rounds", round_rows(result))
+    except ValueError as exc:  # the rounds name the argument that failed; the annotator's flag is --idc_annotator
+        raise (CLIError(f"--idc_{exc}") if str(exc).startswith("annotator: ") else exc) from None
+    summary("IDC rounds", result.round_rows())
     measured_rows = None
     if result.initial_metrics is not None:
         # the trained candidate (best round, else the last) against the start; "saved" says which was kept
         measured_rows = tuple({f"eval_{key}": value for key, value in metrics.items()} for metrics in
                               (result.initial_metrics, result.trained_metrics or {}, result.changes)) + (
-                                  rounds_saved(result.best_round, result.keep_trained_if),)
+                                  result.saved_line(),)
     rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
-    if result.rounds_judged > 1:
-        rows["rounds judged"] = (f"{result.rounds_judged} against the start on the same units: each round's p is "
-                                 f"Holm-adjusted for the {result.rounds_judged} (its interval its own), and the "
-                                 "verdicts and the keep rule read the adjusted p")
     finish_run(loaded, flags, "IDC training done", rows, {"objective": "idc", "round_arguments": round_args,
                                                           "rounds": result.to_dict()},
                adapter, anchor, result.initial_metrics is not None and result.best_round == 0, measured.labels,
                measured_rows)
     return 0
-
-
-def round_rows(result) -> dict[str, str]:
-    """One row per round: its pairs, where its time went and, where judged, its change from the start on the
-    evaluator's primary metric with the verdict read off the Holm-adjusted p."""
-    rows = {}
-    for stat in result.rounds:
-        line = (f"{stat.annotation}: {stat.pairs:,} pairs ({stat.pairs_per_document:.2f}/document); mining "
-                f"{stat.mining_seconds:.0f} s, training {stat.training_seconds:.0f} s")
-        change = stat.change
-        if change is not None and stat.p_holm is not None:  # the interval its own, the verdict the Holm p's
-            units = f", {change.n} {change.unit})"
-            holm = f", Holm p = {stat.p_holm:.3f} over {result.rounds_judged} rounds" if result.rounds_judged > 1 else ""
-            line += f"; from the start {change.describe(verdict=False).replace(units, holm + units)}: {stat.verdict}"
-        elif stat.score is not None:
-            line += f"; score {100 * stat.score:.2f}"
-        rows[f"round {stat.round}"] = line + (" (kept)" if stat.round == result.best_round else "")
-    return rows
 
 
 # ------------------------------------------------------------------------------------------------------ entries
