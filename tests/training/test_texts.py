@@ -4,7 +4,7 @@ import gzip
 
 from datasets import Dataset, Features, Value
 
-from st_infocse.training.texts import clean_text_values, clean_texts, read_text_file
+from st_infocse.training.texts import clean_text_values, clean_texts, load_texts, read_text_file
 
 
 def test_values_are_cleaned_and_counted():
@@ -50,3 +50,17 @@ def test_a_hub_dataset_that_cannot_be_reached_is_one_line(monkeypatch):
         with pytest.raises(InputError, match=r"from the Hugging Face hub \(\w+\); offline\? pass --train_data") as info:
             load_texts(source)
         assert "\n" not in str(info.value)
+
+
+def test_load_texts_splits_each_text_into_its_sentences_in_order(tmp_path, capsys):
+    from st_infocse.mining import split_sentences as mining_splitter
+    from st_infocse.training import split_sentences
+
+    path = tmp_path / "texts.txt"
+    path.write_text("A cat sat. It purred.\nDogs ran.\n")
+    assert load_texts(str(path))["text"] == ["A cat sat. It purred.", "Dogs ran."]
+    capsys.readouterr()
+    split = load_texts(str(path), split_sentences=True)
+    assert split["text"] == ["A cat sat.", "It purred.", "Dogs ran."]
+    assert capsys.readouterr().out == "--split_sentences: 2 texts -> 3 sentences\n"
+    assert mining_splitter is split_sentences  # one splitter for training text and mined documents
