@@ -61,8 +61,8 @@ class LoRASettings:
             raise ValueError("the adapter needs at least one target module name")
 
     def describe(self, model: nn.Module) -> str:
-        """This adapter on ``model``, for a run's summary: ``"rank 8, alpha 16 on 12 layers (query, key, value);
-        221,184 of 4,607,232 weights train"``.
+        """This adapter on ``model``, for a run's summary (all-MiniLM-L6-v2: ``"rank 8, alpha 16 on 18 layers (query,
+        key, value); 110,592 of 22,823,808 weights train"``).
 
         Args:
             model: the model :func:`add_lora` put this adapter on.
