@@ -64,7 +64,7 @@ class MiningReport:
 
     def summary(self) -> str:
         """One line for logs."""
-        skipped = ", ".join(f"{k}={v}" for k, v in sorted(self.skipped.items()) if v) or "none"
+        skipped = skip_counts(self.skipped) or "none"
         encoded = f", {self.precision}" if self.precision not in (None, "fp32") else ""
         setting = (f" ({self.similarity}, k={self.k}, threshold={self.threshold}{encoded})" if self.method == "idc"
                    else "")
