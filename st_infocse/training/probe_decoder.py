@@ -43,17 +43,17 @@ def train_probe_decoder(
     Args:
         model: a CLS-pooled SentenceTransformer whose first module is a Hugging Face encoder with a mask token.
         sentences: training sentences (distinct from the evaluator's held-out ones).
-        k: frozen lower layers; None (default): the ``"infocse"`` preset's for the model's depth (6 from 12 layers,
-            half the depth below).
-        n: fusion layers; None (default): the ``"infocse"`` preset's, 2 (``st_infocse/losses/registry.py``).
-        mask_rate: share of real tokens masked; None (default): the ``"infocse"`` preset's for the model's depth
-            (0.40; 0.30 from 24 layers).
+        k: frozen lower layers; None (default): the ``objective``'s preset for the model's depth (InfoCSE's: 6 from
+            12 layers, half the depth below).
+        n: fusion layers; None (default): the preset's (InfoCSE's: 2; ``st_infocse/losses/registry.py``).
+        mask_rate: share of real tokens masked; None (default): the preset's for the model's depth (InfoCSE's: 0.40;
+            0.30 from 24 layers).
         steps: optimisation steps.
         batch_size: sentences per step.
         learning_rate: AdamW learning rate of the fusion layers and head.
         seed: seeds the fusion layers' initialisation and dropout, the masks and the batch order.
-        fusion_init: ``"fresh"`` (None, the default, takes the ``"infocse"`` preset's, fresh) or ``"copy"`` (see
-            :meth:`AuxiliaryDecoder.from_encoder`).
+        fusion_init: ``"fresh"`` or ``"copy"`` (see :meth:`AuxiliaryDecoder.from_encoder`); None (default): the
+            preset's (fresh).
         show_progress_bar: show a progress bar over the steps.
         description: the progress bar's label.
         objective: the objective whose preset fills in ``k``, ``n``, ``mask_rate`` and ``fusion_init`` where None
