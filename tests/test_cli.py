@@ -937,6 +937,8 @@ def test_evaluate_reads_a_beir_folder_of_any_name_by_its_layout_and_its_dev_spli
         (["train", "--aux_learning_rate", "-0.1"], "--aux_learning_rate must be positive, got -0.1"),
         (["pretrain-aux", "--learning_rate", "-1"], "--learning_rate must be positive, got -1"),
         (["train", "--output_dir", "/proc/no-such-place/out"], "--output_dir: cannot write into /proc/no-such-place/out"),
+        (["train", "--resume_from_checkpoint", "checkpoint-9"], "--resume_from_checkpoint: no checkpoint folder at "
+                                                                  "checkpoint-9"),
         # every bad value names its flag (not the Python name), from the loss's own bounds
         (["train", "--lambda", "-1"], "--lambda must be at least 0, got -1"),
         (["train", "--objective", "cmlm", "--mask_rate", "1.5"], "--mask_rate must lie in (0, 1), got 1.5"),

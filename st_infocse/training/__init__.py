@@ -6,7 +6,7 @@ from __future__ import annotations
 from st_infocse.lazy import lazy_exports
 
 _MODULES = {  # submodule -> the names it exports
-    "anchor": ("WeightAnchorCallback", "evaluates_before_last_step", "toward_start"),
+    "anchor": ("WeightAnchorCallback", "evaluates_before_last_step", "fit_to_anchor", "toward_start"),
     "arguments": ("PaperTrainingArguments", "STSB_DEV_METRIC"),
     "at_length": ("AtLengthEvaluator",),
     "builder": ("build_trainer", "learning_rate_mapping", "load_model", "own_max_length", "save_model"),
@@ -16,7 +16,7 @@ _MODULES = {  # submodule -> the names it exports
     "lora": ("LoRASettings", "add_lora", "merge_lora"),
     "probe_decoder": ("train_probe_decoder", "warm_up_decoder"),
     "snapshot": ("StartingWeights", "weights_snapshot"),
-    "start_end": ("StartEndCallback", "StartEndResult"),
+    "start_end": ("StartEndCallback", "StartEndResult", "ended_below_start"),
     "texts": ("TextReport", "check_text_source", "clean_texts", "load_texts", "split_sentences"),
     "trainer": ("AuxiliaryLossTrainer", "clip_gradients_jointly"),
 }
