@@ -6,7 +6,7 @@ and their defaults are the registry's (:mod:`st_infocse.losses.registry`)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from st_infocse.cli.objective_flags import (
 from st_infocse.cli.output import finish_run, lengths, summary
 from st_infocse.losses.registry import STAGE1, get_objective
 from st_infocse.mining.documents import load_documents
+from st_infocse.training.builder import learning_rate_mapping
 
 
 @dataclass
@@ -94,57 +95,19 @@ def build_loss(model, objective: str, loss_flags: Any = None):
     return entry.loss_class()(model, **loss_options(loss_flags))
 
 
-def learning_rate_mapping(loss, aux_learning_rate: float | None) -> dict[str, float]:
-    """The trainer's ``learning_rate_mapping`` that gives the loss's own modules ``--aux_learning_rate``."""
-    if aux_learning_rate is None:
-        return {}
-    names = [name for name, _ in loss.named_parameters() if not name.startswith("model.")]
-    if not names:
-        raise CLIError("--aux_learning_rate given, but this objective has no auxiliary modules")
-    return {r"^(?!model\.)": aux_learning_rate}
-
-
 def add_adapter(model, lora) -> str:
     """A LoRA adapter on the model when ``--lora_r`` asks for one (every other weight frozen); what it is, for the
     summaries, or "" without one. Every objective that takes the adapter's flags adds it here, IDC's rounds too."""
     if lora is None or not lora.lora_r:
         return ""
-    from st_infocse.training.lora import LoRASettings, add_lora, lora_parameters
+    from st_infocse.training.lora import LoRASettings, add_lora
 
-    settings = LoRASettings(r=lora.lora_r, alpha=lora.lora_alpha, target_modules=tuple(lora.lora_target_modules),
-                            dropout=lora.lora_dropout)
+    settings = LoRASettings(lora.lora_r, lora.lora_alpha, tuple(lora.lora_target_modules), lora.lora_dropout)
     try:
-        adapted = add_lora(model, settings)
+        add_lora(model, settings)
     except ValueError as error:
         raise CLIError(f"--lora_target_modules: {error}") from None
-    trained = sum(p.numel() for _, p in lora_parameters(model))
-    total = sum(p.numel() for p in model.parameters())
-    return (f"rank {settings.r}, alpha {settings.alpha:g} on {len(adapted)} layers "
-            f"({', '.join(settings.target_modules)}); {trained:,} of {total:,} weights train")
-
-
-def warm_up_decoder(model, texts: Sequence[str], flags: Any) -> str:
-    """Train the objective's auxiliary decoder alone on the frozen ``model`` (as the probe decoder of
-    :func:`~st_infocse.training.train_probe_decoder` is) for ``--decoder_warmup_steps``, save it under
-    ``OUTPUT/decoder_warmup`` and return that folder, for the loss's ``decoder``. Its ``k``, ``n``, mask rate and
-    fusion start are the loss flags' where given, else the objective's preset for this encoder's depth."""
-    from st_infocse.modeling import find_encoder_parts
-    from st_infocse.training import train_probe_decoder
-
-    loss, warmup, args = flags.loss, flags.warmup, flags.trainer
-    settings = get_objective(flags.objective).preset.decoder_settings(
-        find_encoder_parts(model).depth, loss.k, loss.n, loss.mask_rate, loss.fusion_init)
-    decoder, curve = train_probe_decoder(
-        model, texts, k=settings.k, n=settings.n, mask_rate=settings.mask_rate, steps=warmup.decoder_warmup_steps,
-        batch_size=args.per_device_train_batch_size, learning_rate=warmup.decoder_warmup_learning_rate, seed=args.seed,
-        fusion_init=settings.fusion_init, description="Decoder warm-up")
-    folder = Path(args.output_dir) / "decoder_warmup"
-    decoder.save_pretrained(folder)
-    last = curve[-min(10, len(curve)):]
-    accuracy = sum(point["accuracy"] for point in last) / len(last)
-    print(f"Decoder warm-up: {len(curve)} steps, MLM accuracy {100 * accuracy:.1f}% over the last {len(last)}; "
-          f"saved to {folder}", flush=True)
-    return str(folder)
+    return settings.describe(model)
 
 
 def texts(flags) -> Prepared:
@@ -152,22 +115,21 @@ def texts(flags) -> Prepared:
     from st_infocse.training.texts import load_texts
 
     data = flags.data
-    dataset = load_texts(data.train_data, data.text_column, data.max_train_samples)
-    if data.split_sentences:
-        from datasets import Dataset
-
-        from st_infocse.mining.sentences import split_sentences
-
-        sentences = [sentence for text in dataset["text"] for sentence in split_sentences(text)]
-        print(f"--split_sentences: {len(dataset):,} texts -> {len(sentences):,} sentences")
-        dataset = Dataset.from_dict({"text": sentences})
+    dataset = load_texts(data.train_data, data.text_column, data.max_train_samples, data.split_sentences)
     return Prepared(len(dataset), dataset, already_split=data.split_sentences)
 
 
 def registry_loss(model, flags, prepared: Prepared):
     """The objective's loss from the registry, its decoder first warmed up where ``--decoder_warmup_steps`` asks."""
     if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None:
-        flags.loss.decoder = warm_up_decoder(model, prepared.dataset["text"], flags)
+        from st_infocse.training.probe_decoder import warm_up_decoder
+
+        loss, warmup, args = flags.loss, flags.warmup, flags.trainer
+        loss.decoder = str(warm_up_decoder(
+            model, prepared.dataset["text"], args.output_dir, objective=flags.objective,
+            steps=warmup.decoder_warmup_steps, batch_size=args.per_device_train_batch_size,
+            learning_rate=warmup.decoder_warmup_learning_rate, seed=args.seed, k=loss.k, n=loss.n,
+            mask_rate=loss.mask_rate, fusion_init=loss.fusion_init))
     return build_loss(model, flags.objective, flags.loss)
 
 
@@ -178,9 +140,7 @@ def context_pairs(flags) -> Prepared:
 
     docs = flags.docs
     pairs, report = context_pairs(load_documents(docs))
-    reasons = ", ".join(f"{reason}={n:,}" for reason, n in sorted(report.skipped.items()) if n)
-    print(f"--objective ict: {report.documents_used:,} documents -> {len(pairs):,} (sentence, rest of its document) "
-          f"pairs" + (f"; skipped {report.documents_skipped:,} documents ({reasons})" if reasons else ""))
+    print(f"--objective ict: {report.pairs_summary('(sentence, rest of its document) pairs')}")
     if len(pairs) == 0:
         raise CLIError(f"--docs {docs}: no document has two sentences, so ICT has no pair to train on")
     flags.trainer.batch_sampler = DocumentAwareBatchSampler.for_pairs(pairs)
@@ -204,9 +164,7 @@ def pseudo_queries(flags) -> Prepared:
     distill = flags.distill
     drawn = pseudo_queries(load_documents(distill.docs), distill.distill_queries, flags.trainer.seed,
                            max_queries=distill.distill_max_queries)
-    skipped = ", ".join(f"{reason}={n:,}" for reason, n in sorted(drawn.skipped.items()) if n)
-    print(f"--objective distill: {len(drawn.queries):,} {distill.distill_queries} pseudo-queries over "
-          f"{len(drawn.corpus):,} documents" + (f"; skipped documents: {skipped}" if skipped else ""))
+    print(f"--objective distill: {drawn.summary()}")
     if len(drawn.queries) == 0:
         raise CLIError(f"--docs {distill.docs}: no document gave a {distill.distill_queries} pseudo-query")
     return Prepared(len(drawn.queries), source=drawn, long_column="positive", already_split=True)

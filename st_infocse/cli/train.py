@@ -16,11 +16,12 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import for_model, run_evaluation
 from st_infocse.cli.inputs import check_earlier_run, model_from_args
 from st_infocse.cli.interrupt import Interrupted
-from st_infocse.cli.objectives import add_adapter, learning_rate_mapping
+from st_infocse.cli.objectives import add_adapter
 from st_infocse.cli.output import finish_run, start_summary
 from st_infocse.cli.parsing import asks_for_help, read_sources
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
 from st_infocse.recipes import format_recipe_list
+from st_infocse.training.builder import learning_rate_mapping
 from st_infocse.training.texts import count_long_texts
 
 
@@ -84,7 +85,10 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
                            seed=training_args.seed).message(already_split=prepared.already_split)
     loss = entry.loss(model, flags, prepared)
     if not training_args.learning_rate_mapping:
-        training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
+        try:
+            training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
+        except ValueError as error:  # the library names the argument, the user gave the flag
+            raise CLIError(f"--{error}") from None
     start_summary(entry.title or f"Training {objective}", len(dataset), steps, training_args, model.max_seq_length,
                   own_length, {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
                                **({"output folder": replaced} if replaced else {}),
