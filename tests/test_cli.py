@@ -937,6 +937,8 @@ def test_evaluate_reads_a_beir_folder_of_any_name_by_its_layout_and_its_dev_spli
         (["train", "--aux_learning_rate", "-0.1"], "--aux_learning_rate must be positive, got -0.1"),
         (["pretrain-aux", "--learning_rate", "-1"], "--learning_rate must be positive, got -1"),
         (["train", "--output_dir", "/proc/no-such-place/out"], "--output_dir: cannot write into /proc/no-such-place/out"),
+        (["train", "--resume_from_checkpoint", "checkpoint-9"], "--resume_from_checkpoint: no checkpoint folder at "
+                                                                  "checkpoint-9"),
         # every bad value names its flag (not the Python name), from the loss's own bounds
         (["train", "--lambda", "-1"], "--lambda must be at least 0, got -1"),
         (["train", "--objective", "cmlm", "--mask_rate", "1.5"], "--mask_rate must lie in (0, 1), got 1.5"),
@@ -1353,8 +1355,9 @@ def test_the_mining_idc_distillation_run_and_evaluation_flags_take_the_librarys_
     assert flags(RunEvaluationArguments, *run) == run
     kept = defaults(StartEndCallback, keep_start_if_better="keep_start_if_better")
     assert flags(KeepArguments, *kept) == kept
-    assert flags(DataArguments, "text_column", "max_train_samples") == defaults(load_texts, text_column="text_column",
-                                                                                max_train_samples="max_samples")
+    texts = defaults(load_texts, text_column="text_column", max_train_samples="max_samples",
+                     split_sentences="split_sentences")
+    assert flags(DataArguments, *texts) == texts
     loaded = defaults(load_model, max_seq_length="max_seq_length", pooling="pooling")
     assert flags(SavedModelArguments, *loaded) == loaded
     evaluated = {**defaults(evaluate_beir, beir_source="source", split="split", batch_size="batch_size"),

@@ -50,7 +50,6 @@ WHERE = {
     "model": lambda c: c["load_model"]["source"] if "load_model" in c else c["model"][0].auto_model.config._name_or_path,
     "bm25": lambda c: c["beir"]["lexical"] is None if "beir" in c else
     not any(type(callback).__name__ == "LexicalReferenceCallback" for callback in c["callbacks"]),
-    "idc_annotator": lambda c: c["rounds"]["annotator"][0].auto_model.config._name_or_path,
     "idc_max_docs": lambda c: len(c["documents"]),
     "weight_anchor": lambda c: c["rounds"]["weight_anchor"] if "rounds" in c else
     next(callback.share for callback in c["callbacks"] if hasattr(callback, "share")),
@@ -234,13 +233,14 @@ def _capture(monkeypatch) -> dict:
     import st_infocse.cli.objectives as cli_objectives
     import st_infocse.evaluation.run_evaluators as run_evaluators
     import st_infocse.training.builder as builder
+    import st_infocse.training.probe_decoder as probe_decoder
 
     spy(builder, "load_model")
     spy(cli_objectives, "load_documents")
     spy(cli_mine, "load_documents")
     for name in ("pseudo_queries", "hybrid_teacher_dataset", "distillation_loss"):
         spy(mining, name)
-    spy(training, "train_probe_decoder")
+    spy(probe_decoder, "train_probe_decoder")  # as the decoder warm-up calls it
     spy(run_evaluators, "retrieval_evaluator")
     spy(run_evaluators, "stsb_dev_evaluator")
     monkeypatch.setattr(cli_train, "run_trainer", trainer)

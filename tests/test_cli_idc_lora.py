@@ -114,31 +114,13 @@ def test_idc_prints_one_line_per_round_with_its_time_and_verdict(workspace, caps
     assert record["multiple_rounds"]["rule"] == "holm" and record["rounds"][0]["verdict"] == "within noise"
 
 
-def test_the_round_lines_give_holms_p_when_several_rounds_were_judged():
-    from st_infocse.cli.objectives import round_rows
-    from st_infocse.evaluation.paired import PairedChange
-    from st_infocse.mining.round_results import RoundsResult, RoundStats
-
-    def stat(number, p, p_holm):
-        return RoundStats(number, "idc", 100, 2.0, 50, {}, 1.0, 0.5, True, 3.2, 40.6, {},
-                          PairedChange(1.5, 0.2, 2.8, p, 150), p_holm)
-
-    result = RoundsResult(None, [stat(1, 0.03, 0.06), stat(2, 0.004, 0.008)], 0.4, 2, 0.5, False, rounds_judged=2)
-    rows = round_rows(result)
-    assert rows["round 1"] == ("idc: 100 pairs (2.00/document); mining 3 s, training 41 s; from the start +1.50 (95% "
-                               "CI +0.20 to +2.80, p = 0.030, Holm p = 0.060 over 2 rounds, 150 queries): within noise")
-    assert rows["round 2"].endswith("p = 0.004, Holm p = 0.008 over 2 rounds, 150 queries): a gain (kept)")
-
-
-def test_the_rounds_saved_line_says_the_reliable_gain_decided():
-    """Under ``--keep_trained_if reliable`` the printed gain chose the round, so the line says it reads high."""
-    from st_infocse.cli.objectives import rounds_saved
-
-    kept = rounds_saved(2, "reliable")
-    assert kept.startswith("the weights of round 2") and "that gain decided, so it reads high there" in kept
-    assert rounds_saved(2, "better") == "the weights of round 2"
-    assert rounds_saved(0, "reliable").startswith("the starting model: no round's gain was reliable")
-    assert rounds_saved(0, "better") == "the starting model: no round beat it"
+def test_an_annotator_that_cannot_load_is_refused_by_its_flag(workspace, capsys, tmp_path):  # noqa: F811
+    """The rounds load the annotator and name their argument; the command line names the flag."""
+    (tmp_path / "not-a-model").mkdir()
+    command = _idc(workspace, workspace["root"] / "idc-annotator", "--idc_annotator", str(tmp_path / "not-a-model"))
+    assert main(command) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(errors) == 1 and errors[0].startswith("st-infocse train: error: --idc_annotator: Unrecognized model in ")
 
 
 def test_idc_with_bf16_on_a_cpu_trains_every_round_in_bf16(workspace, capsys, monkeypatch):  # noqa: F811

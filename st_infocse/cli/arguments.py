@@ -197,10 +197,7 @@ class DataArguments(derived("training data", {
         WIKI1M, "Training text: a .txt(.gz) file (one sentence per line), .jsonl(.gz)/.json/.csv/.tsv/.parquet, a "
         "save_to_disk folder, an hf:// file, a hub dataset id, or 'demo' (4,096 Wikipedia sentences shipped with the "
         "package). Missing, non-string and blank rows are dropped and counted.")),
-    "text_column": _TEXTS, "max_train_samples": f"{_TEXTS}.max_samples",
-    "split_sentences": (bool, flag(False, "Split each training text into sentences first (the splitter IDC mining "
-                                   "uses), so that long texts such as whole abstracts are not cut at "
-                                   "--max_seq_length.")),
+    "text_column": _TEXTS, "max_train_samples": f"{_TEXTS}.max_samples", "split_sentences": _TEXTS,
 }, name="DataArguments")):
     def __post_init__(self) -> None:
         super().__post_init__()

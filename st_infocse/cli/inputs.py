@@ -1,9 +1,8 @@
 """What the command line checks before the heavy work, beyond one flag's own value (checked where it is declared):
-the model source, the output folder and an earlier run in it, the step count, and the model loaded by the flags."""
+the model source, the output folder and an earlier run in it, and the model loaded by the flags."""
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
@@ -50,37 +49,6 @@ def model_from_args(args: ModelArguments, seed: int | None = None):
     if seed is not None:
         set_seed(seed)
     return load_model(args.model, args.pooling, args.max_seq_length, args.trust_remote_code)
-
-
-def apply_weight_anchor(share: float, training_args, steps: int, given: set[str]) -> str | None:
-    """The start summary's note of ``--weight_anchor`` (None when it is off). The anchor moves only the last step's
-    model, so a best checkpoint from an earlier evaluation would hand back an unanchored model:
-    load_best_model_at_end is turned off when left at its default, and refused by name when asked for."""
-    if share == 1:
-        return None
-    from st_infocse.training.anchor import evaluates_before_last_step
-
-    if training_args.load_best_model_at_end and evaluates_before_last_step(training_args, steps):
-        if "load_best_model_at_end" in given:
-            raise CLIError("--weight_anchor moves the last step's model only, and --load_best_model_at_end could hand "
-                           f"back an earlier checkpoint, not anchored: evaluate only at the end (--eval_steps {steps}) "
-                           "or drop one of them")
-        training_args.load_best_model_at_end = False
-    return f"{share:g} of the trained change kept after step {steps} (start + {share:g} x (trained - start))"
-
-
-def check_planned_steps(texts: int, training_args) -> int:
-    """The optimizer steps the trainer will take on ``texts`` examples, counted as transformers' Trainer counts them;
-    a run of none is an error."""
-    per_batch = training_args.per_device_train_batch_size * max(1, training_args.world_size)
-    drop_last = training_args.dataloader_drop_last
-    batches = texts // per_batch if drop_last else math.ceil(texts / per_batch)
-    steps = int(training_args.max_steps) if training_args.max_steps >= 0 else 0 if batches == 0 else math.ceil(
-        training_args.num_train_epochs * max(1, math.ceil(batches / training_args.gradient_accumulation_steps)))
-    if steps <= 0:
-        raise CLIError(f"this run makes no optimizer step: {texts} texts, batch size {per_batch}"
-                       + (" with --dataloader_drop_last" if drop_last else ""))
-    return steps
 
 
 # What a run writes into its output folder: checkpoints, IDC rounds, stage 1's model and decoder, the summary, and a

@@ -6,7 +6,7 @@ and their defaults are the registry's (:mod:`st_infocse.losses.registry`)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from st_infocse.cli.objective_flags import (
 from st_infocse.cli.output import finish_run, lengths, summary
 from st_infocse.losses.registry import STAGE1, get_objective
 from st_infocse.mining.documents import load_documents
+from st_infocse.training.builder import learning_rate_mapping
 
 
 @dataclass
@@ -94,57 +95,19 @@ def build_loss(model, objective: str, loss_flags: Any = None):
     return entry.loss_class()(model, **loss_options(loss_flags))
 
 
-def learning_rate_mapping(loss, aux_learning_rate: float | None) -> dict[str, float]:
-    """The trainer's ``learning_rate_mapping`` that gives the loss's own modules ``--aux_learning_rate``."""
-    if aux_learning_rate is None:
-        return {}
-    names = [name for name, _ in loss.named_parameters() if not name.startswith("model.")]
-    if not names:
-        raise CLIError("--aux_learning_rate given, but this objective has no auxiliary modules")
-    return {r"^(?!model\.)": aux_learning_rate}
-
-
 def add_adapter(model, lora) -> str:
     """A LoRA adapter on the model when ``--lora_r`` asks for one (every other weight frozen); what it is, for the
     summaries, or "" without one. Every objective that takes the adapter's flags adds it here, IDC's rounds too."""
     if lora is None or not lora.lora_r:
         return ""
-    from st_infocse.training.lora import LoRASettings, add_lora, lora_parameters
+    from st_infocse.training.lora import LoRASettings, add_lora
 
-    settings = LoRASettings(r=lora.lora_r, alpha=lora.lora_alpha, target_modules=tuple(lora.lora_target_modules),
-                            dropout=lora.lora_dropout)
+    settings = LoRASettings(lora.lora_r, lora.lora_alpha, tuple(lora.lora_target_modules), lora.lora_dropout)
     try:
-        adapted = add_lora(model, settings)
+        add_lora(model, settings)
     except ValueError as error:
         raise CLIError(f"--lora_target_modules: {error}") from None
-    trained = sum(p.numel() for _, p in lora_parameters(model))
-    total = sum(p.numel() for p in model.parameters())
-    return (f"rank {settings.r}, alpha {settings.alpha:g} on {len(adapted)} layers "
-            f"({', '.join(settings.target_modules)}); {trained:,} of {total:,} weights train")
-
-
-def warm_up_decoder(model, texts: Sequence[str], flags: Any) -> str:
-    """Train the objective's auxiliary decoder alone on the frozen ``model`` (as the probe decoder of
-    :func:`~st_infocse.training.train_probe_decoder` is) for ``--decoder_warmup_steps``, save it under
-    ``OUTPUT/decoder_warmup`` and return that folder, for the loss's ``decoder``. Its ``k``, ``n``, mask rate and
-    fusion start are the loss flags' where given, else the objective's preset for this encoder's depth."""
-    from st_infocse.modeling import find_encoder_parts
-    from st_infocse.training import train_probe_decoder
-
-    loss, warmup, args = flags.loss, flags.warmup, flags.trainer
-    settings = get_objective(flags.objective).preset.decoder_settings(
-        find_encoder_parts(model).depth, loss.k, loss.n, loss.mask_rate, loss.fusion_init)
-    decoder, curve = train_probe_decoder(
-        model, texts, k=settings.k, n=settings.n, mask_rate=settings.mask_rate, steps=warmup.decoder_warmup_steps,
-        batch_size=args.per_device_train_batch_size, learning_rate=warmup.decoder_warmup_learning_rate, seed=args.seed,
-        fusion_init=settings.fusion_init, description="Decoder warm-up")
-    folder = Path(args.output_dir) / "decoder_warmup"
-    decoder.save_pretrained(folder)
-    last = curve[-min(10, len(curve)):]
-    accuracy = sum(point["accuracy"] for point in last) / len(last)
-    print(f"Decoder warm-up: {len(curve)} steps, MLM accuracy {100 * accuracy:.1f}% over the last {len(last)}; "
-          f"saved to {folder}", flush=True)
-    return str(folder)
+    return settings.describe(model)
 
 
 def texts(flags) -> Prepared:
@@ -152,22 +115,21 @@ def texts(flags) -> Prepared:
     from st_infocse.training.texts import load_texts
 
     data = flags.data
-    dataset = load_texts(data.train_data, data.text_column, data.max_train_samples)
-    if data.split_sentences:
-        from datasets import Dataset
-
-        from st_infocse.mining.sentences import split_sentences
-
-        sentences = [sentence for text in dataset["text"] for sentence in split_sentences(text)]
-        print(f"--split_sentences: {len(dataset):,} texts -> {len(sentences):,} sentences")
-        dataset = Dataset.from_dict({"text": sentences})
+    dataset = load_texts(data.train_data, data.text_column, data.max_train_samples, data.split_sentences)
     return Prepared(len(dataset), dataset, already_split=data.split_sentences)
 
 
 def registry_loss(model, flags, prepared: Prepared):
     """The objective's loss from the registry, its decoder first warmed up where ``--decoder_warmup_steps`` asks."""
     if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None:
-        flags.loss.decoder = warm_up_decoder(model, prepared.dataset["text"], flags)
+        from st_infocse.training.probe_decoder import warm_up_decoder
+
+        loss, warmup, args = flags.loss, flags.warmup, flags.trainer
+        loss.decoder = str(warm_up_decoder(
+            model, prepared.dataset["text"], args.output_dir, objective=flags.objective,
+            steps=warmup.decoder_warmup_steps, batch_size=args.per_device_train_batch_size,
+            learning_rate=warmup.decoder_warmup_learning_rate, seed=args.seed, k=loss.k, n=loss.n,
+            mask_rate=loss.mask_rate, fusion_init=loss.fusion_init))
     return build_loss(model, flags.objective, flags.loss)
 
 
@@ -178,9 +140,7 @@ def context_pairs(flags) -> Prepared:
 
     docs = flags.docs
     pairs, report = context_pairs(load_documents(docs))
-    reasons = ", ".join(f"{reason}={n:,}" for reason, n in sorted(report.skipped.items()) if n)
-    print(f"--objective ict: {report.documents_used:,} documents -> {len(pairs):,} (sentence, rest of its document) "
-          f"pairs" + (f"; skipped {report.documents_skipped:,} documents ({reasons})" if reasons else ""))
+    print(f"--objective ict: {report.pairs_summary('(sentence, rest of its document) pairs')}")
     if len(pairs) == 0:
         raise CLIError(f"--docs {docs}: no document has two sentences, so ICT has no pair to train on")
     flags.trainer.batch_sampler = DocumentAwareBatchSampler.for_pairs(pairs)
@@ -204,9 +164,7 @@ def pseudo_queries(flags) -> Prepared:
     distill = flags.distill
     drawn = pseudo_queries(load_documents(distill.docs), distill.distill_queries, flags.trainer.seed,
                            max_queries=distill.distill_max_queries)
-    skipped = ", ".join(f"{reason}={n:,}" for reason, n in sorted(drawn.skipped.items()) if n)
-    print(f"--objective distill: {len(drawn.queries):,} {distill.distill_queries} pseudo-queries over "
-          f"{len(drawn.corpus):,} documents" + (f"; skipped documents: {skipped}" if skipped else ""))
+    print(f"--objective distill: {drawn.summary()}")
     if len(drawn.queries) == 0:
         raise CLIError(f"--docs {distill.docs}: no document gave a {distill.distill_queries} pseudo-query")
     return Prepared(len(drawn.queries), source=drawn, long_column="positive", already_split=True)
@@ -247,60 +205,34 @@ def documents(flags) -> Prepared:
     return Prepared(len(loaded), source=loaded)
 
 
-def rounds_saved(best_round: int, keep_trained_if: str | None) -> str:
-    """The summary's "saved" line after IDC's rounds: which weights were kept and, under ``reliable``, that the gain
-    printed is the one that decided (a round is kept when its luck on these queries was good too)."""
-    if best_round == 0:
-        return ("the starting model: no round's gain was reliable over your queries (--keep_trained_if reliable)"
-                if keep_trained_if == "reliable" else "the starting model: no round beat it")
-    if keep_trained_if == "reliable":
-        return (f"the weights of round {best_round} (--keep_trained_if reliable: its gain was reliable on the "
-                "queries it is printed for; that gain decided, so it reads high there: judge it on queries held out "
-                "of the run)")
-    return f"the weights of round {best_round}"
-
-
 def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     """IDC's mine -> train rounds on ``--docs`` (on a LoRA adapter with ``--lora_r``); the best round (or the start)
     is saved, the adapter merged into it. Each round trains with the rounds' defaults and every trainer flag given."""
     from st_infocse.mining import train_idc_rounds
-    from st_infocse.mining.rounds import DEFAULT_TRAINING_ARGS, document_sample
+    from st_infocse.mining.rounds import document_sample, round_training_args
 
-    model, own_length, idc, args, keep = loaded.model, loaded.own_length, flags.idc, flags.trainer, flags.keep
-    given = flags.given & {item.name for item in fields(args) if item.init}
-    round_args = {**DEFAULT_TRAINING_ARGS, "seed": args.seed,  # each round has its own folder under output_dir
-                  **{name: getattr(args, name) for name in sorted(given - {"output_dir"})}}
-    adapter = measured.notes.get("LoRA adapter", "")  # added before the rounds, as for every objective
+    model, idc, args, keep = loaded.model, flags.idc, flags.trainer, flags.keep
     factory: Callable = lambda m: IDC_LOSSES[idc.idc_loss].loss(m, flags, prepared)  # noqa: E731
-    if "learning_rate_mapping" not in round_args and (mapping := learning_rate_mapping(factory(model),
-                                                                                       flags.aux_learning_rate)):
-        round_args["learning_rate_mapping"] = mapping  # the auxiliary modules' own rate, as one loss names them
+    round_args = round_training_args(args, flags.given, learning_rate_mapping(factory(model), flags.aux_learning_rate))
+    adapter = measured.notes.get("LoRA adapter", "")  # added before the rounds, as for every objective
     docs, sampled = document_sample(prepared.source, idc.idc_max_docs, args.seed)
-    annotator = None
-    if idc.idc_annotator is not None:  # mines at its own length, with its own modules
-        from st_infocse.training.builder import load_model
-
-        try:
-            annotator = load_model(idc.idc_annotator, trust_remote_code=flags.model.trust_remote_code).model
-        except OSError as exc:
-            raise CLIError(f"--idc_annotator: cannot load {idc.idc_annotator}: {exc}") from None
     anchor = (f"{keep.weight_anchor:g} of each round's change kept (start + {keep.weight_anchor:g} x (trained - "
               "start)), before the round is scored and mines" if keep.weight_anchor < 1 else "")
     folder = Path(args.output_dir) / "rounds"
     summary("IDC training", {
-        "documents": sampled or len(docs), **({"round 1 mined by": idc.idc_annotator} if annotator else {}),
+        "documents": sampled or len(docs), **({"round 1 mined by": idc.idc_annotator} if idc.idc_annotator else {}),
         "rounds": f"up to {idc.rounds} (mine -> train)", "model": loaded.how, **measured.notes,
         "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
         **({"weight anchor": anchor} if anchor else {}),
-        "rounds folder": folder, "max length": lengths(model.max_seq_length, own_length),
+        "rounds folder": folder, "max length": lengths(model.max_seq_length, loaded.own_length),
     })
     try:
         result = train_idc_rounds(
             model, docs, factory, rounds=idc.rounds, initial_annotation=idc.initial_annotation,
             evaluator=measured.evaluator, training_args=round_args,
             mining_kwargs={"k": idc.idc_k, "similarity": idc.idc_similarity, "precision": idc.idc_precision},
-            output_dir=folder, seed=args.seed,
-            annotator=annotator, keep_trained_if=flags.run.keep_trained_if,
+            output_dir=folder, seed=args.seed, annotator=idc.idc_annotator,
+            trust_remote_code=flags.model.trust_remote_code, keep_trained_if=flags.run.keep_trained_if,
             keep_start_if_better=keep.keep_start_if_better, weight_anchor=keep.weight_anchor,
         )
     except KeyboardInterrupt:  # a round's trainer stops where it is; the rounds done keep their pairs and reports
@@ -308,41 +240,21 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
         print(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in {folder}); no model saved: "
               "run again to train")
         return 130
-    summary("IDC rounds", round_rows(result))
+    except ValueError as exc:  # the rounds name the argument that failed; the annotator's flag is --idc_annotator
+        raise (CLIError(f"--idc_{exc}") if str(exc).startswith("annotator: ") else exc) from None
+    summary("IDC rounds", result.round_rows())
     measured_rows = None
     if result.initial_metrics is not None:
         # the trained candidate (best round, else the last) against the start; "saved" says which was kept
         measured_rows = tuple({f"eval_{key}": value for key, value in metrics.items()} for metrics in
                               (result.initial_metrics, result.trained_metrics or {}, result.changes)) + (
-                                  rounds_saved(result.best_round, result.keep_trained_if),)
+                                  result.saved_line(),)
     rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
-    if result.rounds_judged > 1:
-        rows["rounds judged"] = (f"{result.rounds_judged} against the start on the same units: each round's p is "
-                                 f"Holm-adjusted for the {result.rounds_judged} (its interval its own), and the "
-                                 "verdicts and the keep rule read the adjusted p")
     finish_run(loaded, flags, "IDC training done", rows, {"objective": "idc", "round_arguments": round_args,
                                                           "rounds": result.to_dict()},
                adapter, anchor, result.initial_metrics is not None and result.best_round == 0, measured.labels,
                measured_rows)
     return 0
-
-
-def round_rows(result) -> dict[str, str]:
-    """One row per round: its pairs, where its time went and, where judged, its change from the start on the
-    evaluator's primary metric with the verdict read off the Holm-adjusted p."""
-    rows = {}
-    for stat in result.rounds:
-        line = (f"{stat.annotation}: {stat.pairs:,} pairs ({stat.pairs_per_document:.2f}/document); mining "
-                f"{stat.mining_seconds:.0f} s, training {stat.training_seconds:.0f} s")
-        change = stat.change
-        if change is not None and stat.p_holm is not None:  # the interval its own, the verdict the Holm p's
-            units = f", {change.n} {change.unit})"
-            holm = f", Holm p = {stat.p_holm:.3f} over {result.rounds_judged} rounds" if result.rounds_judged > 1 else ""
-            line += f"; from the start {change.describe(verdict=False).replace(units, holm + units)}: {stat.verdict}"
-        elif stat.score is not None:
-            line += f"; score {100 * stat.score:.2f}"
-        rows[f"round {stat.round}"] = line + (" (kept)" if stat.round == result.best_round else "")
-    return rows
 
 
 # ------------------------------------------------------------------------------------------------------ entries

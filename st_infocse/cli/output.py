@@ -4,7 +4,6 @@ training run (one trainer, or IDC's rounds), and the run's ``run_summary.json``.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,21 +13,6 @@ def summary(title: str, rows: dict[str, Any]) -> None:
     print(f"\n{title}")
     for key, value in rows.items():
         print(f"  {key.ljust(width)}  {value}")
-
-
-def checkpoint_plan(training_args, steps: int) -> str:
-    """Where the run's checkpoints go, for a run of ``steps`` optimizer steps."""
-    strategy = getattr(training_args.save_strategy, "value", training_args.save_strategy)
-    if strategy == "no":
-        return "none (final model only)"
-    folder = Path(training_args.output_dir)
-    if strategy == "steps" and steps <= training_args.save_steps:
-        # the trainer saves at the last step whatever the interval, so a shorter run writes that one checkpoint
-        return (f"{folder / f'checkpoint-{steps}'} at the last step only (the run is {steps} steps, shorter than "
-                f"--save_steps {training_args.save_steps:g}; --save_strategy no writes none)")
-    every = f"every {training_args.save_steps:g} steps" if strategy == "steps" else f"every {strategy}"
-    kept = f", last {training_args.save_total_limit} kept" if training_args.save_total_limit else ""
-    return f"{folder / 'checkpoint-N'} {every} and at the last step{kept}"
 
 
 def lengths(training_length: int | None, saved_length: int | None) -> str:
@@ -42,42 +26,8 @@ def start_summary(title: str, texts: int, steps: int, training_args, training_le
     batch = training_args.per_device_train_batch_size
     per_step = batch * max(1, training_args.world_size) * training_args.gradient_accumulation_steps
     summary(title, {"texts": texts, "batch size": f"{batch}{f' ({per_step} per optimizer step)' if per_step > batch else ''}",
-                    "optimizer steps": steps, "checkpoints": checkpoint_plan(training_args, steps),
+                    "optimizer steps": steps, "checkpoints": training_args.checkpoint_plan(steps),
                     "max length": lengths(training_length, own_length), **(extra or {})})
-
-
-def worse_at_end(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
-                 start_saved: bool = False) -> list[str]:
-    """One warning line per labelled metric (all higher-is-better) that ended below its start; when the starting
-    model is what was saved, a note that the trained model ended there instead."""
-    from st_infocse.evaluation import x100
-
-    lines = []
-    for key, label in labels.items():
-        before, after = start.get(key), end.get(key)
-        if before is not None and after is not None and (after < before or (math.isnan(after) and not math.isnan(before))):
-            change = f"({x100(before)} -> {x100(after)})"
-            lines.append(f"note: the trained model's {label} ended below its start {change}; the starting model was "
-                         "saved" if start_saved else f"warning: {label} ended below its start {change}")
-    return lines
-
-
-def kept_line(result: Any) -> str:
-    """What was saved, from a :class:`~st_infocse.training.StartEndResult`, and why under ``--keep_trained_if``."""
-    from st_infocse.evaluation import x100
-
-    if result.keep_trained_if == "reliable":
-        which = {"start": "the starting model", "end": f"the model at the last step, {result.end_step}",
-                 "best checkpoint": f"the best checkpoint, step {result.best_step}"}[result.kept]
-        share = getattr(result, "confirm_share", None)
-        rule = "--keep_trained_if reliable" + (f", --confirm_share {share:g}" if share else "")
-        return f"{which}: {result.reason} ({rule}: the trained model only when the interval lies above zero)"
-    if result.kept == "start":
-        return (f"the starting model: no checkpoint beat the model you started with ({result.metric} "
-                f"{x100(result.start_score)} vs best {x100(result.best_score)} at step {result.best_step})")
-    if result.kept == "best checkpoint":
-        return f"the best checkpoint, step {result.best_step} ({result.metric} {x100(result.best_score)})"
-    return f"the model at the last step, {result.end_step}"
 
 
 def finish_run(loaded, flags, title: str, rows: dict[str, Any], record: dict[str, Any], adapter: str,
@@ -88,9 +38,9 @@ def finish_run(loaded, flags, title: str, rows: dict[str, Any], record: dict[str
     ``rows``, each measured metric's start -> end with its interval and which model was saved (``measured``: start
     metrics, end metrics, changes, the saved line; None without an evaluator; ``labels`` None: a run that takes no
     evaluator, stage 1), the adapter, the anchor, the lengths and the folder; then a warning per metric that ended
-    below its start (:func:`worse_at_end`). ``decides``: the checkpoint metric."""
+    below its start (:func:`~st_infocse.training.ended_below_start`). ``decides``: the checkpoint metric."""
     from st_infocse.training.builder import save_model
-    from st_infocse.training.start_end import start_end_rows
+    from st_infocse.training.start_end import ended_below_start, start_end_rows
 
     model, out, training_length = loaded.model, Path(flags.trainer.output_dir), loaded.model.max_seq_length
     if adapter:
@@ -110,7 +60,7 @@ def finish_run(loaded, flags, title: str, rows: dict[str, Any], record: dict[str
     if measured is not None:
         start, end, changes, saved = measured
         rows.update({**start_end_rows(labels, start, end, changes, decides=decides), "saved": saved})
-        warnings = worse_at_end(labels, start, end, start_saved)
+        warnings = ended_below_start(labels, start, end, start_saved)
     elif labels is not None:
         rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
     path = out / "run_summary.json"  # scores as the evaluators return them, in [0, 1]

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import for_model, run_evaluation
-from st_infocse.cli.inputs import apply_weight_anchor, check_earlier_run, check_planned_steps, model_from_args
+from st_infocse.cli.inputs import check_earlier_run, model_from_args
 from st_infocse.cli.interrupt import Interrupted
-from st_infocse.cli.objectives import add_adapter, learning_rate_mapping
-from st_infocse.cli.output import finish_run, kept_line, start_summary
+from st_infocse.cli.objectives import add_adapter
+from st_infocse.cli.output import finish_run, start_summary
 from st_infocse.cli.parsing import asks_for_help, read_sources
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
 from st_infocse.recipes import format_recipe_list
+from st_infocse.training.builder import learning_rate_mapping
 from st_infocse.training.texts import count_long_texts
 
 
@@ -55,15 +56,17 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     if flags is None:  # --help
         return 0
     training_args, objective, entry = flags.trainer, flags.objective, flags.entry
-    check_keep_rule(flags)
     measured = run_evaluation(flags.run, training_args, flags.given)
     lexical = reference_settings(flags, measured)
     prepared = entry.prepare(flags)
     anchor = None
     if entry.run is None:
-        steps = check_planned_steps(prepared.size, training_args)
+        steps = training_args.planned_steps(prepared.size)
         if flags.keep is not None:
-            anchor = apply_weight_anchor(flags.keep.weight_anchor, training_args, steps, flags.given)
+            from st_infocse.training.anchor import WeightAnchorCallback, fit_to_anchor
+
+            anchor = fit_to_anchor(training_args, flags.keep.weight_anchor, steps,
+                                   load_best_asked="load_best_model_at_end" in flags.given)
     replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
                                  flags.output.overwrite_output_dir)
     loaded = model_from_args(flags.model, training_args.seed)
@@ -82,7 +85,10 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
                            seed=training_args.seed).message(already_split=prepared.already_split)
     loss = entry.loss(model, flags, prepared)
     if not training_args.learning_rate_mapping:
-        training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
+        try:
+            training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
+        except ValueError as error:  # the library names the argument, the user gave the flag
+            raise CLIError(f"--{error}") from None
     start_summary(entry.title or f"Training {objective}", len(dataset), steps, training_args, model.max_seq_length,
                   own_length, {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
                                **({"output folder": replaced} if replaced else {}),
@@ -102,8 +108,6 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
 
             callbacks.append(references := LexicalReferenceCallback(measured.retrieval, lexical))
     if anchor:
-        from st_infocse.training.anchor import WeightAnchorCallback
-
         callbacks.append(WeightAnchorCallback(flags.keep.weight_anchor, start_weights=start_weights))
     try:
         trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
@@ -119,7 +123,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     record: dict = {"objective": objective, "steps": trainer.state.global_step, "loss": loss.get_config_dict()}
     result = None
     if ends is not None:
-        result = (ends.result.start, ends.result.end, ends.result.changes, kept_line(ends.result))
+        result = (ends.result.start, ends.result.end, ends.result.changes, ends.result.saved_line())
         record.update(start_end=ends.result.to_dict(), saved=result[3])
         if lexical is not None:
             reference_rows, record["lexical_references"] = references.rows()
@@ -147,26 +151,3 @@ def reference_settings(flags: TrainingFlags, measured):
     measured.notes["BM25 beside the scores"] = settings.describe()
     return settings
 
-
-def check_keep_rule(flags: TrainingFlags) -> None:
-    """``--keep_trained_if reliable`` judges the gain over the queries (pairs) of the checkpoint metric: refused, before
-    the model loads, when nothing measures the run, when the start is never restored, or when the checkpoint metric
-    is not one whose evaluator keeps per-query scores (retrieval nDCG@10, STS-B dev)."""
-    if flags.run is None or flags.run.keep_trained_if != "reliable":
-        return
-    if flags.run.confirm_share is not None and flags.idc is not None:
-        raise CLIError("--confirm_share: IDC's rounds choose their best round on all the queries; it applies to a "
-                       "run of one loss")
-    if not flags.evaluates:
-        raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
-                       "--stsb_dev)")
-    if flags.keep is not None and not flags.keep.keep_start_if_better:
-        raise CLIError("--keep_trained_if reliable chooses between the start and the trained model, which "
-                       "--keep_start_if_better false turns off; drop one of them")
-    from st_infocse.evaluation import STSB_DEV_METRIC
-
-    metric = flags.trainer.metric_for_best_model
-    if metric and not (metric.removeprefix("eval_") == STSB_DEV_METRIC.removeprefix("eval_")
-                       or metric.endswith("ndcg@10")):
-        raise CLIError(f"--keep_trained_if reliable needs per-query scores for --metric_for_best_model {metric}: "
-                       f"only retrieval nDCG@10 and {STSB_DEV_METRIC} keep them")

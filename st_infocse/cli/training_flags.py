@@ -169,12 +169,8 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
                        "the best round, the model as given included")
     if not flags.evaluates:
         trainer_values.update(EVALUATION_OFF)
-    (flags.trainer,) = trainer.build(trainer_values)  # the trainer's own value checks run here
-    resume = flags.trainer.resume_from_checkpoint  # a string to transformers: true/last, the newest checkpoint-N
-    if resume is not None and resume.lower() in ("true", "last", "false", "none", ""):
-        flags.trainer.resume_from_checkpoint = True if resume.lower() in ("true", "last") else None
-    elif resume is not None and not Path(resume).is_dir():
-        raise CLIError(f"--resume_from_checkpoint: no checkpoint folder at {resume}")
+    (flags.trainer,) = trainer.build(trainer_values)  # the trainer's own value checks run here (its __post_init__)
+    check_keep_rule(flags)
     check_output_dir(flags.trainer.output_dir)
     return flags
 
@@ -204,3 +200,27 @@ def check_before_loading(flags: TrainingFlags) -> None:
         check_documents(flags.docs)
     elif flags.data is not None:
         check_text_source(flags.data.train_data, flags.data.text_column)
+
+
+def check_keep_rule(flags: TrainingFlags) -> None:
+    """``--keep_trained_if reliable`` judges the gain over the queries (pairs) of the checkpoint metric: refused, before
+    the model loads, when nothing measures the run, when the start is never restored, or when the checkpoint metric
+    is not one whose evaluator keeps per-query scores (retrieval nDCG@10, STS-B dev)."""
+    if flags.run is None or flags.run.keep_trained_if != "reliable":
+        return
+    if flags.run.confirm_share is not None and flags.idc is not None:
+        raise CLIError("--confirm_share: IDC's rounds choose their best round on all the queries; it applies to a "
+                       "run of one loss")
+    if not flags.evaluates:
+        raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
+                       "--stsb_dev)")
+    if flags.keep is not None and not flags.keep.keep_start_if_better:
+        raise CLIError("--keep_trained_if reliable chooses between the start and the trained model, which "
+                       "--keep_start_if_better false turns off; drop one of them")
+    from st_infocse.evaluation import STSB_DEV_METRIC
+
+    metric = flags.trainer.metric_for_best_model
+    if metric and not (metric.removeprefix("eval_") == STSB_DEV_METRIC.removeprefix("eval_")
+                       or metric.endswith("ndcg@10")):
+        raise CLIError(f"--keep_trained_if reliable needs per-query scores for --metric_for_best_model {metric}: "
+                       f"only retrieval nDCG@10 and {STSB_DEV_METRIC} keep them")

@@ -22,7 +22,7 @@ _MODULES = {  # submodule -> the names it exports
     "report": ("MiningReport",),
     "round_results": ("CycleStats", "PlusPlusResult", "RoundStats", "RoundsResult"),
     "plus_plus": ("train_infocse_plus_plus",),
-    "rounds": ("DEFAULT_TRAINING_ARGS", "train_idc_rounds"),
+    "rounds": ("DEFAULT_TRAINING_ARGS", "round_training_args", "train_idc_rounds"),
     "sampler": ("DocumentAwareBatchSampler", "DocumentAwareSamplerFactory"),
     "sentences": ("PreparedDocument", "SKIP_REASONS", "Skipped", "prepare_documents", "split_sentences"),
 }

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from st_infocse.evaluation import LexicalSettings, RetrievalData, reference_runs, search
+from st_infocse.mining.report import skip_counts
 from st_infocse.mining.sentences import PreparedDocument, prepare_documents
 
 QUERY_KINDS = ("held_out", "title", "sentence")
@@ -34,12 +35,19 @@ def _check_loss(loss: str) -> str:
 @dataclass
 class PseudoQueries:
     """Queries (id -> text) drawn from documents, the corpus (id -> text) they are asked over, each query's own
-    document (``positives``) and the documents that gave no query by reason (``skipped``)."""
+    document (``positives``), the documents that gave no query by reason (``skipped``) and the ``query_kind``."""
 
     queries: dict[str, str]
     corpus: dict[str, str]
     positives: dict[str, str]
     skipped: dict[str, int] = field(default_factory=dict)
+    query_kind: str = "held_out"
+
+    def summary(self) -> str:
+        """One line: ``"12 held_out pseudo-queries over 12 documents; skipped documents: too_few_sentences=1"``."""
+        skipped = skip_counts(self.skipped)
+        return (f"{len(self.queries):,} {self.query_kind} pseudo-queries over {len(self.corpus):,} documents"
+                + (f"; skipped documents: {skipped}" if skipped else ""))
 
 
 def pseudo_queries(
@@ -90,7 +98,7 @@ def pseudo_queries(
         kept = set(random.Random(seed).sample(sorted(queries), max_queries))
         queries = {q: text for q, text in queries.items() if q in kept}
         positives = {q: d for q, d in positives.items() if q in kept}
-    return PseudoQueries(queries, corpus, positives, dict(skipped))
+    return PseudoQueries(queries, corpus, positives, dict(skipped), query_kind)
 
 
 @dataclass
@@ -110,7 +118,7 @@ class DistillationReport:
     seconds: float
 
     def summary(self) -> str:
-        skipped = ", ".join(f"{reason}={n:,}" for reason, n in sorted(self.skipped.items()) if n) or "none"
+        skipped = skip_counts(self.skipped) or "none"
         return (f"{self.queries:,} {self.query_kind} queries over {self.documents:,} documents; the teacher ranks "
                 f"the query's own document first for {100 * self.own_first:.1f}%; {self.candidates} candidates each "
                 f"({self.loss}); teacher: {self.teacher}; skipped documents: {skipped}; {self.seconds:.0f} s")

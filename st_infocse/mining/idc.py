@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from st_infocse.evaluation import encode_unique
 from st_infocse.mining.graph import Similarity, check_similarity, cluster_documents, cluster_pairs
-from st_infocse.mining.report import MiningReport
+from st_infocse.mining.report import MiningReport, skip_counts
 from st_infocse.mining.sentences import PreparedDocument, Skipped, prepare_documents
 from st_infocse.training import precision as training_precision
 
@@ -246,8 +246,8 @@ def _mine(
     report.output_seconds += time.perf_counter() - t0
     report.total_seconds = time.perf_counter() - start
     if report.documents_skipped:
-        skipped = ", ".join(f"{r}={n}" for r, n in report.skipped.items() if n)
-        logger.warning("skipped %d of %d documents: %s", report.documents_skipped, report.documents_seen, skipped)
+        logger.warning("skipped %d of %d documents: %s", report.documents_skipped, report.documents_seen,
+                       skip_counts(report.skipped))
     if report.documents_seen and not report.pairs:
         logger.warning("no pairs were mined from %d documents", report.documents_seen)
     logger.info(report.summary())

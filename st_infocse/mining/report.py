@@ -8,6 +8,11 @@ from typing import Any
 from st_infocse.mining.sentences import SKIP_REASONS, PreparedDocument, Skipped
 
 
+def skip_counts(skipped: dict[str, int]) -> str:
+    """The documents skipped, by reason: ``"empty=2, too_few_sentences=1,203"`` ("" when none was)."""
+    return ", ".join(f"{reason}={n:,}" for reason, n in sorted(skipped.items()) if n)
+
+
 @dataclass
 class MiningReport:
     """What one mining pass did. ``documents_seen == documents_used + sum(skipped.values())``.
@@ -59,7 +64,7 @@ class MiningReport:
 
     def summary(self) -> str:
         """One line for logs."""
-        skipped = ", ".join(f"{k}={v}" for k, v in sorted(self.skipped.items()) if v) or "none"
+        skipped = skip_counts(self.skipped) or "none"
         encoded = f", {self.precision}" if self.precision not in (None, "fp32") else ""
         setting = (f" ({self.similarity}, k={self.k}, threshold={self.threshold}{encoded})" if self.method == "idc"
                    else "")
@@ -69,6 +74,13 @@ class MiningReport:
             f"({self.pairs_per_document:.2f}/document, {self.pairs_dropped_by_cap} over the cap); "
             f"encode {self.encode_seconds:.1f}s, graph {self.graph_seconds:.2f}s, total {self.total_seconds:.1f}s"
         )
+
+    def pairs_summary(self, pairs: str = "pairs") -> str:
+        """One line of the documents used, the ``pairs`` (what they are) and the documents skipped by reason:
+        ``"12 documents -> 60 pairs; skipped 1 documents (too_few_sentences=1)"``."""
+        skipped = skip_counts(self.skipped)
+        return (f"{self.documents_used:,} documents -> {self.pairs:,} {pairs}"
+                + (f"; skipped {self.documents_skipped:,} documents ({skipped})" if skipped else ""))
 
     def add(self, item: PreparedDocument | Skipped) -> None:
         """Count one document as :func:`~st_infocse.mining.prepare_documents` gave it."""

@@ -122,6 +122,40 @@ class RoundsResult:
             "trained_metrics": self.trained_metrics,
         }
 
+    def round_rows(self) -> dict[str, str]:
+        """One line per round (``"round N"`` -> line): its pairs, where its time went and, where judged, its change
+        from the start on the primary metric, its verdict read off the Holm-adjusted p; the round kept is marked.
+        When several rounds were judged, a last line (``"rounds judged"``) says that their p-values were adjusted."""
+        rows = {}
+        for stat in self.rounds:
+            line = (f"{stat.annotation}: {stat.pairs:,} pairs ({stat.pairs_per_document:.2f}/document); mining "
+                    f"{stat.mining_seconds:.0f} s, training {stat.training_seconds:.0f} s")
+            change = stat.change
+            if change is not None and stat.p_holm is not None:
+                units = f", {change.n} {change.unit})"
+                holm = f", Holm p = {stat.p_holm:.3f} over {self.rounds_judged} rounds" if self.rounds_judged > 1 else ""
+                line += f"; from the start {change.describe(verdict=False).replace(units, holm + units)}: {stat.verdict}"
+            elif stat.score is not None:
+                line += f"; score {100 * stat.score:.2f}"
+            rows[f"round {stat.round}"] = line + (" (kept)" if stat.round == self.best_round else "")
+        if self.rounds_judged > 1:
+            rows["rounds judged"] = (f"{self.rounds_judged} against the start on the same units: each round's p is "
+                                     f"Holm-adjusted for the {self.rounds_judged} (its interval its own), and the "
+                                     "verdicts and the keep rule read the adjusted p")
+        return rows
+
+    def saved_line(self) -> str:
+        """Which weights were kept, in words; under ``keep_trained_if="reliable"`` it says that the gain printed is
+        the one that decided (a round is kept when its luck on these queries was good too), so it reads high there."""
+        if self.best_round == 0:
+            return ("the starting model: no round's gain was reliable over your queries (--keep_trained_if reliable)"
+                    if self.keep_trained_if == "reliable" else "the starting model: no round beat it")
+        if self.keep_trained_if == "reliable":
+            return (f"the weights of round {self.best_round} (--keep_trained_if reliable: its gain was reliable on "
+                    "the queries it is printed for; that gain decided, so it reads high there: judge it on queries "
+                    "held out of the run)")
+        return f"the weights of round {self.best_round}"
+
 
 @dataclass
 class CycleStats:

@@ -16,7 +16,7 @@ import logging
 import random
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,12 +25,13 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraini
 from torch import nn
 
 from st_infocse.evaluation import PairedChange, paired_changes, primary_unit_key, unit_scores
+from st_infocse.files import InputError
 from st_infocse.mining.graph import check_similarity
 from st_infocse.mining.idc import READING_ARGUMENTS, adjacent_pairs, mine_pairs
 from st_infocse.mining.round_results import RoundsResult, RoundStats, holm_over_rounds
 from st_infocse.mining.sampler import DocumentAwareBatchSampler
 from st_infocse.training.anchor import toward_start
-from st_infocse.training.builder import build_trainer
+from st_infocse.training.builder import build_trainer, load_model
 from st_infocse.training.lora import has_lora
 from st_infocse.training.snapshot import weights_snapshot
 
@@ -52,6 +53,23 @@ DEFAULT_TRAINING_ARGS: dict[str, Any] = {
 #: Trainer arguments a round refuses: the rounds evaluate after each round and keep the best one themselves.
 ROUNDS_OWN_TRAINER_ARGS = ("eval_strategy", "eval_steps", "eval_delay", "load_best_model_at_end",
                            "metric_for_best_model", "greater_is_better", "resume_from_checkpoint")
+
+
+def round_training_args(training_args: SentenceTransformerTrainingArguments, given: Collection[str] = (),
+                        learning_rate_mapping: dict[str, float] | None = None) -> dict[str, Any]:
+    """The ``training_args`` of :func:`train_idc_rounds` from one run's arguments: :data:`DEFAULT_TRAINING_ARGS`, the
+    seed, and every argument named in ``given`` but ``output_dir`` (each round has its own folder).
+
+    Args:
+        training_args: The run's trainer arguments.
+        given: The names of those the user set (the flags given); the others are the rounds' defaults.
+        learning_rate_mapping: The loss's own modules' learning rates, unless ``given`` names the mapping.
+    """
+    names = sorted(set(given) & set(training_args.to_dict()) - {"output_dir"})  # to_dict: its init arguments
+    chosen = {**DEFAULT_TRAINING_ARGS, "seed": training_args.seed, **{n: getattr(training_args, n) for n in names}}
+    if learning_rate_mapping and "learning_rate_mapping" not in chosen:
+        chosen["learning_rate_mapping"] = learning_rate_mapping
+    return chosen
 
 
 def document_sample(documents: Any, size: int | None, seed: int) -> tuple[Any, str | None]:
@@ -119,10 +137,11 @@ def train_idc_rounds(
     document_aware_batches: bool = True,
     output_dir: str | Path | None = None,
     seed: int = 0,
-    annotator: SentenceTransformer | None = None,
+    annotator: SentenceTransformer | str | None = None,
     keep_trained_if: Literal["better", "reliable"] = "better",
     keep_start_if_better: bool = True,
     weight_anchor: float = 1.0,
+    trust_remote_code: bool = False,
 ) -> RoundsResult:
     """Mine -> train -> re-mine for ``rounds`` rounds (paper 002 Alg. 1), stopping at a plateau.
 
@@ -155,10 +174,10 @@ def train_idc_rounds(
         output_dir: Where each round's pairs and trainer output go (``round-N/``); a temporary
             folder when omitted.
         seed: Training seed (and mining seed unless ``mining_kwargs`` sets one).
-        annotator: Another Sentence Transformer (a model, or its folder or hub id on the command line) whose mining
-            gives round 1's pairs, e.g. sentence-transformers/all-mpnet-base-v2 (paper 002 Table 3 (5); any backend
-            :func:`mine_pairs` takes); later rounds mine with the model being trained. Only with
-            ``initial_annotation="model"``.
+        annotator: Another model whose mining gives round 1's pairs (paper 002 Table 3 (5): all-mpnet-base-v2's
+            annotations; any backend :func:`mine_pairs` takes, or a folder or hub id that
+            :func:`~st_infocse.training.builder.load_model` loads); later rounds mine with the model being trained.
+            Only with ``initial_annotation="model"``.
         keep_trained_if: ``"better"``: the best round's weights are kept when they beat the model as given;
             ``"reliable"``: only when their gain on the evaluator's primary metric is reliable over its queries
             (STS pairs), the paired test's 95% interval above zero, else the model as given is restored. Needs
@@ -171,12 +190,13 @@ def train_idc_rounds(
         weight_anchor: The share of the change kept after each round's training: the weights that train become
             ``start + share x (trained - start)`` (:func:`~st_infocse.training.toward_start`, the start being the
             model as given), and that is what the round scores and the next round mines with. 1: no anchor.
+        trust_remote_code: Allow custom model code for an ``annotator`` given by folder or hub id.
 
     Returns:
         :class:`RoundsResult` with per-round pair counts, scores and timings.
 
     Example:
-        >>>         >>> result = train_idc_rounds(  # doctest: +SKIP
+        >>> result = train_idc_rounds(  # doctest: +SKIP
         ...     model, docs, MultipleNegativesRankingLoss, rounds=3, evaluator=sts_dev_evaluator
         ... )
         >>> [(r.round, r.pairs, r.score) for r in result.rounds]  # doctest: +SKIP
@@ -205,6 +225,11 @@ def train_idc_rounds(
     # Checked before any round: when the first round pairs adjacent sentences, a bad value would surface only after
     # it has trained.
     check_similarity(mining_kwargs.get("similarity", "cosine"))
+    if isinstance(annotator, str):  # mines at its own length, with its own modules
+        try:
+            annotator = load_model(annotator, trust_remote_code=trust_remote_code).model
+        except (OSError, ValueError) as exc:  # named by the argument, for a caller that maps it to its own name
+            raise InputError(f"annotator: {exc}".splitlines()[0]) from exc
     greater = bool(getattr(evaluator, "greater_is_better", True))
     tmp = tempfile.TemporaryDirectory(prefix="idc-rounds-") if output_dir is None else None
     root = Path(tmp.name if tmp is not None else output_dir)

@@ -1,8 +1,5 @@
-"""Sentence splitting and document normalisation for mining.
-
-Splitting uses ``sentencex`` (rule-based, ~300 languages, no downloads) rather than ``pysbd``, whose regular
-expressions backtrack catastrophically on strings such as ``"..[111 111 111 ...]"`` (pySBD issue #79).
-"""
+"""Document normalisation for mining: any document form to its usable sentences, split by
+:func:`~st_infocse.training.texts.split_sentences` (training text's splitter, one splitter for both)."""
 
 from __future__ import annotations
 
@@ -10,23 +7,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sentencex import segment
+from st_infocse.training.texts import split_sentences
 
 # Reasons a document is skipped; the report counts each one.
 SKIP_REASONS = ("not_text", "empty", "too_few_sentences", "too_many_sentences")
-
-
-def split_sentences(text: str, language: str = "en") -> list[str]:
-    """The sentences of ``text``, stripped, in order: lines are hard boundaries (paragraphs, list items, headings),
-    each line is segmented by ``sentencex`` for ``language`` (an ISO 639 code; unknown ones get generic rules).
-
-    Example:
-        >>> split_sentences("Dr. Smith went to Washington. He liked it.\\nA new paragraph")
-        ['Dr. Smith went to Washington.', 'He liked it.', 'A new paragraph']
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"split_sentences expects a str, got {type(text).__name__}")
-    return [s.strip() for line in text.splitlines() if line.strip() for s in segment(language, line) if s.strip()]
 
 
 @dataclass

@@ -6,18 +6,18 @@ from __future__ import annotations
 from st_infocse.lazy import lazy_exports
 
 _MODULES = {  # submodule -> the names it exports
-    "anchor": ("WeightAnchorCallback", "evaluates_before_last_step", "toward_start"),
+    "anchor": ("WeightAnchorCallback", "evaluates_before_last_step", "fit_to_anchor", "toward_start"),
     "arguments": ("PaperTrainingArguments", "STSB_DEV_METRIC"),
     "at_length": ("AtLengthEvaluator",),
-    "builder": ("build_trainer", "load_model", "own_max_length", "save_model"),
+    "builder": ("build_trainer", "learning_rate_mapping", "load_model", "own_max_length", "save_model"),
     "callbacks": ("AUXILIARY_STATE_NAME", "AuxiliaryStateCallback", "auxiliary_state_dict", "load_auxiliary_state",
         "save_auxiliary_state"),
     "guards": ("check_training_dataset",),
     "lora": ("LoRASettings", "add_lora", "merge_lora"),
-    "probe_decoder": ("train_probe_decoder",),
+    "probe_decoder": ("train_probe_decoder", "warm_up_decoder"),
     "snapshot": ("StartingWeights", "weights_snapshot"),
-    "start_end": ("StartEndCallback", "StartEndResult"),
-    "texts": ("TextReport", "check_text_source", "clean_texts", "load_texts"),
+    "start_end": ("StartEndCallback", "StartEndResult", "ended_below_start"),
+    "texts": ("TextReport", "check_text_source", "clean_texts", "load_texts", "split_sentences"),
     "trainer": ("AuxiliaryLossTrainer", "clip_gradients_jointly"),
 }
 _WHERE = {name: module for module, names in _MODULES.items() for name in names}

@@ -48,6 +48,33 @@ def evaluates_before_last_step(args: TrainingArguments, max_steps: int) -> bool:
     return (math.ceil(max_steps * every) if every < 1 else int(every)) < max_steps
 
 
+def fit_to_anchor(args: TrainingArguments, share: float, steps: int, load_best_asked: bool = False) -> str | None:
+    """Fit ``args`` to a weight anchor that keeps ``share`` of the trained change over a run of ``steps`` optimizer
+    steps, before training, and describe the anchor in words (None when ``share`` is 1: no anchor). The anchor moves
+    only the last step's model, so a best checkpoint from an earlier evaluation would hand back a model not anchored
+    (:class:`WeightAnchorCallback` refuses that when training starts): ``load_best_model_at_end`` is turned off, or
+    refused when the caller asked for it.
+
+    Args:
+        args: The run's training arguments; their ``load_best_model_at_end`` may be set to False.
+        share: The share of the trained change kept, in (0, 1].
+        steps: The run's optimizer steps (:meth:`~st_infocse.training.PaperTrainingArguments.planned_steps`).
+        load_best_asked: ``load_best_model_at_end`` was asked for: refused rather than turned off.
+
+    Raises:
+        ValueError: With ``load_best_asked``, when the trainer would evaluate before the last step.
+    """
+    if _check_share(share) == 1:
+        return None
+    if args.load_best_model_at_end and evaluates_before_last_step(args, steps):
+        if load_best_asked:
+            raise ValueError("--weight_anchor moves the last step's model only, and --load_best_model_at_end could hand "
+                             f"back an earlier checkpoint, not anchored: evaluate only at the end (--eval_steps {steps}) "
+                             "or drop one of them")
+        args.load_best_model_at_end = False
+    return f"{share:g} of the trained change kept after step {steps} (start + {share:g} x (trained - start))"
+
+
 class WeightAnchorCallback(TrainerCallback):
     """Move the model's weights to ``start + share * (trained - start)`` after the last optimizer step, before the
     trainer's last evaluation and save, so what is scored, compared with the start and saved is the anchored model.

@@ -127,6 +127,22 @@ def save_model(model: SentenceTransformer, path: str | os.PathLike, own_length: 
     model.max_seq_length = training_length
 
 
+def learning_rate_mapping(loss: nn.Module, aux_learning_rate: float | None) -> dict[str, float]:
+    """The trainer's ``learning_rate_mapping`` (a ``TrainingArguments`` field) that trains the loss's own modules
+    (a projection head, a decoder: every parameter outside ``loss.model``) at ``aux_learning_rate``.
+
+    Args:
+        loss: the training loss, holding the model as ``model``.
+        aux_learning_rate: the loss's own modules' learning rate; None: ``{}``, every parameter at the trainer's rate.
+            Given for a loss without modules of its own, it is refused with a ``ValueError``.
+    """
+    if aux_learning_rate is None:
+        return {}
+    if all(name.startswith("model.") for name, _ in loss.named_parameters()):
+        raise ValueError("aux_learning_rate given, but this objective has no auxiliary modules")
+    return {r"^(?!model\.)": aux_learning_rate}
+
+
 def build_trainer(
     model: SentenceTransformer, loss: nn.Module, train_dataset: Any, args: TrainingArguments, evaluator: Any = None,
     clip_jointly: bool = True,

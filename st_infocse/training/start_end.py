@@ -111,6 +111,28 @@ def _better(a: float | None, b: float | None, greater: bool) -> bool:
     return a > b if greater else a < b
 
 
+def ended_below_start(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
+                      start_saved: bool = False) -> list[str]:
+    """One warning line per metric in ``labels`` (metric key -> the name printed; each greater-is-better) that ended
+    below its start, a NaN end (a collapsed model) included; when the starting model is what was saved
+    (``start_saved``), a note that the trained model ended there instead.
+
+    Args:
+        labels: Metric key -> the name printed, as for :func:`start_end_rows`.
+        start: Every metric of the model before training.
+        end: Every metric of the trained model.
+        start_saved: The starting model was handed back.
+    """
+    lines = []
+    for key, label in labels.items():
+        before, after = start.get(key), end.get(key)
+        if _better(before, after, True):
+            change = f"({x100(before)} -> {x100(after)})"
+            lines.append(f"note: the trained model's {label} ended below its start {change}; the starting model was "
+                         "saved" if start_saved else f"warning: {label} ended below its start {change}")
+    return lines
+
+
 @dataclass
 class StartEndResult:
     """A run's scores before its first step and after its last, and which model the caller now holds.
@@ -199,6 +221,22 @@ class StartEndResult:
             more = f"; {len(rest)} more: {', '.join(rest)}" if rest else ""
             out.append("warning: {} ended {} its start ({} -> {}){}".format(first, side, *self._pair(first), more))
         return out
+
+    def saved_line(self) -> str:
+        """Which model was handed back and why, in one line: under ``keep_trained_if="reliable"`` the rule's reason,
+        named as the command line's flags; else the checkpoint and its score, or that none beat the start."""
+        if self.keep_trained_if == "reliable":
+            which = {"start": "the starting model", "end": f"the model at the last step, {self.end_step}",
+                     "best checkpoint": f"the best checkpoint, step {self.best_step}"}[self.kept]
+            share = f", --confirm_share {self.confirm_share:g}" if self.confirm_share else ""
+            return (f"{which}: {self.reason} (--keep_trained_if reliable{share}: the trained model only when the "
+                    "interval lies above zero)")
+        if self.kept == "start":
+            return (f"the starting model: no checkpoint beat the model you started with ({self.metric} "
+                    f"{x100(self.start_score)} vs best {x100(self.best_score)} at step {self.best_step})")
+        if self.kept == "best checkpoint":
+            return f"the best checkpoint, step {self.best_step} ({self.metric} {x100(self.best_score)})"
+        return f"the model at the last step, {self.end_step}"
 
     def rows(self, labels: dict[str, str]) -> dict[str, str]:
         """The start -> end of each metric in ``labels`` (key -> name printed), with its interval: see

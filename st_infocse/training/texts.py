@@ -14,6 +14,8 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sentencex import segment
+
 from st_infocse.files import (
     InputError,
     TextReport,
@@ -196,13 +198,43 @@ def read_dataset(source: str, kind: str | None = None, what: str = "training dat
     return dataset["train"] if hasattr(dataset, "keys") and not isinstance(dataset, Dataset) else dataset
 
 
-def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None) -> Dataset:
+def split_sentences(text: str, language: str = "en") -> list[str]:
+    """The sentences of ``text``, stripped, in order: lines are hard boundaries (paragraphs, list items, headings),
+    each line is segmented by ``sentencex`` for ``language`` (an ISO 639 code; unknown ones get generic rules).
+
+    ``sentencex`` (rule-based, ~300 languages, no downloads) rather than ``pysbd``, whose regular expressions
+    backtrack catastrophically on strings such as ``"..[111 111 111 ...]"`` (pySBD issue #79). Mining splits
+    documents with it too (:func:`~st_infocse.mining.prepare_documents`).
+
+    Example:
+        >>> split_sentences("Dr. Smith went to Washington. He liked it.\\nA new paragraph")
+        ['Dr. Smith went to Washington.', 'He liked it.', 'A new paragraph']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"split_sentences expects a str, got {type(text).__name__}")
+    return [s.strip() for line in text.splitlines() if line.strip() for s in segment(language, line) if s.strip()]
+
+
+def _sentences_of(dataset: Dataset) -> Dataset:
+    from datasets import Dataset
+
+    sentences = [sentence for text in dataset["text"] for sentence in split_sentences(text)]
+    print(f"--split_sentences: {len(dataset):,} texts -> {len(sentences):,} sentences")
+    return Dataset.from_dict({"text": sentences})
+
+
+def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None,
+               split_sentences: bool = False) -> Dataset:
     """A one-column ``text`` dataset of strings from any form :func:`check_text_source` accepts; missing, non-string
     and blank rows are dropped and counted (printed once, naming the file). No text left is an error.
 
     Args:
-        text_column: Column holding the text (default: the column ``text``, else the only string column).
-        max_samples: Use only the first N training texts.
+        source: The training data: a local file or folder, an ``hf://`` file or a hub dataset id.
+        text_column: Column holding the text (default: the one text column, or ``text``).
+        max_samples: Use only the first N training texts (default: all).
+        split_sentences: Split each training text into sentences first (:func:`split_sentences`, the splitter IDC
+            mining uses), in order, printing how many texts gave how many sentences, so that long texts such as whole
+            abstracts are not cut at the training length.
     """
     check_at_least("--max_train_samples", max_samples)
     from datasets import Dataset, Features, Value
@@ -228,7 +260,8 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
         print(f"{source}: {report}")
     if len(dataset) == 0:
         raise InputError(f"no usable text in {source}: {report}")
-    return dataset.rename_column(column, "text") if column != "text" else dataset
+    dataset = dataset.rename_column(column, "text") if column != "text" else dataset
+    return _sentences_of(dataset) if split_sentences else dataset
 
 
 @dataclass(frozen=True)

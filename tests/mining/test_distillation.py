@@ -35,6 +35,8 @@ def test_title_and_sentence_queries():
     sentences = pseudo_queries(DOCS, "sentence", seed=1)
     assert all(query in sentences.corpus[sentences.positives[q]] for q, query in sentences.queries.items())
     assert len(pseudo_queries(DOCS, "held_out", max_queries=2).queries) == 2
+    assert titles.summary() == "3 title pseudo-queries over 3 documents; skipped documents: no_title=1, too_few_sentences=1"
+    assert pseudo_queries(DOCS[:4], "sentence").summary() == "4 sentence pseudo-queries over 4 documents"
     with pytest.raises(ValueError, match="query_kind must be one of held_out, title, sentence"):
         pseudo_queries(DOCS, "question")
 

@@ -265,6 +265,9 @@ def test_context_pairs_take_each_sentence_and_the_rest_of_its_document(tmp_path)
     assert report.method == "context" and report.pairs == 7 and report.sentences_encoded == 0
     assert report.skipped["too_few_sentences"] == 1 and report.skipped["not_text"] == 1
     assert report.duplicate_sentences_removed == 1 and report.shards > 1  # shards never split a document
+    assert report.pairs_summary("ICT pairs") == ("3 documents -> 7 ICT pairs; skipped 2 documents "
+                                                 "(not_text=1, too_few_sentences=1)")
+    assert context_pairs([["a", "b"]], show_progress_bar=False).report.pairs_summary() == "1 documents -> 2 pairs"
     with pytest.raises(ValueError, match="at least 2"):
         context_pairs(docs, min_sentences=1)
 

@@ -101,6 +101,51 @@ def test_an_annotator_mines_the_first_round_and_the_trained_model_the_next(make_
                          annotator=annotator)
 
 
+def test_an_annotator_given_by_folder_is_loaded_and_mines_the_first_round(make_model, topic_docs,
+                                                                          small_training_args, tmp_path):
+    import torch
+    from datasets import load_from_disk
+
+    from st_infocse.files import InputError
+    from st_infocse.training.builder import load_model
+
+    other = make_model()
+    with torch.no_grad():  # weights of its own, so its pairs are not the trained model's
+        for parameter in other.parameters():
+            parameter.normal_(0, 0.5, generator=torch.Generator().manual_seed(parameter.numel()))
+    other.save(str(tmp_path / "annotator"))
+    by_annotator = mine_pairs(topic_docs, load_model(str(tmp_path / "annotator")).model, show_progress_bar=False)[0]
+    model = make_model()
+    assert by_annotator["positive"] != mine_pairs(topic_docs, model, show_progress_bar=False)[0]["positive"]
+    result = train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, rounds=1,
+                              annotator=str(tmp_path / "annotator"), training_args=small_training_args,
+                              output_dir=tmp_path / "rounds")
+    assert result.rounds[0].annotation == "idc (annotator)"
+    mined = load_from_disk(str(tmp_path / "rounds" / "round-1" / "pairs" / "shard-00000"))
+    assert mined["positive"] == by_annotator["positive"] and mined["anchor"] == by_annotator["anchor"]
+    with pytest.raises(InputError, match="^annotator: cannot load model 'someorg/no-such-annotator'"):  # offline
+        train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, annotator="someorg/no-such-annotator")
+    (tmp_path / "not-a-model").mkdir()
+    with pytest.raises(InputError, match="^annotator: Unrecognized model in .*not-a-model"):
+        train_idc_rounds(model, topic_docs, MultipleNegativesRankingLoss, annotator=str(tmp_path / "not-a-model"))
+
+
+def test_round_training_args_are_the_defaults_the_seed_and_the_arguments_given(tmp_path):
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    from st_infocse.mining import DEFAULT_TRAINING_ARGS, round_training_args
+
+    args = SentenceTransformerTrainingArguments(output_dir=str(tmp_path), seed=7, learning_rate=1e-3, max_steps=3)
+    mapping = {r"^(?!model\.)": 1e-4}
+    chosen = round_training_args(args, {"max_steps", "learning_rate", "output_dir", "docs"}, mapping)
+    assert chosen == {**DEFAULT_TRAINING_ARGS, "seed": 7, "learning_rate": 1e-3, "max_steps": 3,
+                      "learning_rate_mapping": mapping}
+    assert list(chosen)[-2:] == ["max_steps", "learning_rate_mapping"]  # in the order the summary lists them
+    assert round_training_args(args) == {**DEFAULT_TRAINING_ARGS, "seed": 7}
+    own = SentenceTransformerTrainingArguments(output_dir=str(tmp_path), learning_rate_mapping={"head": 0.1})
+    assert round_training_args(own, {"learning_rate_mapping"}, mapping)["learning_rate_mapping"] == {"head": 0.1}
+
+
 def test_rounds_refuse_the_trainer_arguments_they_decide_themselves(make_model, topic_docs):
     with pytest.raises(ValueError, match="load_best_model_at_end: the rounds evaluate"):
         train_idc_rounds(make_model(), topic_docs, MultipleNegativesRankingLoss,
@@ -319,3 +364,38 @@ def test_rounds_on_a_lora_adapter_train_and_keep_the_adapter_alone(make_model, t
     assert result.best_round == 0
     merge_lora(model)
     torch.testing.assert_close(model.encode(texts, convert_to_tensor=True), start_embeddings)
+
+
+def test_the_round_lines_give_holms_p_when_several_rounds_were_judged():
+    from st_infocse.evaluation.paired import PairedChange
+    from st_infocse.mining.round_results import RoundsResult, RoundStats
+
+    def stat(number, p, p_holm):
+        return RoundStats(number, "idc", 100, 2.0, 50, {}, 1.0, 0.5, True, 3.2, 40.6, {},
+                          PairedChange(1.5, 0.2, 2.8, p, 150), p_holm)
+
+    result = RoundsResult(None, [stat(1, 0.03, 0.06), stat(2, 0.004, 0.008)], 0.4, 2, 0.5, False, rounds_judged=2)
+    rows = result.round_rows()
+    assert rows["round 1"] == ("idc: 100 pairs (2.00/document); mining 3 s, training 41 s; from the start +1.50 (95% "
+                               "CI +0.20 to +2.80, p = 0.030, Holm p = 0.060 over 2 rounds, 150 queries): within noise")
+    assert rows["round 2"].endswith("p = 0.004, Holm p = 0.008 over 2 rounds, 150 queries): a gain (kept)")
+    assert rows["rounds judged"] == ("2 against the start on the same units: each round's p is Holm-adjusted for the "
+                                     "2 (its interval its own), and the verdicts and the keep rule read the adjusted p")
+    unjudged = RoundsResult(None, [RoundStats(1, "adjacent", 7, 0.5, 14, {}, None, 0.4321, True, 0.0, 1.0, {})],
+                            0.4, 1, 0.4321, False)
+    assert unjudged.round_rows() == {"round 1": "adjacent: 7 pairs (0.50/document); mining 0 s, training 1 s; "
+                                                "score 43.21 (kept)"}
+
+
+def test_the_rounds_saved_line_says_the_reliable_gain_decided():
+    """Under ``keep_trained_if="reliable"`` the printed gain chose the round, so the line says it reads high."""
+    from st_infocse.mining.round_results import RoundsResult
+
+    def saved(best_round, rule):
+        return RoundsResult(None, [], 0.4, best_round, 0.5, False, keep_trained_if=rule).saved_line()
+
+    kept = saved(2, "reliable")
+    assert kept.startswith("the weights of round 2") and "that gain decided, so it reads high there" in kept
+    assert saved(2, "better") == "the weights of round 2"
+    assert saved(0, "reliable").startswith("the starting model: no round's gain was reliable")
+    assert saved(0, "better") == "the starting model: no round beat it"

@@ -1,33 +1,10 @@
-"""Sentence splitting and document preparation."""
+"""Document preparation (the splitter it uses is tested with training text's, tests/training/test_texts.py)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from st_infocse.mining import PreparedDocument, Skipped, prepare_documents, split_sentences
-
-
-def test_split_keeps_abbreviations_and_breaks_lines():
-    text = "Dr. Smith moved to Washington D.C. in 1990. He liked it!\n\nA heading\nIs it over? Yes."
-    assert split_sentences(text) == [
-        "Dr. Smith moved to Washington D.C. in 1990.",
-        "He liked it!",
-        "A heading",
-        "Is it over?",
-        "Yes.",
-    ]
-    assert split_sentences("") == [] and split_sentences(" \n\t ") == []
-    with pytest.raises(TypeError):
-        split_sentences(None)  # type: ignore[arg-type]
-
-
-def test_split_does_not_hang_on_reference_lists():
-    # pysbd (the former choice) never returns on this Wikipedia-style string (pySBD issue #79).
-    start = time.perf_counter()
-    out = split_sentences("See the list..[111 111 111 111 111 111 111 111 111 111 111 111] for details. " * 50)
-    assert out and time.perf_counter() - start < 5
+from st_infocse.mining import PreparedDocument, Skipped, prepare_documents
 
 
 def test_prepare_documents_one_result_per_input():

@@ -165,3 +165,23 @@ def test_the_anchor_and_the_start_end_callback_share_one_copy_of_the_start(make_
     assert ends.result.kept == "end" and anchor.applied_at == 3
     key = next(k for k in start if k.endswith("query.weight"))
     assert not torch.equal(trainer.model.state_dict()[key], start[key])  # trained, then anchored: not the start
+
+
+def test_fit_to_anchor_turns_off_an_unanchored_best_checkpoint_or_refuses_it_when_asked(tmp_path):
+    from st_infocse.training import PaperTrainingArguments, fit_to_anchor
+
+    def args(**kwargs):
+        return PaperTrainingArguments(output_dir=str(tmp_path), use_cpu=True, **kwargs)
+
+    anchored = args(eval_steps=50, save_steps=50)
+    assert fit_to_anchor(anchored, 1.0, 100) is None and anchored.load_best_model_at_end  # no anchor: left as it is
+    assert fit_to_anchor(anchored, 0.25, 100) == ("0.25 of the trained change kept after step 100 (start + 0.25 x "
+                                                   "(trained - start))")
+    assert not anchored.load_best_model_at_end  # an evaluation at step 50 could have been the best checkpoint
+    at_the_end = args(eval_steps=100, save_steps=100)
+    assert fit_to_anchor(at_the_end, 0.5, 100, load_best_asked=True) and at_the_end.load_best_model_at_end
+    with pytest.raises(ValueError, match=r"--load_best_model_at_end could hand back an earlier checkpoint, not "
+                                         r"anchored: evaluate only at the end \(--eval_steps 100\)"):
+        fit_to_anchor(args(eval_steps=50, save_steps=50), 0.5, 100, load_best_asked=True)
+    with pytest.raises(ValueError, match=r"\(0, 1\]"):
+        fit_to_anchor(args(), 0.0, 100)

@@ -107,6 +107,16 @@ def test_an_adapter_that_matches_no_layer_is_refused_naming_the_layers(make_mode
         LoRASettings(r=0)
 
 
+def test_the_description_counts_the_adapted_layers_and_the_weights_that_train(make_model):
+    model = make_model()  # 4 layers of width 32: each adapted projection gains a 4 x 32 A and a 32 x 4 B
+    before = sum(p.numel() for p in model.parameters())
+    settings = LoRASettings(r=4, alpha=8, target_modules=("query", "value"))
+    add_lora(model, settings)
+    trained = 4 * 2 * (4 * 32 + 32 * 4)
+    assert settings.describe(model) == (f"rank 4, alpha 8 on 8 layers (query, value); {trained:,} of "
+                                        f"{before + trained:,} weights train")
+
+
 def _train(model, dataset, out, steps, resume=None):
     from sentence_transformers import SentenceTransformerTrainingArguments
 

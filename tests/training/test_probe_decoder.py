@@ -38,3 +38,25 @@ def test_probe_training_restores_the_generator_when_it_fails(make_model):
         train_probe_decoder(model, random_sentences(8), k=2, steps=1, batch_size=4, mask_rate=1.5,
                             show_progress_bar=False)
     assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_the_warm_up_takes_the_objectives_preset_saves_the_decoder_and_prints_its_accuracy(make_model, tmp_path,
+                                                                                          capsys):
+    from st_infocse.modeling import AuxiliaryDecoder
+    from st_infocse.training import warm_up_decoder
+
+    model = make_model()  # 4 layers: InfoCSE's preset k=2, n=2; CMLM-CSE's k=3 (two thirds), n=3
+    folder = warm_up_decoder(model, random_sentences(40), tmp_path, objective="cmlm-cse", steps=3, batch_size=4,
+                             show_progress_bar=False)
+    printed = capsys.readouterr().out
+    assert folder == tmp_path / "decoder_warmup"
+    config = AuxiliaryDecoder.from_pretrained(folder).config
+    assert (config.k, config.n) == (3, 3)
+    assert printed.startswith("Decoder warm-up: 3 steps, MLM accuracy ") and f"over the last 3; saved to {folder}" in printed
+    given = warm_up_decoder(model, random_sentences(40), tmp_path / "given", objective="cmlm-cse", steps=1,
+                            batch_size=4, k=1, n=1, show_progress_bar=False)
+    config = AuxiliaryDecoder.from_pretrained(given).config
+    assert (config.k, config.n) == (1, 1)
+    default = warm_up_decoder(model, random_sentences(40), tmp_path / "infocse", steps=1, batch_size=4,
+                              show_progress_bar=False)
+    assert (AuxiliaryDecoder.from_pretrained(default).config.k, AuxiliaryDecoder.from_pretrained(default).config.n) == (2, 2)

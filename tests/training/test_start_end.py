@@ -422,3 +422,34 @@ def test_a_run_on_a_lora_adapter_hands_back_the_start_from_a_copy_of_the_adapter
         _, result = _train(model, _scripted_evaluator({0: 0.6, STEPS: 0.5}), tmp_path)
     assert copies == [{name for name, _ in lora_parameters(model)}]  # no full-weight copy
     assert result.kept == "start" and _same(_weights(model), initial)
+
+
+def _result(kept: str, rule: str | None = "better", **values) -> StartEndResult:
+    return StartEndResult(**{
+        "metric": "eval_dev_ndcg@10", "greater_is_better": True, "start": {}, "end": {}, "start_step": 0,
+        "end_step": 40, "start_score": 0.6123, "end_score": 0.6, "best_step": 20, "best_score": 0.6001, "kept": kept,
+        "keep_trained_if": rule, "reason": "the start scored better on eval_dev_ndcg@10", **values})
+
+
+def test_the_saved_line_says_which_model_was_handed_back_and_why():
+    assert _result("start").saved_line() == ("the starting model: no checkpoint beat the model you started with "
+                                             "(eval_dev_ndcg@10 61.23 vs best 60.01 at step 20)")
+    assert _result("best checkpoint").saved_line() == "the best checkpoint, step 20 (eval_dev_ndcg@10 60.01)"
+    assert _result("end", None).saved_line() == "the model at the last step, 40"
+    reliable = _result("end", "reliable", reason="it gained", confirm_share=0.25).saved_line()
+    assert reliable == ("the model at the last step, 40: it gained (--keep_trained_if reliable, --confirm_share "
+                        "0.25: the trained model only when the interval lies above zero)")
+    assert _result("start", "reliable", reason="not reliable").saved_line().startswith(
+        "the starting model: not reliable (--keep_trained_if reliable: ")
+
+
+def test_metrics_that_ended_below_their_start_are_warned_about_or_noted_when_the_start_was_saved():
+    from st_infocse.training import ended_below_start
+
+    labels = {"eval_a": "STS-B dev", "eval_b": "retrieval nDCG@10", "eval_c": "collapsed", "eval_d": "missing"}
+    start = {"eval_a": 0.8, "eval_b": 0.5, "eval_c": 0.4, "eval_d": 0.3}
+    end = {"eval_a": 0.7, "eval_b": 0.5, "eval_c": float("nan")}
+    assert ended_below_start(labels, start, end) == ["warning: STS-B dev ended below its start (80.00 -> 70.00)",
+                                                     "warning: collapsed ended below its start (40.00 -> nan)"]
+    assert ended_below_start({"eval_a": "STS-B dev"}, start, end, start_saved=True) == [
+        "note: the trained model's STS-B dev ended below its start (80.00 -> 70.00); the starting model was saved"]

@@ -1,10 +1,12 @@
-"""Cleaning keeps real text only, typed as strings, whatever the column held."""
+"""Cleaning keeps real text only, typed as strings, whatever the column held; texts split into sentences."""
 
 import gzip
+import time
 
+import pytest
 from datasets import Dataset, Features, Value
 
-from st_infocse.training.texts import clean_text_values, clean_texts, read_text_file
+from st_infocse.training.texts import clean_text_values, clean_texts, load_texts, read_text_file, split_sentences
 
 
 def test_values_are_cleaned_and_counted():
@@ -50,3 +52,37 @@ def test_a_hub_dataset_that_cannot_be_reached_is_one_line(monkeypatch):
         with pytest.raises(InputError, match=r"from the Hugging Face hub \(\w+\); offline\? pass --train_data") as info:
             load_texts(source)
         assert "\n" not in str(info.value)
+
+
+def test_load_texts_splits_each_text_into_its_sentences_in_order(tmp_path, capsys):
+    from st_infocse.mining import split_sentences as mining_splitter
+
+    path = tmp_path / "texts.txt"
+    path.write_text("A cat sat. It purred.\nDogs ran.\n")
+    assert load_texts(str(path))["text"] == ["A cat sat. It purred.", "Dogs ran."]
+    capsys.readouterr()
+    split = load_texts(str(path), split_sentences=True)
+    assert split["text"] == ["A cat sat.", "It purred.", "Dogs ran."]
+    assert capsys.readouterr().out == "--split_sentences: 2 texts -> 3 sentences\n"
+    assert mining_splitter is split_sentences  # one splitter for training text and mined documents
+
+
+def test_split_keeps_abbreviations_and_breaks_lines():
+    text = "Dr. Smith moved to Washington D.C. in 1990. He liked it!\n\nA heading\nIs it over? Yes."
+    assert split_sentences(text) == [
+        "Dr. Smith moved to Washington D.C. in 1990.",
+        "He liked it!",
+        "A heading",
+        "Is it over?",
+        "Yes.",
+    ]
+    assert split_sentences("") == [] and split_sentences(" \n\t ") == []
+    with pytest.raises(TypeError):
+        split_sentences(None)  # type: ignore[arg-type]
+
+
+def test_split_does_not_hang_on_reference_lists():
+    # pysbd (the former choice) never returns on this Wikipedia-style string (pySBD issue #79).
+    start = time.perf_counter()
+    out = split_sentences("See the list..[111 111 111 111 111 111 111 111 111 111 111 111] for details. " * 50)
+    assert out and time.perf_counter() - start < 5
