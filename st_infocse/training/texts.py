@@ -229,12 +229,11 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
     and blank rows are dropped and counted (printed once, naming the file). No text left is an error.
 
     Args:
-        source: The training data: a local file or folder, an ``hf://`` file or a hub dataset id.
-        text_column: Column holding the text (default: the one text column, or ``text``).
-        max_samples: Use only the first N training texts (default: all).
-        split_sentences: Split each training text into sentences first (:func:`split_sentences`, the splitter IDC
-            mining uses), in order, printing how many texts gave how many sentences, so that long texts such as whole
-            abstracts are not cut at the training length.
+        source: the training data: a local file or folder, an ``hf://`` file or a hub dataset id.
+        text_column: the column holding the texts (None: the one text column, or ``text``).
+        max_samples: read at most this many rows (None: all).
+        split_sentences: train on each text's sentences (:func:`split_sentences`), in order; prints how many
+            texts gave how many sentences. Texts longer than the training length are otherwise cut.
     """
     check_at_least("--max_train_samples", max_samples)
     from datasets import Dataset, Features, Value
