@@ -1320,12 +1320,13 @@ def test_the_mining_idc_distillation_run_and_evaluation_flags_take_the_librarys_
         RunEvaluationArguments,
         SavedModelArguments,
     )
-    from st_infocse.cli.objective_flags import DistillFlags, IDCFlags, LoRAFlags
+    from st_infocse.cli.objective_flags import AuxiliaryRateFlags, DistillFlags, IDCFlags, LoRAFlags
     from st_infocse.evaluation import evaluate_beir, save_report
     from st_infocse.evaluation.lexical import LexicalSettings
     from st_infocse.evaluation.run_evaluators import run_evaluation
     from st_infocse.mining import distillation_loss, mine_pairs, pseudo_queries, train_idc_rounds
     from st_infocse.training import StartEndCallback, load_model
+    from st_infocse.training.builder import learning_rate_mapping
     from st_infocse.training.lora import LoRASettings
     from st_infocse.training.texts import load_texts
 
@@ -1353,6 +1354,8 @@ def test_the_mining_idc_distillation_run_and_evaluation_flags_take_the_librarys_
     run = {**defaults(run_evaluation, eval_retrieval_split="split", eval_retrieval_max_corpus="max_corpus"),
            **defaults(StartEndCallback, keep_trained_if="keep_trained_if", confirm_share="confirm_share")}
     assert flags(RunEvaluationArguments, *run) == run
+    aux = defaults(learning_rate_mapping, aux_learning_rate="aux_learning_rate")
+    assert flags(AuxiliaryRateFlags, *aux) == aux and fields(AuxiliaryRateFlags)[0].metadata["help"].startswith("Own")
     kept = defaults(StartEndCallback, keep_start_if_better="keep_start_if_better")
     assert flags(KeepArguments, *kept) == kept
     texts = defaults(load_texts, text_column="text_column", max_train_samples="max_samples",

@@ -60,8 +60,8 @@ MNRLFlags = derived("the pair loss (--idc_loss mnrl)", {"temperature": (float | 
     None, "Its scale is 1 / temperature (default: the loss's scale 20, that is 1 / 0.05)."))},
     {"temperature": (POSITIVE, "")}, name="MNRLFlags", owner=__name__)
 
-AuxiliaryRateFlags = derived("the loss's own modules", {"aux_learning_rate": (float | None, flag(
-    None, "Own learning rate for the loss's modules (projection head, decoder)."))},
+AuxiliaryRateFlags = derived("the loss's own modules", {
+    "aux_learning_rate": "st_infocse.training.builder:learning_rate_mapping"},
     {"aux_learning_rate": (POSITIVE, "")}, name="AuxiliaryRateFlags", owner=__name__)
 
 #: A decoder warmed up alone first (:func:`~st_infocse.training.train_probe_decoder`).

@@ -133,8 +133,8 @@ def learning_rate_mapping(loss: nn.Module, aux_learning_rate: float | None) -> d
 
     Args:
         loss: the training loss, holding the model as ``model``.
-        aux_learning_rate: the loss's own modules' learning rate; None: ``{}``, every parameter at the trainer's rate.
-            Given for a loss without modules of its own, it is refused with a ``ValueError``.
+        aux_learning_rate: Own learning rate for the loss's modules (projection head, decoder); None: every
+            parameter at the trainer's rate (an empty mapping). Refused for a loss without modules of its own.
     """
     if aux_learning_rate is None:
         return {}
