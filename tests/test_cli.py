@@ -1354,8 +1354,10 @@ def test_the_mining_idc_distillation_run_and_evaluation_flags_take_the_librarys_
     run = {**defaults(run_evaluation, eval_retrieval_split="split", eval_retrieval_max_corpus="max_corpus"),
            **defaults(StartEndCallback, keep_trained_if="keep_trained_if", confirm_share="confirm_share")}
     assert flags(RunEvaluationArguments, *run) == run
-    aux = defaults(learning_rate_mapping, aux_learning_rate="aux_learning_rate")
-    assert flags(AuxiliaryRateFlags, *aux) == aux and fields(AuxiliaryRateFlags)[0].metadata["help"].startswith("Own")
+    # an argument without a default: the flag is unset (None), which learning_rate_mapping reads as "none of its own"
+    (aux,) = fields(AuxiliaryRateFlags)
+    assert aux.default is None and learning_rate_mapping(None, aux.default) == {}
+    assert aux.metadata["help"].split(";")[0] in inspect.getdoc(learning_rate_mapping)
     kept = defaults(StartEndCallback, keep_start_if_better="keep_start_if_better")
     assert flags(KeepArguments, *kept) == kept
     texts = defaults(load_texts, text_column="text_column", max_train_samples="max_samples",
