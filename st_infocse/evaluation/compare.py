@@ -49,10 +49,7 @@ class Comparison:
         changes = [change for *_, change in self.rows]
         if self.judged < 2:
             return changes
-        ps = self.holm_p
-        if ps is None:  # these rows alone
-            own = iter(holm([change.p for change in changes if change is not None]))
-            ps = [next(own) if change is not None else None for change in changes]
+        ps = self.holm_p if self.holm_p is not None else _holm_rows([self])[0]  # these rows alone
         return [replace(change, p=p) if change is not None else None for change, p in zip(changes, ps, strict=True)]
 
     @property
@@ -142,11 +139,15 @@ def judge_together(comparisons: list[Comparison]) -> list[Comparison]:
     it is (its own rows are its family)."""
     if len(comparisons) < 2:
         return comparisons
-    ps = [change.p for comparison in comparisons for *_, change in comparison.rows if change is not None]
-    adjusted = iter(holm(ps))
-    return [replace(comparison, family=len(ps),
-                    holm_p=[next(adjusted) if change is not None else None for *_, change in comparison.rows])
-            for comparison in comparisons]
+    family = sum(change is not None for comparison in comparisons for *_, change in comparison.rows)
+    return [replace(comparison, family=family, holm_p=ps)
+            for comparison, ps in zip(comparisons, _holm_rows(comparisons), strict=True)]
+
+
+def _holm_rows(comparisons: Sequence[Comparison]) -> list[list[float | None]]:
+    """Each row's p adjusted by Holm's rule over the rows of all ``comparisons`` that carry a test (None elsewhere)."""
+    adjusted = iter(holm([change.p for c in comparisons for *_, change in c.rows if change is not None]))
+    return [[next(adjusted) if change is not None else None for *_, change in c.rows] for c in comparisons]
 
 
 def save_comparisons(comparisons: Sequence[Comparison], out_dir: PathLike) -> Path:
