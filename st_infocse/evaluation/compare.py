@@ -14,7 +14,7 @@ from typing import Any
 
 from ._format import markdown_table, text_table
 from .loaders import PathLike
-from .paired import PairedChange, UnitScores, holm, unit_change
+from .paired import PairedChange, holm, unit_change
 from .report import write_json
 from .retrieval import BEIRResult
 from .sts import STSResult
@@ -118,18 +118,14 @@ def compare_results(before: dict[str, Any], after: dict[str, Any], seed: int = 0
     for title, first in before.items():
         second = after.get(title)
         if isinstance(first, STSResult) and isinstance(second, STSResult):
-            names = [first.model, second.model]
-            for task, b in first.tasks.items():
-                if (a := second.tasks.get(task)) is not None:
-                    change = unit_change(UnitScores("pairs", gold=b.gold, similarities=b.similarities),
-                                         UnitScores("pairs", gold=a.gold, similarities=a.similarities), seed=seed)
-                    rows.append(("STS", task, b.spearman, a.spearman, change))
+            kind, parts, score = "STS", (first.tasks, second.tasks), lambda task: task.spearman
         elif isinstance(first, BEIRResult) and isinstance(second, BEIRResult):
-            names = [first.model, second.model]
-            for dataset, b in first.datasets.items():
-                if (a := second.datasets.get(dataset)) is not None:
-                    rows.append(("BEIR nDCG@10", dataset, 100 * b.ndcg_at_10, 100 * a.ndcg_at_10,
-                                 unit_change(b.units(), a.units(), seed=seed)))
+            kind, parts, score = "BEIR nDCG@10", (first.datasets, second.datasets), lambda set_: 100 * set_.ndcg_at_10
+        else:
+            continue
+        names = [first.model, second.model]
+        rows += [(kind, name, score(b), score(a), unit_change(b.units(), a.units(), seed=seed))
+                 for name, b in parts[0].items() if (a := parts[1].get(name)) is not None]
     return Comparison(names[0], names[1], rows)
 
 

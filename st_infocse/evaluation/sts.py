@@ -21,6 +21,7 @@ from scipy.stats import ConstantInputWarning, spearmanr
 
 from .encoding import model_name
 from .loaders import STS_TASKS, PathLike, STSPairs, canonical_sts_name, load_sts
+from .paired import UnitScores
 from .results import TaskTableResult
 from .scored_units import PairScoredSimilarityEvaluator
 
@@ -55,6 +56,10 @@ class STSTaskResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if key not in ("name", "gold", "similarities")}
+
+    def units(self) -> UnitScores:
+        """Each pair's gold score and similarity, for a paired comparison."""
+        return UnitScores("pairs", gold=self.gold, similarities=self.similarities)
 
 
 @dataclass
