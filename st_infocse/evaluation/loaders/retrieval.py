@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from st_infocse.files import existing_path
+
 from ..beir_tasks import beir_task_info
 from .common import DataFormatError, PathLike, RetrievalData, data_lines, json_objects, mteb_task, parse_int
 
@@ -34,14 +36,10 @@ def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = N
     missing text is ``None``, a duplicate id overwrites the first). Here each is one :class:`DataFormatError` naming
     the file and the line, before any model loads.
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: folder not found (expected a BEIR dataset folder)")
-    corpus_path, queries_path = folder / "corpus.jsonl", folder / "queries.jsonl"
-    qrels_path = folder / "qrels" / f"{split}.tsv"
-    for path in (corpus_path, queries_path, qrels_path):
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: file not found (a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/)")
+    folder = existing_path(folder, folder=True, expected="expected a BEIR dataset folder")
+    corpus_path, queries_path, qrels_path = (
+        existing_path(folder / part, expected="a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/")
+        for part in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"))
     corpus: dict[str, dict[str, str]] = {}
     for number, row in _beir_jsonl(corpus_path, ("_id", "text")):
         doc_id = str(row["_id"])
