@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ._format import markdown_table, text_table
+from ._format import SCALE_X100, markdown_table, text_table
 from .loaders import PathLike
 from .paired import PairedChange, holm, unit_change
 from .report import write_json
@@ -93,7 +93,7 @@ class Comparison:
                 row |= {"p_holm": adjusted.p, "verdict_holm": adjusted.verdict}
             rows.append(row)
         multiple = {"rule": "holm", "family": self.judged} if self.judged > 1 else None
-        return {"before": self.before, "after": self.after, "scale": "x100", "multiple_rows": multiple, "rows": rows}
+        return {"before": self.before, "after": self.after, "scale": SCALE_X100, "multiple_rows": multiple, "rows": rows}
 
 
 def compare_results(before: dict[str, Any], after: dict[str, Any], seed: int = 0) -> Comparison:
