@@ -18,6 +18,7 @@ from typing import Any
 
 from st_infocse.files import InputError
 
+from .lexical import FUSION_DEPTH
 from .loaders import PathLike, RetrievalData, load_beir_folder
 
 #: The default evaluator name: the prefix of every logged key (``eval_retrieval_cosine_ndcg@10``).
@@ -27,8 +28,8 @@ RETRIEVAL_EVALUATOR_NAME = "retrieval"
 DEFAULT_SPLITS: tuple[str, ...] = ("dev", "test")
 
 # The cut-offs of the training-time evaluator; nDCG@10 (the largest ndcg_at_k) is its primary metric, and Recall@100
-# reaches the depth the BM25 hybrid is fused at (lexical.FUSION_DEPTH).
-_CUTOFFS = {"accuracy_at_k": [1, 10], "precision_recall_at_k": [10, 100], "mrr_at_k": [10], "ndcg_at_k": [10],
+# reaches the depth the BM25 hybrid is fused at.
+_CUTOFFS = {"accuracy_at_k": [1, 10], "precision_recall_at_k": [10, FUSION_DEPTH], "mrr_at_k": [10], "ndcg_at_k": [10],
             "map_at_k": [100]}
 
 
