@@ -27,8 +27,9 @@ from .scored_units import PairScoredSimilarityEvaluator
 
 logger = logging.getLogger(__name__)
 
+_STSB_DEV_NAME = "sts-dev"
 #: Key under which ``SentenceTransformerTrainer`` logs :func:`stsb_dev_evaluator`'s score (default name).
-STSB_DEV_METRIC = "eval_sts-dev_spearman_cosine"
+STSB_DEV_METRIC = f"eval_{_STSB_DEV_NAME}_spearman_cosine"
 
 
 @dataclass
@@ -167,7 +168,7 @@ def evaluate_sts_suite(model: Any, source: PathLike | Mapping[str, PathLike | ST
     return evaluate_sts(model, loaded, batch_size, show_progress_bar, model_label)
 
 
-def stsb_dev_evaluator(source: PathLike | STSPairs = "hub", name: str = "sts-dev", split: str = "dev",
+def stsb_dev_evaluator(source: PathLike | STSPairs = "hub", name: str = _STSB_DEV_NAME, split: str = "dev",
                        batch_size: int = 64, show_progress_bar: bool = False) -> Any:
     """STS-B dev Spearman for ``SentenceTransformerTrainer`` (checkpoint selection as in all four papers).
 
