@@ -113,9 +113,9 @@ def resolve_retrieval_split(folder: PathLike, split: str | None = None) -> str:
     raise InputError(f"{folder}: neither {tried} found ({_qrels_listing(folder)}); name the split to use")
 
 
-def _load_checked(folder: PathLike, split: str | None) -> tuple[RetrievalData, dict[str, set[str]],
-                                                                  RetrievalFolderInfo]:
-    """The folder's data, its relevant documents per judged query, and its info; every problem as one InputError."""
+def _load_checked(folder: PathLike, split: str | None) -> tuple[RetrievalData, set[str], RetrievalFolderInfo]:
+    """The folder's data on its judged queries, the documents judged relevant, and its info; every problem as one
+    InputError."""
     folder = Path(folder)
     split = resolve_retrieval_split(folder, split)
     try:  # a malformed file (or a judged document not in the corpus) is a DataFormatError, an InputError
@@ -127,8 +127,9 @@ def _load_checked(folder: PathLike, split: str | None) -> tuple[RetrievalData, d
     if not relevant:
         raise InputError(f"{folder / 'qrels' / f'{split}.tsv'}: no relevant documents (every row scores 0 or less; "
                          "relevant means above 0)")
-    judged_docs = {d for docs in relevant.values() for d in docs}
-    return data, relevant, RetrievalFolderInfo(folder, split, len(data.corpus), len(relevant), len(judged_docs))
+    judged = {d for docs in relevant.values() for d in docs}
+    data = replace(data, queries={q: data.queries[q] for q in relevant}, qrels={q: data.qrels[q] for q in relevant})
+    return data, judged, RetrievalFolderInfo(folder, split, len(data.corpus), len(relevant), len(judged))
 
 
 def check_retrieval_folder(folder: PathLike, split: str | None = None) -> RetrievalFolderInfo:
@@ -171,11 +172,9 @@ def retrieval_evaluator(folder: PathLike, split: str | None = None, *, max_corpu
 
     if max_corpus is not None and (isinstance(max_corpus, bool) or not isinstance(max_corpus, int) or max_corpus < 1):
         raise InputError(f"max_corpus must be a whole number of documents above 0, or None; got {max_corpus!r}")
-    data, relevant, info = _load_checked(folder, split)
-    judged = {d for docs in relevant.values() for d in docs}
+    data, judged, info = _load_checked(folder, split)
     keep = _sample_corpus(list(data.corpus), judged, max_corpus, seed)
-    used = replace(data, corpus={d: doc for d, doc in data.corpus.items() if d in keep},
-                   queries={q: data.queries[q] for q in relevant}, qrels={q: data.qrels[q] for q in relevant})
+    used = replace(data, corpus={d: doc for d, doc in data.corpus.items() if d in keep})
     evaluator = data_evaluator(used, None, False, batch_size, show_progress_bar, name=name, **_CUTOFFS)
     sampled = len(used.corpus) < len(data.corpus)
     return evaluator, replace(info, n_corpus_used=len(used.corpus), seed=seed if sampled else None,
