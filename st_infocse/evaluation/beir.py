@@ -52,14 +52,11 @@ def evaluate_beir(model: Any, datasets: str | Sequence[str] = ("scifact",), sour
         local = Path(given).expanduser()
         # a BEIR folder given by its path is read by its layout, whatever its name
         name, where = (local.name, local) if local.is_dir() else (given, source)
-        loaded = _load_retrieval(name, where, split)
-        if len(loaded) == 1 and loaded[0][0] == "":
-            out[name] = evaluate_retrieval(model, loaded[0][1], k_values, None, batch_size, show_progress_bar,
-                                           per_query, lexical)
-            continue
-        parts = {part: evaluate_retrieval(model, data, k_values, None, batch_size, show_progress_bar, per_query)
-                 for part, data in loaded}
-        out[name] = _average(name, parts, source=str(source))
+        # a dataset of several parts (CQADupStack) is averaged over them, without the lexical references
+        parts = {part: evaluate_retrieval(model, data, k_values, None, batch_size, show_progress_bar, per_query,
+                                          None if part else lexical)
+                 for part, data in _load_retrieval(name, where, split)}
+        out[name] = parts[""] if "" in parts else _average(name, parts, source=str(source))
     return BEIRResult(model_label or model_name(model), out)
 
 
