@@ -37,10 +37,13 @@ def evaluate_beir(model: Any, datasets: str | Sequence[str] = ("scifact",), sour
     then averaged, as BEIR and the papers do), and their average nDCG@10.
 
     Args:
-        datasets: BEIR names (:data:`BEIR_PAPER_DATASETS`), mteb names, or paths of BEIR-layout folders (read from
-            disk whatever ``source`` says, named by the folder).
+        datasets: BEIR datasets by name, e.g. scifact nfcorpus (:data:`BEIR_PAPER_DATASETS`, mteb's names), or paths
+            of BEIR-layout folders (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), read from disk by their layout
+            whatever ``source`` says, named by the folder.
         source: ``"mteb"`` (Hugging Face hub), a folder holding one subfolder per dataset, or one dataset's folder.
-        split: Qrels split (default: ``test``, ``dev`` for MS MARCO; in a local folder without that file, ``dev``).
+        split: The qrels split read (qrels/<split>.tsv; default: ``test``, ``dev`` for MS MARCO; in a local folder
+            without that file, ``dev``).
+        batch_size: Encoding batch size.
         lexical: Also score BM25 and its hybrid with the model on each dataset's queries. Not for CQADupStack.
     """
     names = [datasets] if isinstance(datasets, str) else list(datasets)
