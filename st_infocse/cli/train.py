@@ -31,11 +31,8 @@ def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
     from st_infocse.cli.interrupt import interrupt_callback, interruptible
     from st_infocse.training.builder import build_trainer
 
-    trainer = build_trainer(model, loss, dataset, training_args, evaluator)
-    for callback in callbacks:
-        trainer.add_callback(callback)
     interrupt = interrupt_callback()
-    trainer.add_callback(interrupt)
+    trainer = build_trainer(model, loss, dataset, training_args, evaluator, callbacks=[*callbacks, interrupt])
     with interruptible(interrupt):
         trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     return trainer
