@@ -43,14 +43,11 @@ class Prepared:
         size: how many training examples (the run's optimizer steps are counted from it).
         dataset: the training dataset (None until :attr:`Entry.finish` builds it, or for IDC's rounds).
         source: what the dataset is built from after the model loads (IDC's documents, distillation's draw).
-        long_column: the column the training length cuts; ``already_split``: its texts are single sentences.
     """
 
     size: int
     dataset: Any = None
     source: Any = None
-    long_column: str = "text"
-    already_split: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,7 +63,6 @@ class Entry:
         finish: ``(model, flags, prepared) -> dataset``, where the dataset needs the model as given.
         run: its own run in place of one trainer (IDC's rounds): ``(loaded, flags, measured, prepared, start)``.
         refused_trainer_flags: trainer flags with no meaning for it, refused by name.
-        bm25_beside: whether BM25's reference lines are scored beside its retrieval evaluation.
         save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves (None: the model).
         title: the run's summary titles (empty: "Training NAME" and "Training done").
     """
@@ -79,7 +75,6 @@ class Entry:
     finish: Callable[[Any, Any, Prepared], Any] | None = None
     run: Callable[..., int] | None = None
     refused_trainer_flags: tuple[str, ...] = ()
-    bm25_beside: bool = True
     save: Callable[[Any, Any, Path, int | None], dict] | None = None
     title: str = ""
 
@@ -95,11 +90,11 @@ def build_loss(model, objective: str, loss_flags: Any = None):
     return entry.loss_class()(model, **loss_options(loss_flags))
 
 
-def add_adapter(model, lora) -> str:
-    """A LoRA adapter on the model when ``--lora_r`` asks for one (every other weight frozen); what it is, for the
-    summaries, or "" without one. Every objective that takes the adapter's flags adds it here, IDC's rounds too."""
+def add_adapter(model, lora, notes: dict[str, str]) -> None:
+    """A LoRA adapter on the model when ``--lora_r`` asks for one (every other weight frozen), named in ``notes`` (the
+    summaries'). Every objective that takes the adapter's flags adds it here, IDC's rounds too."""
     if lora is None or not lora.lora_r:
-        return ""
+        return
     from st_infocse.training.lora import LoRASettings, add_lora
 
     settings = LoRASettings(lora.lora_r, lora.lora_alpha, tuple(lora.lora_target_modules), lora.lora_dropout)
@@ -107,7 +102,7 @@ def add_adapter(model, lora) -> str:
         add_lora(model, settings)
     except ValueError as error:
         raise CLIError(f"--lora_target_modules: {error}") from None
-    return settings.describe(model)
+    notes["LoRA adapter"] = settings.describe(model)
 
 
 def texts(flags) -> Prepared:
@@ -116,7 +111,7 @@ def texts(flags) -> Prepared:
 
     data = flags.data
     dataset = load_texts(data.train_data, data.text_column, data.max_train_samples, data.split_sentences)
-    return Prepared(len(dataset), dataset, already_split=data.split_sentences)
+    return Prepared(len(dataset), dataset)
 
 
 def registry_loss(model, flags, prepared: Prepared):
@@ -144,8 +139,7 @@ def context_pairs(flags) -> Prepared:
     if len(pairs) == 0:
         raise CLIError(f"--docs {docs}: no document has two sentences, so ICT has no pair to train on")
     flags.trainer.batch_sampler = DocumentAwareBatchSampler.for_pairs(pairs)
-    return Prepared(len(pairs), pairs.select_columns(["anchor", "positive"]), long_column="positive",
-                    already_split=True)
+    return Prepared(len(pairs), pairs.select_columns(["anchor", "positive"]))
 
 
 def pair_loss(model, flags, prepared: Prepared):
@@ -167,7 +161,7 @@ def pseudo_queries(flags) -> Prepared:
     print(f"--objective distill: {drawn.summary()}")
     if len(drawn.queries) == 0:
         raise CLIError(f"--docs {distill.docs}: no document gave a {distill.distill_queries} pseudo-query")
-    return Prepared(len(drawn.queries), source=drawn, long_column="positive", already_split=True)
+    return Prepared(len(drawn.queries), source=drawn)
 
 
 def hybrid_teacher(model, flags, prepared: Prepared):
@@ -212,9 +206,8 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     from st_infocse.mining.rounds import document_sample, round_training_args
 
     model, idc, args, keep = loaded.model, flags.idc, flags.trainer, flags.keep
-    factory: Callable = lambda m: IDC_LOSSES[idc.idc_loss].loss(m, flags, prepared)  # noqa: E731
+    factory: Callable = lambda m: flags.entry.loss(m, flags, prepared)  # noqa: E731
     round_args = round_training_args(args, flags.given, learning_rate_mapping(factory(model), flags.aux_learning_rate))
-    adapter = measured.notes.get("LoRA adapter", "")  # added before the rounds, as for every objective
     docs, sampled = document_sample(prepared.source, idc.idc_max_docs, args.seed)
     anchor = (f"{keep.weight_anchor:g} of each round's change kept (start + {keep.weight_anchor:g} x (trained - "
               "start)), before the round is scored and mines" if keep.weight_anchor < 1 else "")
@@ -243,17 +236,14 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     except ValueError as exc:  # the rounds name the argument that failed; the annotator's flag is --idc_annotator
         raise (CLIError(f"--idc_{exc}") if str(exc).startswith("annotator: ") else exc) from None
     summary("IDC rounds", result.round_rows())
-    measured_rows = None
-    if result.initial_metrics is not None:
-        # the trained candidate (best round, else the last) against the start; "saved" says which was kept
-        measured_rows = tuple({f"eval_{key}": value for key, value in metrics.items()} for metrics in
-                              (result.initial_metrics, result.trained_metrics or {}, result.changes)) + (
-                                  result.saved_line(),)
+    # the trained candidate (best round, else the last) against the start, under the evaluator's own metric names
+    scores = None if result.initial_metrics is None else (
+        result.initial_metrics, result.trained_metrics or {}, result.changes, result.saved_line())
+    measured.labels = {key.removeprefix("eval_"): label for key, label in measured.labels.items()}
     rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
-    finish_run(loaded, flags, "IDC training done", rows, {"objective": "idc", "round_arguments": round_args,
-                                                          "rounds": result.to_dict()},
-               adapter, anchor, result.initial_metrics is not None and result.best_round == 0, measured.labels,
-               measured_rows)
+    finish_run(loaded, flags, measured, "IDC training done", rows, {"objective": "idc", "round_arguments": round_args,
+                                                                    "rounds": result.to_dict()},
+               anchor, scores is not None and result.best_round == 0, scores)
     return 0
 
 
@@ -279,7 +269,7 @@ ENTRIES: dict[str, Entry] = {
     "distill": Entry("distill", None, (DistillFlags, KeepArguments, LoRAFlags), pseudo_queries, distillation_loss,
                      finish=hybrid_teacher),
     "idc": Entry("idc", MNRLFlags, (IDCFlags, KeepArguments, LoRAFlags), documents, pair_loss, run=train_idc,
-                 refused_trainer_flags=_ROUNDS_OWN, bm25_beside=False),
+                 refused_trainer_flags=_ROUNDS_OWN),
     STAGE1.name: Entry(STAGE1.name, Stage1Flags, (DataArguments, AuxiliaryRateFlags), texts, registry_loss,
                        save=save_stage1, title="Stage-1 auxiliary pre-training"),
 }
