@@ -47,10 +47,10 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     training_args, objective, entry = flags.trainer, flags.objective, flags.entry
     measured = run_evaluation(flags.run, training_args, flags.given)
     lexical = reference_settings(flags, measured)
-    prepared = entry.prepare(flags)
+    data = entry.prepare(flags)
     anchor = None
     if entry.run is None:
-        steps = training_args.planned_steps(prepared.size)
+        steps = training_args.planned_steps(len(data))
         if flags.keep is not None:
             from st_infocse.training.anchor import WeightAnchorCallback, fit_to_anchor
 
@@ -64,14 +64,12 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     add_adapter(model, flags.lora, measured.notes)  # IDC's too, before round 1: every round trains it, round 2 mines with it
     start = time.time()
     if entry.run is not None:
-        return entry.run(loaded, flags, measured, prepared, start)
-    if entry.finish is not None:
-        prepared.dataset = entry.finish(model, flags, prepared)
-    dataset = prepared.dataset
+        return entry.run(loaded, flags, measured, data, start)
+    dataset = entry.finish(model, flags, data) if entry.finish is not None else data
     column = "positive" if "positive" in dataset.column_names else "text"  # a pair's document side, else the text
     cut = count_long_texts(model.tokenizer, dataset[column], model.max_seq_length, seed=training_args.seed).message(
         already_split=flags.data is None or flags.data.split_sentences)  # --split_sentences: a text objective's
-    loss = entry.loss(model, flags, prepared)
+    loss = entry.loss(model, flags, dataset)
     if not training_args.learning_rate_mapping:
         try:
             training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
