@@ -65,8 +65,7 @@ def finish_run(loaded, flags, measured, title: str, rows: dict[str, Any], record
         warnings = ended_below_start(labels, start, end, start_saved)
     elif flags.run is not None:  # stage 1 takes no evaluator
         rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
-    path = out / "run_summary.json"  # scores as the evaluators return them, in [0, 1]
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = out / "run_summary.json"  # beside the saved model; scores as the evaluators return them, in [0, 1]
     path.write_text(json.dumps({**record, "model": loaded.how, "settings": flags.settings(), "max_seq_length": {
         "training": training_length, "saved": loaded.own_length}}, indent=2, default=str) + "\n")
     summary(title, {**rows, "max length": lengths(training_length, loaded.own_length), "model": out,
