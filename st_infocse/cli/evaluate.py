@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,23 +66,10 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
     precheck_evaluate(model_args, eval_args)
     from st_infocse import evaluation
 
-    loggers = [logging.getLogger(name) for name in evaluation.RETRIEVAL_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    if eval_args.verbose:  # an explicit level on these loggers is what the evaluators leave alone
-        for logger in loggers:
-            logger.setLevel(logging.INFO)
-    try:
-        results = _evaluate(model_args, eval_args, lexical_args.settings())
-        others = []
-        for name in eval_args.compare or ():
-            from dataclasses import replace
-
-            others.append(_evaluate(replace(model_args, model=name), eval_args))
-            others[-1].pop("_")
-    finally:  # a command called from Python leaves the process's loggers as it found them
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
-    settings = results.pop("_")
+    # --verbose sets the retrieval loggers' level, which the evaluators then leave alone; restored afterwards
+    with evaluation.quiet_logs(level=logging.INFO if eval_args.verbose else logging.WARNING):
+        results, settings = _evaluate(model_args, eval_args, lexical_args.settings())
+        others = [_evaluate(replace(model_args, model=name), eval_args)[0] for name in eval_args.compare or ()]
     written = evaluation.save_report(results, eval_args.output_dir, plots=eval_args.plots, settings=settings)
     if others:  # several models: one family of rows for Holm's rule, so that the verdicts hold together
         comparisons = evaluation.judge_together([evaluation.compare_results(other, results) for other in others])
@@ -92,8 +80,8 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
     return 0
 
 
-def _evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments, lexical: Any = None) -> dict[str, Any]:
-    """One model on every set asked for; ``"_"`` holds the settings. ``lexical``: BM25's settings, for the
+def _evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments, lexical: Any = None) -> tuple[dict, dict]:
+    """One model on every set asked for, and the settings it was scored with. ``lexical``: BM25's settings, for the
     reference lines beside each BEIR dataset (None: none)."""
     from st_infocse import evaluation
 
@@ -106,19 +94,16 @@ def _evaluate(model_args: SavedModelArguments, eval_args: EvaluateArguments, lex
     summary("Evaluating", settings)
     results: dict[str, Any] = {}
     per_query = ["ndcg@10"] if eval_args.compare else []
-    try:
-        if eval_args.sts:
-            results["STS"] = evaluation.evaluate_sts_suite(model, eval_args.sts, batch_size=eval_args.batch_size,
-                                                           model_label=label)
-        if eval_args.beir:
-            results["BEIR"] = evaluation.evaluate_beir(
-                model, eval_args.beir, source=eval_args.beir_source, batch_size=eval_args.batch_size, model_label=label,
-                per_query=per_query, split=eval_args.split, lexical=lexical)
-        if eval_args.transfer:
-            results["Transfer"] = evaluation.evaluate_transfer(model, eval_args.transfer,
-                                                               batch_size=eval_args.batch_size, model_label=label)
-        for result in results.values():
-            print(result)
-    except evaluation.DataFormatError as exc:
-        raise CLIError(str(exc)) from exc
-    return results | {"_": settings}
+    if eval_args.sts:  # a data file the evaluators cannot read raises the library's one-line InputError
+        results["STS"] = evaluation.evaluate_sts_suite(model, eval_args.sts, batch_size=eval_args.batch_size,
+                                                       model_label=label)
+    if eval_args.beir:
+        results["BEIR"] = evaluation.evaluate_beir(
+            model, eval_args.beir, source=eval_args.beir_source, batch_size=eval_args.batch_size, model_label=label,
+            per_query=per_query, split=eval_args.split, lexical=lexical)
+    if eval_args.transfer:
+        results["Transfer"] = evaluation.evaluate_transfer(model, eval_args.transfer,
+                                                           batch_size=eval_args.batch_size, model_label=label)
+    for result in results.values():
+        print(result)
+    return results, settings

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import fields
@@ -32,24 +31,20 @@ def cmd_mine(argv: Sequence[str]) -> int:
     check_documents(mine_args.docs)
     check_model_source(model_args.model)
     check_output_dir(mine_args.output_dir)
+    from st_infocse.evaluation import quiet_logs
     from st_infocse.mining import mine_pairs
 
     documents = load_documents(mine_args.docs, mine_args.max_docs)
     loaded = model_from_args(model_args)
     model = loaded.model
     summary("Mining", {"model": f"{model_args.model} ({loaded.how})", "max length": model.max_seq_length})
-    # The miner logs its report at INFO; the command prints it once below, and keeps the miner's warnings.
-    miner_logger = logging.getLogger("st_infocse.mining.idc")
-    level = miner_logger.level
-    miner_logger.setLevel(logging.WARNING)
     start = time.time()
-    try:
+    # The miner logs its report at INFO; the command prints it once below, and keeps the miner's warnings.
+    with quiet_logs(("st_infocse.mining.idc",)):
         # every flag of the section but the command's own is the miner's argument of the same name
         mined = mine_pairs(documents, model, show_progress_bar=True, **{
             item.name: getattr(mine_args, item.name) for item in fields(mine_args)
             if item.name not in ("docs", "output_dir", "max_docs")})
-    finally:
-        miner_logger.setLevel(level)
     out = Path(mine_args.output_dir)
     mined.pairs.save_to_disk(str(out / "pairs"))
     (out / "report.json").write_text(json.dumps(mined.report.to_dict(), indent=2, default=str) + "\n")

@@ -35,24 +35,6 @@ from st_infocse.mining.documents import load_documents
 from st_infocse.training.builder import learning_rate_mapping
 
 
-@dataclass
-class Prepared:
-    """An objective's training data, read before the model loads.
-
-    Attributes:
-        size: how many training examples (the run's optimizer steps are counted from it).
-        dataset: the training dataset (None until :attr:`Entry.finish` builds it, or for IDC's rounds).
-        source: what the dataset is built from after the model loads (IDC's documents, distillation's draw).
-        long_column: the column the training length cuts; ``already_split``: its texts are single sentences.
-    """
-
-    size: int
-    dataset: Any = None
-    source: Any = None
-    long_column: str = "text"
-    already_split: bool = False
-
-
 @dataclass(frozen=True)
 class Entry:
     """One objective: its flag sections, its data and its loss.
@@ -61,12 +43,13 @@ class Entry:
         name: the ``--objective`` value.
         loss_flags: the dataclass of its loss's keyword arguments (None: a loss of sentence-transformers' defaults).
         sections: its other flag sections, in ``--help`` order.
-        prepare: ``flags -> Prepared``, before the model loads (a bad file is refused before anything loads).
-        loss: ``(model, flags, prepared) -> loss``, after the model (and :attr:`finish`'s dataset).
-        finish: ``(model, flags, prepared) -> dataset``, where the dataset needs the model as given.
-        run: its own run in place of one trainer (IDC's rounds): ``(loaded, flags, measured, prepared, start)``.
+        prepare: ``flags -> data``, before the model loads (a bad file is refused before anything loads): the
+            training dataset, or what :attr:`finish` or :attr:`run` trains on (documents, a draw of queries), whose
+            length is the run's count of training examples.
+        loss: ``(model, flags, dataset) -> loss``, after the model (and :attr:`finish`'s dataset).
+        finish: ``(model, flags, data) -> dataset``, where the dataset needs the model as given.
+        run: its own run in place of one trainer (IDC's rounds): ``(loaded, flags, measured, data, start)``.
         refused_trainer_flags: trainer flags with no meaning for it, refused by name.
-        bm25_beside: whether BM25's reference lines are scored beside its retrieval evaluation.
         save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves (None: the model).
         title: the run's summary titles (empty: "Training NAME" and "Training done").
     """
@@ -74,12 +57,11 @@ class Entry:
     name: str
     loss_flags: type | None
     sections: tuple[type, ...]
-    prepare: Callable[[Any], Prepared]
-    loss: Callable[[Any, Any, Prepared], Any] | None = None
-    finish: Callable[[Any, Any, Prepared], Any] | None = None
+    prepare: Callable[[Any], Any]
+    loss: Callable[[Any, Any, Any], Any] | None = None
+    finish: Callable[[Any, Any, Any], Any] | None = None
     run: Callable[..., int] | None = None
     refused_trainer_flags: tuple[str, ...] = ()
-    bm25_beside: bool = True
     save: Callable[[Any, Any, Path, int | None], dict] | None = None
     title: str = ""
 
@@ -95,11 +77,11 @@ def build_loss(model, objective: str, loss_flags: Any = None):
     return entry.loss_class()(model, **loss_options(loss_flags))
 
 
-def add_adapter(model, lora) -> str:
-    """A LoRA adapter on the model when ``--lora_r`` asks for one (every other weight frozen); what it is, for the
-    summaries, or "" without one. Every objective that takes the adapter's flags adds it here, IDC's rounds too."""
+def add_adapter(model, lora, notes: dict[str, str]) -> None:
+    """A LoRA adapter on the model when ``--lora_r`` asks for one (every other weight frozen), named in ``notes`` (the
+    summaries'). Every objective that takes the adapter's flags adds it here, IDC's rounds too."""
     if lora is None or not lora.lora_r:
-        return ""
+        return
     from st_infocse.training.lora import LoRASettings, add_lora
 
     settings = LoRASettings(lora.lora_r, lora.lora_alpha, tuple(lora.lora_target_modules), lora.lora_dropout)
@@ -107,33 +89,32 @@ def add_adapter(model, lora) -> str:
         add_lora(model, settings)
     except ValueError as error:
         raise CLIError(f"--lora_target_modules: {error}") from None
-    return settings.describe(model)
+    notes["LoRA adapter"] = settings.describe(model)
 
 
-def texts(flags) -> Prepared:
+def texts(flags) -> Any:
     """The training texts of ``--train_data``, split into sentences with ``--split_sentences``."""
     from st_infocse.training.texts import load_texts
 
     data = flags.data
-    dataset = load_texts(data.train_data, data.text_column, data.max_train_samples, data.split_sentences)
-    return Prepared(len(dataset), dataset, already_split=data.split_sentences)
+    return load_texts(data.train_data, data.text_column, data.max_train_samples, data.split_sentences)
 
 
-def registry_loss(model, flags, prepared: Prepared):
+def registry_loss(model, flags, dataset):
     """The objective's loss from the registry, its decoder first warmed up where ``--decoder_warmup_steps`` asks."""
     if flags.warmup is not None and flags.warmup.decoder_warmup_steps is not None:
         from st_infocse.training.probe_decoder import warm_up_decoder
 
         loss, warmup, args = flags.loss, flags.warmup, flags.trainer
         loss.decoder = str(warm_up_decoder(
-            model, prepared.dataset["text"], args.output_dir, objective=flags.objective,
+            model, dataset["text"], args.output_dir, objective=flags.objective,
             steps=warmup.decoder_warmup_steps, batch_size=args.per_device_train_batch_size,
             learning_rate=warmup.decoder_warmup_learning_rate, seed=args.seed, k=loss.k, n=loss.n,
             mask_rate=loss.mask_rate, fusion_init=loss.fusion_init))
     return build_loss(model, flags.objective, flags.loss)
 
 
-def context_pairs(flags) -> Prepared:
+def context_pairs(flags) -> Any:
     """ICT's training pairs from ``--docs`` (each sentence and the rest of its document); the trainer's batch
     sampler keeps one document's pairs out of each other's batch."""
     from st_infocse.mining import DocumentAwareBatchSampler, context_pairs
@@ -144,11 +125,10 @@ def context_pairs(flags) -> Prepared:
     if len(pairs) == 0:
         raise CLIError(f"--docs {docs}: no document has two sentences, so ICT has no pair to train on")
     flags.trainer.batch_sampler = DocumentAwareBatchSampler.for_pairs(pairs)
-    return Prepared(len(pairs), pairs.select_columns(["anchor", "positive"]), long_column="positive",
-                    already_split=True)
+    return pairs.select_columns(["anchor", "positive"])
 
 
-def pair_loss(model, flags, prepared: Prepared):
+def pair_loss(model, flags, dataset):
     """sentence-transformers' MultipleNegativesRankingLoss; its scale is 1 / ``--temperature`` where given."""
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
@@ -156,7 +136,7 @@ def pair_loss(model, flags, prepared: Prepared):
     return MultipleNegativesRankingLoss(model, **({} if temperature is None else {"scale": 1 / temperature}))
 
 
-def pseudo_queries(flags) -> Prepared:
+def pseudo_queries(flags) -> Any:
     """``--objective distill``'s pseudo-queries from ``--docs``, drawn before the model loads (their count is the
     run's size)."""
     from st_infocse.mining import pseudo_queries
@@ -167,23 +147,23 @@ def pseudo_queries(flags) -> Prepared:
     print(f"--objective distill: {drawn.summary()}")
     if len(drawn.queries) == 0:
         raise CLIError(f"--docs {distill.docs}: no document gave a {distill.distill_queries} pseudo-query")
-    return Prepared(len(drawn.queries), source=drawn, long_column="positive", already_split=True)
+    return drawn
 
 
-def hybrid_teacher(model, flags, prepared: Prepared):
+def hybrid_teacher(model, flags, drawn):
     """The hybrid teacher's candidates and scores for each pseudo-query, from the model as given."""
     from st_infocse.mining import hybrid_teacher_dataset
 
     distill, args = flags.distill, flags.trainer
     dataset, report = hybrid_teacher_dataset(
         model, (), distill.distill_queries, distill.distill_loss, distill.distill_candidates,
-        flags.lexical.settings(), seed=args.seed, batch_size=args.per_device_eval_batch_size, drawn=prepared.source,
+        flags.lexical.settings(), seed=args.seed, batch_size=args.per_device_eval_batch_size, drawn=drawn,
     )
     print(f"--objective distill: {report.summary()}")
     return dataset
 
 
-def distillation_loss(model, flags, prepared: Prepared):
+def distillation_loss(model, flags, dataset):
     from st_infocse.mining import distillation_loss
 
     distill = flags.distill
@@ -200,22 +180,16 @@ def save_stage1(model, loss, out: Path, own_length: int | None) -> dict:
             "next": f"st-infocse train --model {out / 'model'} --decoder {out / 'decoder'}"}
 
 
-def documents(flags) -> Prepared:
-    loaded = load_documents(flags.docs)
-    return Prepared(len(loaded), source=loaded)
-
-
-def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
+def train_idc(loaded, flags, measured, documents, start: float) -> int:
     """IDC's mine -> train rounds on ``--docs`` (on a LoRA adapter with ``--lora_r``); the best round (or the start)
     is saved, the adapter merged into it. Each round trains with the rounds' defaults and every trainer flag given."""
     from st_infocse.mining import train_idc_rounds
     from st_infocse.mining.rounds import document_sample, round_training_args
 
     model, idc, args, keep = loaded.model, flags.idc, flags.trainer, flags.keep
-    factory: Callable = lambda m: IDC_LOSSES[idc.idc_loss].loss(m, flags, prepared)  # noqa: E731
+    factory: Callable = lambda m: flags.entry.loss(m, flags, None)  # noqa: E731
     round_args = round_training_args(args, flags.given, learning_rate_mapping(factory(model), flags.aux_learning_rate))
-    adapter = measured.notes.get("LoRA adapter", "")  # added before the rounds, as for every objective
-    docs, sampled = document_sample(prepared.source, idc.idc_max_docs, args.seed)
+    docs, sampled = document_sample(documents, idc.idc_max_docs, args.seed)
     anchor = (f"{keep.weight_anchor:g} of each round's change kept (start + {keep.weight_anchor:g} x (trained - "
               "start)), before the round is scored and mines" if keep.weight_anchor < 1 else "")
     folder = Path(args.output_dir) / "rounds"
@@ -243,17 +217,14 @@ def train_idc(loaded, flags, measured, prepared: Prepared, start: float) -> int:
     except ValueError as exc:  # the rounds name the argument that failed; the annotator's flag is --idc_annotator
         raise (CLIError(f"--idc_{exc}") if str(exc).startswith("annotator: ") else exc) from None
     summary("IDC rounds", result.round_rows())
-    measured_rows = None
-    if result.initial_metrics is not None:
-        # the trained candidate (best round, else the last) against the start; "saved" says which was kept
-        measured_rows = tuple({f"eval_{key}": value for key, value in metrics.items()} for metrics in
-                              (result.initial_metrics, result.trained_metrics or {}, result.changes)) + (
-                                  result.saved_line(),)
+    # the trained candidate (best round, else the last) against the start, under the evaluator's own metric names
+    scores = None if result.initial_metrics is None else (
+        result.initial_metrics, result.trained_metrics or {}, result.changes, result.saved_line())
+    measured.labels = {key.removeprefix("eval_"): label for key, label in measured.labels.items()}
     rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
-    finish_run(loaded, flags, "IDC training done", rows, {"objective": "idc", "round_arguments": round_args,
-                                                          "rounds": result.to_dict()},
-               adapter, anchor, result.initial_metrics is not None and result.best_round == 0, measured.labels,
-               measured_rows)
+    finish_run(loaded, flags, measured, "IDC training done", rows, {"objective": "idc", "round_arguments": round_args,
+                                                                    "rounds": result.to_dict()},
+               anchor, scores is not None and result.best_round == 0, scores)
     return 0
 
 
@@ -278,8 +249,9 @@ ENTRIES: dict[str, Entry] = {
     "ict": Entry("ict", None, (ICTFlags, KeepArguments, LoRAFlags), context_pairs, pair_loss),
     "distill": Entry("distill", None, (DistillFlags, KeepArguments, LoRAFlags), pseudo_queries, distillation_loss,
                      finish=hybrid_teacher),
-    "idc": Entry("idc", MNRLFlags, (IDCFlags, KeepArguments, LoRAFlags), documents, pair_loss, run=train_idc,
-                 refused_trainer_flags=_ROUNDS_OWN, bm25_beside=False),
+    "idc": Entry("idc", MNRLFlags, (IDCFlags, KeepArguments, LoRAFlags), lambda flags: load_documents(flags.docs),
+                 pair_loss, run=train_idc,
+                 refused_trainer_flags=_ROUNDS_OWN),
     STAGE1.name: Entry(STAGE1.name, Stage1Flags, (DataArguments, AuxiliaryRateFlags), texts, registry_loss,
                        save=save_stage1, title="Stage-1 auxiliary pre-training"),
 }
@@ -291,7 +263,7 @@ IDC_LOSSES: dict[str, Entry] = {
     "mnrl": ENTRIES["idc"],
     "infocse": replace(ENTRIES["idc"], loss_flags=ConditionalMLMFlags,
                        sections=(IDCFlags, KeepArguments, AuxiliaryRateFlags, LoRAFlags),
-                       loss=lambda model, flags, prepared: build_loss(model, "infocse", flags.loss)),
+                       loss=lambda model, flags, dataset: build_loss(model, "infocse", flags.loss)),
 }
 
 

@@ -30,18 +30,20 @@ def start_summary(title: str, texts: int, steps: int, training_args, training_le
                     "max length": lengths(training_length, own_length), **(extra or {})})
 
 
-def finish_run(loaded, flags, title: str, rows: dict[str, Any], record: dict[str, Any], adapter: str,
-               anchor: str | None, start_saved: bool, labels: dict[str, str] | None,
-               measured: tuple[dict, dict, dict, str] | None, loss: Any = None, decides: str | None = None) -> None:
+def finish_run(loaded, flags, measured, title: str, rows: dict[str, Any], record: dict[str, Any], anchor: str | None,
+               start_saved: bool, scores: tuple[dict, dict, dict, str] | None, loss: Any = None,
+               decides: str | None = None) -> None:
     """Every training run's end (one trainer, or IDC's rounds): the adapter merged, the model saved (by
     ``flags.entry.save``), ``record`` with the run's settings written to ``run_summary.json``, and the end summary:
-    ``rows``, each measured metric's start -> end with its interval and which model was saved (``measured``: start
-    metrics, end metrics, changes, the saved line; None without an evaluator; ``labels`` None: a run that takes no
-    evaluator, stage 1), the adapter, the anchor, the lengths and the folder; then a warning per metric that ended
-    below its start (:func:`~st_infocse.training.ended_below_start`). ``decides``: the checkpoint metric."""
+    ``rows``, each metric of ``measured`` (the run's :class:`~st_infocse.evaluation.RunEvaluation`, whose notes name
+    the adapter) start -> end with its interval and which model was saved (``scores``: start metrics, end metrics,
+    changes, the saved line; None without an evaluator), the adapter, the anchor, the lengths and the folder; then a
+    warning per metric that ended below its start (:func:`~st_infocse.training.ended_below_start`). ``decides``: the
+    checkpoint metric."""
     from st_infocse.training.builder import save_model
     from st_infocse.training.start_end import ended_below_start, start_end_rows
 
+    adapter, labels = measured.notes.get("LoRA adapter"), measured.labels
     model, out, training_length = loaded.model, Path(flags.trainer.output_dir), loaded.model.max_seq_length
     if adapter:
         from st_infocse.training.lora import merge_lora
@@ -57,14 +59,13 @@ def finish_run(loaded, flags, title: str, rows: dict[str, Any], record: dict[str
     if anchor:
         rows["weight anchor"] = anchor
     warnings: list[str] = []
-    if measured is not None:
-        start, end, changes, saved = measured
+    if scores is not None:
+        start, end, changes, saved = scores
         rows.update({**start_end_rows(labels, start, end, changes, decides=decides), "saved": saved})
         warnings = ended_below_start(labels, start, end, start_saved)
-    elif labels is not None:
+    elif flags.run is not None:  # stage 1 takes no evaluator
         rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
-    path = out / "run_summary.json"  # scores as the evaluators return them, in [0, 1]
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = out / "run_summary.json"  # beside the saved model; scores as the evaluators return them, in [0, 1]
     path.write_text(json.dumps({**record, "model": loaded.how, "settings": flags.settings(), "max_seq_length": {
         "training": training_length, "saved": loaded.own_length}}, indent=2, default=str) + "\n")
     summary(title, {**rows, "max length": lengths(training_length, loaded.own_length), "model": out,

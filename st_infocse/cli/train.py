@@ -18,9 +18,7 @@ from st_infocse.cli.inputs import check_earlier_run, model_from_args
 from st_infocse.cli.interrupt import Interrupted
 from st_infocse.cli.objectives import add_adapter
 from st_infocse.cli.output import finish_run, start_summary
-from st_infocse.cli.parsing import asks_for_help, read_sources
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
-from st_infocse.recipes import format_recipe_list
 from st_infocse.training.builder import learning_rate_mapping
 from st_infocse.training.texts import count_long_texts
 
@@ -31,11 +29,8 @@ def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
     from st_infocse.cli.interrupt import interrupt_callback, interruptible
     from st_infocse.training.builder import build_trainer
 
-    trainer = build_trainer(model, loss, dataset, training_args, evaluator)
-    for callback in callbacks:
-        trainer.add_callback(callback)
     interrupt = interrupt_callback()
-    trainer.add_callback(interrupt)
+    trainer = build_trainer(model, loss, dataset, training_args, evaluator, callbacks=[*callbacks, interrupt])
     with interruptible(interrupt):
         trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     return trainer
@@ -46,22 +41,16 @@ def cmd_pretrain_aux(argv: Sequence[str]) -> int:
 
 
 def cmd_train(argv: Sequence[str], command: str = "train") -> int:
-    sources = None
-    if command == "train" and not asks_for_help(argv):
-        sources = read_sources(argv, "st-infocse train", recipes=True)
-        if sources.recipe == "list":
-            print(format_recipe_list())
-            return 0
-    flags = read_training_flags(argv, command, sources)
-    if flags is None:  # --help
+    flags = read_training_flags(argv, command)
+    if flags is None:  # --help, or --recipe list
         return 0
     training_args, objective, entry = flags.trainer, flags.objective, flags.entry
     measured = run_evaluation(flags.run, training_args, flags.given)
     lexical = reference_settings(flags, measured)
-    prepared = entry.prepare(flags)
+    data = entry.prepare(flags)
     anchor = None
     if entry.run is None:
-        steps = training_args.planned_steps(prepared.size)
+        steps = training_args.planned_steps(len(data))
         if flags.keep is not None:
             from st_infocse.training.anchor import WeightAnchorCallback, fit_to_anchor
 
@@ -72,18 +61,15 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     loaded = model_from_args(flags.model, training_args.seed)
     model, own_length = loaded.model, loaded.own_length
     for_model(measured, model, training_args, own_length)
-    adapter = add_adapter(model, flags.lora)  # IDC's too, before round 1: every round trains it, round 2 mines with it
-    if adapter:
-        measured.notes["LoRA adapter"] = adapter
+    add_adapter(model, flags.lora, measured.notes)  # IDC's too, before round 1: every round trains it, round 2 mines with it
     start = time.time()
     if entry.run is not None:
-        return entry.run(loaded, flags, measured, prepared, start)
-    if entry.finish is not None:
-        prepared.dataset = entry.finish(model, flags, prepared)
-    dataset = prepared.dataset
-    cut = count_long_texts(model.tokenizer, dataset[prepared.long_column], model.max_seq_length,
-                           seed=training_args.seed).message(already_split=prepared.already_split)
-    loss = entry.loss(model, flags, prepared)
+        return entry.run(loaded, flags, measured, data, start)
+    dataset = entry.finish(model, flags, data) if entry.finish is not None else data
+    column = "positive" if "positive" in dataset.column_names else "text"  # a pair's document side, else the text
+    cut = count_long_texts(model.tokenizer, dataset[column], model.max_seq_length, seed=training_args.seed).message(
+        already_split=flags.data is None or flags.data.split_sentences)  # --split_sentences: a text objective's
+    loss = entry.loss(model, flags, dataset)
     if not training_args.learning_rate_mapping:
         try:
             training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
@@ -128,9 +114,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         if lexical is not None:
             reference_rows, record["lexical_references"] = references.rows()
             rows.update(reference_rows)
-    finish_run(loaded, flags, f"{entry.title} done" if entry.title else "Training done", rows, record, adapter,
-               anchor, ends is not None and ends.result.kept == "start",
-               measured.labels if flags.run is not None else None, result, loss=loss,
+    finish_run(loaded, flags, measured, f"{entry.title} done" if entry.title else "Training done", rows, record,
+               anchor, ends is not None and ends.result.kept == "start", result, loss=loss,
                decides=ends.result.metric if ends is not None else None)
     return 0
 

@@ -46,6 +46,7 @@ from st_infocse.cli.parsing import (
 from st_infocse.cli.recipe_runs import check_requires, recipe_summary
 from st_infocse.losses.registry import STAGE1
 from st_infocse.mining.documents import check_documents
+from st_infocse.recipes import format_recipe_list
 from st_infocse.training.precision import settle_precision  # nothing heavy: torch is imported when called
 from st_infocse.training.texts import check_text_source
 
@@ -108,15 +109,20 @@ def command_sections(command: str, objective: str, idc_loss: str = "mnrl") -> li
     entry = entry_of(objective, idc_loss)
     if command != "train":
         return [ModelArguments, OutputArguments, *entry.all]
-    lexical = [LexicalArguments] if entry.bm25_beside else []
+    lexical = [LexicalArguments] if entry.run is None else []  # BM25's lines are set beside one trainer's scores
     return [ModelArguments, ObjectiveArguments, RunEvaluationArguments, *lexical, OutputArguments, *entry.all]
 
 
 def read_training_flags(argv: Sequence[str], command: str, sources: Sources | None = None) -> TrainingFlags | None:
-    """The run's flags from ``sources`` (the recipe's, the config file's, then the command line's, which win);
-    None when ``--help`` was asked for (the help of the objective's flags is printed)."""
+    """The run's flags from ``sources`` (the recipe's, the config file's, then the command line's, which win; read
+    from ``argv`` when not given); None when ``--help`` (the help of the objective's flags) or ``--recipe list`` (the
+    recipes) was asked for, and printed."""
     prog = f"st-infocse {command}"
-    sources = sources if sources is not None else read_sources(argv, prog)
+    if sources is None:
+        sources = read_sources(argv, prog, recipes=command == "train" and not asks_for_help(argv))
+    if sources.recipe == "list":
+        print(format_recipe_list())
+        return None
     objective, idc_loss = STAGE1.name, "mnrl"
     if command == "train":
         first = FlagParser([ObjectiveArguments, IDCPairLoss], prog)

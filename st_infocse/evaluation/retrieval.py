@@ -44,9 +44,9 @@ RETRIEVAL_LOGGERS = ("beir", "sentence_transformers.sentence_transformer.evaluat
 
 
 @contextmanager
-def quiet_logs(names: Sequence[str] = RETRIEVAL_LOGGERS) -> Iterator[None]:
+def quiet_logs(names: Sequence[str] = RETRIEVAL_LOGGERS, level: int = logging.WARNING) -> Iterator[None]:
     """Hold back the INFO records of ``names`` (a line per metric and cut-off), keeping warnings; a level already set
-    on one of them is the user's choice and is left alone.
+    on one of them is the user's choice and is left alone (``level=logging.INFO`` sets that choice: the lines shown).
 
     Example:
         >>> with quiet_logs():
@@ -55,7 +55,7 @@ def quiet_logs(names: Sequence[str] = RETRIEVAL_LOGGERS) -> Iterator[None]:
     """
     quieted = [logging.getLogger(name) for name in names if logging.getLogger(name).level == logging.NOTSET]
     for one in quieted:
-        one.setLevel(logging.WARNING)
+        one.setLevel(level)
     try:
         yield
     finally:

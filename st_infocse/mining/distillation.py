@@ -43,6 +43,9 @@ class PseudoQueries:
     skipped: dict[str, int] = field(default_factory=dict)
     query_kind: str = "held_out"
 
+    def __len__(self) -> int:  # one training example per query
+        return len(self.queries)
+
     def summary(self) -> str:
         """One line: ``"12 held_out pseudo-queries over 12 documents; skipped documents: too_few_sentences=1"``."""
         skipped = skip_counts(self.skipped)

@@ -145,18 +145,20 @@ def learning_rate_mapping(loss: nn.Module, aux_learning_rate: float | None) -> d
 
 def build_trainer(
     model: SentenceTransformer, loss: nn.Module, train_dataset: Any, args: TrainingArguments, evaluator: Any = None,
-    clip_jointly: bool = True,
+    clip_jointly: bool = True, callbacks: tuple | list = (),
 ) -> AuxiliaryLossTrainer:
     """An :class:`~st_infocse.training.AuxiliaryLossTrainer` for ``loss`` (any loss; one of this package's has
     modules to save and clip), memory pinned only off the CPU, a warning for bf16 on a CPU without it, and the fast
-    step (:mod:`st_infocse.training.fast_step`) when ``args.fast_step`` is set."""
+    step (:mod:`st_infocse.training.fast_step`) when ``args.fast_step`` is set; ``callbacks`` run after the
+    auxiliary-state callback, as the trainer's ``callbacks`` argument."""
     from st_infocse.training.precision import unpin_memory_without_accelerator, warn_if_slow_bf16
     from st_infocse.training.trainer import AuxiliaryLossTrainer
 
     unpin_memory_without_accelerator(args)
     warn_if_slow_bf16(bool(args.bf16), args.device.type == "cpu")
     trainer = AuxiliaryLossTrainer(
-        model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, clip_jointly=clip_jointly
+        model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, clip_jointly=clip_jointly,
+        callbacks=list(callbacks),
     )
     if getattr(args, "fast_step", False):  # PaperTrainingArguments' switch; other arguments have none
         from st_infocse.training.fast_step import apply_fast_step
