@@ -195,26 +195,14 @@ class StartEndResult:
 
     def lines(self) -> list[str]:
         """Printable lines: ``<metric> <start> -> <end>`` for each metric (the deciding one first; scores in
-        [-1, 1] times 100), then what was kept when it was the start, then a warning if a metric got worse."""
+        [-1, 1] times 100), then, when it was the start, what was kept and why (:meth:`saved_line`), then a warning if
+        a metric got worse."""
         keys = [self.metric] * (self.metric in self.start) + [k for k in self.start if k != self.metric]
         out = ["{} {} -> {}".format(key, *self._pair(key)) + self.interval(key) for key in keys]
         if self.decided_on is not None:
             out.append(f"{self.metric} on the units the keep rule read: {describe_change(self.decided_on)}")
-        if self.kept == "start" and self.keep_trained_if == "reliable":
-            out.append(f"{self.reason}; saved: the starting model")
-        elif self.kept == "start" and _better(self.best_score, self.start_score, self.greater_is_better):
-            # Without load_best_model_at_end the trainer leaves the last step, whatever an earlier one scored.
-            start, end, best = _fmt(self.start_score, self.end_score, self.best_score)
-            out.append(
-                f"the last step did not beat the model you started with: {start} vs {end} (step {self.best_step} "
-                f"scored {best}; load_best_model_at_end keeps such a checkpoint); saved: the starting model"
-            )
-        elif self.kept == "start":
-            start, best = _fmt(self.start_score, self.best_score)
-            out.append(
-                f"no checkpoint beat the model you started with: {start} vs best {best} at step {self.best_step}; "
-                "saved: the starting model"
-            )
+        if self.kept == "start":
+            out.append(f"saved: {self.saved_line()}")
         if self.worse_at_end:
             first, rest = self.worse_at_end[0], self.worse_at_end[1:]
             side = "below" if self._greater(first) else "above"
@@ -231,6 +219,11 @@ class StartEndResult:
             share = f", --confirm_share {self.confirm_share:g}" if self.confirm_share else ""
             return (f"{which}: {self.reason} (--keep_trained_if reliable{share}: the trained model only when the "
                     "interval lies above zero)")
+        if self.kept == "start" and _better(self.best_score, self.start_score, self.greater_is_better):
+            # Without load_best_model_at_end the trainer leaves the last step, whatever an earlier one scored.
+            return (f"the starting model: the last step did not beat it ({self.metric} {x100(self.start_score)} vs "
+                    f"{x100(self.end_score)}; step {self.best_step} scored {x100(self.best_score)}: "
+                    "load_best_model_at_end keeps such a checkpoint)")
         if self.kept == "start":
             return (f"the starting model: no checkpoint beat the model you started with ({self.metric} "
                     f"{x100(self.start_score)} vs best {x100(self.best_score)} at step {self.best_step})")
