@@ -53,12 +53,6 @@ def _scores(metrics: Any) -> dict[str, float]:
     }
 
 
-def _fmt(*values: float | None) -> list[str]:
-    """Scores for print: times 100 with 2 decimals when all lie in [-1, 1], else as they are."""
-    scaled = all(value is None or -1 <= value <= 1 for value in values)
-    return ["n/a" if v is None else x100(v) if scaled else f"{v:.4g}" for v in values]
-
-
 #: What a start -> end line says when the evaluator keeps no unit scores for its metric (any evaluator other than
 #: the package's retrieval and STS-B dev ones, or a metric of theirs they do not keep query by query).
 NOT_JUDGED = "no per-query scores: the change is not judged"
@@ -84,6 +78,15 @@ def _change_text(before: float | None, after: float | None, change: PairedChange
     return f", {100 * delta:+.2f} ({NOT_JUDGED})" if scaled else f", {delta:+.4g} ({NOT_JUDGED})"
 
 
+def _start_to_end(before: float | None, after: float | None, change: PairedChange | None = None,
+                  judged: bool = True) -> str:
+    """``<start> -> <end>``, times 100 with 2 decimals when both lie in [-1, 1] (else as they are), and with
+    ``judged`` the change (:func:`_change_text`)."""
+    scaled = all(value is None or -1 <= value <= 1 for value in (before, after))
+    start, end = ("n/a" if v is None else x100(v) if scaled else f"{v:.4g}" for v in (before, after))
+    return f"{start} -> {end}" + (_change_text(before, after, change, scaled) if judged else "")
+
+
 def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
                    changes: dict[str, PairedChange] | None = None, decides: str | None = None) -> dict[str, str]:
     """``{"STS-B dev": "86.72 -> 87.10, +0.38 (95% CI -0.12 to +0.90, p = 0.140, 1500 pairs): within noise"}``
@@ -95,7 +98,7 @@ def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[st
         before, after = start.get(key), end.get(key)
         if before is None and after is None:
             continue
-        rows[label] = f"{x100(before)} -> {x100(after)}" + _change_text(before, after, (changes or {}).get(key))
+        rows[label] = _start_to_end(before, after, (changes or {}).get(key))
     if decides in labels and labels[decides] in rows and len(rows) > 1:
         rows[labels[decides]] += "; decides: the checkpoint metric"
     return rows
@@ -190,15 +193,12 @@ class StartEndResult:
     def _greater(self, key: str) -> bool:
         return self.greater_is_better if key == self.metric else "loss" not in key
 
-    def _pair(self, key: str) -> list[str]:
-        return _fmt(self.start.get(key), self.end.get(key))
-
     def lines(self) -> list[str]:
         """Printable lines: ``<metric> <start> -> <end>`` for each metric (the deciding one first; scores in
         [-1, 1] times 100), then, when it was the start, what was kept and why (:meth:`saved_line`), then a warning if
         a metric got worse."""
         keys = [self.metric] * (self.metric in self.start) + [k for k in self.start if k != self.metric]
-        out = ["{} {} -> {}".format(key, *self._pair(key)) + self.interval(key) for key in keys]
+        out = [f"{key} {_start_to_end(self.start.get(key), self.end.get(key), self.changes.get(key))}" for key in keys]
         if self.decided_on is not None:
             out.append(f"{self.metric} on the units the keep rule read: {describe_change(self.decided_on)}")
         if self.kept == "start":
@@ -207,7 +207,8 @@ class StartEndResult:
             first, rest = self.worse_at_end[0], self.worse_at_end[1:]
             side = "below" if self._greater(first) else "above"
             more = f"; {len(rest)} more: {', '.join(rest)}" if rest else ""
-            out.append("warning: {} ended {} its start ({} -> {}){}".format(first, side, *self._pair(first), more))
+            ends = _start_to_end(self.start.get(first), self.end.get(first), judged=False)
+            out.append(f"warning: {first} ended {side} its start ({ends}){more}")
         return out
 
     def saved_line(self) -> str:
@@ -235,13 +236,6 @@ class StartEndResult:
         """The start -> end of each metric in ``labels`` (key -> name printed), with its interval: see
         :func:`start_end_rows`."""
         return start_end_rows(labels, self.start, self.end, self.changes, decides=self.metric)
-
-    def interval(self, key: str) -> str:
-        """``, +0.97 (95% CI -0.30 to +2.29, p = 0.140, 300 queries): within noise``; without unit scores the change
-        and :data:`NOT_JUDGED`; "" when the metric lacks a start or an end."""
-        before, after = self.start.get(key), self.end.get(key)
-        scaled = all(value is None or -1 <= value <= 1 for value in (before, after))
-        return _change_text(before, after, self.changes.get(key), scaled)
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
