@@ -19,13 +19,13 @@ from st_infocse.mining.round_results import CycleStats, PlusPlusResult
 from st_infocse.mining.rounds import (
     Evaluator,
     LossFactory,
-    is_better,
     reiterable,
     score_model,
     train_idc_rounds,
     train_round,
 )
 from st_infocse.training.snapshot import weights_snapshot
+from st_infocse.training.start_end import is_better
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def train_infocse_plus_plus(
                 seed + number,
             )
             score, _ = score_model(evaluator, model)
-            improved = is_better(score, best_score, min_delta, greater)
+            improved = is_better(score, best_score, greater, min_delta)
             if improved:
                 best_score, best_cycle, best_state, stale = score, number, weights_snapshot(model), 0
             else:

@@ -34,7 +34,7 @@ from st_infocse.mining.sampler import DocumentAwareBatchSampler
 from st_infocse.training.anchor import toward_start
 from st_infocse.training.builder import build_trainer, load_model
 from st_infocse.training.snapshot import weights_snapshot
-from st_infocse.training.start_end import KEEP_TRAINED_IF
+from st_infocse.training.start_end import KEEP_TRAINED_IF, is_better
 
 logger = logging.getLogger(__name__)
 
@@ -104,10 +104,6 @@ def score_model(evaluator: Any, model: SentenceTransformer) -> tuple[float, dict
     if key is None or key not in out:
         raise ValueError(f"the evaluator returned {sorted(out)} but its primary_metric is {key!r}")
     return float(out[key]), {name: float(value) for name, value in out.items()}
-
-
-def is_better(score: float, best: float, min_delta: float, greater_is_better: bool) -> bool:
-    return score > best + min_delta if greater_is_better else score < best - min_delta
 
 
 def train_round(model: SentenceTransformer, train_dataset: Dataset, loss: nn.Module, training_args: dict[str, Any] | None,
@@ -276,7 +272,7 @@ def train_idc_rounds(
             improved = None
             if score is not None:
                 round_units.append(unit_scores(evaluator))
-                improved = is_better(score, best_score, min_delta, greater)
+                improved = is_better(score, best_score, greater, min_delta)
                 if improved or best_round == 0:  # the trained candidate: the best round, else the latest
                     trained_metrics, candidate = metrics, number
                 if improved:

@@ -104,14 +104,14 @@ def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[st
     return rows
 
 
-def _better(a: float | None, b: float | None, greater: bool) -> bool:
-    """``a`` strictly better than ``b``. A missing score is never better, nor beaten; a NaN score (a collapsed model
-    makes a correlation undefined) is worse than any number."""
+def is_better(a: float | None, b: float | None, greater: bool = True, min_delta: float = 0.0) -> bool:
+    """``a`` better than ``b`` by more than ``min_delta`` (higher when ``greater``, else lower). A missing score is
+    never better, nor beaten; a NaN score (a collapsed model makes a correlation undefined) is worse than any number."""
     if a is None or b is None or math.isnan(a):
         return False
     if math.isnan(b):
         return True
-    return a > b if greater else a < b
+    return a > b + min_delta if greater else a < b - min_delta
 
 
 def ended_below_start(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
@@ -129,7 +129,7 @@ def ended_below_start(labels: dict[str, str], start: dict[str, float], end: dict
     lines = []
     for key, label in labels.items():
         before, after = start.get(key), end.get(key)
-        if _better(before, after, True):
+        if is_better(before, after, True):
             change = f"({x100(before)} -> {x100(after)})"
             lines.append(f"note: the trained model's {label} ended below its start {change}; the starting model was "
                          "saved" if start_saved else f"warning: {label} ended below its start {change}")
@@ -220,7 +220,7 @@ class StartEndResult:
             share = f", --confirm_share {self.confirm_share:g}" if self.confirm_share else ""
             return (f"{which}: {self.reason} (--keep_trained_if reliable{share}: the trained model only when the "
                     "interval lies above zero)")
-        if self.kept == "start" and _better(self.best_score, self.start_score, self.greater_is_better):
+        if self.kept == "start" and is_better(self.best_score, self.start_score, self.greater_is_better):
             # Without load_best_model_at_end the trainer leaves the last step, whatever an earlier one scored.
             return (f"the starting model: the last step did not beat it ({self.metric} {x100(self.start_score)} vs "
                     f"{x100(self.end_score)}; step {self.best_step} scored {x100(self.best_score)}: "
@@ -389,7 +389,7 @@ class StartEndCallback(TrainerCallback):
         scored = [(s, m[metric]) for s, m in sorted(self._evaluations.items()) if metric in m]
         best_step, best_score = None, None
         for s, score in scored:
-            if best_step is None or _better(score, best_score, greater):
+            if best_step is None or is_better(score, best_score, greater):
                 best_step, best_score = s, score
         held_step = step
         if best_loaded:
@@ -422,7 +422,7 @@ class StartEndCallback(TrainerCallback):
         worse = [
             key
             for key in self._start
-            if key in end and _better(self._start[key], end[key], greater if key == metric else "loss" not in key)
+            if key in end and is_better(self._start[key], end[key], greater if key == metric else "loss" not in key)
         ]
         worse.sort(key=lambda key: key != metric)
         self.result = StartEndResult(
@@ -458,6 +458,6 @@ class StartEndCallback(TrainerCallback):
             if reliable:
                 return False, f"{metric} gained {gain:+.2f} reliably (the 95% interval excludes zero) {where}"
             return True, f"{metric} changed {change.describe()}, not a reliable gain"
-        if _better(start, held, greater):
+        if is_better(start, held, greater):
             return True, f"the start scored better on {metric}"
         return False, f"the trained model scored at least as well as the start on {metric}"
