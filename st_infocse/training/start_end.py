@@ -67,24 +67,19 @@ def describe_change(change: PairedChange) -> str:
     return text
 
 
-def _change_text(before: float | None, after: float | None, change: PairedChange | None, scaled: bool = True) -> str:
-    """What follows a ``<start> -> <end>``: the change with its interval and verdict, or the change and why it is not
-    judged; "" when either end is missing or not a number (nothing to judge)."""
-    if change is not None:
-        return f", {describe_change(change)}"
-    if before is None or after is None or math.isnan(before) or math.isnan(after):
-        return ""
-    delta = after - before
-    return f", {100 * delta:+.2f} ({NOT_JUDGED})" if scaled else f", {delta:+.4g} ({NOT_JUDGED})"
-
-
 def _start_to_end(before: float | None, after: float | None, change: PairedChange | None = None,
                   judged: bool = True) -> str:
-    """``<start> -> <end>``, times 100 with 2 decimals when both lie in [-1, 1] (else as they are), and with
-    ``judged`` the change (:func:`_change_text`)."""
+    """``<start> -> <end>``, times 100 with 2 decimals when both lie in [-1, 1] (else as they are), then with
+    ``judged`` the change with its interval and verdict, or the change and why it is not judged (nothing when either
+    end is missing or not a number)."""
     scaled = all(value is None or -1 <= value <= 1 for value in (before, after))
-    start, end = ("n/a" if v is None else x100(v) if scaled else f"{v:.4g}" for v in (before, after))
-    return f"{start} -> {end}" + (_change_text(before, after, change, scaled) if judged else "")
+    text = "{} -> {}".format(*("n/a" if v is None else x100(v) if scaled else f"{v:.4g}" for v in (before, after)))
+    if change is not None and judged:
+        return f"{text}, {describe_change(change)}"
+    if not judged or before is None or after is None or math.isnan(before) or math.isnan(after):
+        return text
+    delta = after - before
+    return f"{text}, {100 * delta:+.2f} ({NOT_JUDGED})" if scaled else f"{text}, {delta:+.4g} ({NOT_JUDGED})"
 
 
 def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
