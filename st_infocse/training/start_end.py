@@ -171,12 +171,17 @@ class StartEndResult:
     best_step: int | None
     best_score: float | None
     kept: Literal["start", "best checkpoint", "end"]
-    worse_at_end: list[str] = field(default_factory=list)
+    worse_at_end: list[str] = field(init=False)
     changes: dict[str, PairedChange] = field(default_factory=dict)
     keep_trained_if: str | None = "better"
     reason: str = ""
     decided_on: PairedChange | None = None
     confirm_share: float | None = None
+
+    def __post_init__(self) -> None:
+        worse = (key for key in self.start if key in self.end and is_better(self.start[key], self.end[key],
+                                                                             self._greater(key)))
+        self.worse_at_end = sorted(worse, key=lambda key: key != self.metric)  # the deciding metric first
 
     def to_dict(self) -> dict[str, Any]:
         """Everything above as plain JSON-ready values (each change with its verdict)."""
@@ -414,16 +419,10 @@ class StartEndCallback(TrainerCallback):
             model.load_state_dict(snapshot, strict=False)  # the weights that train; the frozen ones never moved
             kept = "start"
         del snapshot
-        worse = [
-            key
-            for key in self._start
-            if key in end and is_better(self._start[key], end[key], greater if key == metric else "loss" not in key)
-        ]
-        worse.sort(key=lambda key: key != metric)
         self.result = StartEndResult(
             metric=metric, greater_is_better=greater, start=dict(self._start), end=dict(end),
             start_step=self._start_step, end_step=step, start_score=start_score, end_score=end.get(metric),
-            best_step=best_step, best_score=best_score, kept=kept, worse_at_end=worse, changes=changes,
+            best_step=best_step, best_score=best_score, kept=kept, changes=changes,
             keep_trained_if=rule, reason=reason, decided_on=decided_on, confirm_share=self.confirm_share,
         )  # fmt: skip
         self._units, self._start_units = {}, {}
