@@ -299,14 +299,21 @@ def dataset_error(source: str, exc: Exception) -> InputError:
     return InputError(f"cannot read {source}: {innermost_message(exc)}")
 
 
+def existing_path(path: str | Path, folder: bool = False, expected: str = "") -> Path:
+    """``path`` as a Path when it is a file (with ``folder``, a folder); else one FileNotFoundError naming it and what
+    was ``expected`` there: the one check of a file or folder a reader was given."""
+    path = Path(path)
+    if not (path.is_dir() if folder else path.is_file()):
+        raise FileNotFoundError(f"{path}: {'folder' if folder else 'file'} not found{f' ({expected})' * bool(expected)}")
+    return path
+
+
 def beir_parts(name: str, source: str | Path, split: str | None, default: str = "test") -> tuple[dict[str, Path], str]:
     """The BEIR-layout folders of dataset ``name`` under ``source`` (a folder of datasets, or the dataset's own
     folder), ``{"": folder}`` or one per part (CQADupStack's forums, each with its corpus.jsonl), and the qrels split
     read in them: ``split``, else ``default`` if the first part has ``qrels/<default>.tsv``, else ``dev`` if it has
     that, else ``default``. Reads folder listings only; FileNotFoundError names what is missing."""
-    root = Path(source).expanduser()
-    if not root.is_dir():
-        raise FileNotFoundError(f"{root}: folder not found (expected BEIR dataset folders or 'mteb')")
+    root = existing_path(Path(source).expanduser(), folder=True, expected="expected BEIR dataset folders or 'mteb'")
     folder = root / name
     if not folder.is_dir():
         if not ((root / "corpus.jsonl").is_file() and root.name.lower() == name.lower()):

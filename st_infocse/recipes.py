@@ -113,6 +113,17 @@ _INFOCSE = "caskcsg/sentemb InfoCSE/Infocse-bert-base.sh"
 _INFOCSE_LARGE = "caskcsg/sentemb InfoCSE/InfoCSE-bert-large.sh"
 _NOT_STATED_003 = "not stated in paper 003; SimCSE's unsupervised setting, which its §4.1 adopts"
 _INFOCSE_PRESET, _CMLM_CSE_PRESET = PRESETS["infocse"], PRESETS["cmlm-cse"]
+# SimCSE's unsupervised training as (flag, value, line of run_unsup_example.sh): the SimCSE recipe's rows, and the
+# setting paper 003 §4.1 adopts without stating it, so the CMLM-CSE recipe takes these values.
+_SIMCSE_TRAINING = (
+    ("--temperature", "0.05", "line 22 (--temp 0.05)"),
+    ("--learning_rate", "3e-5", "line 13"),
+    ("--num_train_epochs", "1", "line 11"),
+    ("--per_device_train_batch_size", "64", "line 12"),
+    ("--max_seq_length", "32", "line 14"),
+    ("--eval_steps", "125", "lines 15-18 (STS-B dev every 125 steps, best checkpoint kept)"),
+    ("--fp16", "true", "line 25"),
+)
 _MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 # The measured recipes' numbers: the results file, domain and row that hold them (mean over the row's seeds, last
 # step, CPU fp32). The documentation reads the numbers there at every build.
@@ -198,13 +209,7 @@ _RECIPES = (
             ("--model", "bert-base-uncased", f"{_SIMCSE} line 8"),
             ("--pooling", "cls", f"{_SIMCSE} line 19 (--pooler_type cls; evaluated as cls_before_pooler)"),
             ("--projection", "mlp", f"{_SIMCSE} lines 19-20 (--pooler_type cls --mlp_only_train)"),
-            ("--temperature", "0.05", f"{_SIMCSE} line 22 (--temp 0.05)"),
-            ("--learning_rate", "3e-5", f"{_SIMCSE} line 13"),
-            ("--num_train_epochs", "1", f"{_SIMCSE} line 11"),
-            ("--per_device_train_batch_size", "64", f"{_SIMCSE} line 12"),
-            ("--max_seq_length", "32", f"{_SIMCSE} line 14"),
-            ("--eval_steps", "125", f"{_SIMCSE} lines 15-18 (STS-B dev every 125 steps, best checkpoint kept)"),
-            ("--fp16", "true", f"{_SIMCSE} line 25"),
+            *((flag, value, f"{_SIMCSE} {line}") for flag, value, line in _SIMCSE_TRAINING),
         ),
     ),
     Recipe(
@@ -291,13 +296,8 @@ _RECIPES = (
             ("--lambda", flag_value(_CMLM_CSE_PRESET.lambda_), "paper 003 Table 5; §4.3.2 (5) (lambda = 0.005)"),
             ("--detach", "true", "paper 003 §3.2, §4.1 (lexical feature extractor frozen)"),
             ("--fusion_init", "fresh", "no code: the package's choice, as InfoCSE's code (docs/REPRODUCING.md)"),
-            ("--temperature", "0.05", _NOT_STATED_003),
-            ("--learning_rate", "3e-5", _NOT_STATED_003),
-            ("--num_train_epochs", "1", _NOT_STATED_003),
-            ("--per_device_train_batch_size", "64", _NOT_STATED_003),
-            ("--max_seq_length", "32", f"{_NOT_STATED_003} (§3.2: 'the fixed sentence length')"),
-            ("--eval_steps", "125", _NOT_STATED_003),
-            ("--fp16", "true", _NOT_STATED_003),
+            *((flag, value, _NOT_STATED_003 + " (§3.2: 'the fixed sentence length')" * (flag == "--max_seq_length"))
+              for flag, value, _ in _SIMCSE_TRAINING),
         ),
         notes=(
             "Without code, three choices are the package's (docs/REPRODUCING.md): fresh fusion layers, the "

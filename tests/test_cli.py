@@ -947,6 +947,15 @@ def test_evaluate_reads_a_beir_folder_of_any_name_by_its_layout_and_its_dev_spli
         (["train", "--eval_retrieval", "beir/scifact", "--bm25_language", "armenian"],
          "--bm25_language armenian: bm25s has no stop-word list for it"),
         (["train", "--eval_retrieval", "beir/scifact", "--hybrid_weight", "2"], "--hybrid_weight must lie in [0, 1]"),
+        # the sections read from the library keep their bounds and choices, under the flags' names
+        (["train", "--weight_anchor", "0"], "--weight_anchor must lie in (0, 1] (the share of the trained change kept)"),
+        (["train", "--keep_trained_if", "reliable", "--confirm_share", "1"], "--confirm_share must lie in (0, 1)"),
+        (["train", "--eval_retrieval_max_corpus", "-1"], "--eval_retrieval_max_corpus must be at least 0"),
+        (["train", "--objective", "simcse", "--lora_r", "-1"], "--lora_r must be at least 0 (0: no adapter), got -1"),
+        (["train", "--objective", "simcse", "--lora_r", "2", "--lora_dropout", "1"], "--lora_dropout must lie in [0, 1)"),
+        (["train", "--keep_trained_if", "maybe"], "invalid choice: 'maybe' (choose from 'better', 'reliable')"),
+        (["train", "--objective", "distill", "--docs", "docs.jsonl", "--distill_loss", "mse"],
+         "invalid choice: 'mse' (choose from 'kl', 'margin_mse')"),
         (["train", "--lamda", "0.1"], "--lamda is not a flag of --objective infocse"),
         (["train", "--lamda", "0.1"], "did you mean --lambda?"),
         (["train", "--learning_rat", "0.1"], "did you mean --learning_rate?"),
@@ -1264,14 +1273,62 @@ def test_a_derived_section_takes_the_functions_types_defaults_choices_and_help()
                                                                                                "kind": "'far'"}
 
 
-def test_the_mining_idc_and_distillation_flags_take_the_librarys_defaults():
+class LibrarySettings:
+    """A class of the library whose arguments are documented on the class, not on its ``__init__``.
+
+    Args:
+        names: The layers adapted (95% of them).
+        share: The share kept.
+    """
+
+    def __init__(self, names: tuple[str, ...] = ("query", "value"), share: float = 0.5) -> None:
+        self.names, self.share = names, share
+
+
+def test_a_derived_section_takes_sequences_the_class_docstring_and_the_command_lines_own_default():
+    import typing
+    from dataclasses import fields
+
+    from transformers import HfArgumentParser
+
+    from st_infocse.cli.arguments import derived
+
+    source = f"{__name__}:LibrarySettings"
+    section = derived("a section", {"names": source, "kept": (f"{source}.share", {"default": 1.0, "metavar": "SHARE"})},
+                      name="ClassFlags")
+    items = {item.name: item for item in fields(section)}
+    assert typing.get_type_hints(section)["names"] == list[str]
+    assert section().names == ["query", "value"] and section().names is not section().names  # a list per instance
+    assert items["kept"].default == 1.0 and items["kept"].metadata["metavar"] == "SHARE"
+    parser = HfArgumentParser([section])
+    (parsed,) = parser.parse_args_into_dataclasses(["--names", "q", "k", "v", "--kept", "0.5"])
+    assert parsed.names == ["q", "k", "v"] and parsed.kept == 0.5
+    text = " ".join(parser.format_help().split())
+    assert "The layers adapted (95% of them)." in text and "--kept SHARE" in text and "The share kept." in text
+
+
+def test_the_mining_idc_distillation_run_and_evaluation_flags_take_the_librarys_defaults():
     import inspect
     from dataclasses import fields
 
-    from st_infocse.cli.arguments import LexicalArguments, MineArguments
-    from st_infocse.cli.objective_flags import DistillFlags, IDCFlags
+    from st_infocse.cli.arguments import (
+        DataArguments,
+        EvaluateArguments,
+        KeepArguments,
+        LexicalArguments,
+        MineArguments,
+        RunEvaluationArguments,
+        SavedModelArguments,
+    )
+    from st_infocse.cli.objective_flags import AuxiliaryRateFlags, DistillFlags, IDCFlags, LoRAFlags
+    from st_infocse.evaluation import evaluate_beir, save_report
     from st_infocse.evaluation.lexical import LexicalSettings
+    from st_infocse.evaluation.run_evaluators import run_evaluation
     from st_infocse.mining import distillation_loss, mine_pairs, pseudo_queries, train_idc_rounds
+    from st_infocse.training import StartEndCallback, load_model
+    from st_infocse.training.builder import learning_rate_mapping
+    from st_infocse.training.lora import LoRASettings
+    from st_infocse.training.texts import load_texts
 
     def defaults(function, **renamed):
         return {flag: inspect.signature(function).parameters[name].default for flag, name in renamed.items()}
@@ -1288,9 +1345,31 @@ def test_the_mining_idc_and_distillation_flags_take_the_librarys_defaults():
     assert flags(IDCFlags, *rounds) == rounds
     distill = {**defaults(pseudo_queries, distill_queries="query_kind", distill_max_queries="max_queries"),
                **defaults(distillation_loss, student_temperature="student_temperature",
-                          teacher_temperature="teacher_temperature")}
+                          teacher_temperature="teacher_temperature", distill_loss="loss")}
     assert flags(DistillFlags, *distill) == distill
     lexical = LexicalSettings()
     assert flags(LexicalArguments, "bm25_language", "bm25_stem", "bm25_stopwords", "hybrid_fusion", "hybrid_weight") == {
         "bm25_language": lexical.language, "bm25_stem": lexical.stem, "bm25_stopwords": lexical.stopwords,
         "hybrid_fusion": lexical.fusion, "hybrid_weight": lexical.weight}
+    run = {**defaults(run_evaluation, eval_retrieval_split="split", eval_retrieval_max_corpus="max_corpus"),
+           **defaults(StartEndCallback, keep_trained_if="keep_trained_if", confirm_share="confirm_share")}
+    assert flags(RunEvaluationArguments, *run) == run
+    # an argument without a default: the flag is unset (None), which learning_rate_mapping reads as "none of its own"
+    (aux,) = fields(AuxiliaryRateFlags)
+    assert aux.default is None and learning_rate_mapping(None, aux.default) == {}
+    assert aux.metadata["help"].split(";")[0] in inspect.getdoc(learning_rate_mapping)
+    kept = defaults(StartEndCallback, keep_start_if_better="keep_start_if_better")
+    assert flags(KeepArguments, *kept) == kept
+    texts = defaults(load_texts, text_column="text_column", max_train_samples="max_samples",
+                     split_sentences="split_sentences")
+    assert flags(DataArguments, *texts) == texts
+    loaded = defaults(load_model, max_seq_length="max_seq_length", pooling="pooling")
+    assert flags(SavedModelArguments, *loaded) == loaded
+    evaluated = {**defaults(evaluate_beir, beir_source="source", split="split", batch_size="batch_size"),
+                 **defaults(save_report, plots="plots")}
+    assert flags(EvaluateArguments, *evaluated) == evaluated
+    adapter = LoRASettings()
+    assert {item.name: item.default_factory() if item.name == "lora_target_modules" else item.default
+            for item in fields(LoRAFlags) if item.name != "lora_r"} == {
+        "lora_alpha": adapter.alpha, "lora_dropout": adapter.dropout,
+        "lora_target_modules": list(adapter.target_modules)}

@@ -19,6 +19,7 @@ from st_infocse.files import (
     NotDecodableError,
     check_choice,
     check_range,
+    existing_path,
     is_text,
     out_of_range,
     read_json_objects,
@@ -198,3 +199,15 @@ def test_a_value_outside_its_choices_or_range_is_named_in_one_line():
     assert out_of_range(0, (0, None, False, False)) == "must be positive"
     with pytest.raises(InputError, match=r"^temperature must be positive, got 0$"):
         check_range("temperature", 0, (0, None, False, False))
+
+
+def test_a_missing_file_or_folder_is_one_line_naming_it_and_what_was_expected(tmp_path):
+    (tmp_path / "a.txt").write_text("x\n")
+    assert existing_path(str(tmp_path / "a.txt")) == tmp_path / "a.txt"
+    assert existing_path(tmp_path, folder=True) == tmp_path
+    with pytest.raises(FileNotFoundError, match=r"a\.txt: folder not found \(expected a BEIR dataset folder\)$"):
+        existing_path(tmp_path / "a.txt", folder=True, expected="expected a BEIR dataset folder")
+    with pytest.raises(FileNotFoundError, match=r"b\.txt: file not found$"):
+        existing_path(tmp_path / "b.txt")
+    with pytest.raises(FileNotFoundError, match="file not found"):
+        existing_path(tmp_path)  # a folder where a file was expected

@@ -59,7 +59,8 @@ def _source(module: str) -> ast.Module:
     """The parsed source of ``module``, found without importing it or its package (the losses and miners import
     torch and datasets)."""
     top, *rest = module.split(".")
-    path = Path(importlib.util.find_spec(top).origin).parent.joinpath(*rest)
+    origin = Path(importlib.util.find_spec(top).origin)  # a package's __init__.py, or a module of one file (typing)
+    path = origin.parent.joinpath(*rest) if rest else origin
     return ast.parse((path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text())
 
 
@@ -98,7 +99,9 @@ def _arguments(module: str, name: str) -> dict[str, tuple[str, str, str, ast.Mod
     node = next(n for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == name)
     init = node if isinstance(node, ast.FunctionDef) else next(
         (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-    section = re.search(r"^(?:Args|Attributes):\n(.*)", ast.get_docstring(init or node) or "", re.M | re.S)
+    # the class's docstring where its __init__ has none (a callback documents its arguments on the class)
+    docstring = (init and ast.get_docstring(init)) or ast.get_docstring(node) or ""
+    section = re.search(r"^(?:Args|Attributes):\n(.*)", docstring, re.M | re.S)
     docs = re.split(r"\n\s*\n(?=\s*\w+:\n)", section[1] if section else "")[0]
     helps = {m[1]: " ".join(m[2].split()) for m in re.finditer(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", docs, re.M | re.S)}
     found: dict[str, tuple[str, str, str, ast.Module, str]] = {}
@@ -124,12 +127,14 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
             name: str = "Flags", owner: str = __name__) -> type:
     """A ``--help`` section whose flags are read from the library: each of ``flags`` maps a flag to
     ``"module:function.argument"`` (``"module:Class.argument"`` for ``__init__``'s; ``.argument`` left out: the
-    flag's own name), optionally with ``{"help": ...}`` where the section words it itself, or to
+    flag's own name), optionally with ``{"help": ...}`` where the section words it itself, ``{"default": ...}``
+    where the command line's default differs from the library's, and argparse's ``metavar``; or to
     ``(type, flag(...))`` for a flag of the command line's own. Read from the source without importing it: the type
-    and choices from the annotation (a ``Literal`` alias followed to where it is defined), the default from the
-    signature and the help from the docstring's ``Args:`` entry. ``unset``: every flag defaults to None, "the
-    library's own" (``loss_defaults`` keeps each default as written), and ``lambda_`` is also ``--lambda``;
-    ``check`` runs after ``bounds``; ``owner``: the module that declares the section."""
+    and choices from the annotation (a ``Literal`` alias followed to where it is defined; a sequence of one type is
+    a flag of several values), the default from the signature and the help from the docstring's ``Args:`` entry.
+    ``unset``: every flag defaults to None, "the library's own" (``loss_defaults`` keeps each default as written),
+    and ``lambda_`` is also ``--lambda``; ``check`` runs after ``bounds``; ``owner``: the module that declares the
+    section."""
     specs, own_defaults, read = [], {}, {}
     for flag_, source in flags.items():
         if isinstance(source, tuple) and isinstance(source[1], Field):
@@ -145,16 +150,21 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
             raise TypeError(f"--{flag_}: {source} has no docstring entry for {argument or flag_}; word its help")
         own_defaults[flag_] = default
         parts = [part.strip() for part in annotation.split("|")]
+        many = re.fullmatch(r"(?:Sequence|list|tuple)\[(\w+)(?:, \.\.\.)?]", parts[-1])  # --flag a b c
         choices = next((c for part in parts if (c := _choices(tree, module, part))), None)
-        kind: Any = next((k for k in (float, int, bool) if k.__name__ in parts), str)
+        kind: Any = next((k for k in (float, int, bool) if k.__name__ in ([many[1]] if many else parts)), str)
         if choices is not None:
             # None as a choice of its own where it is not the default (no projection head): the flag's "none"
             kind = Literal[(*choices, *(("none",) if unset and "None" in parts and default != "None" else ()))]
-        help_text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: m[1].rsplit(".", 1)[-1], help_text).replace("``", "")
-        metadata = {"help": given.get("help", help_text),
-                    **({"aliases": [f"--{flag_[:-1]}"]} if flag_.endswith("_") else {})}
-        value = None if unset or not default else ast.literal_eval(default)
-        specs.append((flag_, kind | None if unset or "None" in parts else kind, field(default=value, metadata=metadata)))
+        help_text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: m[1].rsplit(".", 1)[-1], help_text)
+        help_text = help_text.replace("``", "").replace("%", "%%")  # argparse formats help with %
+        metadata = {"help": help_text, **({"aliases": [f"--{flag_[:-1]}"]} if flag_.endswith("_") else {}), **given}
+        value = (metadata.pop("default") if "default" in given else None if unset or not default
+                 else ast.literal_eval(default))
+        kind = list[kind] if many else kind
+        made = {"default_factory": lambda v=list(value): list(v)} if many and value is not None else {"default": value}
+        specs.append((flag_, kind | None if unset or "None" in parts or value is None else kind,
+                      field(**made, metadata=metadata)))
     namespace = {"_argument_group_name": title, "bounds": bounds or {}, **({"loss_defaults": own_defaults} if unset else {})}
     if check is not None:
         def __post_init__(self) -> None:
@@ -167,99 +177,75 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
     return section
 
 
-#: The model's flags; the pooling rule and remote code are :func:`~st_infocse.training.load_model`'s own arguments.
-ModelArguments = derived("model", {
-    "model": (str, flag("bert-base-uncased", "Hub id or local folder of a Hugging Face or Sentence Transformer model.")),
-    "pooling": "st_infocse.training.builder:load_model",
-    "max_seq_length": (int, flag(32, "Maximum tokens per sentence while training (the papers' 32); the saved model "
-                                     "keeps the base model's own maximum length.")),
-    "trust_remote_code": "st_infocse.training.builder:load_model",
-}, name="ModelArguments")
+_LOAD = "st_infocse.training.builder:load_model"
+_MODEL = {"model": (f"{_LOAD}.source", {"default": "bert-base-uncased"}), "pooling": _LOAD, "max_seq_length": _LOAD,
+          "trust_remote_code": _LOAD}
+
+#: The model's flags, :func:`~st_infocse.training.load_model`'s own arguments; trained at the papers' length.
+ModelArguments = derived("model", {**_MODEL, "max_seq_length": (int, flag(
+    32, "Maximum tokens per sentence while training (the papers' 32); the saved model keeps the base model's own "
+    "maximum length."))}, name="ModelArguments")
+#: For commands that use a trained model as it is: its own modules and length unless told otherwise.
+SavedModelArguments = derived("model", _MODEL, name="SavedModelArguments")
 
 
-@dataclass
-class SavedModelArguments(ModelArguments):
-    """For commands that use a trained model as it is: its own modules and length unless told otherwise."""
-
-    max_seq_length: int | None = flag(None, "Maximum tokens per sentence (default: the model's).")
+_TEXTS = "st_infocse.training.texts:load_texts"
 
 
-@dataclass
-class DataArguments:
-    _argument_group_name = "training data"
-
-    train_data: str = flag(
+class DataArguments(derived("training data", {
+    "train_data": (str, flag(
         WIKI1M, "Training text: a .txt(.gz) file (one sentence per line), .jsonl(.gz)/.json/.csv/.tsv/.parquet, a "
         "save_to_disk folder, an hf:// file, a hub dataset id, or 'demo' (4,096 Wikipedia sentences shipped with the "
-        "package). Missing, non-string and blank rows are dropped and counted.")
-    text_column: str | None = flag(None, "Column holding the text (default: 'text' or the only string column).")
-    max_train_samples: int | None = flag(None, "Use only the first N training texts.")
-    split_sentences: bool = flag(False, "Split each training text into sentences first (the splitter IDC mining "
-                                 "uses), so that long texts such as whole abstracts are not cut at --max_seq_length.")
-
+        "package). Missing, non-string and blank rows are dropped and counted.")),
+    "text_column": _TEXTS, "max_train_samples": f"{_TEXTS}.max_samples", "split_sentences": _TEXTS,
+}, name="DataArguments")):
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.train_data == BUNDLED:  # the 4,096 Wikipedia sentences shipped with the package
             from st_infocse.data import sentences_file
 
             self.train_data = str(sentences_file())
 
 
-@dataclass
-class RunEvaluationArguments(Checked):
-    _argument_group_name = "measuring the run (start -> end)"
-    bounds = {"eval_retrieval_max_corpus": ((0, None, True, False), "(0: the whole corpus)"),
-              "confirm_share": ((0, 1, False, False), "(the share of the queries held out of the keep rule)")}
-
-    stsb_dev: str = flag("hub", "STS-B dev for checkpoint selection: 'hub', 'demo' (the 1,500 pairs shipped with the "
-                         "package), a SentEval data/downstream folder, a sentence1/sentence2/score file, or 'none'.")
-    eval_retrieval: str | None = flag(
-        None, "Your own retrieval set, a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv): nDCG@10 "
-        "and Recall@100 before, during and after training; it chooses the checkpoint unless --metric_for_best_model "
-        "says otherwise.", metavar="DIR")
-    eval_retrieval_split: str | None = flag(None, "Its qrels split (default: dev, else test).")
-    eval_retrieval_max_corpus: int | None = flag(
-        10_000, "Larger corpora are sub-sampled to every judged document plus a --seed sample of the rest, up to this "
-        "many documents (0: the whole corpus).")
-    keep_trained_if: Literal["better", "reliable"] = flag(
-        "better", "Which model the run hands back, with an evaluator: 'better' keeps the trained model when its "
-        "checkpoint metric is not below the start's; 'reliable' only when its gain is reliable over your queries (STS "
-        "pairs): the 95 percent interval of the paired test over them (sign flips over queries, swaps of the two "
-        "models' similarities over STS pairs) lies above zero; the gain printed is then the one that decided, which "
-        "reads high on those queries (--confirm_share). The adapt-* recipes set 'reliable'.")
-    confirm_share: float | None = flag(
-        None, "With --keep_trained_if reliable: hold this share of the checkpoint metric's queries (STS pairs) out of "
-        "the rule, drawn with --seed; the rule decides on the rest, and the change printed for the metric is the one "
-        "on the held-out part. Costs power: both parts are smaller (docs/your-own-model.md).", metavar="SHARE")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.eval_retrieval and not Path(self.eval_retrieval).expanduser().is_dir():
-            raise CLIError(f"--eval_retrieval: no folder at {self.eval_retrieval} (a BEIR-layout folder: "
-                           "corpus.jsonl, queries.jsonl, qrels/)")
-        if self.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(self.stsb_dev).expanduser().exists():
-            raise CLIError(f"STS-B dev data not found: {self.stsb_dev}")
-        if self.confirm_share is not None and self.keep_trained_if != "reliable":
-            raise CLIError("--confirm_share holds queries out of --keep_trained_if reliable's decision: give "
-                           "--keep_trained_if reliable")
-        if self.confirm_share is not None and self.stsb_dev.lower() == "none" and not self.eval_retrieval:
-            raise CLIError("--confirm_share splits the queries the run is measured on: give --eval_retrieval (or "
-                           "--stsb_dev)")
+def _check_run(run: Any) -> None:
+    if run.eval_retrieval and not Path(run.eval_retrieval).expanduser().is_dir():
+        raise CLIError(f"--eval_retrieval: no folder at {run.eval_retrieval} (a BEIR-layout folder: "
+                       "corpus.jsonl, queries.jsonl, qrels/)")
+    if run.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(run.stsb_dev).expanduser().exists():
+        raise CLIError(f"STS-B dev data not found: {run.stsb_dev}")
+    if run.confirm_share is not None and run.keep_trained_if != "reliable":
+        raise CLIError("--confirm_share holds queries out of --keep_trained_if reliable's decision: give "
+                       "--keep_trained_if reliable")
+    if run.confirm_share is not None and run.stsb_dev.lower() == "none" and not run.eval_retrieval:
+        raise CLIError("--confirm_share splits the queries the run is measured on: give --eval_retrieval (or "
+                       "--stsb_dev)")
 
 
-@dataclass
-class KeepArguments(Checked):
-    """What a run hands back: the trained model or the start, and the share of the change kept (IDC: per round)."""
+_RUN, _ENDS = "st_infocse.evaluation.run_evaluators:run_evaluation", "st_infocse.training.start_end:StartEndCallback"
 
-    _argument_group_name = "the model handed back"
-    bounds = {"weight_anchor": ((0, 1, False, True), "(the share of the trained change kept)")}
+#: What a run is measured with (:func:`~st_infocse.evaluation.run_evaluators.run_evaluation`) and the rule that
+#: chooses the model handed back (:class:`~st_infocse.training.StartEndCallback`).
+RunEvaluationArguments = derived("measuring the run (start -> end)", {
+    # 'demo' and 'none' are the command line's own values, read in st_infocse.cli.evaluators
+    "stsb_dev": (_RUN, {"default": "hub", "help": "STS-B dev for checkpoint selection: 'hub', 'demo' (the 1,500 pairs "
+                        "shipped with the package), a SentEval data/downstream folder, a sentence1/sentence2/score "
+                        "file, or 'none'."}),
+    "eval_retrieval": (_RUN, {"metavar": "DIR"}), "eval_retrieval_split": f"{_RUN}.split",
+    # a flag cannot be given None: 0 stands for the library's None (no cap)
+    "eval_retrieval_max_corpus": (f"{_RUN}.max_corpus", {"help": "Larger corpora are sub-sampled to every judged "
+                                  "document plus a --seed sample of the rest, up to this many documents (0: the whole "
+                                  "corpus)."}),
+    "keep_trained_if": _ENDS, "confirm_share": (_ENDS, {"metavar": "SHARE"}),
+}, {"eval_retrieval_max_corpus": ((0, None, True, False), "(0: the whole corpus)"),
+    "confirm_share": ((0, 1, False, False), "(the share of the queries held out of the keep rule)")},
+    _check_run, name="RunEvaluationArguments")
 
-    keep_start_if_better: bool = flag(True, "With an evaluator, hand back the model as given when no checkpoint and "
-                                      "not the end beat it on the checkpoint metric.")
-    weight_anchor: float = flag(
-        1.0, "Keep this share of the trained change: after the last step the model becomes start + share x (trained - "
-        "start) (WiSE-FT), and that is what is scored against the start and saved. 1: the trained model; 0.5: halfway "
-        "back (docs/adapting-your-model.md). Below 1 the last step is the model kept, so load_best_model_at_end is "
-        "off unless given.", metavar="SHARE")
+#: What a run hands back: the trained model or the start, and the share of the change kept (IDC: per round).
+KeepArguments = derived("the model handed back", {
+    "keep_start_if_better": _ENDS,
+    # the library's callback is asked for when an anchor is wanted (0.5: halfway); the flag's default is no anchor
+    "weight_anchor": ("st_infocse.training.anchor:WeightAnchorCallback.share", {"default": 1.0, "metavar": "SHARE"}),
+}, {"weight_anchor": ((0, 1, False, True), "(the share of the trained change kept)")}, name="KeepArguments")
 
 
 @dataclass
@@ -278,7 +264,7 @@ MineArguments = derived("mining", {
     "docs": (str, flag(None, f"Documents: {DOCUMENT_FORMATS}; each line of a text file is split into sentences.")),
     "output_dir": (str, flag("pairs", "Folder for the mined pairs (datasets save_to_disk) and report.json.")),
     **dict.fromkeys(("k", "threshold", "similarity"), _MINE), "min_sentences": _DOCUMENTS,
-    "max_sentences": (_DOCUMENTS, {"help": "Skip documents with more sentences."}),
+    "max_sentences": (_DOCUMENTS, {"help": "Skip documents with more sentences."}),  # a flag cannot give its None
     **dict.fromkeys(("max_pairs_per_cluster", "batch_size", "seed"), _MINE),
     "max_docs": (int | None, flag(None, "Mine only the first N documents.")),
 }, bounds={"min_sentences": ((2, None, True, False), "(a pair needs two sentences)")}, name="MineArguments")
@@ -290,13 +276,8 @@ _LEXICAL = "st_infocse.evaluation.lexical:LexicalSettings"
 class LexicalArguments(derived("BM25 beside your retrieval scores", {
     "bm25": (bool, flag(True, "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same "
                               "queries, with the model's change against each and its interval over the queries.")),
-    "bm25_language": (f"{_LEXICAL}.language", {"help": "BM25's stemmer (Snowball) and stop-word language."}),
-    "bm25_stem": (f"{_LEXICAL}.stem", {"help": "Stem BM25's tokens."}),
-    "bm25_stopwords": (f"{_LEXICAL}.stopwords", {"help": "Drop the language's stop words from BM25's tokens."}),
-    "hybrid_fusion": (f"{_LEXICAL}.fusion", {"help": "How the hybrid fuses the two runs per query: minmax (each run's "
-                                             "scores min-max normalised, then summed with --hybrid_weight) or rrf "
-                                             "(reciprocal rank fusion)."}),
-    "hybrid_weight": (f"{_LEXICAL}.weight", {"help": "BM25's weight in the minmax hybrid."}),
+    **{f"bm25_{name}": f"{_LEXICAL}.{name}" for name in ("language", "stem", "stopwords")},
+    **{f"hybrid_{name}": f"{_LEXICAL}.{name}" for name in ("fusion", "weight")},
 }, {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}, name="LexicalArguments")):
     """BM25 and its hybrid with the model (:class:`~st_infocse.evaluation.LexicalSettings`), scored beside the model
     on the same queries (--beir, --eval_retrieval)."""
@@ -324,26 +305,22 @@ class LexicalArguments(derived("BM25 beside your retrieval scores", {
                                self.hybrid_weight)
 
 
-@dataclass
-class EvaluateArguments:
-    sts: str | None = flag(None, "STS suite source: 'mteb' (online) or a SentEval data/downstream folder.")
-    beir: list[str] | None = flag(None, "BEIR datasets, e.g. scifact nfcorpus, or paths of BEIR-layout folders "
-                                  "(corpus.jsonl, queries.jsonl, qrels/<split>.tsv), read by their layout whatever "
-                                  "their name.")
-    beir_source: str = flag("mteb", "'mteb' (online) or a folder with one BEIR folder per dataset.")
-    split: str | None = flag(None, "The qrels split --beir reads (qrels/<split>.tsv). Default: test; in a local "
-                             "folder without qrels/test.tsv, dev (the file the guide has you write for your own "
-                             "queries).")
-    transfer: str | None = flag(None, "SentEval data/downstream folder for the transfer tasks.")
-    output_dir: str = flag("evaluation", "Where evaluation.json, evaluation.md and plots go.")
-    batch_size: int = flag(64, "Encoding batch size.")
-    plots: bool = flag(True, "Draw bar charts (needs matplotlib).")
-    verbose: bool = flag(False, "Also show beir's INFO log (every metric at every k).")
-    compare: list[str] | None = flag(
+_BEIR = "st_infocse.evaluation.beir:evaluate_beir"
+
+#: ``st-infocse evaluate``'s sets and report; BEIR's flags are :func:`~st_infocse.evaluation.evaluate_beir`'s.
+EvaluateArguments = derived("what is evaluated, and the report", {
+    "sts": (str | None, flag(None, "STS suite source: 'mteb' (online) or a SentEval data/downstream folder.")),
+    "beir": (f"{_BEIR}.datasets", {"default": None}), "beir_source": f"{_BEIR}.source", "split": _BEIR,
+    "transfer": (str | None, flag(None, "SentEval data/downstream folder for the transfer tasks.")),
+    "output_dir": (str, flag("evaluation", "Where evaluation.json, evaluation.md and plots go.")),
+    "batch_size": _BEIR, "plots": "st_infocse.evaluation.report:save_report",
+    "verbose": (bool, flag(False, "Also show beir's INFO log (every metric at every k).")),
+    "compare": (list[str] | None, flag(
         None, "One or more models scored on the same sets: each STS task's and BEIR dataset's change from each "
         "--compare model to --model, with its 95 percent interval from the paired test over the queries / pairs and "
         "a verdict (comparison.json, comparison.md); with several rows, the verdicts read p adjusted by Holm's rule "
-        "over every row of every model compared. Loaded as --model is.", metavar="MODEL")
+        "over every row of every model compared. Loaded as --model is.", metavar="MODEL")),
+}, name="EvaluateArguments")
 
 
 def training_arguments_class():

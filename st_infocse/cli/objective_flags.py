@@ -18,7 +18,7 @@ from st_infocse.cli.arguments import AT_LEAST_1, DOCS_HELP, POSITIVE, derived, f
 from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import BOUNDS, STAGE1, objective_names
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
-from st_infocse.training.lora import DEFAULT_TARGETS, LoRASettings
+from st_infocse.training.lora import DEFAULT_TARGETS
 
 OBJECTIVES = objective_names()
 ObjectiveName = Literal[OBJECTIVES]  # type: ignore[valid-type]  # the registry's names, as --objective's choices
@@ -60,8 +60,8 @@ MNRLFlags = derived("the pair loss (--idc_loss mnrl)", {"temperature": (float | 
     None, "Its scale is 1 / temperature (default: the loss's scale 20, that is 1 / 0.05)."))},
     {"temperature": (POSITIVE, "")}, name="MNRLFlags", owner=__name__)
 
-AuxiliaryRateFlags = derived("the loss's own modules", {"aux_learning_rate": (float | None, flag(
-    None, "Own learning rate for the loss's modules (projection head, decoder)."))},
+AuxiliaryRateFlags = derived("the loss's own modules", {
+    "aux_learning_rate": "st_infocse.training.builder:learning_rate_mapping"},
     {"aux_learning_rate": (POSITIVE, "")}, name="AuxiliaryRateFlags", owner=__name__)
 
 #: A decoder warmed up alone first (:func:`~st_infocse.training.train_probe_decoder`).
@@ -70,14 +70,14 @@ DecoderWarmupFlags = derived("the loss's own modules", {
         None, "First train the auxiliary decoder alone for this many steps on the frozen model's embeddings of the "
         "training texts (written to OUTPUT/decoder_warmup), then train from it; a decoder that already reads the "
         "sentence embedding (docs: 'Does the auxiliary objective help my model?').")),
-    "decoder_warmup_learning_rate": ("st_infocse.training.probe_decoder:train_probe_decoder.learning_rate",
-                                     {"help": "Learning rate of --decoder_warmup_steps (AdamW, the decoder's own)."}),
+    "decoder_warmup_learning_rate": "st_infocse.training.probe_decoder:train_probe_decoder.learning_rate",
 }, {"decoder_warmup_steps": (AT_LEAST_1, ""), "decoder_warmup_learning_rate": (POSITIVE, "")},
     name="DecoderWarmupFlags", owner=__name__)
 
 
 _ROUNDS, _MINE = "st_infocse.mining.rounds:train_idc_rounds", "st_infocse.mining.idc:mine_pairs"
 _QUERIES, _TEACHER = "st_infocse.mining.distillation:pseudo_queries", "st_infocse.mining.distillation:hybrid_teacher_dataset"
+_LOSS = "st_infocse.mining.distillation:distillation_loss"
 
 
 def _idc_loss() -> tuple:
@@ -101,10 +101,7 @@ IDCFlags = derived("IDC's documents and rounds", {
     "docs": (str | None, flag(None, f"{DOCS_HELP} Required.")),
     "rounds": _ROUNDS, "idc_k": f"{_MINE}.k", "idc_similarity": f"{_MINE}.similarity", "initial_annotation": _ROUNDS,
     "idc_precision": f"{_MINE}.precision",
-    "idc_annotator": (f"{_ROUNDS}.annotator", {"help": "Another Sentence Transformer (folder or hub id) whose mining "
-                                               "gives the first round's pairs, e.g. sentence-transformers/"
-                                               "all-mpnet-base-v2 (paper 002 Table 3 (5)); later rounds mine with the "
-                                               "model being trained."}),
+    "idc_annotator": f"{_ROUNDS}.annotator",
     "idc_max_docs": (int | None, flag(None, "Mine and train on a --seed sample of this many documents (in their "
                                             "order).")),
 }, {"idc_max_docs": (AT_LEAST_1, "")}, _annotator_mines, name="IDCFlags", owner=__name__)
@@ -116,17 +113,9 @@ ICTFlags = derived("ICT's documents", {"docs": (str | None, flag(
 DistillFlags = derived("hybrid-teacher distillation (the teacher: --hybrid_fusion and --bm25_* below)", {
     "docs": (str | None, flag(None, f"{DOCS_HELP} Required: the pseudo-queries are drawn from them, and they are the "
                                     "corpus.")),
-    "distill_queries": (f"{_QUERIES}.query_kind", {"help": "Pseudo-queries: one sentence held out of each document "
-                                                   "(its rest the document), the document's title (a 'title' field), "
-                                                   "or one sentence left in its document."}),
-    "distill_loss": (f"{_TEACHER}.loss", {"help": "kl: DistillKLDivLoss over the query's document and the teacher's "
-                                          "next candidates; margin_mse: MarginMSELoss on the teacher's margin to its "
-                                          "first other document (GPL)."}),
+    "distill_queries": f"{_QUERIES}.query_kind", "distill_loss": f"{_LOSS}.loss",
     "distill_candidates": f"{_TEACHER}.candidates",
-    "student_temperature": ("st_infocse.mining.distillation:distillation_loss",
-                            {"help": "kl: the student's temperature."}),
-    "teacher_temperature": ("st_infocse.mining.distillation:distillation_loss",
-                            {"help": "kl: the teacher's temperature (its fused scores lie in [0, 1])."}),
+    **dict.fromkeys(("student_temperature", "teacher_temperature"), _LOSS),
     "distill_max_queries": f"{_QUERIES}.max_queries",
 }, {"distill_candidates": ((2, None, True, False), "(the query's document and one other)"),
     "student_temperature": (POSITIVE, ""), "teacher_temperature": (POSITIVE, ""),
@@ -137,8 +126,6 @@ def _check_lora(lora: Any) -> None:
     """The adapter's flags, and PEFT's presence, before the model loads."""
     from st_infocse.training.lora import LORA_INSTALL_HINT
 
-    if lora.lora_r < 0:
-        raise CLIError(f"--lora_r must be 0 (no adapter) or a rank of 1 or more, got {lora.lora_r}")
     given = [f"--{item.name}" for item in fields(lora) if item.name != "lora_r" and getattr(lora, item.name)
              != (item.default_factory() if item.default is MISSING else item.default)]
     if not lora.lora_r and given:
@@ -149,14 +136,14 @@ def _check_lora(lora: Any) -> None:
         raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")
 
 
+_LORA = "st_infocse.training.lora:LoRASettings"
 LoRAFlags = derived("a LoRA adapter (st_infocse.training.lora; needs the lora extra: peft)", {
     "lora_r": (int, flag(0, "Train a LoRA adapter of this rank on the encoder, every other weight of the model frozen "
                             "(0: no adapter, all weights train). The adapter is merged into the model when it is saved.")),
-    "lora_alpha": (float, flag(LoRASettings.alpha, "The adapter's scaling is lora_alpha / lora_r.")),
-    "lora_target_modules": (list[str], flag(list(DEFAULT_TARGETS), "Names of the linear layers to adapt (BERT family: "
-                                                                   "query key value; MPNet: q k v).")),
-    "lora_dropout": (float, flag(LoRASettings.dropout, "Dropout on the adapter's input.")),
-}, {"lora_dropout": ((0, 1, True, False), "")}, _check_lora, name="LoRAFlags", owner=__name__)
+    **{f"lora_{name}": f"{_LORA}.{name}" for name in ("alpha", "dropout")},
+    "lora_target_modules": (f"{_LORA}.target_modules", {"default": DEFAULT_TARGETS}),  # a field(), not a literal
+}, {"lora_r": ((0, None, True, False), "(0: no adapter)"), "lora_dropout": ((0, 1, True, False), "")}, _check_lora,
+    name="LoRAFlags", owner=__name__)
 
 
 def loss_options(flags: Any) -> dict[str, Any]:

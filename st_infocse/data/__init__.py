@@ -8,11 +8,11 @@ Sources and licences: ``LICENSES.md`` in this folder.
 
 from __future__ import annotations
 
-import gzip
-import json
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from st_infocse.files import read_json_objects, read_lines
 
 if TYPE_CHECKING:
     from st_infocse.evaluation import STSPairs
@@ -21,19 +21,18 @@ SENTENCES_FILE = "wiki_sentences.txt.gz"
 STSB_DEV_FILE = "stsb_dev.jsonl.gz"
 
 
-def _read_text(name: str) -> str:
-    with resources.files(__name__).joinpath(name).open("rb") as handle:
-        return gzip.decompress(handle.read()).decode("utf-8")
+def _shipped(name: str) -> Path:
+    return Path(str(resources.files(__name__).joinpath(name)))
 
 
 def sentences_file() -> Path:
     """The shipped sentences file itself (``st-infocse train --train_data demo`` reads it like any text file)."""
-    return Path(str(resources.files(__name__).joinpath(SENTENCES_FILE)))
+    return _shipped(SENTENCES_FILE)
 
 
 def demo_sentences(n: int | None = None) -> list[str]:
     """The shipped Wikipedia sentences (the first ``n`` when given), in a fixed shuffled order."""
-    lines = [line for line in _read_text(SENTENCES_FILE).split("\n") if line.strip()]
+    lines = [line for _, line in read_lines(sentences_file()) if line.strip()]
     return lines if n is None else lines[:n]
 
 
@@ -42,7 +41,7 @@ def demo_stsb_dev() -> STSPairs:
     match ``stsb_dev_evaluator("<SentEval folder>")``."""
     from st_infocse.evaluation import STSPairs
 
-    rows = [json.loads(line) for line in _read_text(STSB_DEV_FILE).split("\n") if line.strip()]
+    rows = [row for _, row in read_json_objects(_shipped(STSB_DEV_FILE))]
     return STSPairs(
         "STS-B",
         [row["sentence1"] for row in rows],

@@ -37,10 +37,13 @@ def evaluate_beir(model: Any, datasets: str | Sequence[str] = ("scifact",), sour
     then averaged, as BEIR and the papers do), and their average nDCG@10.
 
     Args:
-        datasets: BEIR names (:data:`BEIR_PAPER_DATASETS`), mteb names, or paths of BEIR-layout folders (read from
-            disk whatever ``source`` says, named by the folder).
+        datasets: BEIR datasets by name, e.g. scifact nfcorpus (:data:`BEIR_PAPER_DATASETS`, mteb's names), or paths
+            of BEIR-layout folders (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), read from disk by their layout
+            whatever ``source`` says, named by the folder.
         source: ``"mteb"`` (Hugging Face hub), a folder holding one subfolder per dataset, or one dataset's folder.
-        split: Qrels split (default: ``test``, ``dev`` for MS MARCO; in a local folder without that file, ``dev``).
+        split: The qrels split read (qrels/<split>.tsv; default: ``test``, ``dev`` for MS MARCO; in a local folder
+            without that file, ``dev``).
+        batch_size: Encoding batch size.
         lexical: Also score BM25 and its hybrid with the model on each dataset's queries. Not for CQADupStack.
     """
     names = [datasets] if isinstance(datasets, str) else list(datasets)
@@ -49,14 +52,11 @@ def evaluate_beir(model: Any, datasets: str | Sequence[str] = ("scifact",), sour
         local = Path(given).expanduser()
         # a BEIR folder given by its path is read by its layout, whatever its name
         name, where = (local.name, local) if local.is_dir() else (given, source)
-        loaded = _load_retrieval(name, where, split)
-        if len(loaded) == 1 and loaded[0][0] == "":
-            out[name] = evaluate_retrieval(model, loaded[0][1], k_values, None, batch_size, show_progress_bar,
-                                           per_query, lexical)
-            continue
-        parts = {part: evaluate_retrieval(model, data, k_values, None, batch_size, show_progress_bar, per_query)
-                 for part, data in loaded}
-        out[name] = _average(name, parts, source=str(source))
+        # a dataset of several parts (CQADupStack) is averaged over them, without the lexical references
+        parts = {part: evaluate_retrieval(model, data, k_values, None, batch_size, show_progress_bar, per_query,
+                                          None if part else lexical)
+                 for part, data in _load_retrieval(name, where, split)}
+        out[name] = parts[""] if "" in parts else _average(name, parts, source=str(source))
     return BEIRResult(model_label or model_name(model), out)
 
 

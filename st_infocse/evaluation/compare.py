@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ._format import markdown_table, text_table
+from ._format import SCALE_X100, markdown_table, text_table
 from .loaders import PathLike
-from .paired import PairedChange, UnitScores, holm, unit_change
+from .paired import PairedChange, holm, unit_change
 from .report import write_json
 from .retrieval import BEIRResult
 from .sts import STSResult
@@ -49,10 +49,7 @@ class Comparison:
         changes = [change for *_, change in self.rows]
         if self.judged < 2:
             return changes
-        ps = self.holm_p
-        if ps is None:  # these rows alone
-            own = iter(holm([change.p for change in changes if change is not None]))
-            ps = [next(own) if change is not None else None for change in changes]
+        ps = self.holm_p if self.holm_p is not None else _holm_rows([self])[0]  # these rows alone
         return [replace(change, p=p) if change is not None else None for change, p in zip(changes, ps, strict=True)]
 
     @property
@@ -96,7 +93,7 @@ class Comparison:
                 row |= {"p_holm": adjusted.p, "verdict_holm": adjusted.verdict}
             rows.append(row)
         multiple = {"rule": "holm", "family": self.judged} if self.judged > 1 else None
-        return {"before": self.before, "after": self.after, "scale": "x100", "multiple_rows": multiple, "rows": rows}
+        return {"before": self.before, "after": self.after, "scale": SCALE_X100, "multiple_rows": multiple, "rows": rows}
 
 
 def compare_results(before: dict[str, Any], after: dict[str, Any], seed: int = 0) -> Comparison:
@@ -121,18 +118,14 @@ def compare_results(before: dict[str, Any], after: dict[str, Any], seed: int = 0
     for title, first in before.items():
         second = after.get(title)
         if isinstance(first, STSResult) and isinstance(second, STSResult):
-            names = [first.model, second.model]
-            for task, b in first.tasks.items():
-                if (a := second.tasks.get(task)) is not None:
-                    change = unit_change(UnitScores("pairs", gold=b.gold, similarities=b.similarities),
-                                         UnitScores("pairs", gold=a.gold, similarities=a.similarities), seed=seed)
-                    rows.append(("STS", task, b.spearman, a.spearman, change))
+            kind, parts, score = "STS", (first.tasks, second.tasks), lambda task: task.spearman
         elif isinstance(first, BEIRResult) and isinstance(second, BEIRResult):
-            names = [first.model, second.model]
-            for dataset, b in first.datasets.items():
-                if (a := second.datasets.get(dataset)) is not None:
-                    rows.append(("BEIR nDCG@10", dataset, 100 * b.ndcg_at_10, 100 * a.ndcg_at_10,
-                                 unit_change(b.units(), a.units(), seed=seed)))
+            kind, parts, score = "BEIR nDCG@10", (first.datasets, second.datasets), lambda set_: 100 * set_.ndcg_at_10
+        else:
+            continue
+        names = [first.model, second.model]
+        rows += [(kind, name, score(b), score(a), unit_change(b.units(), a.units(), seed=seed))
+                 for name, b in parts[0].items() if (a := parts[1].get(name)) is not None]
     return Comparison(names[0], names[1], rows)
 
 
@@ -142,11 +135,15 @@ def judge_together(comparisons: list[Comparison]) -> list[Comparison]:
     it is (its own rows are its family)."""
     if len(comparisons) < 2:
         return comparisons
-    ps = [change.p for comparison in comparisons for *_, change in comparison.rows if change is not None]
-    adjusted = iter(holm(ps))
-    return [replace(comparison, family=len(ps),
-                    holm_p=[next(adjusted) if change is not None else None for *_, change in comparison.rows])
-            for comparison in comparisons]
+    family = sum(change is not None for comparison in comparisons for *_, change in comparison.rows)
+    return [replace(comparison, family=family, holm_p=ps)
+            for comparison, ps in zip(comparisons, _holm_rows(comparisons), strict=True)]
+
+
+def _holm_rows(comparisons: Sequence[Comparison]) -> list[list[float | None]]:
+    """Each row's p adjusted by Holm's rule over the rows of all ``comparisons`` that carry a test (None elsewhere)."""
+    adjusted = iter(holm([change.p for c in comparisons for *_, change in c.rows if change is not None]))
+    return [[next(adjusted) if change is not None else None for *_, change in c.rows] for c in comparisons]
 
 
 def save_comparisons(comparisons: Sequence[Comparison], out_dir: PathLike) -> Path:

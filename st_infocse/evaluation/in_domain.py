@@ -53,8 +53,7 @@ def evaluate_in_domain_retrieval(model: Any, source: PathLike | STSPairs, gold_s
     queries = [i for i, score in enumerate(pairs.scores) if score == gold_score]
     if not queries:
         raise ValueError(f"{pairs.source}: no pair has gold score {gold_score}")
-    embeddings = torch.from_numpy(encode_unique(model, slots, batch_size, show_progress_bar))
-    embeddings = torch.nn.functional.normalize(embeddings, dim=1)
+    embeddings = torch.from_numpy(encode_unique(model, slots, batch_size, show_progress_bar, normalize_embeddings=True))
     texts = np.asarray(slots, dtype=object)
     hits = {k: 0 for k in k_values}
     for i in queries:

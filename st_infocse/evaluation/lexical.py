@@ -32,9 +32,18 @@ FUSION_DEPTH = 100
 
 @dataclass(frozen=True)
 class LexicalSettings:
-    """How BM25 tokenises (the Snowball stemmer's and ``bm25s``' stop words' ``language``), and how the hybrid fuses:
-    ``"minmax"`` (each run's scores min-max normalised per query, then ``weight`` x BM25 + (1 - ``weight``) x dense)
-    or ``"rrf"`` (reciprocal rank fusion, 1 / (60 + rank) summed)."""
+    """How BM25 tokenises (the Snowball stemmer's and ``bm25s``' stop words' ``language``), and how the hybrid of
+    BM25 with the model fuses the two runs.
+
+    Attributes:
+        language: BM25's stemmer (Snowball) and stop-word language.
+        stem: Stem BM25's tokens.
+        stopwords: Drop the language's stop words from BM25's tokens.
+        fusion: How the hybrid fuses the two runs per query: ``"minmax"`` (each run's scores min-max normalised per
+            query, then ``weight`` x BM25 + (1 - ``weight``) x dense) or ``"rrf"`` (reciprocal rank fusion,
+            1 / (60 + rank) summed).
+        weight: BM25's weight in the minmax hybrid.
+    """
 
     language: str = "english"
     stem: bool = True

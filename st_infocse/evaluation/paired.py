@@ -218,21 +218,17 @@ def paired_change(before: Mapping[str, float], after: Mapping[str, float], resam
     return paired_mean_changes(differences[None, :], resamples, seed, unit)[0]
 
 
-def _ranks_centred(values: np.ndarray) -> np.ndarray:
-    """Average ranks along the last axis, centred, as Spearman's correlation ranks them."""
-    from scipy.stats import rankdata
-
-    ranks = rankdata(values, axis=-1)
-    return ranks - ranks.mean(axis=-1, keepdims=True)
-
-
 def _spearman_rows(gold_ranks: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Spearman's correlation of each row of ``values`` with the gold scores (``gold_ranks``: their centred ranks);
-    0 for a row of constant scores (a collapsed model correlates with nothing), where scipy gives NaN."""
-    ranks = _ranks_centred(values)
-    spread = np.sqrt(np.sum(ranks * ranks, axis=-1) * np.sum(gold_ranks * gold_ranks))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(spread > 0, np.sum(ranks * gold_ranks, axis=-1) / np.where(spread > 0, spread, 1), 0.0)
+    """Spearman's correlation of each row of ``values`` with the gold scores (``gold_ranks``: their ranks), scipy's
+    Pearson correlation of the ranks row by row; 0 for a row of constant scores (a collapsed model correlates with
+    nothing), where scipy gives NaN."""
+    import warnings
+
+    from scipy.stats import ConstantInputWarning, pearsonr, rankdata
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantInputWarning)
+        return np.nan_to_num(pearsonr(rankdata(values, axis=-1), gold_ranks, axis=-1).statistic, nan=0.0)
 
 
 def paired_spearman_change(gold: Sequence[float], before: Sequence[float], after: Sequence[float],
@@ -252,20 +248,18 @@ def paired_spearman_change(gold: Sequence[float], before: Sequence[float], after
         raise ValueError("gold, before and after must score the same pairs")
     from scipy.stats import rankdata
 
-    gold_ranks = _ranks_centred(np.asarray(gold, dtype=float))
+    gold_ranks = rankdata(np.asarray(gold, dtype=float))
     # Each model's similarities by their ranks, which leave its Spearman as it is: the two models' scales differ
     # (one's cosines may all lie near 1), and a swap between scales would scramble both orders, whatever the change.
     first, second = (rankdata(np.asarray(x, dtype=float)) for x in (before, after))
     n = len(gold_ranks)
+    if np.array_equal(first, second):  # the same order (always so for fewer than two pairs): no change
+        return PairedChange(0.0, 0.0, 0.0, 1.0, n, "pairs")
 
     def statistic(b: np.ndarray, a: np.ndarray, axis: int = -1) -> np.ndarray:
         return scale * (_spearman_rows(gold_ranks, a) - _spearman_rows(gold_ranks, b))
 
     observed = float(statistic(first, second))
-    if np.array_equal(first, second):
-        return PairedChange(0.0, 0.0, 0.0, 1.0, n, "pairs")
-    if n < 2:
-        return PairedChange(observed, -math.inf, math.inf, 1.0, n, "pairs")
     result = permutation_test((first, second), statistic, permutation_type="samples", vectorized=True,
                               n_resamples=resamples, batch=max(1, min(resamples, _BATCH_VALUES // (2 * n))),
                               alternative="two-sided", axis=-1, rng=np.random.default_rng(seed))

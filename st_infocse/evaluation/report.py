@@ -221,8 +221,13 @@ def _save(figure: Any, path: PathLike) -> Path:
 
 def save_report(results: Mapping[str, Any], out_dir: PathLike, name: str = "evaluation", plots: bool = True,
                 settings: Mapping[str, Any] | None = None) -> dict[str, Path]:
-    """Write ``<name>.json``, ``<name>.md`` and, with ``plots`` and matplotlib installed, a plot per STS/BEIR result;
-    returns kind (``"json"``, ``"markdown"``, ``"plot:<title>"``) -> path written."""
+    """Write ``<name>.json``, ``<name>.md`` and a plot per STS/BEIR result into ``out_dir``; returns kind
+    (``"json"``, ``"markdown"``, ``"plot:<title>"``) -> path written.
+
+    Args:
+        plots: Draw bar charts (needs matplotlib; without it, none are drawn).
+        settings: How the results were produced, written first in both files.
+    """
     out_dir = Path(out_dir)
     written = {"json": write_json(results, out_dir / f"{name}.json", settings=settings),
                "markdown": out_dir / f"{name}.md"}

@@ -302,21 +302,23 @@ def document_text(doc: Mapping[str, str]) -> str:
     return (title + " " + doc["text"]).strip() if title else doc["text"].strip()
 
 
-def _evaluator(data: RetrievalData, k_values: Sequence[int], ignore_identical_ids: bool, batch_size: int,
-               show_progress_bar: bool | None) -> RetrievalEvaluator:
+def data_evaluator(data: RetrievalData, k_values: Sequence[int] | None, ignore_identical_ids: bool, batch_size: int,
+                   show_progress_bar: bool | None, **kwargs: Any) -> RetrievalEvaluator:
+    """The one builder of a :class:`RetrievalEvaluator` on loaded data (each document read by :func:`document_text`,
+    no CSV); ``show_progress_bar`` None: shown for 1,000+ documents; ``kwargs`` are the evaluator's (``name``...)."""
     if not data.corpus or not data.queries:
         raise ValueError(f"{data.name}: empty corpus or no queries")
     if show_progress_bar is None:
         show_progress_bar = len(data.corpus) >= PROGRESS_BAR_MIN_TEXTS
     return RetrievalEvaluator(data.queries, {d: document_text(doc) for d, doc in data.corpus.items()}, data.qrels,
                               k_values, ignore_identical_ids, batch_size=batch_size,
-                              show_progress_bar=show_progress_bar, write_csv=False)
+                              show_progress_bar=show_progress_bar, write_csv=False, **kwargs)
 
 
 def search(model: Any, data: RetrievalData, top_k: int = 1000, batch_size: int = 64,
            show_progress_bar: bool | None = None) -> Run:
     """Each judged query's ``top_k`` documents by the model's own similarity: a :class:`RetrievalEvaluator`'s hits."""
-    evaluator = _evaluator(data, (top_k,), False, batch_size, show_progress_bar)
+    evaluator = data_evaluator(data, (top_k,), False, batch_size, show_progress_bar)
     with quiet_logs():
         evaluator(model)
     return evaluator.hits or {}
@@ -339,7 +341,7 @@ def evaluate_retrieval(model: Any, data: RetrievalData, k_values: Sequence[int] 
     if ignore_identical_ids is None:
         ignore_identical_ids = beir_task_info(data.name).ignore_identical_ids
     start = time.perf_counter()
-    evaluator = _evaluator(data, k_values, ignore_identical_ids, batch_size, show_progress_bar)
+    evaluator = data_evaluator(data, k_values, ignore_identical_ids, batch_size, show_progress_bar)
     with quiet_logs():
         evaluator(model)
     if lexical is not None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from st_infocse.files import InputError
 
+from .lexical import FUSION_DEPTH
 from .loaders import PathLike, RetrievalData, load_beir_folder
 
 #: The default evaluator name: the prefix of every logged key (``eval_retrieval_cosine_ndcg@10``).
@@ -27,8 +28,8 @@ RETRIEVAL_EVALUATOR_NAME = "retrieval"
 DEFAULT_SPLITS: tuple[str, ...] = ("dev", "test")
 
 # The cut-offs of the training-time evaluator; nDCG@10 (the largest ndcg_at_k) is its primary metric, and Recall@100
-# reaches the depth the BM25 hybrid is fused at (lexical.FUSION_DEPTH).
-_CUTOFFS = {"accuracy_at_k": [1, 10], "precision_recall_at_k": [10, 100], "mrr_at_k": [10], "ndcg_at_k": [10],
+# reaches the depth the BM25 hybrid is fused at.
+_CUTOFFS = {"accuracy_at_k": [1, 10], "precision_recall_at_k": [10, FUSION_DEPTH], "mrr_at_k": [10], "ndcg_at_k": [10],
             "map_at_k": [100]}
 
 
@@ -112,27 +113,23 @@ def resolve_retrieval_split(folder: PathLike, split: str | None = None) -> str:
     raise InputError(f"{folder}: neither {tried} found ({_qrels_listing(folder)}); name the split to use")
 
 
-def _load_checked(folder: PathLike, split: str | None) -> tuple[RetrievalData, dict[str, set[str]],
-                                                                  RetrievalFolderInfo]:
-    """The folder's data, its relevant documents per judged query, and its info; every problem as one InputError."""
+def _load_checked(folder: PathLike, split: str | None) -> tuple[RetrievalData, set[str], RetrievalFolderInfo]:
+    """The folder's data on its judged queries, the documents judged relevant, and its info; every problem as one
+    InputError."""
     folder = Path(folder)
     split = resolve_retrieval_split(folder, split)
-    qrels_path = folder / "qrels" / f"{split}.tsv"
-    try:  # a malformed file is a DataFormatError, an InputError naming file and line
-        data = load_beir_folder(folder, split, warn_unknown=False)  # refused below, with examples
+    try:  # a malformed file (or a judged document not in the corpus) is a DataFormatError, an InputError
+        data = load_beir_folder(folder, split, refuse_unknown=True)
     except FileNotFoundError as exc:  # a missing corpus.jsonl or queries.jsonl
         raise InputError(str(exc)) from None
-    unknown = list(dict.fromkeys(d for rel in data.qrels.values() for d in rel if d not in data.corpus))
-    if unknown:
-        shown = ", ".join(repr(i) for i in unknown[:3])
-        raise InputError(f"{qrels_path} names {_count(len(unknown), 'document id')} not in corpus.jsonl "
-                         f"({'e.g. ' * (len(unknown) > 3)}{shown})")
     relevant = {qid: {d for d, score in rel.items() if score > 0} for qid, rel in data.qrels.items()}
     relevant = {qid: docs for qid, docs in relevant.items() if docs}
     if not relevant:
-        raise InputError(f"{qrels_path}: no relevant documents (every row scores 0 or less; relevant means above 0)")
-    judged_docs = {d for docs in relevant.values() for d in docs}
-    return data, relevant, RetrievalFolderInfo(folder, split, len(data.corpus), len(relevant), len(judged_docs))
+        raise InputError(f"{folder / 'qrels' / f'{split}.tsv'}: no relevant documents (every row scores 0 or less; "
+                         "relevant means above 0)")
+    judged = {d for docs in relevant.values() for d in docs}
+    data = replace(data, queries={q: data.queries[q] for q in relevant}, qrels={q: data.qrels[q] for q in relevant})
+    return data, judged, RetrievalFolderInfo(folder, split, len(data.corpus), len(relevant), len(judged))
 
 
 def check_retrieval_folder(folder: PathLike, split: str | None = None) -> RetrievalFolderInfo:
@@ -171,19 +168,17 @@ def retrieval_evaluator(folder: PathLike, split: str | None = None, *, max_corpu
         >>> print(info.describe())  # doctest: +SKIP
         scifact-test: 300 queries, 1,200 of 5,183 documents (all 283 judged + a seed-0 sample)
     """
-    from .retrieval import RetrievalEvaluator, document_text
+    from .retrieval import data_evaluator
 
     if max_corpus is not None and (isinstance(max_corpus, bool) or not isinstance(max_corpus, int) or max_corpus < 1):
         raise InputError(f"max_corpus must be a whole number of documents above 0, or None; got {max_corpus!r}")
-    data, relevant, info = _load_checked(folder, split)
-    judged = {d for docs in relevant.values() for d in docs}
+    data, judged, info = _load_checked(folder, split)
     keep = _sample_corpus(list(data.corpus), judged, max_corpus, seed)
-    corpus = {doc_id: document_text(doc) for doc_id, doc in data.corpus.items() if doc_id in keep}
-    evaluator = RetrievalEvaluator({qid: data.queries[qid] for qid in relevant}, corpus,
-                                   {qid: data.qrels[qid] for qid in relevant}, name=name, batch_size=batch_size,
-                                   show_progress_bar=show_progress_bar, write_csv=False, **_CUTOFFS)
-    sampled = len(corpus) < len(data.corpus)
-    return evaluator, replace(info, n_corpus_used=len(corpus), seed=seed if sampled else None, max_corpus=max_corpus)
+    used = replace(data, corpus={d: doc for d, doc in data.corpus.items() if d in keep})
+    evaluator = data_evaluator(used, None, False, batch_size, show_progress_bar, name=name, **_CUTOFFS)
+    sampled = len(used.corpus) < len(data.corpus)
+    return evaluator, replace(info, n_corpus_used=len(used.corpus), seed=seed if sampled else None,
+                              max_corpus=max_corpus)
 
 
 def retrieval_metric_keys(evaluator_or_name: Any, similarity_fn_name: str, *, prefix: str = "eval") -> dict[str, str]:

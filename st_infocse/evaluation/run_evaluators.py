@@ -66,8 +66,10 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
     Args:
         stsb_dev: STS-B dev as :func:`~st_infocse.evaluation.stsb_dev_evaluator` reads it (``"hub"``, a SentEval
             folder, a sentence1/sentence2/score file, loaded pairs), or None for none.
-        eval_retrieval: A BEIR-layout folder (:func:`~st_infocse.evaluation.retrieval_evaluator`), or None.
-        split: Its qrels split (None: dev, else test).
+        eval_retrieval: Your own retrieval set, a BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv;
+            :func:`~st_infocse.evaluation.retrieval_evaluator`): nDCG@10 and Recall@100 before, during and after
+            training; it chooses the checkpoint unless the trainer is given its own ``metric_for_best_model``.
+        split: Its qrels split (default: dev, else test).
         max_corpus: Its corpus cap: every judged document plus a ``seed`` sample of the rest (None: no cap).
         seed: The corpus sample's seed.
         retrieval_chooses: Let retrieval nDCG@10 choose the checkpoint (:meth:`RunEvaluation.for_model`).

@@ -21,13 +21,15 @@ from scipy.stats import ConstantInputWarning, spearmanr
 
 from .encoding import model_name
 from .loaders import STS_TASKS, PathLike, STSPairs, canonical_sts_name, load_sts
+from .paired import UnitScores
 from .results import TaskTableResult
 from .scored_units import PairScoredSimilarityEvaluator
 
 logger = logging.getLogger(__name__)
 
+_STSB_DEV_NAME = "sts-dev"
 #: Key under which ``SentenceTransformerTrainer`` logs :func:`stsb_dev_evaluator`'s score (default name).
-STSB_DEV_METRIC = "eval_sts-dev_spearman_cosine"
+STSB_DEV_METRIC = f"eval_{_STSB_DEV_NAME}_spearman_cosine"
 
 
 @dataclass
@@ -55,6 +57,10 @@ class STSTaskResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if key not in ("name", "gold", "similarities")}
+
+    def units(self) -> UnitScores:
+        """Each pair's gold score and similarity, for a paired comparison."""
+        return UnitScores("pairs", gold=self.gold, similarities=self.similarities)
 
 
 @dataclass
@@ -162,7 +168,7 @@ def evaluate_sts_suite(model: Any, source: PathLike | Mapping[str, PathLike | ST
     return evaluate_sts(model, loaded, batch_size, show_progress_bar, model_label)
 
 
-def stsb_dev_evaluator(source: PathLike | STSPairs = "hub", name: str = "sts-dev", split: str = "dev",
+def stsb_dev_evaluator(source: PathLike | STSPairs = "hub", name: str = _STSB_DEV_NAME, split: str = "dev",
                        batch_size: int = 64, show_progress_bar: bool = False) -> Any:
     """STS-B dev Spearman for ``SentenceTransformerTrainer`` (checkpoint selection as in all four papers).
 

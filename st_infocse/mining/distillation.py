@@ -54,7 +54,8 @@ def pseudo_queries(
     Args:
         documents: As :func:`~st_infocse.mining.mine_pairs` reads them: lists of sentences, or dicts with
             ``sentences`` or ``text`` (and ``id``, ``title``).
-        query_kind: ``"held_out"``, ``"title"`` or ``"sentence"``.
+        query_kind: ``"held_out"``: one sentence held out of each document (its rest the document); ``"title"``: the
+            document's title (a ``title_key`` field); ``"sentence"``: one sentence left in its document.
         seed: Which sentence is drawn.
         title_key: The documents' title field, for ``"title"``.
         max_queries: Keep a ``seed`` sample of this many queries (all by default); the corpus keeps every document.
@@ -200,8 +201,15 @@ def hybrid_teacher_dataset(
 def distillation_loss(model: Any, loss: Literal["kl", "margin_mse"] = "kl", student_temperature: float = 0.05,
                       teacher_temperature: float = 0.1):
     """sentence-transformers' loss for a :func:`hybrid_teacher_dataset`, the student scoring with the model's own
-    similarity function: ``DistillKLDivLoss`` with separate student and teacher temperatures (``"kl"``; the
-    teacher's scores lie in [0, 1], so 0.1 spreads them over 10 logits), or ``MarginMSELoss`` (``"margin_mse"``)."""
+    similarity function.
+
+    Args:
+        loss: ``"kl"``: ``DistillKLDivLoss`` over the query's document and the teacher's next candidates;
+            ``"margin_mse"``: ``MarginMSELoss`` on the teacher's margin to its first other document (GPL).
+        student_temperature: ``"kl"``: the student's temperature.
+        teacher_temperature: ``"kl"``: the teacher's temperature (its fused scores lie in [0, 1], so 0.1 spreads them
+            over 10 logits).
+    """
     from sentence_transformers.sentence_transformer.losses import DistillKLDivLoss, MarginMSELoss
 
     check_choice("loss", loss, DISTILLATION_LOSSES)

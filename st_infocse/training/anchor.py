@@ -84,6 +84,13 @@ class WeightAnchorCallback(TrainerCallback):
     modules do not move. ``load_best_model_at_end`` with an evaluation before the last step could load a checkpoint
     that is not anchored, so that combination is refused when training starts.
 
+    Args:
+        share: Keep this share of the trained change: after the last step the model becomes ``start + share x
+            (trained - start)`` (WiSE-FT), and that is what is scored against the start and saved. 1: the trained
+            model; 0.5: halfway back (docs/adapting-your-model.md). Below 1 the last step is the model kept, so the
+            command line turns ``load_best_model_at_end`` off unless it is given.
+        start_weights: The copy of the starting weights, shared with a :class:`StartEndCallback` (default: its own).
+
     Example:
         >>> trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=ds, loss=loss,
         ...                                      callbacks=[WeightAnchorCallback(0.5)])  # doctest: +SKIP

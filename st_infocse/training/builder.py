@@ -56,13 +56,13 @@ def load_model(
     an unknown pooling or one without a single Pooling module to replace is an InputError.
 
     Args:
-        source: a hub id or a local folder of a Hugging Face or Sentence Transformer model.
+        source: A hub id or a local folder of a Hugging Face or Sentence Transformer model.
         pooling: None (default): a saved Sentence Transformer keeps its own modules (Pooling, Dense, Normalize, ...),
             prompts and similarity function; a plain Hugging Face encoder is pooled with cls (the papers' setting,
             SimCSE's cls_before_pooler). cls, mean or max replaces only the Pooling module of a saved Sentence
             Transformer (a plain encoder gets that pooling); 'model' keeps the modules sentence-transformers loads
             (for a plain encoder, mean pooling).
-        max_seq_length: the maximum tokens per sentence to apply (None: the model's own).
+        max_seq_length: Maximum tokens per sentence (default: the model's own).
         trust_remote_code: Allow custom model code from the hub.
     """
     from sentence_transformers import SentenceTransformer
@@ -133,8 +133,8 @@ def learning_rate_mapping(loss: nn.Module, aux_learning_rate: float | None) -> d
 
     Args:
         loss: the training loss, holding the model as ``model``.
-        aux_learning_rate: the loss's own modules' learning rate; None: ``{}``, every parameter at the trainer's rate.
-            Given for a loss without modules of its own, it is refused with a ``ValueError``.
+        aux_learning_rate: Own learning rate for the loss's modules (projection head, decoder); None: every
+            parameter at the trainer's rate (an empty mapping). Refused for a loss without modules of its own.
     """
     if aux_learning_rate is None:
         return {}

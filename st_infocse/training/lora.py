@@ -45,9 +45,14 @@ DEFAULT_TARGETS = ("query", "key", "value")
 
 @dataclass(frozen=True)
 class LoRASettings:
-    """The adapter's shape: rank ``r``, scaling ``alpha / r``, the linear layers it adapts (by name) and its dropout.
+    """The adapter's shape. The defaults suit BERT-family encoders: rank 8, alpha 16, the attention's query, key and
+    value projections.
 
-    The defaults suit BERT-family encoders: rank 8, alpha 16, the attention's query, key and value projections.
+    Attributes:
+        r: The adapter's rank.
+        alpha: The adapter's scaling is ``alpha / r``.
+        target_modules: Names of the linear layers to adapt (BERT family: query key value; MPNet: q k v).
+        dropout: Dropout on the adapter's input.
     """
 
     r: int = 8

@@ -50,7 +50,7 @@ def train_probe_decoder(
             0.30 from 24 layers).
         steps: optimisation steps.
         batch_size: sentences per step.
-        learning_rate: AdamW learning rate of the fusion layers and head.
+        learning_rate: The decoder's own AdamW learning rate (its fusion layers and head).
         seed: seeds the fusion layers' initialisation and dropout, the masks and the batch order.
         fusion_init: ``"fresh"`` or ``"copy"`` (see :meth:`AuxiliaryDecoder.from_encoder`); None (default): the
             preset's (fresh).

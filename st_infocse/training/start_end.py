@@ -270,20 +270,20 @@ class StartEndCallback(TrainerCallback):
 
     Args:
         evaluator: any sentence-transformers evaluator, ``SequentialEvaluator`` included.
-        keep_start_if_better: restore the starting weights when the rule ``keep_trained_if`` does not keep the
-            trained model. With ``False`` the callback only measures.
+        keep_start_if_better: Hand back the model as given (its weights restored) when the rule ``keep_trained_if``
+            does not keep the trained model; with False the run only measures it.
         start_weights: the copy of the starting weights to restore from, shared with a
             :class:`WeightAnchorCallback` given the same one, so that a run keeps one copy (default: its own).
         keep_trained_if: ``"better"``: keep the trained model when its deciding score is not below the start's;
-            ``"reliable"``: only when its gain on the deciding metric is reliable over the queries (pairs). The
-            latter needs an evaluator that keeps unit scores for that metric (refused at the start of training
-            otherwise).
+            ``"reliable"``: only when its gain is reliable over the deciding metric's queries (STS pairs), the 95%
+            interval of the paired test over them above zero; the gain that decided reads high on those queries
+            (``confirm_share``). It needs an evaluator that keeps unit scores for that metric (refused otherwise).
         log: log each metric's start -> end, what was kept and what got worse once training ends (the command
             line prints its own summary instead).
-        confirm_share: with ``keep_trained_if="reliable"``, hold this share of the deciding metric's queries (STS
-            pairs; drawn with ``args.seed``) out of the rule: it decides on the rest, and the change reported for the
-            metric (``result.changes``) is the one on the held-out part, which the decision did not pick. Costs
-            power: the rule decides on fewer queries and the confirmation is measured on fewer still.
+        confirm_share: With ``keep_trained_if="reliable"``, hold this share of the deciding metric's queries (STS
+            pairs), drawn with the run's seed, out of the rule: it decides on the rest, and the change reported is
+            the one on the held-out part, which the decision did not pick. Costs power: both parts are smaller
+            (docs/your-own-model.md).
 
     Example:
         >>> from st_infocse.training import StartEndCallback

@@ -33,7 +33,8 @@ class StubEncoder:
         self.default = default
         self.calls: list[list[str]] = []
 
-    def encode(self, sentences, batch_size=32, show_progress_bar=None, convert_to_tensor=False, **kwargs):
+    def encode(self, sentences, batch_size=32, show_progress_bar=None, convert_to_tensor=False,
+               normalize_embeddings=False, **kwargs):
         sentences = list(sentences)
         self.calls.append(sentences)
         rows = []
@@ -45,6 +46,8 @@ class StubEncoder:
             else:
                 raise KeyError(s)
         out = torch.tensor(rows, dtype=torch.float32)
+        if normalize_embeddings:  # as SentenceTransformer.encode normalises
+            out = torch.nn.functional.normalize(out, p=2, dim=1)
         return out if convert_to_tensor else out.numpy()
 
     def encode_query(self, sentences, **kwargs):

@@ -411,14 +411,15 @@ def test_beir_folder_errors(ev, tmp_path, target, lines, message):
         load_beir_folder(folder)
 
 
-def test_beir_folder_counts_unknown_judged_documents_in_a_warning_unless_asked_not_to(ev, tmp_path, caplog):
+def test_beir_folder_counts_unknown_judged_documents_in_a_warning_or_refuses_them(ev, tmp_path, caplog):
     folder = ev.write_beir(tmp_path / "toy", {"d1": "a"}, {"q1": "b"}, [("q1", "d1", 1), ("q1", "d9", 1)])
     assert load_beir_folder(folder).qrels == {"q1": {"d1": 1, "d9": 1}}
     assert [r.getMessage() for r in caplog.records] == [
         f"{folder / 'qrels' / 'test.tsv'}: 1 judged document id(s) are not in corpus.jsonl"
     ]
     caplog.clear()
-    load_beir_folder(folder, warn_unknown=False)
+    with pytest.raises(DataFormatError, match=r"test\.tsv names 1 document id not in corpus\.jsonl \('d9'\)$"):
+        load_beir_folder(folder, refuse_unknown=True)
     assert not caplog.records
 
 

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from st_infocse.files import existing_path
+
 from ..beir_tasks import beir_task_info
 from .common import DataFormatError, PathLike, RetrievalData, data_lines, json_objects, mteb_task, parse_int
 
@@ -24,24 +26,20 @@ def _beir_jsonl(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, di
 
 
 def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = None, *,
-                     warn_unknown: bool = True) -> RetrievalData:
+                     refuse_unknown: bool = False) -> RetrievalData:
     """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``; ``name`` defaults to the
-    folder name. Judged documents missing from the corpus are counted in a warning (``warn_unknown``; the
-    training-time evaluator refuses them instead).
+    folder name. Judged documents missing from the corpus are counted in a warning, or with ``refuse_unknown`` (the
+    training-time evaluator) refused, the first three named.
 
     Read as beir's ``GenericDataLoader`` reads it (string ids, a missing title ``""``, the qrels header skipped, only
     queries with qrels kept), but not by it: it reports a bad file as a traceback without its line or not at all (a
     missing text is ``None``, a duplicate id overwrites the first). Here each is one :class:`DataFormatError` naming
     the file and the line, before any model loads.
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: folder not found (expected a BEIR dataset folder)")
-    corpus_path, queries_path = folder / "corpus.jsonl", folder / "queries.jsonl"
-    qrels_path = folder / "qrels" / f"{split}.tsv"
-    for path in (corpus_path, queries_path, qrels_path):
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: file not found (a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/)")
+    folder = existing_path(folder, folder=True, expected="expected a BEIR dataset folder")
+    corpus_path, queries_path, qrels_path = (
+        existing_path(folder / part, expected="a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/")
+        for part in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"))
     corpus: dict[str, dict[str, str]] = {}
     for number, row in _beir_jsonl(corpus_path, ("_id", "text")):
         doc_id = str(row["_id"])
@@ -65,9 +63,14 @@ def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = N
             raise DataFormatError(qrels_path, number, f"query id {query_id!r} is not in {queries_path.name}")
         qrels.setdefault(query_id, {})[doc_id] = score
     DataFormatError.unless_any(qrels, qrels_path, "no relevance judgements")
-    unknown = sum(doc_id not in corpus for rel in qrels.values() for doc_id in rel)
-    if unknown and warn_unknown:
-        logger.warning("%s: %d judged document id(s) are not in %s", qrels_path, unknown, corpus_path.name)
+    unknown = list(dict.fromkeys(doc_id for rel in qrels.values() for doc_id in rel if doc_id not in corpus))
+    if unknown and refuse_unknown:
+        shown = ", ".join(repr(doc_id) for doc_id in unknown[:3])
+        ids = f"{len(unknown)} document id{'s' * (len(unknown) > 1)}"
+        raise DataFormatError(qrels_path, None, f"{qrels_path} names {ids} not in {corpus_path.name} "
+                              f"({'e.g. ' * (len(unknown) > 3)}{shown})", whole=True)
+    if unknown:
+        logger.warning("%s: %d judged document id(s) are not in %s", qrels_path, len(unknown), corpus_path.name)
     queries = {qid: all_queries[qid] for qid in qrels}
     return RetrievalData(name or folder.name, corpus, queries, qrels, source=f"beir-folder:{folder}", split=split)
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from st_infocse.files import check_choice, innermost_message
+from st_infocse.files import check_choice, existing_path, innermost_message
 
 from .common import (
     MTEB_STS_NAMES,
@@ -39,9 +39,7 @@ def find_senteval_root(folder: PathLike) -> Path:
         >>> find_senteval_root(root) == root / "data" / "downstream"
         True
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: folder not found (expected a SentEval data/downstream folder)")
+    folder = existing_path(folder, folder=True, expected="expected a SentEval data/downstream folder")
     for candidate in (folder, folder / "downstream", folder / "data" / "downstream", folder / "senteval"):
         if any((candidate / sub).is_dir() for sub in ("STS", "SICK", "MR", "SST", "TREC", "MRPC")):
             return candidate
@@ -52,9 +50,7 @@ def find_senteval_root(folder: PathLike) -> Path:
 
 def _senteval_sts_year(root: Path, name: str) -> STSPairs:
     folder_name, subsets = SENTEVAL_STS_SUBSETS[name]
-    folder = root / "STS" / folder_name
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{folder}: folder not found (needed for {name})")
+    folder = existing_path(root / "STS" / folder_name, folder=True, expected=f"needed for {name}")
     s1, s2, scores, sizes = [], [], [], {}
     for subset in subsets:
         input_path, gs_path = folder / f"STS.input.{subset}.txt", folder / f"STS.gs.{subset}.txt"
@@ -208,9 +204,7 @@ def load_sts_file(path: PathLike, name: str | None = None, sentence1_column: str
         >>> load_sts_file(f).scores
         [1.5]
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: file not found")
+    path = existing_path(path)
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".json", ".csv", ".tsv"):
         raise ValueError(f"{path}: unsupported file type {suffix!r} (expected .jsonl, .csv or .tsv)")
@@ -269,9 +263,7 @@ def load_sts_hf(path: PathLike, split: str = "test", name: str | None = None, se
     """
     import datasets
 
-    path = Path(path)
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path}: folder not found")
+    path = existing_path(path, folder=True)
     if (path / "dataset_dict.json").is_file() or (path / "state.json").is_file():
         ds = datasets.load_from_disk(str(path))
     else:
