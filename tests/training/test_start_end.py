@@ -450,3 +450,14 @@ def test_metrics_that_ended_below_their_start_are_warned_about_or_noted_when_the
                                                      "warning: collapsed ended below its start (40.00 -> nan)"]
     assert ended_below_start({"eval_a": "STS-B dev"}, start, end, start_saved=True) == [
         "note: the trained model's STS-B dev ended below its start (80.00 -> 70.00); the starting model was saved"]
+
+
+def test_one_rule_says_whether_a_score_beats_another():
+    """The rounds, InfoCSE++ and the start -> end callback read it: ``min_delta`` must be exceeded, a lower score wins
+    when greater is not better, a missing score neither wins nor loses, and a NaN (a collapsed model) never wins."""
+    from st_infocse.training.start_end import is_better
+
+    assert is_better(0.52, 0.5) and not is_better(0.52, 0.5, min_delta=0.05) and is_better(0.56, 0.5, min_delta=0.05)
+    assert is_better(0.4, 0.5, greater=False) and not is_better(0.48, 0.5, greater=False, min_delta=0.05)
+    assert not is_better(None, 0.5) and not is_better(0.5, None)
+    assert not is_better(float("nan"), 0.5) and is_better(0.1, float("nan"))
