@@ -19,17 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from st_infocse.evaluation import LexicalSettings, RetrievalData, reference_runs, search
+from st_infocse.files import check_at_least, check_choice
 from st_infocse.mining.report import skip_counts
 from st_infocse.mining.sentences import PreparedDocument, prepare_documents
 
 QUERY_KINDS = ("held_out", "title", "sentence")
 DISTILLATION_LOSSES = ("kl", "margin_mse")
-
-
-def _check_loss(loss: str) -> str:
-    if loss not in DISTILLATION_LOSSES:
-        raise ValueError(f"loss must be one of {', '.join(DISTILLATION_LOSSES)}, got {loss!r}")
-    return loss
 
 
 @dataclass
@@ -73,8 +68,7 @@ def pseudo_queries(
         >>> len(drawn.queries), sorted(drawn.corpus) == sorted(drawn.positives.values())
         (2, True)
     """
-    if query_kind not in QUERY_KINDS:
-        raise ValueError(f"query_kind must be one of {', '.join(QUERY_KINDS)}, got {query_kind!r}")
+    check_choice("query_kind", query_kind, QUERY_KINDS)
     documents = list(documents)
     # a title read by the document's id, as prepare_documents names it (its "id", else its position)
     titles = {str(doc.get("id", index)) if isinstance(doc, dict) else str(index):
@@ -166,9 +160,8 @@ def hybrid_teacher_dataset(
     """
     from datasets import Dataset
 
-    _check_loss(loss)
-    if candidates < 2:
-        raise ValueError(f"candidates must be at least 2 (the query's document and one other), got {candidates}")
+    check_choice("loss", loss, DISTILLATION_LOSSES)
+    check_at_least("candidates (the query's document and one other)", candidates, 2)
     settings = settings or LexicalSettings()
     start = time.perf_counter()
     drawn = drawn or pseudo_queries(documents, query_kind, seed, title_key, max_queries)
@@ -222,7 +215,8 @@ def distillation_loss(model: Any, loss: Literal["kl", "margin_mse"] = "kl", stud
     """
     from sentence_transformers.sentence_transformer.losses import DistillKLDivLoss, MarginMSELoss
 
-    if _check_loss(loss) == "kl":
+    check_choice("loss", loss, DISTILLATION_LOSSES)
+    if loss == "kl":
         return DistillKLDivLoss(model, similarity_fct=model.similarity_pairwise,
                                 student_temperature=student_temperature, teacher_temperature=teacher_temperature)
     return MarginMSELoss(model, similarity_fct=model.similarity_pairwise)

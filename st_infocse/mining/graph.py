@@ -6,7 +6,7 @@ connected components and the pairs inside each cluster. Documents of equal lengt
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 from scipy.sparse import csr_array
@@ -17,7 +17,7 @@ _MAX_GROUP_ELEMENTS = 1 << 23
 
 # Edge scores: "cosine" (scale-invariant) or "dot", the raw inner product of paper 002 eq. 2.
 Similarity = Literal["cosine", "dot"]
-SIMILARITIES: tuple[str, ...] = ("cosine", "dot")
+SIMILARITIES: tuple[str, ...] = get_args(Similarity)
 
 
 def check_similarity(similarity: str) -> str:

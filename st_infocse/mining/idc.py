@@ -23,6 +23,7 @@ from datasets import Dataset, Features, Value, concatenate_datasets, load_from_d
 from tqdm.auto import tqdm
 
 from st_infocse.evaluation import encode_unique
+from st_infocse.files import check_choice
 from st_infocse.mining.graph import Similarity, check_similarity, cluster_documents, cluster_pairs
 from st_infocse.mining.report import MiningReport, skip_counts
 from st_infocse.mining.sentences import PreparedDocument, Skipped, prepare_documents
@@ -52,8 +53,7 @@ def encoding_precision(model: Any, precision: Precision) -> tuple[contextlib.Abs
     ``torch.autocast`` to bfloat16 on the model's device where that device computes in bf16 natively (a CPU with
     avx512_bf16 or AMX, a GPU that supports it); elsewhere bf16 is emulated, slower than fp32, so the model encodes
     in fp32 and one warning says why."""
-    if precision not in ("fp32", "bf16"):
-        raise ValueError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
+    check_choice("precision", precision, Precision)
     if precision == "fp32":
         return contextlib.nullcontext(), "fp32"
     device = getattr(model, "device", None)
@@ -140,14 +140,6 @@ def _mine(
     show_progress_bar = reading.pop("show_progress_bar")
     if shard_sentences < 1:
         raise ValueError(f"shard_sentences must be >= 1, got {shard_sentences}")
-    autocast: contextlib.AbstractContextManager = contextlib.nullcontext()
-    if method == "idc":
-        if model is None:
-            raise ValueError("IDC mining needs a model with an encode() method")
-        check_similarity(similarity)
-        if precision == "bf16" and pool is not None:  # autocast is this process's; the pool's workers encode in fp32
-            raise ValueError("precision='bf16' encodes in this process: pass no pool (or precision='fp32')")
-        autocast, precision = encoding_precision(model, precision)
     overridden = sorted(set(encode_kwargs or {}) & set(_ENCODE_SETTINGS))
     if overridden:
         raise ValueError(
@@ -156,7 +148,14 @@ def _mine(
         )
     start = time.perf_counter()
     report = MiningReport(method=method)
+    autocast: contextlib.AbstractContextManager = contextlib.nullcontext()
     if method == "idc":
+        if model is None:
+            raise ValueError("IDC mining needs a model with an encode() method")
+        check_similarity(similarity)
+        if precision == "bf16" and pool is not None:  # autocast is this process's; the pool's workers encode in fp32
+            raise ValueError("precision='bf16' encodes in this process: pass no pool (or precision='fp32')")
+        autocast, precision = encoding_precision(model, precision)
         report.similarity, report.k, report.threshold, report.precision = similarity, k, threshold, precision
     documents = _select_input_columns(documents, (reading["sentences_key"], reading["text_key"], reading["id_key"]))
     prepared = prepare_documents(documents, **reading)  # checks its arguments now, reads the documents lazily below

@@ -3,6 +3,7 @@ small labelled pair set, keeping the model that scores best on the labelled vali
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import tempfile
 from collections.abc import Callable, Iterable
@@ -13,22 +14,20 @@ from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-from st_infocse.mining.graph import check_similarity
+from st_infocse.files import check_at_least
 from st_infocse.mining.round_results import CycleStats, PlusPlusResult
 from st_infocse.mining.rounds import (
     Evaluator,
     LossFactory,
-    is_better,
     reiterable,
     score_model,
     train_idc_rounds,
     train_round,
 )
 from st_infocse.training.snapshot import weights_snapshot
+from st_infocse.training.start_end import is_better
 
 logger = logging.getLogger(__name__)
-
-
 
 
 def train_infocse_plus_plus(
@@ -89,19 +88,15 @@ def train_infocse_plus_plus(
         ... )
         >>> result.best_cycle, result.best_score  # doctest: +SKIP
     """
-    if cycles < 1:
-        raise ValueError(f"cycles must be >= 1, got {cycles}")
-    if patience < 1:
-        raise ValueError(f"patience must be >= 1, got {patience}")
+    check_at_least("cycles", cycles)  # the rest is checked by the first cycle's rounds, before anything trains
     if len(labelled_pairs) == 0:
         raise ValueError("labelled_pairs is empty")
-    check_similarity((mining_kwargs or {}).get("similarity", "cosine"))
     fresh_documents = reiterable(documents, cycles * idc_rounds)
     inner_evaluator = evaluator if idc_evaluator == "same" else idc_evaluator
     greater = bool(getattr(evaluator, "greater_is_better", True))
-    tmp = tempfile.TemporaryDirectory(prefix="infocse-pp-") if output_dir is None else None
-    root = Path(tmp.name if tmp is not None else output_dir)
-    try:
+    folder = tempfile.TemporaryDirectory(prefix="infocse-pp-") if output_dir is None else contextlib.nullcontext(output_dir)
+    with folder as path:  # the caller's folder, or a temporary one removed at the end
+        root = Path(path)
         initial_score, _ = score_model(evaluator, model)
         best_score, best_cycle, best_state = initial_score, 0, weights_snapshot(model)
         stats: list[CycleStats] = []
@@ -131,7 +126,7 @@ def train_infocse_plus_plus(
                 seed + number,
             )
             score, _ = score_model(evaluator, model)
-            improved = is_better(score, best_score, min_delta, greater)
+            improved = is_better(score, best_score, greater, min_delta)
             if improved:
                 best_score, best_cycle, best_state, stale = score, number, weights_snapshot(model), 0
             else:
@@ -149,9 +144,6 @@ def train_infocse_plus_plus(
                 stopped_early = True
                 break
         if best_cycle != len(stats):
-            model.load_state_dict(best_state)
+            model.load_state_dict(best_state, strict=False)
             logger.info("InfoCSE++: restored the weights of cycle %d (score %.4f)", best_cycle, best_score)
         return PlusPlusResult(model, stats, initial_score, best_cycle, best_score, stopped_early)
-    finally:
-        if tmp is not None:
-            tmp.cleanup()

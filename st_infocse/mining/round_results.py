@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from sentence_transformers import SentenceTransformer
 
 from st_infocse.evaluation.paired import PairedChange, holm
+
+
+def _fields(result: Any, *left_out: str) -> dict[str, Any]:
+    """A result's fields by name but ``left_out`` (``asdict`` would deep-copy the model a result holds)."""
+    return {f.name: getattr(result, f.name) for f in fields(result) if f.name not in left_out}
 
 
 @dataclass
@@ -108,19 +113,10 @@ class RoundsResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the model); the changes' p Holm-adjusted for ``rounds_judged`` rounds."""
-        return {
-            "keep_trained_if": self.keep_trained_if,
-            "changes": {key: change.to_dict() for key, change in self.changes.items()},
-            "multiple_rounds": {"rule": "holm", "family": self.rounds_judged},
-            "rounds": [asdict(r) | {"verdict": r.verdict} for r in self.rounds],
-            "initial_score": self.initial_score,
-            "best_round": self.best_round,
-            "best_score": self.best_score,
-            "stopped_early": self.stopped_early,
-            "initial_metrics": self.initial_metrics,
-            "final_metrics": self.final_metrics,
-            "trained_metrics": self.trained_metrics,
-        }
+        return {**_fields(self, "model", "rounds", "changes", "rounds_judged"),
+                "changes": {key: change.to_dict() for key, change in self.changes.items()},
+                "multiple_rounds": {"rule": "holm", "family": self.rounds_judged},
+                "rounds": [asdict(r) | {"verdict": r.verdict} for r in self.rounds]}
 
     def round_rows(self) -> dict[str, str]:
         """One line per round (``"round N"`` -> line): its pairs, where its time went and, where judged, its change
@@ -199,19 +195,5 @@ class PlusPlusResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (without the model)."""
-        return {
-            "cycles": [
-                {
-                    "cycle": c.cycle,
-                    "idc": c.idc.to_dict(),
-                    "finetune_loss": c.finetune_loss,
-                    "score": c.score,
-                    "improved": c.improved,
-                }
-                for c in self.cycles
-            ],
-            "initial_score": self.initial_score,
-            "best_cycle": self.best_cycle,
-            "best_score": self.best_score,
-            "stopped_early": self.stopped_early,
-        }
+        return {"cycles": [_fields(c, "idc") | {"idc": c.idc.to_dict()} for c in self.cycles],
+                **_fields(self, "model", "cycles")}

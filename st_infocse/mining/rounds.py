@@ -12,6 +12,7 @@ Nothing here imports a loss from this package: callers pass a loss factory
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import tempfile
@@ -25,15 +26,15 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraini
 from torch import nn
 
 from st_infocse.evaluation import PairedChange, paired_changes, primary_unit_key, unit_scores
-from st_infocse.files import InputError
+from st_infocse.files import InputError, check_at_least, check_choice, check_range
 from st_infocse.mining.graph import check_similarity
 from st_infocse.mining.idc import READING_ARGUMENTS, adjacent_pairs, mine_pairs
 from st_infocse.mining.round_results import RoundsResult, RoundStats, holm_over_rounds
 from st_infocse.mining.sampler import DocumentAwareBatchSampler
 from st_infocse.training.anchor import toward_start
 from st_infocse.training.builder import build_trainer, load_model
-from st_infocse.training.lora import has_lora
 from st_infocse.training.snapshot import weights_snapshot
+from st_infocse.training.start_end import KEEP_TRAINED_IF, is_better
 
 logger = logging.getLogger(__name__)
 
@@ -103,10 +104,6 @@ def score_model(evaluator: Any, model: SentenceTransformer) -> tuple[float, dict
     if key is None or key not in out:
         raise ValueError(f"the evaluator returned {sorted(out)} but its primary_metric is {key!r}")
     return float(out[key]), {name: float(value) for name, value in out.items()}
-
-
-def is_better(score: float, best: float, min_delta: float, greater_is_better: bool) -> bool:
-    return score > best + min_delta if greater_is_better else score < best - min_delta
 
 
 def train_round(model: SentenceTransformer, train_dataset: Dataset, loss: nn.Module, training_args: dict[str, Any] | None,
@@ -203,23 +200,19 @@ def train_idc_rounds(
     """
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
+    check_at_least("patience", patience)
+    check_choice("initial_annotation", initial_annotation, ("model", "adjacent"))
+    check_choice("keep_trained_if", keep_trained_if, KEEP_TRAINED_IF)
+    check_range("weight_anchor", weight_anchor, (0, 1, False, True))
     if own := sorted(set(training_args or {}) & set(ROUNDS_OWN_TRAINER_ARGS)):
         raise ValueError(f"training_args {', '.join(own)}: the rounds evaluate and keep the best round themselves")
-    if initial_annotation not in ("model", "adjacent"):
-        raise ValueError(f"initial_annotation must be 'model' or 'adjacent', got {initial_annotation!r}")
-    if patience < 1:
-        raise ValueError(f"patience must be >= 1, got {patience}")
     if annotator is not None and initial_annotation != "model":
         raise ValueError(f"annotator mines round 1, which initial_annotation={initial_annotation!r} does not mine")
-    if keep_trained_if not in ("better", "reliable"):
-        raise ValueError(f"keep_trained_if must be 'better' or 'reliable', got {keep_trained_if!r}")
     if keep_trained_if == "reliable" and evaluator is None:
         raise ValueError("keep_trained_if='reliable' needs an evaluator that keeps per-query (per-pair) scores")
     if keep_trained_if == "reliable" and not keep_start_if_better:
         raise ValueError("keep_trained_if='reliable' chooses the model as given when no gain is reliable, which "
                          "keep_start_if_better=False turns off")
-    if not 0 < weight_anchor <= 1:
-        raise ValueError(f"weight_anchor is the share of the trained change kept, in (0, 1]; got {weight_anchor}")
     fresh_documents = reiterable(documents, rounds)
     mining_kwargs = {"seed": seed, **(mining_kwargs or {})}
     # Checked before any round: when the first round pairs adjacent sentences, a bad value would surface only after
@@ -231,9 +224,9 @@ def train_idc_rounds(
         except (OSError, ValueError) as exc:  # named by the argument, for a caller that maps it to its own name
             raise InputError(f"annotator: {exc}".splitlines()[0]) from exc
     greater = bool(getattr(evaluator, "greater_is_better", True))
-    tmp = tempfile.TemporaryDirectory(prefix="idc-rounds-") if output_dir is None else None
-    root = Path(tmp.name if tmp is not None else output_dir)
-    try:
+    folder = tempfile.TemporaryDirectory(prefix="idc-rounds-") if output_dir is None else contextlib.nullcontext(output_dir)
+    with folder as path:  # the caller's folder, or a temporary one removed at the end
+        root = Path(path)
         initial_score, initial_metrics = score_model(evaluator, model) if evaluator is not None else (None, None)
         initial_units, round_units = unit_scores(evaluator), []
         trained_metrics = initial_metrics
@@ -245,10 +238,7 @@ def train_idc_rounds(
         if initial_score is not None:
             logger.info("IDC rounds: initial score %.4f", initial_score)
         best_score, best_round = initial_score, 0
-        # An adapter run changes the adapter alone: its copies are the adapter's weights, not the model's.
-        adapter_only = has_lora(model)
-        initial_state = (weights_snapshot(model, trainable_only=adapter_only)
-                         if evaluator is not None or weight_anchor < 1 else None)
+        initial_state = weights_snapshot(model) if evaluator is not None or weight_anchor < 1 else None
         best_state = initial_state if evaluator is not None else None  # a later best round replaces it, not its contents
         stats: list[RoundStats] = []
         stale, stopped_early = 0, False
@@ -283,11 +273,11 @@ def train_idc_rounds(
             improved = None
             if score is not None:
                 round_units.append(unit_scores(evaluator))
-                improved = is_better(score, best_score, min_delta, greater)
+                improved = is_better(score, best_score, greater, min_delta)
                 if improved or best_round == 0:  # the trained candidate: the best round, else the latest
                     trained_metrics, candidate = metrics, number
                 if improved:
-                    best_state, stale = weights_snapshot(model, trainable_only=adapter_only), 0
+                    best_state, stale = weights_snapshot(model), 0
                     best_score, best_round, best_metrics = score, number, metrics
                 else:
                     stale += 1
@@ -307,7 +297,7 @@ def train_idc_rounds(
         if best_state is not None and best_round == 0 and not keep_start_if_better:  # the latest round, kept
             best_round, best_score, best_metrics = len(stats), stats[-1].score, trained_metrics
         if best_state is not None and best_round != len(stats):
-            model.load_state_dict(best_state, strict=not adapter_only)
+            model.load_state_dict(best_state, strict=False)
             logger.info("IDC rounds: restored the weights of round %d (score %.4f)", best_round, best_score)
         if best_state is None:
             best_round = len(stats)
@@ -320,13 +310,10 @@ def train_idc_rounds(
         changes = judged[candidate - 1] if judged else {}
         change: PairedChange | None = changes.get(primary) if primary else None
         if keep_trained_if == "reliable" and best_round and not (change is not None and change.reliable_gain):
-            model.load_state_dict(initial_state, strict=not adapter_only)
+            model.load_state_dict(initial_state, strict=False)
             logger.info("IDC rounds: round %d's gain is not reliable (%s); restored the model as given", best_round,
                         change.describe() if change else "no per-query scores")
             best_round, best_score, best_metrics = 0, initial_score, initial_metrics
         return RoundsResult(model, stats, initial_score, best_round, best_score, stopped_early, initial_metrics,
                             best_metrics, trained_metrics, changes, keep_trained_if, len(round_units))
-    finally:
-        if tmp is not None:
-            tmp.cleanup()
 

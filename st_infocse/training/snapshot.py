@@ -7,11 +7,10 @@ import torch
 from torch import nn
 
 
-def weights_snapshot(model: nn.Module, trainable_only: bool = False) -> dict[str, torch.Tensor]:
-    """A detached CPU copy of ``model.state_dict()``; with ``trainable_only``, of the parameters that train."""
-    tensors = ((n, v) for n, v in model.named_parameters() if v.requires_grad) if trainable_only else \
-        model.state_dict().items()
-    return {name: value.detach().to("cpu", copy=True) for name, value in tensors}
+def weights_snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A detached CPU copy of the parameters of ``model`` that train (a frozen weight needs no copy: an adapter run's
+    copy is the adapter's), to put back with ``model.load_state_dict(copy, strict=False)``."""
+    return {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters() if p.requires_grad}
 
 
 class StartingWeights:
@@ -23,8 +22,8 @@ class StartingWeights:
         self.holders: set[int] = set()
 
     def acquire(self, model: nn.Module, holder: object = None) -> None:
-        if self.weights is None:  # what training can change: a frozen weight needs no copy
-            self.weights = weights_snapshot(model, trainable_only=True)
+        if self.weights is None:
+            self.weights = weights_snapshot(model)
         self.holders.add(id(holder))
 
     def release(self, holder: object = None) -> None:

@@ -53,12 +53,6 @@ def _scores(metrics: Any) -> dict[str, float]:
     }
 
 
-def _fmt(*values: float | None) -> list[str]:
-    """Scores for print: times 100 with 2 decimals when all lie in [-1, 1], else as they are."""
-    scaled = all(value is None or -1 <= value <= 1 for value in values)
-    return ["n/a" if v is None else x100(v) if scaled else f"{v:.4g}" for v in values]
-
-
 #: What a start -> end line says when the evaluator keeps no unit scores for its metric (any evaluator other than
 #: the package's retrieval and STS-B dev ones, or a metric of theirs they do not keep query by query).
 NOT_JUDGED = "no per-query scores: the change is not judged"
@@ -73,15 +67,19 @@ def describe_change(change: PairedChange) -> str:
     return text
 
 
-def _change_text(before: float | None, after: float | None, change: PairedChange | None, scaled: bool = True) -> str:
-    """What follows a ``<start> -> <end>``: the change with its interval and verdict, or the change and why it is not
-    judged; "" when either end is missing or not a number (nothing to judge)."""
-    if change is not None:
-        return f", {describe_change(change)}"
-    if before is None or after is None or math.isnan(before) or math.isnan(after):
-        return ""
+def _start_to_end(before: float | None, after: float | None, change: PairedChange | None = None,
+                  judged: bool = True) -> str:
+    """``<start> -> <end>``, times 100 with 2 decimals when both lie in [-1, 1] (else as they are), then with
+    ``judged`` the change with its interval and verdict, or the change and why it is not judged (nothing when either
+    end is missing or not a number)."""
+    scaled = all(value is None or -1 <= value <= 1 for value in (before, after))
+    text = "{} -> {}".format(*("n/a" if v is None else x100(v) if scaled else f"{v:.4g}" for v in (before, after)))
+    if change is not None and judged:
+        return f"{text}, {describe_change(change)}"
+    if not judged or before is None or after is None or math.isnan(before) or math.isnan(after):
+        return text
     delta = after - before
-    return f", {100 * delta:+.2f} ({NOT_JUDGED})" if scaled else f", {delta:+.4g} ({NOT_JUDGED})"
+    return f"{text}, {100 * delta:+.2f} ({NOT_JUDGED})" if scaled else f"{text}, {delta:+.4g} ({NOT_JUDGED})"
 
 
 def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
@@ -95,20 +93,20 @@ def start_end_rows(labels: dict[str, str], start: dict[str, float], end: dict[st
         before, after = start.get(key), end.get(key)
         if before is None and after is None:
             continue
-        rows[label] = f"{x100(before)} -> {x100(after)}" + _change_text(before, after, (changes or {}).get(key))
+        rows[label] = _start_to_end(before, after, (changes or {}).get(key))
     if decides in labels and labels[decides] in rows and len(rows) > 1:
         rows[labels[decides]] += "; decides: the checkpoint metric"
     return rows
 
 
-def _better(a: float | None, b: float | None, greater: bool) -> bool:
-    """``a`` strictly better than ``b``. A missing score is never better, nor beaten; a NaN score (a collapsed model
-    makes a correlation undefined) is worse than any number."""
+def is_better(a: float | None, b: float | None, greater: bool = True, min_delta: float = 0.0) -> bool:
+    """``a`` better than ``b`` by more than ``min_delta`` (higher when ``greater``, else lower). A missing score is
+    never better, nor beaten; a NaN score (a collapsed model makes a correlation undefined) is worse than any number."""
     if a is None or b is None or math.isnan(a):
         return False
     if math.isnan(b):
         return True
-    return a > b if greater else a < b
+    return a > b + min_delta if greater else a < b - min_delta
 
 
 def ended_below_start(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
@@ -126,7 +124,7 @@ def ended_below_start(labels: dict[str, str], start: dict[str, float], end: dict
     lines = []
     for key, label in labels.items():
         before, after = start.get(key), end.get(key)
-        if _better(before, after, True):
+        if is_better(before, after, True):
             change = f"({x100(before)} -> {x100(after)})"
             lines.append(f"note: the trained model's {label} ended below its start {change}; the starting model was "
                          "saved" if start_saved else f"warning: {label} ended below its start {change}")
@@ -173,12 +171,17 @@ class StartEndResult:
     best_step: int | None
     best_score: float | None
     kept: Literal["start", "best checkpoint", "end"]
-    worse_at_end: list[str] = field(default_factory=list)
+    worse_at_end: list[str] = field(init=False)
     changes: dict[str, PairedChange] = field(default_factory=dict)
     keep_trained_if: str | None = "better"
     reason: str = ""
     decided_on: PairedChange | None = None
     confirm_share: float | None = None
+
+    def __post_init__(self) -> None:
+        worse = (key for key in self.start if key in self.end and is_better(self.start[key], self.end[key],
+                                                                             self._greater(key)))
+        self.worse_at_end = sorted(worse, key=lambda key: key != self.metric)  # the deciding metric first
 
     def to_dict(self) -> dict[str, Any]:
         """Everything above as plain JSON-ready values (each change with its verdict)."""
@@ -190,36 +193,22 @@ class StartEndResult:
     def _greater(self, key: str) -> bool:
         return self.greater_is_better if key == self.metric else "loss" not in key
 
-    def _pair(self, key: str) -> list[str]:
-        return _fmt(self.start.get(key), self.end.get(key))
-
     def lines(self) -> list[str]:
         """Printable lines: ``<metric> <start> -> <end>`` for each metric (the deciding one first; scores in
-        [-1, 1] times 100), then what was kept when it was the start, then a warning if a metric got worse."""
+        [-1, 1] times 100), then, when it was the start, what was kept and why (:meth:`saved_line`), then a warning if
+        a metric got worse."""
         keys = [self.metric] * (self.metric in self.start) + [k for k in self.start if k != self.metric]
-        out = ["{} {} -> {}".format(key, *self._pair(key)) + self.interval(key) for key in keys]
+        out = [f"{key} {_start_to_end(self.start.get(key), self.end.get(key), self.changes.get(key))}" for key in keys]
         if self.decided_on is not None:
             out.append(f"{self.metric} on the units the keep rule read: {describe_change(self.decided_on)}")
-        if self.kept == "start" and self.keep_trained_if == "reliable":
-            out.append(f"{self.reason}; saved: the starting model")
-        elif self.kept == "start" and _better(self.best_score, self.start_score, self.greater_is_better):
-            # Without load_best_model_at_end the trainer leaves the last step, whatever an earlier one scored.
-            start, end, best = _fmt(self.start_score, self.end_score, self.best_score)
-            out.append(
-                f"the last step did not beat the model you started with: {start} vs {end} (step {self.best_step} "
-                f"scored {best}; load_best_model_at_end keeps such a checkpoint); saved: the starting model"
-            )
-        elif self.kept == "start":
-            start, best = _fmt(self.start_score, self.best_score)
-            out.append(
-                f"no checkpoint beat the model you started with: {start} vs best {best} at step {self.best_step}; "
-                "saved: the starting model"
-            )
+        if self.kept == "start":
+            out.append(f"saved: {self.saved_line()}")
         if self.worse_at_end:
             first, rest = self.worse_at_end[0], self.worse_at_end[1:]
             side = "below" if self._greater(first) else "above"
             more = f"; {len(rest)} more: {', '.join(rest)}" if rest else ""
-            out.append("warning: {} ended {} its start ({} -> {}){}".format(first, side, *self._pair(first), more))
+            ends = _start_to_end(self.start.get(first), self.end.get(first), judged=False)
+            out.append(f"warning: {first} ended {side} its start ({ends}){more}")
         return out
 
     def saved_line(self) -> str:
@@ -231,6 +220,11 @@ class StartEndResult:
             share = f", --confirm_share {self.confirm_share:g}" if self.confirm_share else ""
             return (f"{which}: {self.reason} (--keep_trained_if reliable{share}: the trained model only when the "
                     "interval lies above zero)")
+        if self.kept == "start" and is_better(self.best_score, self.start_score, self.greater_is_better):
+            # Without load_best_model_at_end the trainer leaves the last step, whatever an earlier one scored.
+            return (f"the starting model: the last step did not beat it ({self.metric} {x100(self.start_score)} vs "
+                    f"{x100(self.end_score)}; step {self.best_step} scored {x100(self.best_score)}: "
+                    "load_best_model_at_end keeps such a checkpoint)")
         if self.kept == "start":
             return (f"the starting model: no checkpoint beat the model you started with ({self.metric} "
                     f"{x100(self.start_score)} vs best {x100(self.best_score)} at step {self.best_step})")
@@ -242,13 +236,6 @@ class StartEndResult:
         """The start -> end of each metric in ``labels`` (key -> name printed), with its interval: see
         :func:`start_end_rows`."""
         return start_end_rows(labels, self.start, self.end, self.changes, decides=self.metric)
-
-    def interval(self, key: str) -> str:
-        """``, +0.97 (95% CI -0.30 to +2.29, p = 0.140, 300 queries): within noise``; without unit scores the change
-        and :data:`NOT_JUDGED`; "" when the metric lacks a start or an end."""
-        before, after = self.start.get(key), self.end.get(key)
-        scaled = all(value is None or -1 <= value <= 1 for value in (before, after))
-        return _change_text(before, after, self.changes.get(key), scaled)
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -402,7 +389,7 @@ class StartEndCallback(TrainerCallback):
         scored = [(s, m[metric]) for s, m in sorted(self._evaluations.items()) if metric in m]
         best_step, best_score = None, None
         for s, score in scored:
-            if best_step is None or _better(score, best_score, greater):
+            if best_step is None or is_better(score, best_score, greater):
                 best_step, best_score = s, score
         held_step = step
         if best_loaded:
@@ -432,16 +419,10 @@ class StartEndCallback(TrainerCallback):
             model.load_state_dict(snapshot, strict=False)  # the weights that train; the frozen ones never moved
             kept = "start"
         del snapshot
-        worse = [
-            key
-            for key in self._start
-            if key in end and _better(self._start[key], end[key], greater if key == metric else "loss" not in key)
-        ]
-        worse.sort(key=lambda key: key != metric)
         self.result = StartEndResult(
             metric=metric, greater_is_better=greater, start=dict(self._start), end=dict(end),
             start_step=self._start_step, end_step=step, start_score=start_score, end_score=end.get(metric),
-            best_step=best_step, best_score=best_score, kept=kept, worse_at_end=worse, changes=changes,
+            best_step=best_step, best_score=best_score, kept=kept, changes=changes,
             keep_trained_if=rule, reason=reason, decided_on=decided_on, confirm_share=self.confirm_share,
         )  # fmt: skip
         self._units, self._start_units = {}, {}
@@ -471,6 +452,6 @@ class StartEndCallback(TrainerCallback):
             if reliable:
                 return False, f"{metric} gained {gain:+.2f} reliably (the 95% interval excludes zero) {where}"
             return True, f"{metric} changed {change.describe()}, not a reliable gain"
-        if _better(start, held, greater):
+        if is_better(start, held, greater):
             return True, f"the start scored better on {metric}"
         return False, f"the trained model scored at least as well as the start on {metric}"

@@ -37,6 +37,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+def _strings(values: list[str], column: str = "text") -> Dataset:
+    """A one-column dataset typed as strings even when empty (a column of type null cannot train), and not as
+    datasets' ``Json`` type where the source column mixed types."""
+    from datasets import Dataset, Features, Value
+
+    return Dataset.from_dict({column: values}, features=Features({column: Value("string")}))
+
+
 def clean_texts(dataset: Dataset, column: str = "text", deduplicate: bool = False, warn: bool = True
                 ) -> tuple[Dataset, TextReport]:
     """The ``column`` of ``dataset`` without rows whose text is missing, not a string or blank (and, with
@@ -49,14 +57,11 @@ def clean_texts(dataset: Dataset, column: str = "text", deduplicate: bool = Fals
         >>> print(report)
         1 of 4 texts kept; dropped: 1 blank, 1 duplicate, 1 missing
     """
-    from datasets import Dataset, Features, Value
-
     if column not in dataset.column_names:
         raise ValueError(f"No column {column!r} in the dataset (columns: {dataset.column_names}).")
     kept, report = clean_text_values(dataset[column], deduplicate)
-    # Rebuilt rather than selected: a column that mixed types (datasets' ``Json``) or held no string at all would
-    # keep that type, which the tokenizer and the trainer's length estimates cannot use.
-    cleaned = Dataset.from_dict({column: kept}, features=Features({column: Value("string")}))
+    # Rebuilt rather than selected: a column that mixed types or held no string at all would keep that type.
+    cleaned = _strings(kept, column)
     if report.dropped and warn:
         logger.warning("Training texts: %s", report)
     return cleaned, report
@@ -64,11 +69,7 @@ def clean_texts(dataset: Dataset, column: str = "text", deduplicate: bool = Fals
 
 def read_text_file(path: str | os.PathLike) -> Dataset:
     """One text per line of a UTF-8 ``.txt(.gz)`` file, as a ``text`` column of strings."""
-    from datasets import Dataset, Features, Value
-
-    lines = [line for _, line in read_lines(path)]
-    # Typed explicitly: an empty file would otherwise give a column of type null, not of strings.
-    return Dataset.from_dict({"text": lines}, features=Features({"text": Value("string")}))
+    return _strings([line for _, line in read_lines(path)])
 
 
 TEXT_FORMATS = (
@@ -215,12 +216,10 @@ def split_sentences(text: str, language: str = "en") -> list[str]:
     return [s.strip() for line in text.splitlines() if line.strip() for s in segment(language, line) if s.strip()]
 
 
-def _sentences_of(dataset: Dataset) -> Dataset:
-    from datasets import Dataset
-
-    sentences = [sentence for text in dataset["text"] for sentence in split_sentences(text)]
-    print(f"--split_sentences: {len(dataset):,} texts -> {len(sentences):,} sentences")
-    return Dataset.from_dict({"text": sentences})
+def _sentences_of(texts: list[str]) -> list[str]:
+    sentences = [sentence for text in texts for sentence in split_sentences(text)]
+    print(f"--split_sentences: {len(texts):,} texts -> {len(sentences):,} sentences")
+    return sentences
 
 
 def load_texts(source: str, text_column: str | None = None, max_samples: int | None = None,
@@ -236,31 +235,25 @@ def load_texts(source: str, text_column: str | None = None, max_samples: int | N
             texts gave how many sentences. Texts longer than the training length are otherwise cut.
     """
     check_at_least("--max_train_samples", max_samples)
-    from datasets import Dataset, Features, Value
-
     column = check_text_source(source, text_column)
     path = Path(source).expanduser()
     kind = file_kind(path) if path.is_file() else None
     if kind == "json":
         # Read here rather than by datasets: one field is kept, whatever its type, and cleaned before Arrow types it
         # (a field mixing strings and numbers becomes datasets' Json type, which cannot train).
-        records = islice(read_json_objects(path), max_samples)  # read no further than kept
-        kept, report = clean_text_values(record.get(column) for _, record in records)
-        dataset, column = Dataset.from_dict({"text": kept}, features=Features({"text": Value("string")})), "text"
+        values: Any = [record.get(column) for _, record in islice(read_json_objects(path), max_samples)]
     else:
         dataset = read_dataset(source, kind)
         if column is None or column not in dataset.column_names:
             strings = [n for n, f in dataset.features.items() if getattr(f, "dtype", None) == "string"]
             column = choose_column(source, dataset.column_names, strings, text_column)
-        if max_samples is not None:
-            dataset = dataset.select(range(min(max_samples, len(dataset))))
-        dataset, report = clean_texts(dataset, column, warn=False)
+        values = dataset.select(range(min(max_samples or len(dataset), len(dataset))))[column]
+    kept, report = clean_text_values(values)
     if report.dropped:
         print(f"{source}: {report}")
-    if len(dataset) == 0:
+    if not kept:
         raise InputError(f"no usable text in {source}: {report}")
-    dataset = dataset.rename_column(column, "text") if column != "text" else dataset
-    return _sentences_of(dataset) if split_sentences else dataset
+    return _strings(_sentences_of(kept) if split_sentences else kept)
 
 
 @dataclass(frozen=True)

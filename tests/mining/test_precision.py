@@ -66,7 +66,7 @@ def test_without_native_bf16_it_mines_in_fp32_with_one_warning(native_bf16, nati
 
 
 def test_precision_values_and_the_pool_are_checked():
-    with pytest.raises(ValueError, match="precision must be 'fp32' or 'bf16'"):
+    with pytest.raises(ValueError, match="precision must be one of fp32, bf16, got 'fp16'"):
         mine_pairs([["s0", "s1"]], LookupEncoder(TABLE), precision="fp16")
     with pytest.raises(ValueError, match="precision='bf16' encodes in this process"):
         mine_pairs([["s0", "s1"]], LookupEncoder(TABLE), precision="bf16", pool=object())

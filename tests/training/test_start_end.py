@@ -113,15 +113,13 @@ def test_a_run_that_ends_worse_hands_back_the_starting_weights(make_model, tmp_p
     if keep:
         assert result.kept == "start"
         assert _same(_weights(model), initial)
-        assert (
-            "no checkpoint beat the model you started with: 64.51 vs best 63.90 at step 3; saved: the starting model"
-            in result.lines()
-        )
+        assert ("saved: the starting model: no checkpoint beat the model you started with (eval_scripted_score 64.51 "
+                "vs best 63.90 at step 3)") in result.lines()
     else:
         assert result.kept == "end"
         assert not _same(_weights(model), initial)
         assert _same(_weights(model), evaluator.seen[STEPS])
-        assert not any(line.startswith("no checkpoint") for line in result.lines())
+        assert not any(line.startswith("saved:") for line in result.lines())
 
 
 def test_metric_for_best_model_decides(make_model, tmp_path):
@@ -179,7 +177,8 @@ def test_step_evaluations_and_load_best_model_at_end(make_model, tmp_path, score
     else:
         assert result.kept == "start"
         assert _same(_weights(model), initial)
-        assert "no checkpoint beat the model you started with: 80.00 vs best 70.00 at step 2" in str(result)
+        assert "no checkpoint beat the model you started with (eval_scripted_score 80.00 vs best 70.00 at step 2)" in str(
+            result)
 
 
 def test_without_load_best_model_at_end_the_last_step_is_what_the_start_is_compared_with(make_model, tmp_path):
@@ -188,10 +187,8 @@ def test_without_load_best_model_at_end_the_last_step_is_what_the_start_is_compa
     _, result = _train(model, _scripted_evaluator(BEST_AT_2), tmp_path, eval_strategy="steps", eval_steps=1)
     assert (result.kept, result.best_step, result.best_score, result.end_score) == ("start", 2, 0.9, 0.4)
     assert _same(_weights(model), initial)
-    assert (
-        "the last step did not beat the model you started with: 50.00 vs 40.00 (step 2 scored 90.00; "
-        "load_best_model_at_end keeps such a checkpoint); saved: the starting model"
-    ) in result.lines()
+    assert ("saved: the starting model: the last step did not beat it (eval_scripted_score 50.00 vs 40.00; step 2 "
+            "scored 90.00: load_best_model_at_end keeps such a checkpoint)") in result.lines()
 
 
 def test_sequential_evaluator_and_a_real_evaluator_use_the_trainers_metric_names(make_model, tmp_path):
@@ -453,3 +450,14 @@ def test_metrics_that_ended_below_their_start_are_warned_about_or_noted_when_the
                                                      "warning: collapsed ended below its start (40.00 -> nan)"]
     assert ended_below_start({"eval_a": "STS-B dev"}, start, end, start_saved=True) == [
         "note: the trained model's STS-B dev ended below its start (80.00 -> 70.00); the starting model was saved"]
+
+
+def test_one_rule_says_whether_a_score_beats_another():
+    """The rounds, InfoCSE++ and the start -> end callback read it: ``min_delta`` must be exceeded, a lower score wins
+    when greater is not better, a missing score neither wins nor loses, and a NaN (a collapsed model) never wins."""
+    from st_infocse.training.start_end import is_better
+
+    assert is_better(0.52, 0.5) and not is_better(0.52, 0.5, min_delta=0.05) and is_better(0.56, 0.5, min_delta=0.05)
+    assert is_better(0.4, 0.5, greater=False) and not is_better(0.48, 0.5, greater=False, min_delta=0.05)
+    assert not is_better(None, 0.5) and not is_better(0.5, None)
+    assert not is_better(float("nan"), 0.5) and is_better(0.1, float("nan"))
