@@ -767,7 +767,7 @@ def test_a_lora_run_saves_the_users_modules_with_the_adapter_merged(user_model, 
 
 @pytest.mark.parametrize(("flags", "message"), [
     (["--lora_alpha", "8"], "--lora_alpha: the adapter's settings apply with --lora_r R"),
-    (["--lora_r", "-1"], "--lora_r must be 0 (no adapter) or a rank of 1 or more, got -1"),
+    (["--lora_r", "-1"], "--lora_r must be at least 0 (0: no adapter), got -1"),
 ])
 def test_lora_flags_that_cannot_apply_are_refused(user_model, data, tmp_path, capsys, flags, message):
     pytest.importorskip("peft")
