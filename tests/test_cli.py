@@ -1307,6 +1307,36 @@ def test_a_derived_section_takes_sequences_the_class_docstring_and_the_command_l
     assert "The layers adapted (95% of them)." in text and "--kept SHARE" in text and "The share kept." in text
 
 
+Reach = Literal["near", "far"]
+WORDS_PER_SENTENCE = (3, 12)  # a module's literal, read by declared() from the source
+
+
+class LibraryChild(LibrarySettings):
+    def __init__(self, reach: Reach | None = "near", **kwargs) -> None:
+        """A subclass that passes its base's arguments on.
+
+        Args:
+            reach: How far.
+            **kwargs: any argument of :class:`LibrarySettings` (``names``, ``share``).
+        """
+        super().__init__(**kwargs)
+        self.reach = reach
+
+
+def test_a_derived_section_takes_a_base_classs_arguments_passed_on_and_follows_a_literal_alias():
+    import typing
+    from dataclasses import fields
+
+    from st_infocse.cli.arguments import declared, derived
+
+    section = derived("a section", dict.fromkeys(("reach", "share"), f"{__name__}:LibraryChild"), name="ChildFlags")
+    items = {item.name: item for item in fields(section)}
+    assert typing.get_args(typing.get_type_hints(section)["reach"]) == (typing.Literal["near", "far"], type(None))
+    assert {name: (item.default, item.metadata["help"]) for name, item in items.items()} == {
+        "reach": ("near", "How far."), "share": (0.5, "The share kept.")}  # **kwargs' own entry is no flag's help
+    assert declared(__name__, "WORDS_PER_SENTENCE") == (3, 12)
+
+
 def test_the_mining_idc_distillation_run_and_evaluation_flags_take_the_librarys_defaults():
     import inspect
     from dataclasses import fields

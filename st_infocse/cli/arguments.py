@@ -9,12 +9,14 @@ included), why) are refused by :class:`Checked` under the flag's name when the s
 
 # No ``from __future__ import annotations``: HfArgumentParser resolves these annotations (the Literal choices).
 import ast
+import contextlib
 import functools
-import importlib.util
 import re
 from dataclasses import Field, dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import griffe
 
 from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import out_of_bounds
@@ -54,73 +56,52 @@ class Checked:
                 raise CLIError(f"{flag_name(item)} {why}{' ' + note if note else ''}, got {getattr(self, item.name):g}")
 
 
-@functools.cache  # one parse per module, however many sections read it
-def _source(module: str) -> ast.Module:
-    """The parsed source of ``module``, found without importing it or its package (the losses and miners import
-    torch and datasets)."""
-    top, *rest = module.split(".")
-    origin = Path(importlib.util.find_spec(top).origin)  # a package's __init__.py, or a module of one file (typing)
-    path = origin.parent.joinpath(*rest) if rest else origin
-    return ast.parse((path / "__init__.py" if path.is_dir() else path.with_suffix(".py")).read_text())
+@functools.cache  # one static load per package, however many sections read it
+def _package(top: str) -> griffe.Module:
+    """Package ``top`` read from its source by griffe, never imported (the losses and miners import torch and
+    datasets); its names are followed across its modules, not into other packages."""
+    with griffe.logger.disable():  # what griffe notes about the source is for the package's authors, not users
+        return griffe.load(top, resolve_aliases=True, resolve_external=False, allow_inspection=False,
+                           docstring_parser="google", docstring_options={"warnings": False})
+
+
+def _object(path: str) -> griffe.Object:
+    top, _, rest = path.partition(".")
+    return _package(top)[rest] if rest else _package(top)
 
 
 def declared(module: str, name: str) -> Any:
     """The literal value ``module`` assigns to ``name``, read from its source without importing it."""
-    return next(ast.literal_eval(node.value) for node in _source(module).body if isinstance(node, ast.Assign)
-                and any(getattr(target, "id", None) == name for target in node.targets))
+    return ast.literal_eval(str(_object(f"{module}.{name}").value))
 
 
-def _imported(tree: ast.Module, name: str, module: str) -> tuple[str, ast.Module] | None:
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
-            origin = importlib.util.resolve_name("." * node.level + (node.module or ""), module.rpartition(".")[0])
-            return origin, _source(origin)
+def _choices(annotation: Any) -> tuple | None:
+    """The values of ``Literal[...]`` written in place, or of the ``Literal`` alias it names where that is defined."""
+    if isinstance(annotation, griffe.ExprBinOp):  # A | B: the first that has choices
+        return _choices(annotation.left) or _choices(annotation.right)
+    if isinstance(annotation, griffe.ExprSubscript) and annotation.canonical_path == "typing.Literal":
+        return ast.literal_eval(f"({annotation.slice},)")
+    if isinstance(annotation, griffe.ExprName):
+        with contextlib.suppress(KeyError):  # a builtin or another package's name: not a choice
+            return _choices(getattr(annotation.parent.modules_collection[annotation.canonical_path], "value", None))
     return None
 
 
-def _choices(tree: ast.Module, module: str, name: str) -> tuple[str, ...] | None:
-    """The values of ``Literal[...]`` written in place, or of ``name = Literal[...]`` where ``module`` defines or
-    imports it."""
-    if name.startswith("Literal["):
-        return tuple(ast.literal_eval(name[8:-1] + ","))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
-            if isinstance(node.value, ast.Subscript) and getattr(node.value.value, "id", "") == "Literal":
-                return tuple(ast.literal_eval(node.value.slice))
-    found = _imported(tree, name, module)
-    return _choices(found[1], found[0], name) if found else None
-
-
-def _arguments(module: str, name: str) -> dict[str, tuple[str, str, str, ast.Module, str]]:
-    """Keyword argument -> (annotation, default, docstring text, the tree and module that declare it) of the function
-    ``name``, of class ``name``'s ``__init__`` (its bases' for what it passes on through ``**kwargs``; help from the
-    ``Args:``) or of dataclass ``name``'s fields (help from its ``Attributes:``)."""
-    tree = _source(module)
-    node = next(n for n in tree.body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == name)
-    init = node if isinstance(node, ast.FunctionDef) else next(
-        (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-    # the class's docstring where its __init__ has none (a callback documents its arguments on the class)
-    docstring = (init and ast.get_docstring(init)) or ast.get_docstring(node) or ""
-    section = re.search(r"^(?:Args|Attributes):\n(.*)", docstring, re.M | re.S)
-    docs = re.split(r"\n\s*\n(?=\s*\w+:\n)", section[1] if section else "")[0]
-    helps = {m[1]: " ".join(m[2].split()) for m in re.finditer(r"^ {4}(\w+): (.*?)(?=^ {4}\w+: |\Z)", docs, re.M | re.S)}
-    found: dict[str, tuple[str, str, str, ast.Module, str]] = {}
-    if init is None:  # a dataclass
-        return {item.target.id: (ast.unparse(item.annotation), ast.unparse(item.value) if item.value else "",
-                                 helps.get(item.target.id, ""), tree, module)
-                for item in node.body if isinstance(item, ast.AnnAssign)}
-    if init is not node and init.args.kwarg is not None:  # the base's arguments, passed on
-        for base in node.bases:
-            origin = _imported(tree, base.id, module)
-            found.update(_arguments(origin[0] if origin else module, base.id))
-    args = init.args
-    positional = args.posonlyargs + args.args
-    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults, strict=False))
-    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None})
-    for arg in positional + args.kwonlyargs:
-        default = ast.unparse(defaults[arg.arg]) if arg.arg in defaults else ""
-        found[arg.arg] = (ast.unparse(arg.annotation) if arg.annotation else "", default, helps.get(arg.arg, ""), tree, module)
-    return found
+@functools.cache
+def _arguments(path: str) -> dict[str, tuple[Any, str, str]]:
+    """Keyword argument -> (annotation, default, docstring text) of the function at ``path``, of a class's
+    ``__init__`` (its bases' for what it passes on through ``**kwargs``; help from the ``Args:``, the class's where
+    ``__init__`` has no docstring) or of a dataclass's fields (help from its ``Attributes:``)."""
+    item = _object(path)
+    docstring = getattr(item.members.get("__init__"), "docstring", None) or item.docstring
+    helps = {entry.name: " ".join(entry.description.split()) for section in (docstring.parsed if docstring else [])
+             if section.kind.value in ("parameters", "attributes") for entry in section.value}
+    found = {}
+    if item.is_class and any(p.kind is griffe.ParameterKind.var_keyword for p in item.parameters):
+        for base in item.resolved_bases:  # the base's arguments, passed on
+            found.update(_arguments(base.path))
+    return found | {p.name: (p.annotation, "" if p.default is None else str(p.default), helps.get(p.name, ""))
+                    for p in item.parameters}
 
 
 def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check: Any = None, unset: bool = False,
@@ -129,13 +110,13 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
     ``"module:function.argument"`` (``"module:Class.argument"`` for ``__init__``'s; ``.argument`` left out: the
     flag's own name), optionally with ``{"help": ...}`` where the section words it itself, ``{"default": ...}``
     where the command line's default differs from the library's, and argparse's ``metavar``; or to
-    ``(type, flag(...))`` for a flag of the command line's own. Read from the source without importing it: the type
+    ``(type, flag(...))`` for a flag of the command line's own. Read by griffe from the source, not imported: the type
     and choices from the annotation (a ``Literal`` alias followed to where it is defined; a sequence of one type is
     a flag of several values), the default from the signature and the help from the docstring's ``Args:`` entry.
     ``unset``: every flag defaults to None, "the library's own" (``loss_defaults`` keeps each default as written),
     and ``lambda_`` is also ``--lambda``; ``check`` runs after ``bounds``; ``owner``: the module that declares the
     section."""
-    specs, own_defaults, read = [], {}, {}
+    specs, own_defaults = [], {}
     for flag_, source in flags.items():
         if isinstance(source, tuple) and isinstance(source[1], Field):
             specs.append((flag_, *source))
@@ -143,15 +124,13 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
         source, given = (source, {}) if isinstance(source, str) else source
         where, _, function = source.partition(":")
         function, _, argument = function.partition(".")
-        if (where, function) not in read:
-            read[where, function] = _arguments(where, function)
-        annotation, default, help_text, tree, module = read[where, function][argument or flag_]
+        annotation, default, help_text = _arguments(f"{where}.{function}")[argument or flag_]
         if not help_text and "help" not in given:  # a flag with no help would reach --help and the docs silently
             raise TypeError(f"--{flag_}: {source} has no docstring entry for {argument or flag_}; word its help")
         own_defaults[flag_] = default
-        parts = [part.strip() for part in annotation.split("|")]
+        parts = [part.strip() for part in str(annotation or "").split("|")]
         many = re.fullmatch(r"(?:Sequence|list|tuple)\[(\w+)(?:, \.\.\.)?]", parts[-1])  # --flag a b c
-        choices = next((c for part in parts if (c := _choices(tree, module, part))), None)
+        choices = _choices(annotation)
         kind: Any = next((k for k in (float, int, bool) if k.__name__ in ([many[1]] if many else parts)), str)
         if choices is not None:
             # None as a choice of its own where it is not the default (no projection head): the flag's "none"
