@@ -81,6 +81,7 @@ from st_infocse.training import (  # noqa: E402
     AtLengthEvaluator,
     LoRASettings,
     add_lora,
+    learning_rate_mapping,
     load_model,
     merge_lora,
     save_model,
@@ -305,7 +306,7 @@ class Worker(runner.Worker):
         self.wait_for(f"{name}__probe")
         loss = losses.InfoCSELoss(model, lambda_=spec.lambda_, decoder=str(self.path(name, "probe_decoder")),
                                   aux_gradient="full")
-        return loss, {r"^(?!model\.)": self.cfg.aux_lr}  # docs/auxiliary-objective.md, "What to set"
+        return loss, learning_rate_mapping(loss, self.cfg.aux_lr)  # docs/auxiliary-objective.md, "What to set"
 
     def train(self, model: Any, loss: torch.nn.Module, dataset: Dataset, seed: int, evaluator: Any,
               curve: list[dict[str, Any]], offset: int, sampler: Any, mapping: dict[str, float] | None,

@@ -60,6 +60,7 @@ from benchmarks.long_budget import Bench as LongBudgetBench  # noqa: E402
 from benchmarks.runner import Worker  # noqa: E402
 from st_infocse import losses  # noqa: E402
 from st_infocse.modeling import AuxiliaryDecoder  # noqa: E402
+from st_infocse.training import learning_rate_mapping  # noqa: E402
 
 # Sentences for the gradient-ratio batches: after the held-out diagnostic sentences, used by nothing else.
 RATIO_SENTENCES = (HELD_OUT[1], HELD_OUT[1] + 512)
@@ -281,7 +282,7 @@ class Bench(LongBudgetBench):
             row.gradient_ratio["start"] = gradient_ratio(model, loss, ratio_texts, self.cfg.batch_size,
                                                          self.cfg.ratio_batches)
         row.curve.append({"step": 0} | {f"eval_{k}": float(v) for k, v in evaluator(model).items()})
-        mapping = {r"^(?!model\.)": setting.aux_lr} if setting.aux_lr is not None else None
+        mapping = learning_rate_mapping(loss, setting.aux_lr) or None
         row.train_seconds, row.log_history = self.train(model, loss, self.dataset(steps), seed, steps,
                                                         self.cfg.learning_rate, evaluator, row.curve,
                                                         learning_rate_mapping=mapping)
