@@ -127,7 +127,7 @@ def test_forward_and_backward_read_nothing(make_model, name, columns):
     model = make_model()
     loss = LOSSES[name](model)
     _defer(loss)
-    # Pairs of different widths take the per-view path of the conditional MLM.
+    # Pairs of different widths are padded to one width for the conditional MLM.
     features = [dict(model.preprocess(random_sentences(8, seed=s, max_words=4 + 8 * s))) for s in range(columns)]
     torch.manual_seed(0)
     _total(loss(features))  # first-call setup (device caches) is not a per-step cost
