@@ -100,7 +100,7 @@ def check_finite(loss: torch.nn.Module, components: dict[str, Tensor], empty: Te
     is NaN or infinite, else :class:`PredictionBoundError` when ``overflow`` is true: training stops at the step
     that broke, before NaN weights are saved. Reading the flags is one host synchronisation; with
     ``loss.defer_checks`` set (for a training run, by ``AuxiliaryStateCallback``) they stay on the device until
-    :func:`raise_deferred_checks` reads them after the step, before any checkpoint.
+    :meth:`~st_infocse.losses.TrainingLoss.raise_step_checks` reads them after the step, before any checkpoint.
     """
     values = torch.stack([value.detach().float().reshape(()) for value in components.values()])
     false = torch.zeros((), dtype=torch.bool, device=values.device)
@@ -112,7 +112,7 @@ def check_finite(loss: torch.nn.Module, components: dict[str, Tensor], empty: Te
     names, check = tuple(components), (values, empty, overflow, broken)
     if not getattr(loss, "defer_checks", False):
         if bool(broken):
-            _raise(loss, names, *check[:3])
+            raise_failed_check(loss, names, *check[:3])
         return
     # The flags of the passes since the last read, per set of term names: the values of the first broken pass (so
     # the error quotes the pass that broke), else the latest.
@@ -124,16 +124,9 @@ def check_finite(loss: torch.nn.Module, components: dict[str, Tensor], empty: Te
     pending[names] = check
 
 
-def raise_deferred_checks(loss: torch.nn.Module) -> None:
-    """Read the flags :func:`check_finite` kept on the device for ``loss`` and raise as it would have; then forget
-    them."""
-    pending: dict[tuple[str, ...], tuple[Tensor, ...]] = loss.__dict__.pop("_pending_checks", None) or {}
-    for names, (values, empty, overflow, broken) in pending.items():
-        if bool(broken):
-            _raise(loss, names, values, empty, overflow)
-
-
-def _raise(loss: torch.nn.Module, names: tuple[str, ...], values: Tensor, empty: Tensor, overflow: Tensor) -> None:
+def raise_failed_check(loss: torch.nn.Module, names: tuple[str, ...], values: Tensor, empty: Tensor,
+                       overflow: Tensor) -> None:
+    """Raise the error :func:`check_finite` found for ``loss``, with the flags it kept (read here)."""
     step = getattr(loss, "training_step", None)
     where = f" at training step {step}" if step else ""
     # An all-empty batch also gives zero or NaN MLM terms; the emptiness is the cause to report.

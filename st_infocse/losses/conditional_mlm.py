@@ -210,28 +210,17 @@ class ConditionalMLMLoss(TrainingLoss):
             labels.append(view_labels)
             masks.append(mask)
             types.append(features.get("token_type_ids"))
-        if len({t.shape[1] for t in masked}) == 1:
-            # Views of one width share a single pass through the decoder.
-            token_types = None if any(t is None for t in types) else torch.cat(types)
-            all_labels = torch.cat(labels)
-            output = self.decoder(torch.cat(embeddings), torch.cat(masked), torch.cat(masks), all_labels,
-                                  token_type_ids=token_types, max_predictions=self.max_predictions(all_labels))
-        else:
-            outputs = [
-                self.decoder(emb, ids, mask, lab, token_type_ids=tt, max_predictions=self.max_predictions(lab))
-                for emb, ids, mask, lab, tt in zip(embeddings, masked, masks, labels, types, strict=True)
-            ]
-            total = sum(o.total for o in outputs)
-            # Each view's mean weighted by its share of the positions; the ratio in float64 as Python's division.
-            # An empty batch gives weights of 0 and a zero loss.
-            loss = sum(o.loss * (o.total.double() / total.clamp(min=1)).to(o.loss.dtype) for o in outputs)
-            flags = [o.overflow for o in outputs if o.overflow is not None]
-            output = MLMOutput(
-                loss=loss,
-                correct=sum(o.correct for o in outputs),
-                total=total,
-                overflow=torch.stack(flags).any() if flags else None,
-            )
+        # All views share one pass through the decoder, padded to the widest (padding is masked out of attention
+        # and labelled -100, so it changes no prediction and counts for nothing).
+        width = max(t.shape[1] for t in masked)
+
+        def stacked(tensors: list[Tensor], value: int) -> Tensor:
+            return torch.cat([torch.nn.functional.pad(t, (0, width - t.shape[1]), value=value) for t in tensors])
+
+        token_types = None if any(t is None for t in types) else stacked(types, 0)
+        all_labels = stacked(labels, -100)
+        output = self.decoder(torch.cat(embeddings), stacked(masked, 0), stacked(masks, 0), all_labels,
+                              token_type_ids=token_types, max_predictions=self.max_predictions(all_labels))
         self.metrics.update(output)
         return output
 

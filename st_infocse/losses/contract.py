@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
-from st_infocse.losses._checks import raise_deferred_checks
+from st_infocse.losses._checks import raise_failed_check
 from st_infocse.losses.registry import OBJECTIVES, STAGE1
 
 #: Whether a loss has already warned that it trains without ``AuxiliaryStateCallback`` (once per process).
@@ -66,7 +66,10 @@ class TrainingLoss(nn.Module):
 
     def raise_step_checks(self) -> None:
         """Read the deferred checks' flags (one host synchronisation), raise if one failed, then forget them."""
-        raise_deferred_checks(self)
+        pending: dict[tuple[str, ...], tuple[Tensor, ...]] = self.__dict__.pop("_pending_checks", None) or {}
+        for names, (values, empty, overflow, broken) in pending.items():
+            if bool(broken):
+                raise_failed_check(self, names, values, empty, overflow)
 
     def pop_metrics(self) -> dict[str, float]:
         """The loss's own metrics since the last call (none by default)."""

@@ -11,7 +11,6 @@ command line can check ``--objective`` and print its help before anything heavy 
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -179,10 +178,11 @@ class Objective:
 
     def loss_class(self) -> type[nn.Module]:
         """The loss class (imports it, and torch with it)."""
+        from sentence_transformers.util import import_from_string
+
         if self.loss is None:
             raise ValueError(f"objective {self.name!r} has no loss of its own")
-        module, _, name = self.loss.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return import_from_string(self.loss.replace(":", "."))
 
 
 def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str, preset: str | None = None,

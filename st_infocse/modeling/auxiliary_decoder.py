@@ -17,7 +17,7 @@ from torch import nn
 from transformers import AutoModel, PretrainedConfig
 
 from st_infocse.files import check_choice
-from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for
+from st_infocse.modeling.encoder_parts import EncoderParts, UnsupportedModelError, family_for, find_encoder_parts
 from st_infocse.modeling.heads import MLMHead, build_mlm_head, to_width
 from st_infocse.modeling.vocab_cross_entropy import vocab_cross_entropy
 
@@ -139,8 +139,6 @@ class AuxiliaryDecoder(nn.Module):
         ``"fresh"`` (random with the encoder's ``initializer_range``, as the authors' ``BertForCL`` builds its
         ``c_head``) or ``"copy"`` (encoder layers ``k .. k+n-1``, the top one again where the encoder has fewer), and
         the MLM head of ``mlm_head_source`` (default: the model's own path)."""
-        from st_infocse.modeling.encoder_parts import find_encoder_parts
-
         parts = find_encoder_parts(model)
         if not isinstance(k, int) or not 1 <= k < parts.depth:
             raise ValueError(
@@ -155,7 +153,7 @@ class AuxiliaryDecoder(nn.Module):
             n=n,
             embedding_dim=model.get_embedding_dimension(),
             encoder_config=parts.config.to_dict(),
-            layers_path=parts.layers_path,
+            layers_path=parts.family.layers_path,
             detach=detach,
             fusion_init=fusion_init,
         )
@@ -251,8 +249,6 @@ class AuxiliaryDecoder(nn.Module):
 
     def check_compatible(self, model: nn.Module) -> None:
         """Raise a clear error when this decoder cannot serve ``model`` (vocabulary, width, embedding size)."""
-        from st_infocse.modeling.encoder_parts import find_encoder_parts
-
         parts = find_encoder_parts(model)
         mine, theirs = self.encoder_config, parts.config
         for attr in ("model_type", "hidden_size", "vocab_size"):

@@ -191,16 +191,12 @@ class EncoderParts:
         return self.hf_model.config
 
     @property
-    def layers_path(self) -> str:
-        return self.family.layers_path
-
-    @property
     def depth(self) -> int:
         return len(self.layers)
 
     @property
     def layers(self) -> nn.ModuleList:
-        return self.hf_model.get_submodule(self.layers_path)
+        return self.hf_model.get_submodule(self.family.layers_path)
 
     @property
     def output_norm(self) -> nn.Module | None:

@@ -8,6 +8,8 @@ from sentence_transformers.sentence_transformer.modules import Dense, StaticEmbe
 from st_infocse import losses
 from st_infocse.modeling import UnsupportedModelError
 
+from ..conftest import random_sentences
+
 
 def test_infocse_preset_shapes(make_model):
     loss = losses.ConditionalMLMLoss(make_model())  # 4-layer encoder: k = half the depth
@@ -136,3 +138,23 @@ def test_nothing_masked_gives_a_zero_term(make_model):
 def test_unknown_preset(make_model):
     with pytest.raises(ValueError, match="preset must be one of infocse, cmlm-cse"):
         losses.ConditionalMLMLoss(make_model(), preset="diffcse")
+
+
+def test_views_of_different_widths_give_the_per_position_mean_of_each_view_alone(make_model):
+    """Views padded to one width for the shared decoder pass: each masked position's loss is what the view alone
+    gives it, and the loss is the mean over all masked positions of both views."""
+    model = make_model()
+    loss = losses.ConditionalMLMLoss(model, mlm_gather="exact")
+    model.eval(), loss.eval()
+    views = [dict(model.preprocess(random_sentences(4, seed=s, max_words=4 + 8 * s))) for s in range(2)]
+    assert views[0]["input_ids"].shape[1] != views[1]["input_ids"].shape[1]
+    embeddings = [model(dict(view))["sentence_embedding"].detach() for view in views]
+    draws = [loss.masker(view["input_ids"], view["attention_mask"]) for view in views]
+    alone = [loss.decoder(emb, ids, view["attention_mask"], labels, token_type_ids=view.get("token_type_ids"))
+             for emb, view, (ids, labels) in zip(embeddings, views, draws, strict=True)]
+    loss.masker = lambda *_: draws.pop(0)  # the same masks again
+    output = loss.compute_loss_from_embeddings(embeddings, views)
+    total = sum(int(o.total) for o in alone)
+    expected = sum(float(o.loss.detach()) * int(o.total) for o in alone) / total
+    assert int(output.total) == total and int(output.correct) == sum(int(o.correct) for o in alone)
+    assert float(output.loss.detach()) == pytest.approx(expected, rel=1e-5)

@@ -19,7 +19,7 @@ from datasets import Dataset
 
 import st_infocse
 from st_infocse import losses
-from st_infocse.losses._checks import check_finite, raise_deferred_checks
+from st_infocse.losses._checks import check_finite
 from st_infocse.training import AuxiliaryStateCallback
 
 from ..conftest import random_sentences
@@ -127,13 +127,13 @@ def test_forward_and_backward_read_nothing(make_model, name, columns):
     model = make_model()
     loss = LOSSES[name](model)
     _defer(loss)
-    # Pairs of different widths take the per-view path of the conditional MLM.
+    # Pairs of different widths are padded to one width for the conditional MLM.
     features = [dict(model.preprocess(random_sentences(8, seed=s, max_words=4 + 8 * s))) for s in range(columns)]
     torch.manual_seed(0)
     _total(loss(features))  # first-call setup (device caches) is not a per-step cost
     with host_reads_forbidden():
         _total(loss(features)).backward()
-    raise_deferred_checks(loss)  # the flags were fine
+    loss.raise_step_checks()  # the flags were fine
     for module in loss.modules():
         metrics = getattr(module, "metrics", None)
         if metrics is not None:
@@ -148,11 +148,11 @@ def test_deferred_check_raises_when_read(make_model):
     check_finite(loss, {"contrastive": torch.tensor(float("nan"))})
     check_finite(loss, {"contrastive": torch.tensor(2.0)})  # a later fine pass does not hide the broken one
     with pytest.raises(losses.NonFiniteLossError, match=r"at training step 4 \(contrastive=nan\)"):
-        raise_deferred_checks(loss)
-    raise_deferred_checks(loss)  # read once, then forgotten
+        loss.raise_step_checks()
+    loss.raise_step_checks()  # read once, then forgotten
     check_finite(loss, {"contrastive": torch.tensor(1.0)}, empty=torch.tensor(True))
     with pytest.raises(losses.EmptyBatchError):
-        raise_deferred_checks(loss)
+        loss.raise_step_checks()
 
 
 def test_bounded_gather_overflow_is_an_error_not_a_cut(make_model):

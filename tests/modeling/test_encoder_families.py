@@ -60,7 +60,7 @@ def test_lower_copy_and_fusion_layers_come_from_the_encoder(make_family_model, f
     lower = decoder.lower.state_dict()
     assert lower and all(torch.equal(value, encoder[key]) for key, value in lower.items())
     # Embeddings plus exactly k layers, no pooler, no final norm.
-    assert len(decoder.lower.get_submodule(parts.layers_path)) == K
+    assert len(decoder.lower.get_submodule(parts.family.layers_path)) == K
     for i, layer in enumerate(decoder.fusion):
         source = parts.layers[K + i]
         assert all(torch.equal(v, source.state_dict()[key]) for key, v in layer.state_dict().items())
