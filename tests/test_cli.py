@@ -1001,8 +1001,8 @@ def test_a_yaml_config_gives_typed_values_and_the_command_line_wins(workspace, c
                       "lora_target_modules: [query, value]\nsplit_sentences: true\nmax_steps: 3\n")
     seen = {}
 
-    def stop(argv, command, sources=None):
-        seen["flags"] = real(argv, command, sources)
+    def stop(argv, command):
+        seen["flags"] = real(argv, command)
         raise SystemExit(0)
 
     real = cli_train.read_training_flags
