@@ -1018,6 +1018,14 @@ def test_a_yaml_config_gives_typed_values_and_the_command_line_wins(workspace, c
     assert "--lambda (a flag of" in capsys.readouterr().err
 
 
+def test_a_config_value_that_is_not_a_yes_or_no_is_one_line_naming_its_flag(workspace, capsys):
+    """A file's string for a true/false flag is converted as the command line's would be, and refused in one line."""
+    config = workspace["root"] / "run.yaml"
+    config.write_text("objective: simcse\nbm25: maybe\n")
+    assert main(["train", "--config", str(config), "--train_data", "sentences.txt"]) == 2
+    assert capsys.readouterr().err.startswith("st-infocse train: error: --bm25: Truthy value expected: got maybe")
+
+
 def test_the_training_time_stsb_dev_evaluator_reads_the_dev_split(workspace, monkeypatch):
     """The SentEval folder holds dev and test pairs that differ: the evaluator the trainer gets holds dev's."""
     import st_infocse.cli.train as cli_train

@@ -105,7 +105,7 @@ class FlagParser:
                 if convert is not None:
                     value = [convert(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) \
                         else convert(value) if isinstance(value, str) else value
-            except (TypeError, ValueError) as exc:
+            except (ValueError, argparse.ArgumentTypeError) as exc:  # the converters see strings only
                 raise CLIError(f"--{key}: {exc}") from None
             if action.choices and value not in action.choices:
                 raise CLIError(f"--{key}: invalid choice {value!r} (choose from {', '.join(map(str, action.choices))})")
