@@ -1001,8 +1001,8 @@ def test_a_yaml_config_gives_typed_values_and_the_command_line_wins(workspace, c
                       "lora_target_modules: [query, value]\nsplit_sentences: true\nmax_steps: 3\n")
     seen = {}
 
-    def stop(argv, command, sources=None):
-        seen["flags"] = real(argv, command, sources)
+    def stop(argv, command):
+        seen["flags"] = real(argv, command)
         raise SystemExit(0)
 
     real = cli_train.read_training_flags
@@ -1016,6 +1016,14 @@ def test_a_yaml_config_gives_typed_values_and_the_command_line_wins(workspace, c
     config.write_text("objective: simcse\nlambda: 0.1\n")
     assert main(["train", "--config", str(config), "--train_data", "sentences.txt"]) == 2
     assert "--lambda (a flag of" in capsys.readouterr().err
+
+
+def test_a_config_value_that_is_not_a_yes_or_no_is_one_line_naming_its_flag(workspace, capsys):
+    """A file's string for a true/false flag is converted as the command line's would be, and refused in one line."""
+    config = workspace["root"] / "run.yaml"
+    config.write_text("objective: simcse\nbm25: maybe\n")
+    assert main(["train", "--config", str(config), "--train_data", "sentences.txt"]) == 2
+    assert capsys.readouterr().err.startswith("st-infocse train: error: --bm25: Truthy value expected: got maybe")
 
 
 def test_the_training_time_stsb_dev_evaluator_reads_the_dev_split(workspace, monkeypatch):

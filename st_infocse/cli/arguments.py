@@ -195,16 +195,17 @@ def _check_run(run: Any) -> None:
     if run.confirm_share is not None and run.keep_trained_if != "reliable":
         raise CLIError("--confirm_share holds queries out of --keep_trained_if reliable's decision: give "
                        "--keep_trained_if reliable")
-    if run.confirm_share is not None and run.stsb_dev.lower() == "none" and not run.eval_retrieval:
+    if run.confirm_share is not None and not run.measured:
         raise CLIError("--confirm_share splits the queries the run is measured on: give --eval_retrieval (or "
+                       "--stsb_dev)")
+    if run.keep_trained_if == "reliable" and not run.measured:
+        raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
                        "--stsb_dev)")
 
 
 _RUN, _ENDS = "st_infocse.evaluation.run_evaluators:run_evaluation", "st_infocse.training.start_end:StartEndCallback"
 
-#: What a run is measured with (:func:`~st_infocse.evaluation.run_evaluators.run_evaluation`) and the rule that
-#: chooses the model handed back (:class:`~st_infocse.training.StartEndCallback`).
-RunEvaluationArguments = derived("measuring the run (start -> end)", {
+class RunEvaluationArguments(derived("measuring the run (start -> end)", {
     # 'demo' and 'none' are the command line's own values, read in st_infocse.cli.evaluators
     "stsb_dev": (_RUN, {"default": "hub", "help": "STS-B dev for checkpoint selection: 'hub', 'demo' (the 1,500 pairs "
                         "shipped with the package), a SentEval data/downstream folder, a sentence1/sentence2/score "
@@ -217,7 +218,15 @@ RunEvaluationArguments = derived("measuring the run (start -> end)", {
     "keep_trained_if": _ENDS, "confirm_share": (_ENDS, {"metavar": "SHARE"}),
 }, {"eval_retrieval_max_corpus": ((0, None, True, False), "(0: the whole corpus)"),
     "confirm_share": ((0, 1, False, False), "(the share of the queries held out of the keep rule)")},
-    _check_run, name="RunEvaluationArguments")
+    _check_run, name="RunEvaluationArguments")):
+    """What a run is measured with (:func:`~st_infocse.evaluation.run_evaluators.run_evaluation`) and the rule that
+    chooses the model handed back (:class:`~st_infocse.training.StartEndCallback`)."""
+
+    @property
+    def measured(self) -> bool:
+        """Whether the run has an evaluator: STS-B dev, or the user's own retrieval set."""
+        return self.stsb_dev.lower() != "none" or bool(self.eval_retrieval)
+
 
 #: What a run hands back: the trained model or the start, and the share of the change kept (IDC: per round).
 KeepArguments = derived("the model handed back", {

@@ -76,7 +76,7 @@ def cmd_evaluate(argv: Sequence[str]) -> int:
         for comparison in comparisons:
             print(comparison)
         written["comparison"] = evaluation.save_comparisons(comparisons, eval_args.output_dir)
-    summary("Evaluation done", {kind: path for kind, path in written.items()})
+    summary("Evaluation done", written)
     return 0
 
 

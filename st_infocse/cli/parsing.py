@@ -14,7 +14,7 @@ import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -105,7 +105,7 @@ class FlagParser:
                 if convert is not None:
                     value = [convert(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) \
                         else convert(value) if isinstance(value, str) else value
-            except (TypeError, ValueError) as exc:
+            except (ValueError, argparse.ArgumentTypeError) as exc:  # the converters see strings only
                 raise CLIError(f"--{key}: {exc}") from None
             if action.choices and value not in action.choices:
                 raise CLIError(f"--{key}: invalid choice {value!r} (choose from {', '.join(map(str, action.choices))})")
@@ -127,33 +127,18 @@ class FlagParser:
         return self._parser(suppress_defaults=False).format_help()
 
 
-@dataclass
-class Sources:
-    """Where a command's flags come from, in the order they apply: the recipe's, the file's, the command line's."""
-
-    recipe: Any = None
-    config: dict[str, Any] = field(default_factory=dict)
-    argv: list[str] = field(default_factory=list)
-
-    @property
-    def layers(self) -> list[Source]:
-        recipe = [] if self.recipe is None else ["--output_dir", f"output/{self.recipe.name}", *self.recipe.to_argv()]
-        return [recipe, self.config, self.argv]
-
-
-def read_sources(argv: Sequence[str], prog: str, recipes: bool = False) -> Sources:
-    """The first stage: ``--config`` read into a mapping, ``--recipe`` (``recipes``) looked up; the other strings
-    are left for the command's stages."""
+def read_sources(argv: Sequence[str], prog: str, recipes: bool = False) -> tuple[Any, list[Source]]:
+    """The first stage: ``--config`` read into a mapping, ``--recipe`` (``recipes``) looked up. Returns the recipe
+    (None, or "list" for the table) and where the flags come from, in the order they apply: the recipe's, the file's,
+    the command line's other strings, left for the command's stages."""
     given, rest = FlagParser([ConfigArguments, *([RecipeArguments] if recipes else [])], prog).read(argv)
-    sources = Sources(argv=list(rest))
-    if given.get("config"):
-        sources.config = read_config(given["config"])
-    names = given.get("recipe") or ([sources.config.pop("recipe")] if recipes and "recipe" in sources.config else [])
+    config = read_config(given["config"]) if given.get("config") else {}
+    names = given.get("recipe") or ([config.pop("recipe")] if recipes and "recipe" in config else [])
     if len(set(names)) > 1:
         raise CLIError(f"--recipe given more than once ({', '.join(names)}); a run follows one recipe")
-    if names:
-        sources.recipe = names[0] if names[0] == "list" else recipe_by_name(names[0])
-    return sources
+    recipe = None if not names else names[0] if names[0] == "list" else recipe_by_name(names[0])
+    flags = [] if recipe in (None, "list") else ["--output_dir", f"output/{recipe.name}", *recipe.to_argv()]
+    return recipe, [flags, config, list(rest)]
 
 
 def recipe_by_name(name: str) -> Any:
@@ -187,7 +172,7 @@ def parse_command(dataclass_types: Sequence[type], argv: Sequence[str], prog: st
     if asks_for_help(argv):
         print(FlagParser([*dataclass_types, ConfigArguments], prog).format_help())
         return None
-    recipe, user, left = parser.read_layers(read_sources(argv, prog).layers)
+    recipe, user, left = parser.read_layers(read_sources(argv, prog)[1])
     refuse_unknown(unknown_flags(left), prog, f"the flags `{prog} --help` lists", known=parser.flags)
     return parser.build({**recipe, **user})
 

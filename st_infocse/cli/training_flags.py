@@ -36,7 +36,6 @@ from st_infocse.cli.parsing import (
     ConfigArguments,
     FlagParser,
     RecipeArguments,
-    Sources,
     asks_for_help,
     flag_of,
     read_sources,
@@ -80,11 +79,6 @@ class TrainingFlags:
     typed: frozenset[str] = frozenset()
 
     @property
-    def evaluates(self) -> bool:
-        """Whether the run has an evaluator: STS-B dev, or the user's own retrieval set."""
-        return self.run is not None and (self.run.stsb_dev.lower() != "none" or bool(self.run.eval_retrieval))
-
-    @property
     def docs(self) -> str | None:
         return next((section.docs for section in self.sections() if hasattr(section, "docs")), None)
 
@@ -113,20 +107,18 @@ def command_sections(command: str, objective: str, idc_loss: str = "mnrl") -> li
     return [ModelArguments, ObjectiveArguments, RunEvaluationArguments, *lexical, OutputArguments, *entry.all]
 
 
-def read_training_flags(argv: Sequence[str], command: str, sources: Sources | None = None) -> TrainingFlags | None:
-    """The run's flags from ``sources`` (the recipe's, the config file's, then the command line's, which win; read
-    from ``argv`` when not given); None when ``--help`` (the help of the objective's flags) or ``--recipe list`` (the
-    recipes) was asked for, and printed."""
+def read_training_flags(argv: Sequence[str], command: str) -> TrainingFlags | None:
+    """The run's flags from ``argv``: the recipe's, the config file's, then the command line's, which win; None when
+    ``--help`` (the help of the objective's flags) or ``--recipe list`` (the recipes) was asked for, and printed."""
     prog = f"st-infocse {command}"
-    if sources is None:
-        sources = read_sources(argv, prog, recipes=command == "train" and not asks_for_help(argv))
-    if sources.recipe == "list":
+    recipe, layers = read_sources(argv, prog, recipes=command == "train" and not asks_for_help(argv))
+    if recipe == "list":
         print(format_recipe_list())
         return None
     objective, idc_loss = STAGE1.name, "mnrl"
     if command == "train":
         first = FlagParser([ObjectiveArguments, IDCPairLoss], prog)
-        chosen = first.build({key: value for layer in sources.layers for key, value in first.read(layer)[0].items()})
+        chosen = first.build({key: value for layer in layers for key, value in first.read(layer)[0].items()})
         objective, idc_loss = chosen[0].objective, chosen[1].idc_loss
     entry = entry_of(objective, idc_loss)
     own = FlagParser(command_sections(command, objective, idc_loss), prog)
@@ -134,7 +126,7 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
         print(FlagParser([ConfigArguments, *([RecipeArguments] if command == "train" else []),
                           *own.dataclass_types, training_arguments_class()], prog).format_help())
         return None
-    recipe_own, user_own, left = own.read_layers(sources.layers)
+    recipe_own, user_own, left = own.read_layers(layers)
     what = command if command != "train" else f"--objective {objective}" + (
         f" --idc_loss {idc_loss}" if objective == "idc" else "")
     own_flags = ", ".join(f"--{item.name.rstrip('_')}" for dtype in entry.all
@@ -150,8 +142,8 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     built = dict(zip(own.dataclass_types, own.build({**recipe_own, **user_own}), strict=True))
     flags = TrainingFlags(objective=objective, entry=entry, loss=built.get(entry.loss_flags),
                           **{attributes[dtype]: value for dtype, value in built.items() if dtype in attributes})
-    if sources.recipe is not None:
-        check_requires(sources.recipe, set(user_own))
+    if recipe is not None:
+        check_requires(recipe, set(user_own))
     check_before_loading(flags)
 
     trainer = FlagParser([training_arguments_class()], prog)
@@ -160,7 +152,6 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
     flags.given = frozenset({*recipe_own, *user_own, *recipe_trainer, *user_trainer})
     flags.typed = frozenset({*user_own, *user_trainer})
     trainer_values = {**recipe_trainer, **user_trainer}
-    recipe = sources.recipe
     # with or without a recipe: --bf16 true on a CPU needs use_cpu, which transformers does not infer
     precision, chosen_precision = settle_precision(recipe.name if recipe else "", recipe.precision if recipe else None,
                                                    trainer_values, flags.typed)
@@ -173,7 +164,7 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
         raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
                        f"{objective}: its rounds train on pairs mined from --docs, evaluate after each round and keep "
                        "the best round, the model as given included")
-    if not flags.evaluates:
+    if flags.run is None or not flags.run.measured:
         trainer_values.update(EVALUATION_OFF)
     (flags.trainer,) = trainer.build(trainer_values)  # the trainer's own value checks run here (its __post_init__)
     check_keep_rule(flags)
@@ -184,10 +175,9 @@ def read_training_flags(argv: Sequence[str], command: str, sources: Sources | No
 def check_before_loading(flags: TrainingFlags) -> None:
     """What the flags of several sections tell together before torch loads: the model, the data, the folders."""
     check_model_source(flags.model.model)
-    run = flags.run
     if flags.distill is not None and not flags.lexical.bm25:
         raise CLIError("--bm25 false leaves --objective distill no teacher: it distils BM25 fused with your model")
-    if flags.distill is None and flags.lexical is not None and not (run is not None and run.eval_retrieval):
+    if flags.distill is None and flags.lexical is not None and not flags.run.eval_retrieval:
         given = [f"--{item.name}" for item in fields(LexicalArguments)
                  if getattr(flags.lexical, item.name) != item.default]
         if given:
@@ -210,16 +200,13 @@ def check_before_loading(flags: TrainingFlags) -> None:
 
 def check_keep_rule(flags: TrainingFlags) -> None:
     """``--keep_trained_if reliable`` judges the gain over the queries (pairs) of the checkpoint metric: refused, before
-    the model loads, when nothing measures the run, when the start is never restored, or when the checkpoint metric
-    is not one whose evaluator keeps per-query scores (retrieval nDCG@10, STS-B dev)."""
+    the model loads, when the start is never restored, or when the checkpoint metric is not one whose evaluator keeps
+    per-query scores (retrieval nDCG@10, STS-B dev); a run that nothing measures is refused by its section."""
     if flags.run is None or flags.run.keep_trained_if != "reliable":
         return
     if flags.run.confirm_share is not None and flags.idc is not None:
         raise CLIError("--confirm_share: IDC's rounds choose their best round on all the queries; it applies to a "
                        "run of one loss")
-    if not flags.evaluates:
-        raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
-                       "--stsb_dev)")
     if flags.keep is not None and not flags.keep.keep_start_if_better:
         raise CLIError("--keep_trained_if reliable chooses between the start and the trained model, which "
                        "--keep_start_if_better false turns off; drop one of them")
