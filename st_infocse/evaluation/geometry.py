@@ -65,14 +65,9 @@ def uniformity_loss(x: torch.Tensor, t: float = 2.0, chunk_size: int = 4096) -> 
     if n < 2:
         raise ValueError("uniformity needs at least two distinct sentences")
     x = x.double()
-    total = torch.zeros((), dtype=torch.float64)
-    for start in range(0, n, chunk_size):
-        block = x[start : start + chunk_size]
-        squared = torch.cdist(block, x).pow(2)
-        rows = torch.arange(start, start + block.shape[0]).unsqueeze(1)
-        upper = torch.arange(n).unsqueeze(0) > rows  # each unordered pair once
-        total += torch.exp(-t * squared)[upper].sum()
-    return float(torch.log(total / (n * (n - 1) / 2)))
+    # every ordered pair counts each unordered one twice; the n pairs of a row with itself add exp(0) = 1 each
+    total = sum(torch.exp(-t * torch.cdist(block, x).pow(2)).sum() for block in x.split(chunk_size)) - n
+    return float(torch.log(total / (n * (n - 1))))
 
 
 def evaluate_alignment_uniformity(model: Any, source: PathLike | STSPairs, positive_above: float = 4.0,

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from ._format import SCALE_X100, markdown_table
 from .encoding import encode_unique
@@ -53,20 +52,14 @@ def evaluate_in_domain_retrieval(model: Any, source: PathLike | STSPairs, gold_s
     queries = [i for i, score in enumerate(pairs.scores) if score == gold_score]
     if not queries:
         raise ValueError(f"{pairs.source}: no pair has gold score {gold_score}")
-    embeddings = torch.from_numpy(encode_unique(model, slots, batch_size, show_progress_bar, normalize_embeddings=True))
+    embeddings = encode_unique(model, slots, batch_size, show_progress_bar, normalize_embeddings=True)
     texts = np.asarray(slots, dtype=object)
-    hits = {k: 0 for k in k_values}
-    for i in queries:
-        query_text, answer_text = pairs.sentences1[i], pairs.sentences2[i]
-        scores = embeddings @ embeddings[i]
-        candidate = np.ones(len(slots), dtype=bool)
-        candidate[i] = False
-        if query_text != answer_text:
-            candidate &= texts != query_text
-        answers = candidate & (texts == answer_text)
-        best_answer = scores[torch.from_numpy(answers)].max()
-        rank = 1 + int((scores[torch.from_numpy(candidate)] > best_answer).sum())
-        for k in k_values:
-            hits[k] += rank <= k
-    recall = {k: 100.0 * hits[k] / len(queries) for k in k_values}
+    # a row per query: its text, its answer's, its similarity to every slot, the slots it is ranked among
+    query_texts, answer_texts = texts[queries, None], texts[[len(pairs) + i for i in queries], None]
+    scores = embeddings[queries] @ embeddings.T
+    candidate = (texts != query_texts) | (query_texts == answer_texts)
+    candidate[np.arange(len(queries)), queries] = False
+    best_answer = np.where(candidate & (texts == answer_texts), scores, -np.inf).max(axis=1, keepdims=True)
+    ranks = 1 + (candidate & (scores > best_answer)).sum(axis=1)
+    recall = {k: 100.0 * int((ranks <= k).sum()) / len(queries) for k in k_values}
     return InDomainRetrievalResult(recall, len(queries), len(slots), pairs.source)

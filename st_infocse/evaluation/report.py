@@ -111,8 +111,6 @@ def markdown_report(results: Mapping[str, Any], settings: Mapping[str, Any] | No
             body = sts_markdown(list(value))
         elif isinstance(value, EvaluationResult):
             body = value.to_markdown()
-        elif hasattr(value, "to_dict"):
-            body = markdown_table(["metric", "value"], [[k, cell(v)] for k, v in value.to_dict().items()])
         else:
             body = f"```json\n{json.dumps(to_jsonable(value), indent=2)}\n```"
         sections.append(f"## {title}\n\n{body}")

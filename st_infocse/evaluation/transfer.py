@@ -106,13 +106,10 @@ def classify(data: TransferData, train_x: np.ndarray, test_x: np.ndarray | None 
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         if data.test is None:
             outer = model_selection.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
-            accuracies, chosen = [], []
-            for train_index, test_index in outer.split(train_x, y):
-                search = grid_search().fit(train_x[train_index], y[train_index])
-                accuracies.append(search.score(train_x[test_index], y[test_index]))
-                chosen.append(float(search.best_params_["logisticregression__C"]))
-            return TransferTaskResult(data.name, 100 * float(np.mean(accuracies)), f"{kfold}-fold CV", len(y), len(y),
-                                      chosen, data.source)
+            folds = model_selection.cross_validate(grid_search(), train_x, y, cv=outer, return_estimator=True)
+            chosen = [float(search.best_params_["logisticregression__C"]) for search in folds["estimator"]]
+            return TransferTaskResult(data.name, 100 * float(np.mean(folds["test_score"])), f"{kfold}-fold CV",
+                                      len(y), len(y), chosen, data.source)
         y_test = np.asarray(data.test_labels)
         if data.dev is not None:
             y_dev = np.asarray(data.dev_labels)

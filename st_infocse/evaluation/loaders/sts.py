@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -139,13 +139,19 @@ def load_senteval_sts(folder: PathLike, task: str, split: str = "test") -> STSPa
     raise ValueError(f"unknown SentEval STS task {task!r}; expected one of {', '.join(STS_TASKS)}")
 
 
-def _rows_to_pairs(rows: Iterable[Mapping[str, Any]], path: Path, columns: tuple[str, str, str],
-                   locate: Callable[[int], tuple[int, str]]) -> tuple[list[str], list[str], list[float]]:
-    """The three columns of a ``Dataset``'s rows, checked; row ``index`` is named by ``locate(index)``, its
-    ``(number, unit)`` in the file (a line of a text file, a row of a Hugging Face folder)."""
+def _rows_to_pairs(ds: Any, path: Path, columns: tuple[str, str, str], locate: Callable[[int], tuple[int, str]],
+                   header: int | None = None, per_row: bool = False) -> tuple[list[str], list[str], list[float]]:
+    """The three columns of a ``Dataset``'s rows, checked: a column the dataset lacks is named at ``header`` (its
+    line; with ``per_row``, as JSON rows carry their own columns, at the first row without it unless the dataset
+    has none of the three); row ``index`` is named by ``locate(index)``, its ``(number, unit)`` in the file (a line
+    of a text file, a row of a Hugging Face folder)."""
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing and (not per_row or len(missing) == len(columns)):
+        found = ", ".join(ds.column_names) or "nothing"
+        raise DataFormatError(path, header, f"missing column(s) {', '.join(missing)} (found: {found})")
     c1, c2, cs = columns
     s1, s2, scores = [], [], []
-    for index, row in enumerate(rows):
+    for index, row in enumerate(ds.select_columns([c for c in columns if c in ds.column_names])):
         number, unit = locate(index)
         missing = [c for c in columns if row.get(c) is None]
         if missing:
@@ -236,13 +242,7 @@ def load_sts_file(path: PathLike, name: str | None = None, sentence1_column: str
         if "__index_level_0__" in ds.column_names:  # pandas made a first row wider than the header an index
             header = len(ds.column_names) - 1
             raise DataFormatError(path, record_lines[1], f"expected {header} columns like the header, found more")
-    missing = [c for c in columns if c not in ds.column_names]
-    if missing and (not is_json or len(missing) == len(columns)):  # a JSON row is checked for its own columns
-        found = ", ".join(ds.column_names) or "nothing"
-        raise DataFormatError(path, None if is_json else record_lines[0],
-                              f"missing column(s) {', '.join(missing)} (found: {found})")
-    rows = ds.select_columns([c for c in columns if c in ds.column_names])
-    s1, s2, scores = _rows_to_pairs(rows, path, columns, locate)
+    s1, s2, scores = _rows_to_pairs(ds, path, columns, locate, None if is_json else record_lines[0], per_row=is_json)
     DataFormatError.unless_any(scores, path, "file is empty (no sentence pairs)")
     return STSPairs(canonical_sts_name(name or path.stem), s1, s2, scores, source=f"file:{path}", split=split)
 
@@ -277,11 +277,7 @@ def load_sts_hf(path: PathLike, split: str = "test", name: str | None = None, se
             raise DataFormatError(path, None, f"no split {split!r} (available: {', '.join(ds)})")
         ds = ds[chosen]
     columns = (sentence1_column, sentence2_column, score_column)
-    missing = [c for c in columns if c not in ds.column_names]
-    if missing:
-        found = ", ".join(ds.column_names)
-        raise DataFormatError(path, None, f"missing column(s) {', '.join(missing)} (found: {found})")
-    s1, s2, scores = _rows_to_pairs(ds.select_columns(list(columns)), path, columns, lambda i: (i + 1, "row"))
+    s1, s2, scores = _rows_to_pairs(ds, path, columns, lambda i: (i + 1, "row"))
     DataFormatError.unless_any(scores, path, f"split {split!r} is empty (no sentence pairs)")
     return STSPairs(canonical_sts_name(name or path.name), s1, s2, scores, source=f"hf:{path}", split=split)
 
