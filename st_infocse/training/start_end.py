@@ -317,11 +317,8 @@ class StartEndCallback(TrainerCallback):
         self._training = False
 
     def _evaluate(self, model: Any, state: TrainerState) -> dict[str, float]:
-        was_training = model.training
-        try:
-            return _scores(self.evaluator(model, epoch=state.epoch or 0, steps=state.global_step))
-        finally:
-            model.train(was_training)
+        # The evaluator may leave the model in eval mode: the trainer's training_step sets train mode at every step.
+        return _scores(self.evaluator(model, epoch=state.epoch or 0, steps=state.global_step))
 
     def _last_units(self) -> dict[str, UnitScores]:
         return {_eval_key(key): units for key, units in unit_scores(self.evaluator).items()}
