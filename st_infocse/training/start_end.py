@@ -309,12 +309,7 @@ class StartEndCallback(TrainerCallback):
         self.log = log
         self.result: StartEndResult | None = None
         self.start_weights = start_weights if start_weights is not None else StartingWeights()
-        self._start: dict[str, float] = {}
-        self._start_step = 0
-        self._evaluations: dict[int, dict[str, float]] = {}
-        self._start_units: dict[str, UnitScores] = {}
-        self._units: dict[int, dict[str, UnitScores]] = {}
-        self._training = False
+        self._training = False  # the run's scores and units are set when training begins
 
     def _evaluate(self, model: Any, state: TrainerState) -> dict[str, float]:
         # The evaluator may leave the model in eval mode: the trainer's training_step sets train mode at every step.
