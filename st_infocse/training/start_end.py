@@ -319,10 +319,8 @@ class StartEndCallback(TrainerCallback):
         return {_eval_key(key): units for key, units in unit_scores(self.evaluator).items()}
 
     def _decider(self, args: TrainingArguments) -> tuple[str, bool]:
-        if args.metric_for_best_model:
-            metric = _eval_key(args.metric_for_best_model)
-            greater = args.greater_is_better
-            return metric, (not metric.endswith("loss")) if greater is None else bool(greater)
+        if args.metric_for_best_model:  # its direction as the trainer reads it (set from the name when not given)
+            return _eval_key(args.metric_for_best_model), bool(args.greater_is_better)
         primary = getattr(self.evaluator, "primary_metric", None) or next(iter(self._start), "evaluator")
         return _eval_key(primary), bool(getattr(self.evaluator, "greater_is_better", True))
 
