@@ -309,28 +309,18 @@ class StartEndCallback(TrainerCallback):
         self.log = log
         self.result: StartEndResult | None = None
         self.start_weights = start_weights if start_weights is not None else StartingWeights()
-        self._start: dict[str, float] = {}
-        self._start_step = 0
-        self._evaluations: dict[int, dict[str, float]] = {}
-        self._start_units: dict[str, UnitScores] = {}
-        self._units: dict[int, dict[str, UnitScores]] = {}
-        self._training = False
+        self._training = False  # the run's scores and units are set when training begins
 
     def _evaluate(self, model: Any, state: TrainerState) -> dict[str, float]:
-        was_training = model.training
-        try:
-            return _scores(self.evaluator(model, epoch=state.epoch or 0, steps=state.global_step))
-        finally:
-            model.train(was_training)
+        # The evaluator may leave the model in eval mode: the trainer's training_step sets train mode at every step.
+        return _scores(self.evaluator(model, epoch=state.epoch or 0, steps=state.global_step))
 
     def _last_units(self) -> dict[str, UnitScores]:
         return {_eval_key(key): units for key, units in unit_scores(self.evaluator).items()}
 
     def _decider(self, args: TrainingArguments) -> tuple[str, bool]:
-        if args.metric_for_best_model:
-            metric = _eval_key(args.metric_for_best_model)
-            greater = args.greater_is_better
-            return metric, (not metric.endswith("loss")) if greater is None else bool(greater)
+        if args.metric_for_best_model:  # its direction as the trainer reads it (set from the name when not given)
+            return _eval_key(args.metric_for_best_model), bool(args.greater_is_better)
         primary = getattr(self.evaluator, "primary_metric", None) or next(iter(self._start), "evaluator")
         return _eval_key(primary), bool(getattr(self.evaluator, "greater_is_better", True))
 
