@@ -148,8 +148,9 @@ class StartEndResult:
         best_score: that score.
         kept: the model in memory after training: ``"start"`` (restored), ``"best checkpoint"`` (loaded by the
             trainer, ``load_best_model_at_end``) or ``"end"`` (the last step).
-        worse_at_end: metrics whose end is worse than their start (greater is better, except ``metric``'s own
-            direction and names containing "loss").
+        worse_at_end: metrics whose end is worse than their start, the deciding one first (greater is better,
+            except ``metric``'s own direction and names containing "loss"); derived from ``start`` and ``end``, not
+            passed.
         changes: metric -> the change from the start to the model the trainer left (x100), with its 95% interval
             over the queries or pairs and its verdict, for the metrics whose evaluator keeps unit scores. With
             ``confirm_share``, the deciding metric's is the change on the held-out units (unit "held-out queries").
