@@ -78,22 +78,19 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
                   own_length, {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
                                **({"output folder": replaced} if replaced else {}),
                                **({"weight anchor": anchor} if anchor else {})})
-    from st_infocse.training.snapshot import StartingWeights
-
-    callbacks, ends, start_weights = [], None, StartingWeights()  # one copy of the start for both callbacks
+    callbacks, ends = [], None
     if measured.evaluator is not None:
         from st_infocse.training.start_end import StartEndCallback
 
         ends = StartEndCallback(measured.evaluator, keep_start_if_better=flags.keep.keep_start_if_better, log=False,
-                                keep_trained_if=flags.run.keep_trained_if, start_weights=start_weights,
-                                confirm_share=flags.run.confirm_share)
+                                keep_trained_if=flags.run.keep_trained_if, confirm_share=flags.run.confirm_share)
         callbacks.append(ends)
         if lexical is not None:  # after StartEndCallback: its start evaluation leaves the hits
             from st_infocse.evaluation.run_evaluators import LexicalReferenceCallback
 
             callbacks.append(references := LexicalReferenceCallback(measured.retrieval, lexical))
-    if anchor:
-        callbacks.append(WeightAnchorCallback(flags.keep.weight_anchor, start_weights=start_weights))
+    if anchor:  # one copy of the start for both callbacks: the anchor shares the start-end callback's
+        callbacks.append(WeightAnchorCallback(flags.keep.weight_anchor, start_weights=ends and ends.start_weights))
     from st_infocse.training.interrupt import Interrupted
 
     try:
