@@ -18,7 +18,6 @@ class Interrupted(KeyboardInterrupt):
     Ctrl-C skipped it). Printed, it says what was saved and how to resume."""
 
     def __init__(self, step: int, max_steps: int, checkpoint: Path | None, output_dir: str | Path) -> None:
-        super().__init__(step, max_steps, checkpoint)
         self.step, self.max_steps, self.checkpoint, self.output_dir = step, max_steps, checkpoint, output_dir
 
     def __str__(self) -> str:
