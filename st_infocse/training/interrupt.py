@@ -1,6 +1,6 @@
-"""Ctrl-C during training: the first one saves a resumable checkpoint at the step reached and ends the run; a second
-one ends it at once, without saving. transformers' trainer has no such handling: a Ctrl-C there loses every step
-since the last scheduled checkpoint."""
+"""Ctrl-C during training: the first one saves a resumable checkpoint at the step reached and ends the run, skipping
+what follows training; a second one ends it at once, without saving. transformers' own trainer checkpoints on SIGTERM
+only (``enable_jit_checkpoint``), and then finishes the run as if it had ended."""
 
 from __future__ import annotations
 
