@@ -724,7 +724,7 @@ def _one_step(command: str) -> list[str]:
         (["train", "--temperature", "0", "--train_data", "sentences.txt"], "--temperature must be positive, got 0"),
         (["pretrain-aux", "--k", "0", "--train_data", "sentences.txt"], "k (frozen lower layers) must be between 1"),
         (["train", "--max_train_samples", "0", "--train_data", "sentences.txt"], "--max_train_samples must be at least 1, got 0"),
-        (["train", "--objective", "idc", "--docs", "docs.jsonl", "--rounds", "0"], "rounds must be >= 1, got 0"),
+        (["train", "--objective", "idc", "--docs", "docs.jsonl", "--rounds", "0"], "rounds must be at least 1, got 0"),
         (["train", "--objective", "idc", "--docs", "docs.jsonl", "--idc_k", "0"], "k must be >= 1, got 0"),
         # MultipleNegativesRankingLoss takes 1 / temperature as its scale.
         (["train", "--objective", "idc", "--docs", "docs.jsonl", "--temperature", "0"], "--temperature must be positive, got 0"),

@@ -609,27 +609,17 @@ def _interrupting(monkeypatch, at_step: int, times: int):
     import os
     import signal
 
-    from st_infocse.cli import interrupt
+    from st_infocse.training.interrupt import InterruptCallback
 
-    real = interrupt.interrupt_callback
+    on_step_end = InterruptCallback.on_step_end
 
-    def factory():
-        callback = real()
-        on_step_end = callback.on_step_end
+    def pressed(self, args, state, control, **kwargs):
+        if state.global_step == at_step:
+            for _ in range(times):
+                os.kill(os.getpid(), signal.SIGINT)
+        return on_step_end(self, args, state, control, **kwargs)
 
-        def pressed(args, state, control, **kwargs):
-            if state.global_step == at_step:
-                for _ in range(times):
-                    try:
-                        os.kill(os.getpid(), signal.SIGINT)
-                    except interrupt.Interrupted:
-                        raise
-            return on_step_end(args, state, control, **kwargs)
-
-        callback.on_step_end = pressed
-        return callback
-
-    monkeypatch.setattr(interrupt, "interrupt_callback", factory)
+    monkeypatch.setattr(InterruptCallback, "on_step_end", pressed)
 
 
 def _four_steps(user_model, data, out):

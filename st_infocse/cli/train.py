@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import for_model, run_evaluation
 from st_infocse.cli.inputs import check_earlier_run, model_from_args
-from st_infocse.cli.interrupt import Interrupted
 from st_infocse.cli.objectives import add_adapter
 from st_infocse.cli.output import finish_run, start_summary
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
@@ -25,13 +24,13 @@ from st_infocse.training.texts import count_long_texts
 
 def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
     """Train ``loss`` on ``dataset`` through the package's trainer builder, resuming where ``--resume_from_checkpoint``
-    says (a folder, or True: the newest checkpoint in the output folder); returns the trainer."""
-    from st_infocse.cli.interrupt import interrupt_callback, interruptible
+    says (a folder, or True: the newest checkpoint in the output folder), a Ctrl-C saving a checkpoint; returns the
+    trainer."""
     from st_infocse.training.builder import build_trainer
+    from st_infocse.training.interrupt import interruptible
 
-    interrupt = interrupt_callback()
-    trainer = build_trainer(model, loss, dataset, training_args, evaluator, callbacks=[*callbacks, interrupt])
-    with interruptible(interrupt):
+    trainer = build_trainer(model, loss, dataset, training_args, evaluator, callbacks=callbacks)
+    with interruptible(trainer):
         trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     return trainer
 
@@ -79,26 +78,25 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
                   own_length, {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
                                **({"output folder": replaced} if replaced else {}),
                                **({"weight anchor": anchor} if anchor else {})})
-    from st_infocse.training.snapshot import StartingWeights
-
-    callbacks, ends, start_weights = [], None, StartingWeights()  # one copy of the start for both callbacks
+    callbacks, ends = [], None
     if measured.evaluator is not None:
         from st_infocse.training.start_end import StartEndCallback
 
         ends = StartEndCallback(measured.evaluator, keep_start_if_better=flags.keep.keep_start_if_better, log=False,
-                                keep_trained_if=flags.run.keep_trained_if, start_weights=start_weights,
-                                confirm_share=flags.run.confirm_share)
+                                keep_trained_if=flags.run.keep_trained_if, confirm_share=flags.run.confirm_share)
         callbacks.append(ends)
         if lexical is not None:  # after StartEndCallback: its start evaluation leaves the hits
             from st_infocse.evaluation.run_evaluators import LexicalReferenceCallback
 
             callbacks.append(references := LexicalReferenceCallback(measured.retrieval, lexical))
-    if anchor:
-        callbacks.append(WeightAnchorCallback(flags.keep.weight_anchor, start_weights=start_weights))
+    if anchor:  # one copy of the start for both callbacks: the anchor shares the start-end callback's
+        callbacks.append(WeightAnchorCallback(flags.keep.weight_anchor, start_weights=ends and ends.start_weights))
+    from st_infocse.training.interrupt import Interrupted
+
     try:
         trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
     except Interrupted as stop:
-        print(stop.line(training_args.output_dir))
+        print(stop)
         return 130
     rows = {"objective": objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}",
             "texts": len(dataset), "steps": trainer.state.global_step, "time": f"{time.time() - start:.0f} s"}

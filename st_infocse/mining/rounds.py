@@ -198,8 +198,7 @@ def train_idc_rounds(
         ... )
         >>> [(r.round, r.pairs, r.score) for r in result.rounds]  # doctest: +SKIP
     """
-    if rounds < 1:
-        raise ValueError(f"rounds must be >= 1, got {rounds}")
+    check_at_least("rounds", rounds)
     check_at_least("patience", patience)
     check_choice("initial_annotation", initial_annotation, ("model", "adjacent"))
     check_choice("keep_trained_if", keep_trained_if, KEEP_TRAINED_IF)

@@ -13,6 +13,7 @@ _MODULES = {  # submodule -> the names it exports
     "callbacks": ("AUXILIARY_STATE_NAME", "AuxiliaryStateCallback", "auxiliary_state_dict", "load_auxiliary_state",
         "save_auxiliary_state"),
     "guards": ("check_training_dataset",),
+    "interrupt": ("InterruptCallback", "Interrupted", "interruptible"),
     "lora": ("LoRASettings", "add_lora", "merge_lora"),
     "probe_decoder": ("train_probe_decoder", "warm_up_decoder"),
     "snapshot": ("StartingWeights", "weights_snapshot"),

@@ -33,12 +33,11 @@ def own_max_length(model: SentenceTransformer) -> int | None:
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A model as :func:`load_model` built it: its own maximum length (what :func:`save_model` saves it with),
-    its modules (``"Transformer, Pooling(mean), Normalize"``) and which rule applied (``how``, for a summary)."""
+    """A model as :func:`load_model` built it: its own maximum length (what :func:`save_model` saves it with) and
+    how it was built: its modules kept, re-pooled, or a plain encoder pooled (``how``, for a summary)."""
 
     model: SentenceTransformer
     own_length: int | None
-    modules: str
     how: str
 
 
@@ -97,7 +96,7 @@ def load_model(
         how = _repool(model, pooling, source)
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
-    return LoadedModel(model, own, describe_modules(model), how)
+    return LoadedModel(model, own, how)
 
 
 def _repool(model: SentenceTransformer, pooling: str, source: str) -> str:
