@@ -13,7 +13,6 @@ import contextlib
 import functools
 import re
 from dataclasses import Field, dataclass, field, fields, make_dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import griffe
@@ -40,6 +39,15 @@ def flag(default: Any, help: str, **metadata: Any) -> Any:
 def flag_name(item: Any) -> str:
     """The flag a field is given by: its alias where it has one (``lambda_`` is ``--lambda``)."""
     return (item.metadata.get("aliases") or [f"--{item.name}"])[0]
+
+
+def flag_error(exc: ValueError, *sections: Any) -> CLIError:
+    """The library's ``exc``, whose message starts with its argument's name, under that argument's flag: the field
+    of ``sections`` of that name, else the one ending in ``_name`` (``language`` is ``--bm25_language``)."""
+    name, rest = re.match(r"(\w*)(.*)", str(exc), re.DOTALL).groups()
+    items = [item for section in sections for item in fields(section)]
+    found = [i for i in items if i.name == name] + [i for i in items if name and i.name.endswith(f"_{name}")]
+    return CLIError(f"{flag_name(found[0])}{rest}" if found else str(exc))
 
 
 class Checked:
@@ -186,15 +194,7 @@ class DataArguments(derived("training data", {
             self.train_data = str(sentences_file())
 
 
-def _check_run(run: Any) -> None:
-    if run.eval_retrieval and not Path(run.eval_retrieval).expanduser().is_dir():
-        raise CLIError(f"--eval_retrieval: no folder at {run.eval_retrieval} (a BEIR-layout folder: "
-                       "corpus.jsonl, queries.jsonl, qrels/)")
-    if run.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(run.stsb_dev).expanduser().exists():
-        raise CLIError(f"STS-B dev data not found: {run.stsb_dev}")
-    if run.confirm_share is not None and run.keep_trained_if != "reliable":
-        raise CLIError("--confirm_share holds queries out of --keep_trained_if reliable's decision: give "
-                       "--keep_trained_if reliable")
+def _check_run(run: Any) -> None:  # the folder and the file are checked by the library's run_evaluation
     if run.confirm_share is not None and not run.measured:
         raise CLIError("--confirm_share splits the queries the run is measured on: give --eval_retrieval (or "
                        "--stsb_dev)")
@@ -216,8 +216,7 @@ class RunEvaluationArguments(derived("measuring the run (start -> end)", {
                                   "document plus a --seed sample of the rest, up to this many documents (0: the whole "
                                   "corpus)."}),
     "keep_trained_if": _ENDS, "confirm_share": (_ENDS, {"metavar": "SHARE"}),
-}, {"eval_retrieval_max_corpus": ((0, None, True, False), "(0: the whole corpus)"),
-    "confirm_share": ((0, 1, False, False), "(the share of the queries held out of the keep rule)")},
+}, {"eval_retrieval_max_corpus": ((0, None, True, False), "(0: the whole corpus)")},
     _check_run, name="RunEvaluationArguments")):
     """What a run is measured with (:func:`~st_infocse.evaluation.run_evaluators.run_evaluation`) and the rule that
     chooses the model handed back (:class:`~st_infocse.training.StartEndCallback`)."""
@@ -276,12 +275,10 @@ class LexicalArguments(derived("BM25 beside your retrieval scores", {
             return
         from st_infocse.evaluation.bm25_language import check_language  # LexicalSettings' own check, without torch
 
-        try:  # its message starts with the setting's name, here the flag's
+        try:
             check_language(self.bm25_language, self.bm25_stem, self.bm25_stopwords)
         except ValueError as exc:
-            setting, _, why = str(exc).partition(" ")
-            raise CLIError(f"{next(flag_name(item) for item in fields(self) if item.name.endswith('_' + setting))} "
-                           f"{why}") from None
+            raise flag_error(exc, self) from None
 
     def settings(self):
         """The :class:`~st_infocse.evaluation.LexicalSettings` these flags ask for, or None (``--bm25 false``)."""

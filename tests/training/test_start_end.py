@@ -314,6 +314,12 @@ def test_reliable_needs_an_evaluator_with_unit_scores(make_model, tmp_path):
         StartEndCallback(evaluator, keep_trained_if="maybe")
 
 
+def test_reliable_is_refused_where_the_start_is_never_handed_back():
+    # the rule hands back the start when the gain is not reliable: without the start it would only measure
+    with pytest.raises(ValueError, match="keep_start_if_better=False turns off keep_trained_if='reliable'"):
+        StartEndCallback(_scripted_evaluator({0: 0.5}), keep_start_if_better=False, keep_trained_if="reliable")
+
+
 def test_real_retrieval_and_sts_evaluators_give_intervals(make_model, tmp_path):
     from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 
@@ -450,6 +456,13 @@ def test_metrics_that_ended_below_their_start_are_warned_about_or_noted_when_the
                                                      "warning: collapsed ended below its start (40.00 -> nan)"]
     assert ended_below_start({"eval_a": "STS-B dev"}, start, end, start_saved=True) == [
         "note: the trained model's STS-B dev ended below its start (80.00 -> 70.00); the starting model was saved"]
+    # where lower is better (a loss), rising is what is warned about: the result's own lines follow the same rule
+    assert ended_below_start({"eval_loss": "loss"}, {"eval_loss": 0.2}, {"eval_loss": 0.3}, greater=lambda key: False) == [
+        "warning: loss ended above its start (20.00 -> 30.00)"]
+    both = _result("end", greater_is_better=False, metric="eval_loss", start={"eval_loss": 0.2, "eval_a": 0.8},
+                   end={"eval_loss": 0.3, "eval_a": 0.7})
+    assert both.worse_at_end == ["eval_loss", "eval_a"] and both.lines()[-2:] == [
+        "warning: eval_loss ended above its start (20.00 -> 30.00)", "warning: eval_a ended below its start (80.00 -> 70.00)"]
 
 
 def test_one_rule_says_whether_a_score_beats_another():

@@ -91,7 +91,7 @@ def test_the_command_line_prints_and_records_the_held_out_change(user_model, dat
 
 @pytest.mark.parametrize(("flags", "message"), [
     (("--keep_trained_if", "better", "--confirm_share", "0.5"),
-     "--confirm_share holds queries out of --keep_trained_if reliable's decision"),
+     "--confirm_share holds queries out of the decision of keep_trained_if='reliable', got keep_trained_if='better'"),
     (("--keep_trained_if", "reliable", "--confirm_share", "1"), "--confirm_share must lie in (0, 1)"),
     (("--keep_trained_if", "reliable", "--confirm_share", "0.5", "--stsb_dev", "none"),
      "--confirm_share splits the queries the run is measured on"),
