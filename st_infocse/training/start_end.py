@@ -254,11 +254,6 @@ class StartEndResult:
             return f"the best checkpoint, step {self.best_step} ({self.metric} {x100(self.best_score)})"
         return f"the model at the last step, {self.end_step}"
 
-    def rows(self, labels: dict[str, str]) -> dict[str, str]:
-        """The start -> end of each metric in ``labels`` (key -> name printed), with its interval: see
-        :func:`start_end_rows`."""
-        return start_end_rows(labels, self.start, self.end, self.changes, decides=self.metric)
-
     def __str__(self) -> str:
         return "\n".join(self.lines())
 

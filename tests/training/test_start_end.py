@@ -353,7 +353,7 @@ def test_real_retrieval_and_sts_evaluators_give_intervals(make_model, tmp_path):
     # every line the summary prints carries its interval and verdict, approximate on 10 queries and 20 pairs
     labels = {"eval_retrieval_cosine_ndcg@10": "retrieval nDCG@10", "eval_retrieval_cosine_recall@100":
               "retrieval Recall@100", "eval_sts-dev_spearman_cosine": "STS-B dev"}
-    rows = result.rows(labels)
+    rows = start_end_rows(labels, result.start, result.end, result.changes, decides=result.metric)
     for label, unit in (("retrieval nDCG@10", "10 queries"), ("retrieval Recall@100", "10 queries"),
                         ("STS-B dev", "20 pairs")):
         line = (rf"^-?\d+\.\d\d -> -?\d+\.\d\d, [+-]\d+\.\d\d \(95% CI .*, {unit}\): (a gain|within noise|a loss) "
@@ -371,14 +371,16 @@ def test_start_end_rows_come_from_the_result_with_each_interval():
         end={"eval_ndcg": 0.52, "eval_sts": 0.79}, start_step=0, end_step=10, start_score=0.5, end_score=0.52,
         best_step=10, best_score=0.52, kept="end", changes={"eval_ndcg": PairedChange(2.0, 0.5, 3.5, 0.01, 300)},
     )
-    rows = result.rows({"eval_ndcg": "retrieval nDCG@10", "eval_sts": "STS-B dev", "eval_other": "absent"})
+    labels = {"eval_ndcg": "retrieval nDCG@10", "eval_sts": "STS-B dev", "eval_other": "absent"}
+    rows = start_end_rows(labels, result.start, result.end, result.changes, decides=result.metric)
     assert rows == {
         "retrieval nDCG@10": "50.00 -> 52.00, +2.00 (95% CI +0.50 to +3.50, p = 0.010, 300 queries): a gain; "
                              "decides: the checkpoint metric",
         "STS-B dev": "80.00 -> 79.00, -1.00 (no per-query scores: the change is not judged)",
     }
     # one row: nothing to tell apart
-    assert result.rows({"eval_ndcg": "nDCG"})["nDCG"].endswith("300 queries): a gain")
+    one = start_end_rows({"eval_ndcg": "nDCG"}, result.start, result.end, result.changes, decides=result.metric)
+    assert one["nDCG"].endswith("300 queries): a gain")
 
 
 def test_a_change_measured_on_30_queries_says_its_interval_is_approximate():
