@@ -1027,6 +1027,15 @@ def test_a_config_value_that_is_not_a_yes_or_no_is_one_line_naming_its_flag(work
     assert capsys.readouterr().err.startswith("st-infocse train: error: --bm25: Truthy value expected: got maybe")
 
 
+def test_a_config_list_is_read_as_the_command_lines_values(workspace, capsys):
+    """A file's list goes through the command line's parser: an empty one, for a flag of one value or more, is
+    refused there in one line naming the flag (LoRASettings refuses it for a script)."""
+    config = workspace["root"] / "run.yaml"
+    config.write_text("objective: simcse\nlora_r: 2\nlora_target_modules: []\n")
+    assert main(["train", "--config", str(config), "--train_data", "sentences.txt"]) == 2
+    assert "error: --lora_target_modules/--lora-target-modules: expected at least one argument" in capsys.readouterr().err
+
+
 def test_the_training_time_stsb_dev_evaluator_reads_the_dev_split(workspace, monkeypatch):
     """The SentEval folder holds dev and test pairs that differ: the evaluator the trainer gets holds dev's."""
     import st_infocse.cli.train as cli_train

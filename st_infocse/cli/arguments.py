@@ -18,6 +18,7 @@ from typing import Any, Literal
 import griffe
 
 from st_infocse.cli.errors import CLIError
+from st_infocse.evaluation.bm25_language import check_language
 from st_infocse.losses.registry import out_of_bounds
 from st_infocse.mining.documents import DOCUMENT_FORMATS
 
@@ -122,8 +123,8 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
     and choices from the annotation (a ``Literal`` alias followed to where it is defined; a sequence of one type is
     a flag of several values), the default from the signature and the help from the docstring's ``Args:`` entry.
     ``unset``: every flag defaults to None, "the library's own" (``loss_defaults`` keeps each default as written),
-    and ``lambda_`` is also ``--lambda``; ``check`` runs after ``bounds``; ``owner``: the module that declares the
-    section."""
+    and ``lambda_`` is also ``--lambda``; ``check`` runs after ``bounds`` (a library check's ValueError refused under
+    the flag it names, :func:`flag_error`); ``owner``: the module that declares the section."""
     specs, own_defaults = [], {}
     for flag_, source in flags.items():
         if isinstance(source, tuple) and isinstance(source[1], Field):
@@ -156,7 +157,10 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
     if check is not None:
         def __post_init__(self) -> None:
             Checked.__post_init__(self)
-            check(self)
+            try:
+                check(self)
+            except ValueError as exc:  # a library check's message starts with its argument's name
+                raise flag_error(exc, self) from None
 
         namespace["__post_init__"] = __post_init__
     section = make_dataclass(name, specs, bases=(Checked,), namespace=namespace)
@@ -260,25 +264,20 @@ MineArguments = derived("mining", {
 _LEXICAL = "st_infocse.evaluation.lexical:LexicalSettings"
 
 
+def _check_bm25(lexical: Any) -> None:
+    if lexical.bm25:  # LexicalSettings' own check of the language, which needs no torch
+        check_language(lexical.bm25_language, lexical.bm25_stem, lexical.bm25_stopwords)
+
+
 class LexicalArguments(derived("BM25 beside your retrieval scores", {
     "bm25": (bool, flag(True, "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same "
                               "queries, with the model's change against each and its interval over the queries.")),
     **{f"bm25_{name}": f"{_LEXICAL}.{name}" for name in ("language", "stem", "stopwords")},
     **{f"hybrid_{name}": f"{_LEXICAL}.{name}" for name in ("fusion", "weight")},
-}, {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}, name="LexicalArguments")):
+}, {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}, _check_bm25,
+    name="LexicalArguments")):
     """BM25 and its hybrid with the model (:class:`~st_infocse.evaluation.LexicalSettings`), scored beside the model
     on the same queries (--beir, --eval_retrieval)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not self.bm25:
-            return
-        from st_infocse.evaluation.bm25_language import check_language  # LexicalSettings' own check, without torch
-
-        try:
-            check_language(self.bm25_language, self.bm25_stem, self.bm25_stopwords)
-        except ValueError as exc:
-            raise flag_error(exc, self) from None
 
     def settings(self):
         """The :class:`~st_infocse.evaluation.LexicalSettings` these flags ask for, or None (``--bm25 false``)."""
