@@ -212,14 +212,12 @@ def check_keep_rule(flags: TrainingFlags) -> None:
         check(flags.run.keep_trained_if, flags.keep.keep_start_if_better, flags.run.confirm_share)
     except ValueError as exc:
         raise flag_error(exc, flags.run, flags.keep) from None
-    if flags.run.keep_trained_if != "reliable":
-        return
-    if flags.run.confirm_share is not None and flags.idc is not None:
+    if flags.run.confirm_share is not None and flags.idc is not None:  # so with 'reliable' (the library's check)
         raise CLIError("--confirm_share: IDC's rounds choose their best round on all the queries; it applies to a "
                        "run of one loss")
     from st_infocse.evaluation import STSB_DEV_METRIC
 
-    metric = flags.trainer.metric_for_best_model
+    metric = flags.trainer.metric_for_best_model if flags.run.keep_trained_if == "reliable" else None
     if metric and not (metric.removeprefix("eval_") == STSB_DEV_METRIC.removeprefix("eval_")
                        or metric.endswith("ndcg@10")):
         raise CLIError(f"--keep_trained_if reliable needs per-query scores for --metric_for_best_model {metric}: "
