@@ -198,10 +198,7 @@ class DataArguments(derived("training data", {
             self.train_data = str(sentences_file())
 
 
-def _check_run(run: Any) -> None:  # the folder and the file are checked by the library's run_evaluation
-    if run.confirm_share is not None and not run.measured:
-        raise CLIError("--confirm_share splits the queries the run is measured on: give --eval_retrieval (or "
-                       "--stsb_dev)")
+def _check_run(run: Any) -> None:  # the folder and the file: run_evaluation; --confirm_share: check_keep_rule
     if run.keep_trained_if == "reliable" and not run.measured:
         raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
                        "--stsb_dev)")
