@@ -949,7 +949,8 @@ def test_evaluate_reads_a_beir_folder_of_any_name_by_its_layout_and_its_dev_spli
         (["train", "--eval_retrieval", "beir/scifact", "--hybrid_weight", "2"], "--hybrid_weight must lie in [0, 1]"),
         # the sections read from the library keep their bounds and choices, under the flags' names
         (["train", "--weight_anchor", "0"], "--weight_anchor must lie in (0, 1] (the share of the trained change kept)"),
-        (["train", "--keep_trained_if", "reliable", "--confirm_share", "1"], "--confirm_share must lie in (0, 1)"),
+        (["train", "--eval_retrieval", "beir/scifact", "--keep_trained_if", "reliable", "--confirm_share", "1"],
+         "--confirm_share must lie in (0, 1)"),
         (["train", "--eval_retrieval_max_corpus", "-1"], "--eval_retrieval_max_corpus must be at least 0"),
         (["train", "--objective", "simcse", "--lora_r", "-1"], "--lora_r must be at least 0 (0: no adapter), got -1"),
         (["train", "--objective", "simcse", "--lora_r", "2", "--lora_dropout", "1"], "--lora_dropout must lie in [0, 1)"),
@@ -1026,6 +1027,15 @@ def test_a_config_value_that_is_not_a_yes_or_no_is_one_line_naming_its_flag(work
     assert capsys.readouterr().err.startswith("st-infocse train: error: --bm25: Truthy value expected: got maybe")
 
 
+def test_a_config_list_is_read_as_the_command_lines_values(workspace, capsys):
+    """A file's list goes through the command line's parser: an empty one, for a flag of one value or more, is
+    refused there in one line naming the flag (LoRASettings refuses it for a script)."""
+    config = workspace["root"] / "run.yaml"
+    config.write_text("objective: simcse\nlora_r: 2\nlora_target_modules: []\n")
+    assert main(["train", "--config", str(config), "--train_data", "sentences.txt"]) == 2
+    assert "error: --lora_target_modules/--lora-target-modules: expected at least one argument" in capsys.readouterr().err
+
+
 def test_the_training_time_stsb_dev_evaluator_reads_the_dev_split(workspace, monkeypatch):
     """The SentEval folder holds dev and test pairs that differ: the evaluator the trainer gets holds dev's."""
     import st_infocse.cli.train as cli_train
@@ -1053,7 +1063,7 @@ def test_an_unknown_idc_loss_is_refused_by_the_parser_with_its_choices(workspace
     argv = ["train", "--objective", "idc", "--docs", "docs.jsonl", "--idc_loss", "mnlr", *_TRAIN_ONE_STEP]
     assert main(argv) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line]
-    assert errors == ["st-infocse train: error: argument --idc_loss/--idc-loss: invalid choice: 'mnlr' "
+    assert errors == ["st-infocse train: error: --idc_loss/--idc-loss: invalid choice: 'mnlr' "
                       "(choose from 'mnrl', 'infocse')"]
 
 

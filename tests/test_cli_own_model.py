@@ -263,7 +263,7 @@ def test_keep_trained_if_reliable_hands_back_the_start_when_the_gain_is_not_reli
 
 @pytest.mark.parametrize(("flags", "message"), [
     (("--stsb_dev", "none"), "--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval"),
-    (("--keep_start_if_better", "false"), "which --keep_start_if_better false turns off"),
+    (("--keep_start_if_better", "false"), "--keep_start_if_better=False turns off keep_trained_if='reliable', which"),
     (("--metric_for_best_model", "eval_retrieval_dot_recall@100"), "only retrieval nDCG@10 and"),
 ])
 def test_keep_trained_if_reliable_that_cannot_apply_is_refused(user_model, data, tmp_path, capsys, flags, message):
@@ -343,7 +343,7 @@ def _beir(root: Path, corpus=True, queries=True, qrels: list[str] | None = None)
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda root: root / "missing", "--eval_retrieval: no folder at"),
+        (lambda root: root / "missing", "missing: folder not found (expected a BEIR dataset folder)"),
         (lambda root: _beir(root, corpus=False, qrels=["q1\tc1\t1"]), "corpus.jsonl"),
         (lambda root: _beir(root, queries=False, qrels=["q1\tc1\t1"]), "queries.jsonl"),
         (lambda root: _beir(root), "qrels"),
@@ -358,6 +358,15 @@ def test_bad_retrieval_folders_fail_in_one_line(user_model, data, tmp_path, caps
     assert code == 2
     assert message in _one_line_error(capsys)
     assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_a_missing_stsb_dev_file_or_retrieval_folder_is_refused_under_its_flag(user_model, data, tmp_path, capsys):
+    missing = tmp_path / "no-such"  # checked once, by the library's run_evaluation, before the model loads
+    for flag, message in (("--stsb_dev", f"--stsb_dev: cannot load STS-B dev from {missing}: "),
+                          ("--eval_retrieval", f"--eval_retrieval: {missing}: folder not found")):
+        assert main(_train(user_model, data, tmp_path / "run", flag, str(missing))) == 2
+        assert _one_line_error(capsys).startswith(f"st-infocse train: error: {message}")
+        assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize(

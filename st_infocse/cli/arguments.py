@@ -13,12 +13,12 @@ import contextlib
 import functools
 import re
 from dataclasses import Field, dataclass, field, fields, make_dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import griffe
 
 from st_infocse.cli.errors import CLIError
+from st_infocse.evaluation.bm25_language import check_language
 from st_infocse.losses.registry import out_of_bounds
 from st_infocse.mining.documents import DOCUMENT_FORMATS
 
@@ -40,6 +40,15 @@ def flag(default: Any, help: str, **metadata: Any) -> Any:
 def flag_name(item: Any) -> str:
     """The flag a field is given by: its alias where it has one (``lambda_`` is ``--lambda``)."""
     return (item.metadata.get("aliases") or [f"--{item.name}"])[0]
+
+
+def flag_error(exc: ValueError, *sections: Any) -> CLIError:
+    """The library's ``exc``, whose message starts with its argument's name, under that argument's flag: the field
+    of ``sections`` of that name, else the one ending in ``_name`` (``language`` is ``--bm25_language``)."""
+    name, rest = re.match(r"(\w*)(.*)", str(exc), re.DOTALL).groups()
+    items = [item for section in sections for item in fields(section)]
+    found = [i for i in items if i.name == name] + [i for i in items if name and i.name.endswith(f"_{name}")]
+    return CLIError(f"{flag_name(found[0])}{rest}" if found else str(exc))
 
 
 class Checked:
@@ -114,8 +123,8 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
     and choices from the annotation (a ``Literal`` alias followed to where it is defined; a sequence of one type is
     a flag of several values), the default from the signature and the help from the docstring's ``Args:`` entry.
     ``unset``: every flag defaults to None, "the library's own" (``loss_defaults`` keeps each default as written),
-    and ``lambda_`` is also ``--lambda``; ``check`` runs after ``bounds``; ``owner``: the module that declares the
-    section."""
+    and ``lambda_`` is also ``--lambda``; ``check`` runs after ``bounds`` (a library check's ValueError refused under
+    the flag it names, :func:`flag_error`); ``owner``: the module that declares the section."""
     specs, own_defaults = [], {}
     for flag_, source in flags.items():
         if isinstance(source, tuple) and isinstance(source[1], Field):
@@ -148,7 +157,10 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
     if check is not None:
         def __post_init__(self) -> None:
             Checked.__post_init__(self)
-            check(self)
+            try:
+                check(self)
+            except ValueError as exc:  # a library check's message starts with its argument's name
+                raise flag_error(exc, self) from None
 
         namespace["__post_init__"] = __post_init__
     section = make_dataclass(name, specs, bases=(Checked,), namespace=namespace)
@@ -186,18 +198,7 @@ class DataArguments(derived("training data", {
             self.train_data = str(sentences_file())
 
 
-def _check_run(run: Any) -> None:
-    if run.eval_retrieval and not Path(run.eval_retrieval).expanduser().is_dir():
-        raise CLIError(f"--eval_retrieval: no folder at {run.eval_retrieval} (a BEIR-layout folder: "
-                       "corpus.jsonl, queries.jsonl, qrels/)")
-    if run.stsb_dev.lower() not in ("hub", "none", BUNDLED) and not Path(run.stsb_dev).expanduser().exists():
-        raise CLIError(f"STS-B dev data not found: {run.stsb_dev}")
-    if run.confirm_share is not None and run.keep_trained_if != "reliable":
-        raise CLIError("--confirm_share holds queries out of --keep_trained_if reliable's decision: give "
-                       "--keep_trained_if reliable")
-    if run.confirm_share is not None and not run.measured:
-        raise CLIError("--confirm_share splits the queries the run is measured on: give --eval_retrieval (or "
-                       "--stsb_dev)")
+def _check_run(run: Any) -> None:  # the folder and the file: run_evaluation; --confirm_share: check_keep_rule
     if run.keep_trained_if == "reliable" and not run.measured:
         raise CLIError("--keep_trained_if reliable judges the gain on your queries: give --eval_retrieval (or "
                        "--stsb_dev)")
@@ -216,8 +217,7 @@ class RunEvaluationArguments(derived("measuring the run (start -> end)", {
                                   "document plus a --seed sample of the rest, up to this many documents (0: the whole "
                                   "corpus)."}),
     "keep_trained_if": _ENDS, "confirm_share": (_ENDS, {"metavar": "SHARE"}),
-}, {"eval_retrieval_max_corpus": ((0, None, True, False), "(0: the whole corpus)"),
-    "confirm_share": ((0, 1, False, False), "(the share of the queries held out of the keep rule)")},
+}, {"eval_retrieval_max_corpus": ((0, None, True, False), "(0: the whole corpus)")},
     _check_run, name="RunEvaluationArguments")):
     """What a run is measured with (:func:`~st_infocse.evaluation.run_evaluators.run_evaluation`) and the rule that
     chooses the model handed back (:class:`~st_infocse.training.StartEndCallback`)."""
@@ -261,27 +261,20 @@ MineArguments = derived("mining", {
 _LEXICAL = "st_infocse.evaluation.lexical:LexicalSettings"
 
 
+def _check_bm25(lexical: Any) -> None:
+    if lexical.bm25:  # LexicalSettings' own check of the language, which needs no torch
+        check_language(lexical.bm25_language, lexical.bm25_stem, lexical.bm25_stopwords)
+
+
 class LexicalArguments(derived("BM25 beside your retrieval scores", {
     "bm25": (bool, flag(True, "Also score BM25 (bm25s) and the hybrid of BM25 with the model as given on the same "
                               "queries, with the model's change against each and its interval over the queries.")),
     **{f"bm25_{name}": f"{_LEXICAL}.{name}" for name in ("language", "stem", "stopwords")},
     **{f"hybrid_{name}": f"{_LEXICAL}.{name}" for name in ("fusion", "weight")},
-}, {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}, name="LexicalArguments")):
+}, {"hybrid_weight": ((0, 1, True, True), "(BM25's share of the minmax hybrid)")}, _check_bm25,
+    name="LexicalArguments")):
     """BM25 and its hybrid with the model (:class:`~st_infocse.evaluation.LexicalSettings`), scored beside the model
     on the same queries (--beir, --eval_retrieval)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not self.bm25:
-            return
-        from st_infocse.evaluation.bm25_language import check_language  # LexicalSettings' own check, without torch
-
-        try:  # its message starts with the setting's name, here the flag's
-            check_language(self.bm25_language, self.bm25_stem, self.bm25_stopwords)
-        except ValueError as exc:
-            setting, _, why = str(exc).partition(" ")
-            raise CLIError(f"{next(flag_name(item) for item in fields(self) if item.name.endswith('_' + setting))} "
-                           f"{why}") from None
 
     def settings(self):
         """The :class:`~st_infocse.evaluation.LexicalSettings` these flags ask for, or None (``--bm25 false``)."""

@@ -8,7 +8,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import BUNDLED, RunEvaluationArguments
+from st_infocse.cli.arguments import BUNDLED, RunEvaluationArguments, flag_error
 from st_infocse.cli.errors import CLIError
 from st_infocse.files import InputError
 
@@ -34,12 +34,11 @@ def run_evaluation(run_args: RunEvaluationArguments | None, training_args: Any, 
                      max_corpus=run_args.eval_retrieval_max_corpus or None, seed=training_args.seed,
                      retrieval_chooses="metric_for_best_model" not in given)
     except InputError as exc:  # its message starts with the argument's name, here the flag's
-        setting, _, why = str(exc).partition(": ")
-        if setting == "stsb_dev" and source == "hub":
+        if str(exc).startswith("stsb_dev:") and source == "hub":
             raise CLIError("cannot load STS-B dev from the Hugging Face hub (sentence-transformers/stsb); offline, use "
                            f"--stsb_dev {BUNDLED} (the 1,500 STS-B dev pairs shipped with the package), a SentEval "
                            "data/downstream folder or a sentence1/sentence2/score file, or --stsb_dev none") from exc
-        raise CLIError(f"--{setting}: {why}") from exc
+        raise flag_error(exc, run_args) from exc
 
 
 def for_model(measured: Any, model: Any, training_args: Any, own_length: int | None) -> None:

@@ -130,8 +130,6 @@ def _check_lora(lora: Any) -> None:
              != (item.default_factory() if item.default is MISSING else item.default)]
     if not lora.lora_r and given:
         raise CLIError(f"{', '.join(given)}: the adapter's settings apply with --lora_r R (a rank of 1 or more)")
-    if lora.lora_r and not lora.lora_target_modules:
-        raise CLIError("--lora_target_modules: name at least one linear layer to adapt")
     if lora.lora_r and importlib.util.find_spec("peft") is None:
         raise CLIError(f"--lora_r needs PEFT: {LORA_INSTALL_HINT}")
 

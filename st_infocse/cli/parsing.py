@@ -67,7 +67,7 @@ class FlagParser:
                 if missing:
                     action = next(a for a in self._actions if missing[1] in a.option_strings)
                     raise CLIError(f"{action.option_strings[0]} needs a {(action.metavar or 'value').lower()}")
-                raise CLIError(message)
+                raise CLIError(message.removeprefix("argument "))  # the flag first, as every other error
 
         # the usage line would otherwise spell out every trainer flag
         parser = CommandParser(self.dataclass_types, prog=self.prog, allow_abbrev=False, add_help=False,
@@ -89,28 +89,20 @@ class FlagParser:
 
     def read(self, source: Source) -> tuple[dict[str, Any], list[str] | dict[str, Any]]:
         """The values ``source`` gives for these sections, and the rest: strings of a command line, or the keys of
-        a file's mapping; a file's value is taken as it is, a string converted as the command line's would be."""
+        a file's mapping; a file's string, list or choice is read as the command line's would be, another value
+        (a number, true/false) taken as it is."""
         if not isinstance(source, Mapping):
             namespace, rest = self.reader.parse_known_args(list(source))
             return vars(namespace), rest
         actions = {option[2:]: action for action in self.reader._actions for option in action.option_strings}
-        values: dict[str, Any] = {}
-        rest = {key: value for key, value in source.items() if key not in actions}
-        for key, value in source.items():
-            if (action := actions.get(key)) is None or value is None:
-                continue
-            value = [value] if action.nargs in ("+", "*") and not isinstance(value, list) else value
-            convert = action.type if action.type not in (None, str) else None
-            try:
-                if convert is not None:
-                    value = [convert(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) \
-                        else convert(value) if isinstance(value, str) else value
-            except (ValueError, argparse.ArgumentTypeError) as exc:  # the converters see strings only
-                raise CLIError(f"--{key}: {exc}") from None
-            if action.choices and value not in action.choices:
-                raise CLIError(f"--{key}: invalid choice {value!r} (choose from {', '.join(map(str, action.choices))})")
-            values[action.dest] = value
-        return values, rest
+        given = {key: value for key, value in source.items() if key in actions and value is not None}
+        # read by the command line's parser: converted (YAML leaves 1e-4 a string), their choices checked
+        read = {key: value for key, value in given.items() if isinstance(value, (str, list)) or actions[key].choices}
+        argv = [item for key, value in read.items() for item in ([f"--{key}", *map(str, value)]
+                                                                 if isinstance(value, list) else [f"--{key}={value}"])]
+        values = {actions[key].dest: value for key, value in given.items() if key not in read}
+        return {**values, **vars(self.reader.parse_args(argv))}, {key: value for key, value in source.items()
+                                                                  if key not in actions}
 
     def read_layers(self, layers: Sequence[Source]) -> tuple[dict[str, Any], dict[str, Any], list[Source]]:
         """The recipe's values, the user's (the file's, then the command line's, which win) and what each of the

@@ -17,6 +17,7 @@ from st_infocse.cli.arguments import (
     ModelArguments,
     OutputArguments,
     RunEvaluationArguments,
+    flag_error,
     training_arguments_class,
 )
 from st_infocse.cli.errors import CLIError
@@ -199,20 +200,24 @@ def check_before_loading(flags: TrainingFlags) -> None:
 
 
 def check_keep_rule(flags: TrainingFlags) -> None:
-    """``--keep_trained_if reliable`` judges the gain over the queries (pairs) of the checkpoint metric: refused, before
-    the model loads, when the start is never restored, or when the checkpoint metric is not one whose evaluator keeps
-    per-query scores (retrieval nDCG@10, STS-B dev); a run that nothing measures is refused by its section."""
-    if flags.run is None or flags.run.keep_trained_if != "reliable":
+    """The rule for the model handed back, before the model loads: the library's own check
+    (:func:`~st_infocse.training.check_keep_rule`); and ``--keep_trained_if reliable``, which judges the gain over the
+    queries (pairs) of the checkpoint metric, refused where that metric is not one whose evaluator keeps per-query
+    scores (retrieval nDCG@10, STS-B dev); a run that nothing measures is refused by its section."""
+    if flags.run is None:
         return
-    if flags.run.confirm_share is not None and flags.idc is not None:
+    from st_infocse.training.start_end import check_keep_rule as check
+
+    try:
+        check(flags.run.keep_trained_if, flags.keep.keep_start_if_better, flags.run.confirm_share)
+    except ValueError as exc:
+        raise flag_error(exc, flags.run, flags.keep) from None
+    if flags.run.confirm_share is not None and flags.idc is not None:  # so with 'reliable' (the library's check)
         raise CLIError("--confirm_share: IDC's rounds choose their best round on all the queries; it applies to a "
                        "run of one loss")
-    if flags.keep is not None and not flags.keep.keep_start_if_better:
-        raise CLIError("--keep_trained_if reliable chooses between the start and the trained model, which "
-                       "--keep_start_if_better false turns off; drop one of them")
     from st_infocse.evaluation import STSB_DEV_METRIC
 
-    metric = flags.trainer.metric_for_best_model
+    metric = flags.trainer.metric_for_best_model if flags.run.keep_trained_if == "reliable" else None
     if metric and not (metric.removeprefix("eval_") == STSB_DEV_METRIC.removeprefix("eval_")
                        or metric.endswith("ndcg@10")):
         raise CLIError(f"--keep_trained_if reliable needs per-query scores for --metric_for_best_model {metric}: "

@@ -84,7 +84,7 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
         try:
             evaluators.append(stsb_dev_evaluator(stsb_dev))
         except (OSError, RuntimeError, InputError) as exc:  # RuntimeError: the hub copy could not be fetched
-            raise InputError(f"stsb_dev: cannot load STS-B dev from {stsb_dev!r}: {exc}".splitlines()[0]) from exc
+            raise InputError(f"stsb_dev: cannot load STS-B dev from {stsb_dev}: {exc}".splitlines()[0]) from exc
         run.labels[STSB_DEV_METRIC] = "STS-B dev"
     if eval_retrieval:
         try:

@@ -34,7 +34,7 @@ from st_infocse.mining.sampler import DocumentAwareBatchSampler
 from st_infocse.training.anchor import toward_start
 from st_infocse.training.builder import build_trainer, load_model
 from st_infocse.training.snapshot import weights_snapshot
-from st_infocse.training.start_end import KEEP_TRAINED_IF, is_better
+from st_infocse.training.start_end import check_keep_rule, is_better
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ def train_idc_rounds(
     check_at_least("rounds", rounds)
     check_at_least("patience", patience)
     check_choice("initial_annotation", initial_annotation, ("model", "adjacent"))
-    check_choice("keep_trained_if", keep_trained_if, KEEP_TRAINED_IF)
+    check_keep_rule(keep_trained_if, keep_start_if_better)
     check_range("weight_anchor", weight_anchor, (0, 1, False, True))
     if own := sorted(set(training_args or {}) & set(ROUNDS_OWN_TRAINER_ARGS)):
         raise ValueError(f"training_args {', '.join(own)}: the rounds evaluate and keep the best round themselves")
@@ -209,9 +209,6 @@ def train_idc_rounds(
         raise ValueError(f"annotator mines round 1, which initial_annotation={initial_annotation!r} does not mine")
     if keep_trained_if == "reliable" and evaluator is None:
         raise ValueError("keep_trained_if='reliable' needs an evaluator that keeps per-query (per-pair) scores")
-    if keep_trained_if == "reliable" and not keep_start_if_better:
-        raise ValueError("keep_trained_if='reliable' chooses the model as given when no gain is reliable, which "
-                         "keep_start_if_better=False turns off")
     fresh_documents = reiterable(documents, rounds)
     mining_kwargs = {"seed": seed, **(mining_kwargs or {})}
     # Checked before any round: when the first round pairs adjacent sentences, a bad value would surface only after

@@ -17,7 +17,7 @@ _MODULES = {  # submodule -> the names it exports
     "lora": ("LoRASettings", "add_lora", "merge_lora"),
     "probe_decoder": ("train_probe_decoder", "warm_up_decoder"),
     "snapshot": ("StartingWeights", "weights_snapshot"),
-    "start_end": ("StartEndCallback", "StartEndResult", "ended_below_start"),
+    "start_end": ("StartEndCallback", "StartEndResult", "check_keep_rule", "ended_below_start"),
     "texts": ("TextReport", "check_text_source", "clean_texts", "load_texts", "split_sentences"),
     "trainer": ("AuxiliaryLossTrainer", "clip_gradients_jointly"),
 }

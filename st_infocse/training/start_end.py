@@ -16,6 +16,7 @@ import logging
 import math
 import numbers
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -24,7 +25,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 
 from st_infocse.evaluation import PairedChange, UnitScores, paired_changes, unit_scores, x100
 from st_infocse.evaluation.paired import RELIABLE_FROM, split_units, unit_change
-from st_infocse.files import check_choice
+from st_infocse.files import check_choice, check_range
 from st_infocse.training.snapshot import StartingWeights
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,31 @@ logger = logging.getLogger(__name__)
 #: The rules for handing back the trained model rather than the start: its deciding score is higher ("better"), or
 #: its gain on the deciding metric's queries (pairs) is reliable, the 95% interval's lower end above zero ("reliable").
 KEEP_TRAINED_IF: tuple[str, ...] = ("better", "reliable")
+
+
+def check_keep_rule(keep_trained_if: str = "better", keep_start_if_better: bool = True,
+                    confirm_share: float | None = None) -> None:
+    """Refuse a rule for the model handed back that cannot apply, before any model is loaded or trained; the
+    arguments are :class:`StartEndCallback`'s, which checks them with it.
+
+    Args:
+        keep_trained_if: One of :data:`KEEP_TRAINED_IF`.
+        keep_start_if_better: Whether the start may be handed back; ``"reliable"`` hands it back when the gain is not
+            reliable, so it needs True.
+        confirm_share: The share of the queries held out of ``"reliable"``'s decision, in (0, 1); None: none.
+
+    Raises:
+        ValueError: Starting with the argument's name, so that a caller can put its own name for it first.
+    """
+    check_choice("keep_trained_if", keep_trained_if, KEEP_TRAINED_IF)
+    if keep_trained_if == "reliable" and not keep_start_if_better:
+        raise ValueError("keep_start_if_better=False turns off keep_trained_if='reliable', which hands back the start "
+                         "when the gain is not reliable")
+    check_range("confirm_share", confirm_share, (0, 1, False, False))
+    if confirm_share is not None and keep_trained_if != "reliable":
+        raise ValueError("confirm_share holds queries out of the decision of keep_trained_if='reliable', got "
+                         f"keep_trained_if={keep_trained_if!r}")
+
 
 # What the trainer adds to each evaluation (timings; the epoch, written in by Trainer.log): no score of the model.
 _NOT_SCORES = re.compile(r"^epoch$|_(runtime|samples_per_second|steps_per_second|model_preparation_time)$")
@@ -72,7 +98,7 @@ def _start_to_end(before: float | None, after: float | None, change: PairedChang
     """``<start> -> <end>``, times 100 with 2 decimals when both lie in [-1, 1] (else as they are), then with
     ``judged`` the change with its interval and verdict, or the change and why it is not judged (nothing when either
     end is missing or not a number)."""
-    scaled = all(value is None or -1 <= value <= 1 for value in (before, after))
+    scaled = all(value is None or not abs(value) > 1 for value in (before, after))  # NaN (a collapsed model) too
     text = "{} -> {}".format(*("n/a" if v is None else x100(v) if scaled else f"{v:.4g}" for v in (before, after)))
     if change is not None and judged:
         return f"{text}, {describe_change(change)}"
@@ -110,24 +136,25 @@ def is_better(a: float | None, b: float | None, greater: bool = True, min_delta:
 
 
 def ended_below_start(labels: dict[str, str], start: dict[str, float], end: dict[str, float],
-                      start_saved: bool = False) -> list[str]:
-    """One warning line per metric in ``labels`` (metric key -> the name printed; each greater-is-better) that ended
-    below its start, a NaN end (a collapsed model) included; when the starting model is what was saved
-    (``start_saved``), a note that the trained model ended there instead.
+                      start_saved: bool = False, greater: Callable[[str], bool] = lambda key: True) -> list[str]:
+    """One warning line per metric in ``labels`` that ended worse than its start (below it; above it where lower is
+    better), a NaN end (a collapsed model) included; when the starting model is what was saved (``start_saved``), a
+    note that the trained model ended there instead.
 
     Args:
         labels: Metric key -> the name printed, as for :func:`start_end_rows`.
         start: Every metric of the model before training.
         end: Every metric of the trained model.
         start_saved: The starting model was handed back.
+        greater: Metric key -> whether higher is better (default: for every metric).
     """
     lines = []
     for key, label in labels.items():
         before, after = start.get(key), end.get(key)
-        if is_better(before, after, True):
-            change = f"({x100(before)} -> {x100(after)})"
-            lines.append(f"note: the trained model's {label} ended below its start {change}; the starting model was "
-                         "saved" if start_saved else f"warning: {label} ended below its start {change}")
+        if is_better(before, after, greater(key)):
+            change = f"{'below' if greater(key) else 'above'} its start ({_start_to_end(before, after, judged=False)})"
+            lines.append(f"note: the trained model's {label} ended {change}; the starting model was saved"
+                         if start_saved else f"warning: {label} ended {change}")
     return lines
 
 
@@ -196,21 +223,15 @@ class StartEndResult:
 
     def lines(self) -> list[str]:
         """Printable lines: ``<metric> <start> -> <end>`` for each metric (the deciding one first; scores in
-        [-1, 1] times 100), then, when it was the start, what was kept and why (:meth:`saved_line`), then a warning if
-        a metric got worse."""
+        [-1, 1] times 100), then, when it was the start, what was kept and why (:meth:`saved_line`), then a warning per
+        metric that got worse (:func:`ended_below_start`)."""
         keys = [self.metric] * (self.metric in self.start) + [k for k in self.start if k != self.metric]
         out = [f"{key} {_start_to_end(self.start.get(key), self.end.get(key), self.changes.get(key))}" for key in keys]
         if self.decided_on is not None:
             out.append(f"{self.metric} on the units the keep rule read: {describe_change(self.decided_on)}")
         if self.kept == "start":
             out.append(f"saved: {self.saved_line()}")
-        if self.worse_at_end:
-            first, rest = self.worse_at_end[0], self.worse_at_end[1:]
-            side = "below" if self._greater(first) else "above"
-            more = f"; {len(rest)} more: {', '.join(rest)}" if rest else ""
-            ends = _start_to_end(self.start.get(first), self.end.get(first), judged=False)
-            out.append(f"warning: {first} ended {side} its start ({ends}){more}")
-        return out
+        return out + ended_below_start({key: key for key in keys}, self.start, self.end, greater=self._greater)
 
     def saved_line(self) -> str:
         """Which model was handed back and why, in one line: under ``keep_trained_if="reliable"`` the rule's reason,
@@ -232,11 +253,6 @@ class StartEndResult:
         if self.kept == "best checkpoint":
             return f"the best checkpoint, step {self.best_step} ({self.metric} {x100(self.best_score)})"
         return f"the model at the last step, {self.end_step}"
-
-    def rows(self, labels: dict[str, str]) -> dict[str, str]:
-        """The start -> end of each metric in ``labels`` (key -> name printed), with its interval: see
-        :func:`start_end_rows`."""
-        return start_end_rows(labels, self.start, self.end, self.changes, decides=self.metric)
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -272,7 +288,7 @@ class StartEndCallback(TrainerCallback):
     Args:
         evaluator: any sentence-transformers evaluator, ``SequentialEvaluator`` included.
         keep_start_if_better: Hand back the model as given (its weights restored) when the rule ``keep_trained_if``
-            does not keep the trained model; with False the run only measures it.
+            does not keep the trained model; with False the run only measures it (not with ``"reliable"``).
         start_weights: the copy of the starting weights to restore from, shared with a
             :class:`WeightAnchorCallback` given the same one, so that a run keeps one copy (default: its own).
         keep_trained_if: ``"better"``: keep the trained model when its deciding score is not below the start's;
@@ -299,10 +315,7 @@ class StartEndCallback(TrainerCallback):
     def __init__(self, evaluator: Any, keep_start_if_better: bool = True, log: bool = True,
                  keep_trained_if: Literal["better", "reliable"] = "better",
                  start_weights: StartingWeights | None = None, confirm_share: float | None = None) -> None:
-        check_choice("keep_trained_if", keep_trained_if, KEEP_TRAINED_IF)
-        if confirm_share is not None and not (0 < confirm_share < 1 and keep_trained_if == "reliable"):
-            raise ValueError("confirm_share holds a share in (0, 1) of the queries out of keep_trained_if='reliable', "
-                             f"got {confirm_share} with keep_trained_if={keep_trained_if!r}")
+        check_keep_rule(keep_trained_if, keep_start_if_better, confirm_share)
         self.confirm_share = confirm_share
         self.evaluator = evaluator
         self.keep_start_if_better = keep_start_if_better
@@ -332,8 +345,7 @@ class StartEndCallback(TrainerCallback):
         self._start = self._evaluate(model, state)
         self._start_units, self._units = self._last_units(), {}
         metric = self._decider(args)[0]
-        if ((self.keep_start_if_better or self.confirm_share) and self.keep_trained_if == "reliable"
-                and metric not in self._start_units):
+        if self.keep_trained_if == "reliable" and metric not in self._start_units:
             raise ValueError(
                 f"keep_trained_if='reliable' needs per-query (per-pair) scores for {metric}, which this evaluator "
                 "does not keep; use retrieval_evaluator or stsb_dev_evaluator, or keep_trained_if='better'"

@@ -161,3 +161,8 @@ def test_resuming_from_a_checkpoint_without_an_adapter_is_refused(make_model, se
     add_lora(model, LoRASettings(r=4))
     with pytest.raises(ValueError, match="holds no LoRA adapter"):
         load_adapter_checkpoint(model, tmp_path)
+
+
+def test_settings_that_adapt_nothing_are_refused():
+    with pytest.raises(ValueError, match="needs at least one target module"):
+        LoRASettings(target_modules=())

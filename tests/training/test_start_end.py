@@ -314,6 +314,12 @@ def test_reliable_needs_an_evaluator_with_unit_scores(make_model, tmp_path):
         StartEndCallback(evaluator, keep_trained_if="maybe")
 
 
+def test_reliable_is_refused_where_the_start_is_never_handed_back():
+    # the rule hands back the start when the gain is not reliable: without the start it would only measure
+    with pytest.raises(ValueError, match="keep_start_if_better=False turns off keep_trained_if='reliable'"):
+        StartEndCallback(_scripted_evaluator({0: 0.5}), keep_start_if_better=False, keep_trained_if="reliable")
+
+
 def test_real_retrieval_and_sts_evaluators_give_intervals(make_model, tmp_path):
     from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 
@@ -347,7 +353,7 @@ def test_real_retrieval_and_sts_evaluators_give_intervals(make_model, tmp_path):
     # every line the summary prints carries its interval and verdict, approximate on 10 queries and 20 pairs
     labels = {"eval_retrieval_cosine_ndcg@10": "retrieval nDCG@10", "eval_retrieval_cosine_recall@100":
               "retrieval Recall@100", "eval_sts-dev_spearman_cosine": "STS-B dev"}
-    rows = result.rows(labels)
+    rows = start_end_rows(labels, result.start, result.end, result.changes, decides=result.metric)
     for label, unit in (("retrieval nDCG@10", "10 queries"), ("retrieval Recall@100", "10 queries"),
                         ("STS-B dev", "20 pairs")):
         line = (rf"^-?\d+\.\d\d -> -?\d+\.\d\d, [+-]\d+\.\d\d \(95% CI .*, {unit}\): (a gain|within noise|a loss) "
@@ -365,14 +371,16 @@ def test_start_end_rows_come_from_the_result_with_each_interval():
         end={"eval_ndcg": 0.52, "eval_sts": 0.79}, start_step=0, end_step=10, start_score=0.5, end_score=0.52,
         best_step=10, best_score=0.52, kept="end", changes={"eval_ndcg": PairedChange(2.0, 0.5, 3.5, 0.01, 300)},
     )
-    rows = result.rows({"eval_ndcg": "retrieval nDCG@10", "eval_sts": "STS-B dev", "eval_other": "absent"})
+    labels = {"eval_ndcg": "retrieval nDCG@10", "eval_sts": "STS-B dev", "eval_other": "absent"}
+    rows = start_end_rows(labels, result.start, result.end, result.changes, decides=result.metric)
     assert rows == {
         "retrieval nDCG@10": "50.00 -> 52.00, +2.00 (95% CI +0.50 to +3.50, p = 0.010, 300 queries): a gain; "
                              "decides: the checkpoint metric",
         "STS-B dev": "80.00 -> 79.00, -1.00 (no per-query scores: the change is not judged)",
     }
     # one row: nothing to tell apart
-    assert result.rows({"eval_ndcg": "nDCG"})["nDCG"].endswith("300 queries): a gain")
+    one = start_end_rows({"eval_ndcg": "nDCG"}, result.start, result.end, result.changes, decides=result.metric)
+    assert one["nDCG"].endswith("300 queries): a gain")
 
 
 def test_a_change_measured_on_30_queries_says_its_interval_is_approximate():
@@ -450,6 +458,13 @@ def test_metrics_that_ended_below_their_start_are_warned_about_or_noted_when_the
                                                      "warning: collapsed ended below its start (40.00 -> nan)"]
     assert ended_below_start({"eval_a": "STS-B dev"}, start, end, start_saved=True) == [
         "note: the trained model's STS-B dev ended below its start (80.00 -> 70.00); the starting model was saved"]
+    # where lower is better (a loss), rising is what is warned about: the result's own lines follow the same rule
+    assert ended_below_start({"eval_loss": "loss"}, {"eval_loss": 0.2}, {"eval_loss": 0.3}, greater=lambda key: False) == [
+        "warning: loss ended above its start (20.00 -> 30.00)"]
+    both = _result("end", greater_is_better=False, metric="eval_loss", start={"eval_loss": 0.2, "eval_a": 0.8},
+                   end={"eval_loss": 0.3, "eval_a": 0.7})
+    assert both.worse_at_end == ["eval_loss", "eval_a"] and both.lines()[-2:] == [
+        "warning: eval_loss ended above its start (20.00 -> 30.00)", "warning: eval_a ended below its start (80.00 -> 70.00)"]
 
 
 def test_one_rule_says_whether_a_score_beats_another():
