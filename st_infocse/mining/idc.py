@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from st_infocse.evaluation import encode_unique
 from st_infocse.files import check_choice
-from st_infocse.mining.graph import Similarity, check_similarity, cluster_documents, cluster_pairs
+from st_infocse.mining.graph import Similarity, cluster_documents, cluster_pairs
 from st_infocse.mining.report import MiningReport, skip_counts
 from st_infocse.mining.sentences import PreparedDocument, Skipped, prepare_documents
 from st_infocse.training import precision as training_precision
@@ -152,7 +152,7 @@ def _mine(
     if method == "idc":
         if model is None:
             raise ValueError("IDC mining needs a model with an encode() method")
-        check_similarity(similarity)
+        check_choice("similarity", similarity, Similarity)
         if precision == "bf16" and pool is not None:  # autocast is this process's; the pool's workers encode in fp32
             raise ValueError("precision='bf16' encodes in this process: pass no pool (or precision='fp32')")
         autocast, precision = encoding_precision(model, precision)
