@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from st_infocse.files import Bounds, check_choice, check_range, out_of_range
+from st_infocse.files import Bounds, check_range, out_of_range
 from st_infocse.losses.citations import (
     CMLM_CSE_CITATION,
     GPL_CITATION,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BOUNDS", "CMLM_CSE_LAMBDA", "INFOCSE_LAMBDA", "INFOCSE_MASK_RATE", "INFORMIN_LAMBDA", "MLM_MASK_RATE",
     "OBJECTIVES", "PRESETS", "STAGE1", "ConditionalMLMPreset", "Objective", "Preset", "check_bounds", "flag_value",
-    "get_objective", "objective_names", "out_of_bounds", "resolve_preset",
+    "get_objective", "objective_names", "out_of_bounds",
 ]
 
 #: InfoCSE's weight of the conditional MLM: mlm_weight=0.00001 in both released scripts; paper 000 Table 8.
@@ -149,11 +149,6 @@ PRESETS: Mapping[str, ConditionalMLMPreset] = MappingProxyType(
         ),
     }
 )
-
-
-def resolve_preset(preset: str) -> ConditionalMLMPreset:
-    check_choice("preset", preset, PRESETS)
-    return PRESETS[preset]
 
 
 @dataclass(frozen=True)
