@@ -19,7 +19,7 @@ from types import MappingProxyType
 from st_infocse.losses.registry import INFORMIN_LAMBDA, PRESETS, flag_value
 
 __all__ = ["RECIPES", "TRAIN_DATA_NOTE", "Published", "Recipe", "UnknownRecipeError", "format_recipe",
-           "format_recipe_list", "get_recipe", "recipe_flags", "recipe_names", "run_data_flags"]
+           "format_recipe_list", "get_recipe", "run_data_flags"]
 
 WIKI1M_URL = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"
 TRAIN_DATA_NOTE = (
@@ -400,11 +400,6 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({recipe.name: recipe for recipe
 """Every recipe by name, in the order ``st-infocse recipes`` lists them."""
 
 
-def recipe_names() -> list[str]:
-    """The known recipe names, e.g. ``['simcse-bert-base', 'infocse-bert-base', ...]``."""
-    return list(RECIPES)
-
-
 def get_recipe(name: str) -> Recipe:
     """The recipe called ``name``; :class:`UnknownRecipeError` (a ``ValueError``) naming the known ones otherwise.
 
@@ -416,15 +411,6 @@ def get_recipe(name: str) -> Recipe:
         return RECIPES[name]
     except KeyError:
         raise UnknownRecipeError(f"unknown recipe {name!r}; known recipes: {', '.join(RECIPES)}") from None
-
-
-def recipe_flags(name: str) -> list[str]:
-    """The recipe's ``st-infocse train`` flags, in order, ready to put before your own.
-
-    >>> recipe_flags("informin-bert-base")[:6]
-    ['--objective', 'informin', '--model', 'bert-base-uncased', '--pooling', 'cls']
-    """
-    return get_recipe(name).to_argv()
 
 
 def _published(recipe: Recipe) -> str:
