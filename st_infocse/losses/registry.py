@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from st_infocse.files import Bounds, check_range, out_of_range
+from st_infocse.files import Bounds, check_range
 from st_infocse.losses.citations import (
     CMLM_CSE_CITATION,
     GPL_CITATION,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BOUNDS", "CMLM_CSE_LAMBDA", "INFOCSE_LAMBDA", "INFOCSE_MASK_RATE", "INFORMIN_LAMBDA", "MLM_MASK_RATE",
     "OBJECTIVES", "PRESETS", "STAGE1", "ConditionalMLMPreset", "Objective", "Preset", "check_bounds", "flag_value",
-    "get_objective", "objective_names", "out_of_bounds",
+    "get_objective", "objective_names",
 ]
 
 #: InfoCSE's weight of the conditional MLM: mlm_weight=0.00001 in both released scripts; paper 000 Table 8.
@@ -229,11 +229,6 @@ BOUNDS: Mapping[str, Bounds] = MappingProxyType({
     "k": (0, None, True, False),
     "n": (0, None, True, False),
 })
-
-
-def out_of_bounds(name: str, value: float, bounds: Bounds | None = None) -> str | None:
-    """:func:`~st_infocse.files.out_of_range` of ``value``, by default against :data:`BOUNDS`' range for ``name``."""
-    return out_of_range(value, bounds or BOUNDS.get(name))
 
 
 def check_bounds(**values: float | None) -> None:
