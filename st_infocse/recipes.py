@@ -359,9 +359,9 @@ _RECIPES = (
             ("--learning_rate", "1e-4", "the adapter's rate in the benchmark (its 2e-5 barely moves a rank-8 "
              "adapter in 100 steps)"),
             ("--idc_precision", "bf16", "the annotator mines under bf16 autocast where the CPU or GPU computes bf16 "
-             "natively (fp32 elsewhere): nearly all of fp32's pairs (Jaccard 0.99 on 500 documents of each domain), "
-             "mined in about half the time, and the same verdicts and confirmation-half change within noise "
-             "(benchmarks/annotator_backends.py, benchmarks/adaptation_recipe.py)"),
+             "natively (fp32 elsewhere): nearly all of fp32's pairs in less time, and the same verdicts and "
+             "confirmation-half change within noise (benchmarks/annotator_backends.py, benchmarks/adaptation_recipe.py; "
+             "docs/mining.md)"),
             ("--bf16", "true", "the adapter trains under bf16 autocast where bf16 is native (on a CPU without it, "
              "fp32 with a warning): the same verdicts and confirmation-half change within noise in less time "
              "(benchmarks/adaptation_recipe.py)"),
