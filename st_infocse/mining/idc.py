@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from st_infocse.evaluation import encode_unique
 from st_infocse.files import check_choice
+from st_infocse.mining.documents import check_document_columns
 from st_infocse.mining.graph import Similarity, cluster_documents, cluster_pairs
 from st_infocse.mining.report import MiningReport, skip_counts
 from st_infocse.mining.sentences import PreparedDocument, Skipped, prepare_documents
@@ -85,11 +86,7 @@ def _select_input_columns(documents: Any, keys: tuple[str, str, str]) -> Any:
     column_names = getattr(documents, "column_names", None)
     if not (isinstance(column_names, list) and hasattr(documents, "select_columns")):
         return documents
-    sentences_key, text_key, _ = keys
-    if sentences_key not in column_names and text_key not in column_names:
-        raise ValueError(
-            f"the documents dataset has neither a {sentences_key!r} nor a {text_key!r} column (columns: {column_names})"
-        )
+    check_document_columns("the dataset", column_names, *keys[:2])
     return documents.select_columns([c for c in keys if c in column_names])
 
 

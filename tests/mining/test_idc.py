@@ -205,7 +205,7 @@ def test_dataset_inputs_with_raw_text_and_ids(lookup_encoder):
         pairs, report = mine_pairs(documents, lookup_encoder(table), show_progress_bar=False)
         assert pair_set(pairs) == {("w1", "Cats purr.", "Cats nap.", 0), ("w1", "Kings rule.", "Queens rule.", 1)}
         assert report.skipped["too_few_sentences"] == 1
-    with pytest.raises(ValueError, match="neither"):
+    with pytest.raises(ValueError, match=r"need a 'sentences' \(list\) or 'text' column; found \['body'\]"):
         mine_pairs(Dataset.from_dict({"body": ["x"]}), lookup_encoder(table))
 
 
