@@ -296,8 +296,8 @@ _RECIPES = (
             ("--lambda", flag_value(_CMLM_CSE_PRESET.lambda_), "paper 003 Table 5; §4.3.2 (5) (lambda = 0.005)"),
             ("--detach", "true", "paper 003 §3.2, §4.1 (lexical feature extractor frozen)"),
             ("--fusion_init", "fresh", "no code: the package's choice, as InfoCSE's code (docs/REPRODUCING.md)"),
-            *((flag, value, _NOT_STATED_003 + " (§3.2: 'the fixed sentence length')" * (flag == "--max_seq_length"))
-              for flag, value, _ in _SIMCSE_TRAINING),
+            *((flag, value, _NOT_STATED_003 + (" (§3.2: 'the fixed sentence length')" if flag == "--max_seq_length"
+                                                else "")) for flag, value, _ in _SIMCSE_TRAINING),
         ),
         notes=(
             "Without code, three choices are the package's (docs/REPRODUCING.md): fresh fusion layers, the "
