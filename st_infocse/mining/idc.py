@@ -126,11 +126,12 @@ def _reads_documents(builder: Callable[..., MinedPairs]) -> Callable[..., MinedP
 
 
 def _mine(
-    documents: Iterable[Any], model: Any, method: str, reading: dict[str, Any], *, k: int = 1,
-    threshold: float | None = None, tie_tolerance: float = 0.0, similarity: str | None = None,
-    max_pairs_per_cluster: int | None = None, seed: int = 0, batch_size: int = 1, pool: Any = None,
-    encode_kwargs: dict[str, Any] | None = None, precision: Precision = "fp32",
+    documents: Iterable[Any], model: Any, method: str, reading: dict[str, Any], *, k: int | None = None,
+    threshold: float | None = None, tie_tolerance: float | None = None, similarity: Similarity | None = None,
+    max_pairs_per_cluster: int | None = None, seed: int | None = None, batch_size: int | None = None,
+    pool: Any = None, encode_kwargs: dict[str, Any] | None = None, precision: Precision | None = None,
 ) -> MinedPairs:
+    # IDC's settings come from mine_pairs, whose defaults apply; the builders from structure alone read none of them
     if max_pairs_per_cluster is not None and max_pairs_per_cluster < 1:
         raise ValueError(f"max_pairs_per_cluster must be >= 1 or None, got {max_pairs_per_cluster}")
     shard_sentences, output_dir = reading.pop("shard_sentences"), reading.pop("output_dir")
