@@ -12,7 +12,7 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
 
-from st_infocse.files import check_choice
+from st_infocse.files import check_at_least, check_choice
 
 # Bound on the floats held by one stacked group of equal-length documents (~32 MB in float32).
 _MAX_GROUP_ELEMENTS = 1 << 23
@@ -73,8 +73,7 @@ def cluster_documents(
         >>> labels.tolist(), first.tolist()
         ([0, 0, 1, 1, 0, 0], [0, 0, 2, 2, 4, 4])
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    check_at_least("k", k)
     check_choice("similarity", similarity, Similarity)
     lengths = np.asarray(list(lengths), dtype=np.int64)
     if (lengths < 1).any():

@@ -23,7 +23,7 @@ from datasets import Dataset, Features, Value, concatenate_datasets, load_from_d
 from tqdm.auto import tqdm
 
 from st_infocse.evaluation import encode_unique
-from st_infocse.files import check_choice
+from st_infocse.files import check_at_least, check_choice
 from st_infocse.mining.documents import check_document_columns
 from st_infocse.mining.graph import Similarity, cluster_documents, cluster_pairs
 from st_infocse.mining.report import MiningReport, skip_counts
@@ -132,12 +132,10 @@ def _mine(
     pool: Any = None, encode_kwargs: dict[str, Any] | None = None, precision: Precision | None = None,
 ) -> MinedPairs:
     # IDC's settings come from mine_pairs, whose defaults apply; the builders from structure alone read none of them
-    if max_pairs_per_cluster is not None and max_pairs_per_cluster < 1:
-        raise ValueError(f"max_pairs_per_cluster must be >= 1 or None, got {max_pairs_per_cluster}")
+    check_at_least("max_pairs_per_cluster", max_pairs_per_cluster)
     shard_sentences, output_dir = reading.pop("shard_sentences"), reading.pop("output_dir")
     show_progress_bar = reading.pop("show_progress_bar")
-    if shard_sentences < 1:
-        raise ValueError(f"shard_sentences must be >= 1, got {shard_sentences}")
+    check_at_least("shard_sentences", shard_sentences)
     overridden = sorted(set(encode_kwargs or {}) & set(_ENCODE_SETTINGS))
     if overridden:
         raise ValueError(

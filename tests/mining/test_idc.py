@@ -78,7 +78,7 @@ def test_block_diagonal_batch_matches_one_document_at_a_time():
 def test_graph_input_errors_are_clear():
     with pytest.raises(ValueError, match="NaN or inf"):
         cluster_sentences(np.array([[1.0, 0.0], [np.nan, 1.0]]))
-    with pytest.raises(ValueError, match="k must be >= 1"):
+    with pytest.raises(ValueError, match="k must be at least 1, got 0"):
         cluster_sentences(np.eye(3), k=0)
     with pytest.raises(ValueError, match="totalling"):
         cluster_documents(np.eye(3), [2, 2])
