@@ -19,7 +19,7 @@ from types import MappingProxyType
 from st_infocse.losses.registry import INFORMIN_LAMBDA, PRESETS, flag_value
 
 __all__ = ["RECIPES", "TRAIN_DATA_NOTE", "Published", "Recipe", "UnknownRecipeError", "format_recipe",
-           "format_recipe_list", "get_recipe", "recipe_flags", "recipe_names", "run_data_flags"]
+           "format_recipe_list", "get_recipe", "run_data_flags"]
 
 WIKI1M_URL = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt"
 TRAIN_DATA_NOTE = (
@@ -181,13 +181,13 @@ def _infocse_script(script: str, layers: int, model: tuple[str, str], pooling: s
         ("--objective", "infocse", f"{script} lines 5, 26 (train_cls_mlm.py --do_mlm)"),
         ("--model", model[0], f"{script} {model[1]}"),
         ("--pooling", "cls", f"{script} {pooling}"),
-        ("--projection", "bn-mlp", f"{script} lines 17-18, 27 (--mlp_only_train --batchnorm)"),
+        ("--projection", _INFOCSE_PRESET.projection, f"{script} lines 17-18, 27 (--mlp_only_train --batchnorm)"),
         ("--k", str(_INFOCSE_PRESET.k(layers)), f"{script} line 25 (--skip_from 6)"),
         ("--n", str(_INFOCSE_PRESET.n), f"{script} line 24 (--n_head_layers 2)"),
         ("--mask_rate", mask_rate, f"{script} lines 1, 29 (mlm_rate={mask_rate})"),
         ("--lambda", flag_value(_INFOCSE_PRESET.lambda_), f"{script} {lambda_note}"),
-        ("--detach", "true", detach),
-        ("--fusion_init", "fresh", fusion),
+        ("--detach", str(_INFOCSE_PRESET.detach).lower(), detach),
+        ("--fusion_init", _INFOCSE_PRESET.fusion_init, fusion),
         ("--temperature", "0.05", f"{script} line 20 (--temp 0.05)"),
         ("--learning_rate", "7e-6", f"{script} line 11"),
         ("--num_train_epochs", "2", f"{script} line 9"),
@@ -288,16 +288,17 @@ _RECIPES = (
             ("--objective", "cmlm-cse", "paper 003 §3, eq. 6 (contrastive + lambda * conditional MLM)"),
             ("--model", "bert-base-uncased", f"paper 003 §4.1 'Bert' (casing {_NOT_STATED_003})"),
             ("--pooling", "cls", "paper 003 §3.1 ('the same structure as SimCSE': the [CLS] embedding)"),
-            ("--projection", "mlp", f"{_NOT_STATED_003} (MLP on [CLS], training only)"),
+            ("--projection", _CMLM_CSE_PRESET.projection, f"{_NOT_STATED_003} (MLP on [CLS], training only)"),
             ("--k", str(_CMLM_CSE_PRESET.k(12)), "paper 003 §4.1 (the first eight layers, frozen); Table 6 row 8-3"),
             ("--n", str(_CMLM_CSE_PRESET.n), "paper 003 §4.1 (three Transformer blocks); Table 6 row 8-3"),
             ("--mask_rate", flag_value(_CMLM_CSE_PRESET.mask_rate(12)),
              "paper 003 §4.3.2 (2) (random word masking of 15%); Table 4"),
             ("--lambda", flag_value(_CMLM_CSE_PRESET.lambda_), "paper 003 Table 5; §4.3.2 (5) (lambda = 0.005)"),
-            ("--detach", "true", "paper 003 §3.2, §4.1 (lexical feature extractor frozen)"),
-            ("--fusion_init", "fresh", "no code: the package's choice, as InfoCSE's code (docs/REPRODUCING.md)"),
-            *((flag, value, _NOT_STATED_003 + " (§3.2: 'the fixed sentence length')" * (flag == "--max_seq_length"))
-              for flag, value, _ in _SIMCSE_TRAINING),
+            ("--detach", str(_CMLM_CSE_PRESET.detach).lower(), "paper 003 §3.2, §4.1 (lexical feature extractor frozen)"),
+            ("--fusion_init", _CMLM_CSE_PRESET.fusion_init,
+             "no code: the package's choice, as InfoCSE's code (docs/REPRODUCING.md)"),
+            *((flag, value, _NOT_STATED_003 + (" (§3.2: 'the fixed sentence length')" if flag == "--max_seq_length"
+                                                else "")) for flag, value, _ in _SIMCSE_TRAINING),
         ),
         notes=(
             "Without code, three choices are the package's (docs/REPRODUCING.md): fresh fusion layers, the "
@@ -315,7 +316,7 @@ _RECIPES = (
             ("--objective", "infocse", "paper 000: contrastive + lambda * conditional MLM"),
             ("--model", _MINILM, "a contrastively pre-trained sentence-transformers model (the benchmark's)"),
             ("--pooling", "cls", "the benchmark's pooling (InfoCSE's h is the [CLS] embedding)"),
-            ("--projection", "bn-mlp", "InfoCSE's released head (its default)"),
+            ("--projection", _INFOCSE_PRESET.projection, "InfoCSE's released head (its default)"),
             ("--lambda", "1", "benchmark weight sweep 1e-5, 1e-3, 0.1, 1: best STS avg and STS-B dev at 1"),
             ("--aux_gradient", "full", "the decoder learns from the unweighted MLM gradient (not damped by lambda)"),
             ("--aux_learning_rate", "1e-4", "the decoder's own learning rate in the benchmark"),
@@ -359,9 +360,9 @@ _RECIPES = (
             ("--learning_rate", "1e-4", "the adapter's rate in the benchmark (its 2e-5 barely moves a rank-8 "
              "adapter in 100 steps)"),
             ("--idc_precision", "bf16", "the annotator mines under bf16 autocast where the CPU or GPU computes bf16 "
-             "natively (fp32 elsewhere): nearly all of fp32's pairs (Jaccard 0.99 on 500 documents of each domain), "
-             "mined in about half the time, and the same verdicts and confirmation-half change within noise "
-             "(benchmarks/annotator_backends.py, benchmarks/adaptation_recipe.py)"),
+             "natively (fp32 elsewhere): nearly all of fp32's pairs in less time, and the same verdicts and "
+             "confirmation-half change within noise (benchmarks/annotator_backends.py, benchmarks/adaptation_recipe.py; "
+             "docs/mining.md)"),
             ("--bf16", "true", "the adapter trains under bf16 autocast where bf16 is native (on a CPU without it, "
              "fp32 with a warning): the same verdicts and confirmation-half change within noise in less time "
              "(benchmarks/adaptation_recipe.py)"),
@@ -400,11 +401,6 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({recipe.name: recipe for recipe
 """Every recipe by name, in the order ``st-infocse recipes`` lists them."""
 
 
-def recipe_names() -> list[str]:
-    """The known recipe names, e.g. ``['simcse-bert-base', 'infocse-bert-base', ...]``."""
-    return list(RECIPES)
-
-
 def get_recipe(name: str) -> Recipe:
     """The recipe called ``name``; :class:`UnknownRecipeError` (a ``ValueError``) naming the known ones otherwise.
 
@@ -416,15 +412,6 @@ def get_recipe(name: str) -> Recipe:
         return RECIPES[name]
     except KeyError:
         raise UnknownRecipeError(f"unknown recipe {name!r}; known recipes: {', '.join(RECIPES)}") from None
-
-
-def recipe_flags(name: str) -> list[str]:
-    """The recipe's ``st-infocse train`` flags, in order, ready to put before your own.
-
-    >>> recipe_flags("informin-bert-base")[:6]
-    ['--objective', 'informin', '--model', 'bert-base-uncased', '--pooling', 'cls']
-    """
-    return get_recipe(name).to_argv()
 
 
 def _published(recipe: Recipe) -> str:

@@ -725,14 +725,14 @@ def _one_step(command: str) -> list[str]:
         (["pretrain-aux", "--k", "0", "--train_data", "sentences.txt"], "k (frozen lower layers) must be between 1"),
         (["train", "--max_train_samples", "0", "--train_data", "sentences.txt"], "--max_train_samples must be at least 1, got 0"),
         (["train", "--objective", "idc", "--docs", "docs.jsonl", "--rounds", "0"], "rounds must be at least 1, got 0"),
-        (["train", "--objective", "idc", "--docs", "docs.jsonl", "--idc_k", "0"], "k must be >= 1, got 0"),
+        (["train", "--objective", "idc", "--docs", "docs.jsonl", "--idc_k", "0"], "k must be at least 1, got 0"),
         # MultipleNegativesRankingLoss takes 1 / temperature as its scale.
         (["train", "--objective", "idc", "--docs", "docs.jsonl", "--temperature", "0"], "--temperature must be positive, got 0"),
         (["mine", "--docs", "docs.jsonl", "--max_docs", "0"], "--max_docs must be at least 1, got 0"),
         (["mine", "--docs", "docs.jsonl", "--min_sentences", "0"], "--min_sentences must be at least 2 (a pair needs two sentences), got 0"),
-        (["mine", "--docs", "docs.jsonl", "--k", "0"], "k must be >= 1, got 0"),
+        (["mine", "--docs", "docs.jsonl", "--k", "0"], "k must be at least 1, got 0"),
         (["mine", "--docs", "docs.jsonl", "--batch_size", "0"], "batch_size must be a positive integer, got 0"),
-        (["mine", "--docs", "docs.jsonl", "--max_pairs_per_cluster", "0"], "max_pairs_per_cluster must be >= 1"),
+        (["mine", "--docs", "docs.jsonl", "--max_pairs_per_cluster", "0"], "max_pairs_per_cluster must be at least 1, got 0"),
         (["evaluate", "--sts", "downstream", "--batch_size", "0"], "batch_size must be a positive integer, got 0"),
     ],
 )

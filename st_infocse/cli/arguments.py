@@ -19,7 +19,7 @@ import griffe
 
 from st_infocse.cli.errors import CLIError
 from st_infocse.evaluation.bm25_language import check_language
-from st_infocse.losses.registry import out_of_bounds
+from st_infocse.files import out_of_range
 from st_infocse.mining.documents import DOCUMENT_FORMATS
 
 WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
@@ -60,7 +60,7 @@ class Checked:
     def __post_init__(self) -> None:
         for item in fields(self):
             bounds, note = self.bounds.get(item.name, (None, ""))
-            why = out_of_bounds(item.name, getattr(self, item.name), bounds) if bounds else None
+            why = out_of_range(getattr(self, item.name), bounds)
             if why:
                 raise CLIError(f"{flag_name(item)} {why}{' ' + note if note else ''}, got {getattr(self, item.name):g}")
 

@@ -14,7 +14,7 @@ from st_infocse.files import check_choice
 from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_inside_wrapper, refuse_labels
 from st_infocse.losses.conditional_mlm import MLMMetrics, warn_unless_cls_pooling
 from st_infocse.losses.contract import TrainingLoss
-from st_infocse.losses.registry import MLM_MASK_RATE, PRESETS, resolve_preset
+from st_infocse.losses.registry import MLM_MASK_RATE, PRESETS
 from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather, gather_room, mlm_loss
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -120,7 +120,7 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         self._parts = [parts]  # a list keeps it out of the module tree (no duplicate parameters)
         warn_unless_cls_pooling(model, type(self).__name__)
         # InfoCSE's k (6 from 12 layers, half the depth below), which is also Condenser's --skip_from 6.
-        k = k if k is not None else resolve_preset("infocse").k(parts.depth)
+        k = k if k is not None else PRESETS["infocse"].k(parts.depth)
         self.mask_rate = mask_rate
         self.aux_weight = aux_weight
         check_choice("masking", masking, Masking)

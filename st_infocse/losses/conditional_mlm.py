@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from st_infocse.files import check_choice
 from st_infocse.losses._checks import EmptyTextDetector, check_finite, refuse_labels
 from st_infocse.losses.contract import TrainingLoss
-from st_infocse.losses.registry import OBJECTIVES, Preset, resolve_preset
+from st_infocse.losses.registry import OBJECTIVES, PRESETS, Preset
 from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather, MLMOutput, gather_room
 from st_infocse.modeling.encoder_parts import find_encoder_parts
@@ -151,7 +151,8 @@ class ConditionalMLMLoss(TrainingLoss):
         self.model = model
         self.preset = preset
         parts = find_encoder_parts(model)
-        settings = resolve_preset(preset).decoder_settings(parts.depth, k, n, mask_rate, fusion_init, detach)
+        check_choice("preset", preset, PRESETS)
+        settings = PRESETS[preset].decoder_settings(parts.depth, k, n, mask_rate, fusion_init, detach)
         warn_unless_cls_pooling(model, type(self).__name__)
         self.mask_rate = settings.mask_rate
         self.masker = TokenMasker(parts.tokenizer, self.mask_rate)

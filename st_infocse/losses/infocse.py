@@ -12,7 +12,7 @@ from st_infocse.losses._checks import check_finite, refuse_labels, refuse_unused
 from st_infocse.losses.conditional_mlm import ConditionalMLMLoss
 from st_infocse.losses.contract import TrainingLoss
 from st_infocse.losses.informin import Reduction, reconstruction_term
-from st_infocse.losses.registry import PRESETS, Preset, check_bounds, resolve_preset
+from st_infocse.losses.registry import PRESETS, Preset, check_bounds
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder, FusionInit, MLMGather
@@ -139,7 +139,7 @@ class InfoCSELoss(TrainingLoss):
         """
         super().__init__()
         self.model = model
-        settings = resolve_preset(self.preset_name)
+        settings = PRESETS[self.preset_name]
         self.lambda_ = settings.lambda_ if lambda_ is None else lambda_
         check_bounds(lambda_=self.lambda_, informin_weight=informin_weight)
         check_choice("aux_gradient", aux_gradient, AuxGradient)

@@ -11,7 +11,7 @@ from torch import Tensor
 from st_infocse.files import check_choice
 from st_infocse.losses._checks import check_finite, refuse_inside_wrapper, refuse_labels, refuse_unused
 from st_infocse.losses.contract import TrainingLoss
-from st_infocse.losses.registry import INFORMIN_LAMBDA, MLM_MASK_RATE
+from st_infocse.losses.registry import INFORMIN_LAMBDA, MLM_MASK_RATE, check_bounds
 from st_infocse.losses.simcse import SimCSELoss
 from st_infocse.losses.terms import LossTerms
 from st_infocse.modeling.auxiliary_decoder import MLMGather, MLMOutput, gather_room, mlm_loss
@@ -114,6 +114,7 @@ class InforMinReconstructionLoss(TrainingLoss):
         self.model = model
         self.lambda_ = lambda_
         self.reduction = reduction
+        check_bounds(lambda_=lambda_)
         check_choice("reduction", reduction, Reduction)
         check_choice("mlm_gather", mlm_gather, MLMGather)
         if not mlm_weight:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from st_infocse.files import Bounds, check_choice, check_range, out_of_range
+from st_infocse.files import Bounds, check_range
 from st_infocse.losses.citations import (
     CMLM_CSE_CITATION,
     GPL_CITATION,
@@ -35,22 +35,13 @@ if TYPE_CHECKING:
     from st_infocse.modeling.heads import ProjectionKind
 
 __all__ = [
-    "BOUNDS", "CMLM_CSE_LAMBDA", "INFOCSE_LAMBDA", "INFOCSE_MASK_RATE", "INFORMIN_LAMBDA", "MLM_MASK_RATE",
+    "BOUNDS", "INFOCSE_MASK_RATE", "INFORMIN_LAMBDA", "MLM_MASK_RATE",
     "OBJECTIVES", "PRESETS", "STAGE1", "ConditionalMLMPreset", "Objective", "Preset", "check_bounds", "flag_value",
-    "get_objective", "objective_names", "out_of_bounds", "resolve_preset",
+    "get_objective", "objective_names",
 ]
 
-#: InfoCSE's weight of the conditional MLM: mlm_weight=0.00001 in both released scripts; paper 000 Table 8.
-INFOCSE_LAMBDA = 1e-5
-#: InfoCSE's mask rate: mlm_rate=0.4 in Infocse-bert-base.sh (0.3 in InfoCSE-bert-large.sh, for 24 layers).
+#: InfoCSE's mask rate on 12 layers: mlm_rate=0.4 in Infocse-bert-base.sh.
 INFOCSE_MASK_RATE = 0.40
-INFOCSE_LARGE_MASK_RATE = 0.30
-#: CMLM-CSE's weight of the conditional MLM: paper 003 Table 5.
-CMLM_CSE_LAMBDA = 0.005
-#: CMLM-CSE's mask rate. Paper 003 Table 3 text: "On the conditional MLM loss side, we still used random word
-#: masking of 15%"; the headline configuration (STS-B dev 83.76 in Tables 3, 4, 5 and 6, row 8-3) is the 15% one.
-#: Table 4's 40% (84.09) is that ablation's best dev score only.
-CMLM_CSE_MASK_RATE = 0.15
 #: InforMin-CL's weight of the reconstruction term for BERT-base (paper 001 Table 3), with the authors' scaling.
 INFORMIN_LAMBDA = 0.4
 #: BERT's and Condenser's masking rate: stage-1 pre-training and InforMin-CL's optional MLM term.
@@ -127,33 +118,29 @@ PRESETS: Mapping[str, ConditionalMLMPreset] = MappingProxyType(
         # caskcsg/sentemb Infocse-bert-base.sh / InfoCSE-bert-large.sh: --skip_from 6 --n_head_layers 2
         # --mlm_probability 0.4 (0.3 large) --mlm_weight 1e-5 --batchnorm; c_head layers freshly initialised
         # (models_cls_mlm.py: BertForCL.__init__ applies _init_weights; the Condenser head weights are read only
-        # from a local folder, train_cls_mlm.py:418-421).
+        # from a local folder, train_cls_mlm.py:418-421). The weight 1e-5 is also paper 000 Table 8's best.
         "infocse": ConditionalMLMPreset(
             n=2,
-            lambda_=INFOCSE_LAMBDA,
+            lambda_=1e-5,
             projection="bn-mlp",
             fusion_init="fresh",
             k=_infocse_k,
-            mask_rates=((0, INFOCSE_MASK_RATE), (24, INFOCSE_LARGE_MASK_RATE)),
+            mask_rates=((0, INFOCSE_MASK_RATE), (24, 0.30)),
         ),
         # Paper 003: k=8, n=3 (Table 6), lambda 0.005 (Table 5), 15% masking (Table 3), and "the same settings as
         # the unsupervised SimCSE" (section 4.1): SimCSE's MLP head at training time. No code was released; the
-        # fusion layers start fresh as in InfoCSE's code, which the auxiliary network follows.
+        # fusion layers start fresh as in InfoCSE's code, which the auxiliary network follows. The headline row 8-3
+        # (Tables 3-6) masks 15% ("we still used random word masking of 15%"); Table 4's 40% is an ablation's best.
         "cmlm-cse": ConditionalMLMPreset(
             n=3,
-            lambda_=CMLM_CSE_LAMBDA,
+            lambda_=0.005,
             projection="mlp",
             fusion_init="fresh",
             k=_cmlm_cse_k,
-            mask_rates=((0, CMLM_CSE_MASK_RATE),),
+            mask_rates=((0, 0.15),),
         ),
     }
 )
-
-
-def resolve_preset(preset: str) -> ConditionalMLMPreset:
-    check_choice("preset", preset, PRESETS)
-    return PRESETS[preset]
 
 
 @dataclass(frozen=True)
@@ -234,11 +221,6 @@ BOUNDS: Mapping[str, Bounds] = MappingProxyType({
     "k": (0, None, True, False),
     "n": (0, None, True, False),
 })
-
-
-def out_of_bounds(name: str, value: float, bounds: Bounds | None = None) -> str | None:
-    """:func:`~st_infocse.files.out_of_range` of ``value``, by default against :data:`BOUNDS`' range for ``name``."""
-    return out_of_range(value, bounds or BOUNDS.get(name))
 
 
 def check_bounds(**values: float | None) -> None:

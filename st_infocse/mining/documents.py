@@ -32,9 +32,11 @@ def _document_has_text(record: Any) -> bool:
     return is_text(record) or (isinstance(record, list) and any(is_text(s) for s in record))
 
 
-def _check_columns(source: str, columns: list[str]) -> None:
-    if not ({"sentences", "text"} & set(columns)):
-        raise InputError(f"documents in {source} need a 'sentences' (list) or 'text' column; found {columns}")
+def check_document_columns(source: str, columns: list[str], sentences_key: str = "sentences",
+                           text_key: str = "text") -> None:
+    """Refuse documents in ``source`` whose ``columns`` hold neither a sentence list nor a text."""
+    if not ({sentences_key, text_key} & set(columns)):
+        raise InputError(f"documents in {source} need a {sentences_key!r} (list) or {text_key!r} column; found {columns}")
 
 
 def check_documents(source: str) -> None:
@@ -46,7 +48,7 @@ def check_documents(source: str) -> None:
     if kind is None:
         features = check_saved_dataset(source, path)
         if features:
-            _check_columns(source, list(features))
+            check_document_columns(source, list(features))
         return
     if kind == "txt":
         if not any(line.strip() for _, line in read_lines(path)):
@@ -76,5 +78,5 @@ def load_documents(source: str, max_docs: int | None = None) -> Any:
             docs = [record for _, record in read_json_records(path)]
         return docs if max_docs is None else docs[:max_docs]
     docs = read_dataset(source, what="documents", fix="pass --docs with a local file")
-    _check_columns(source, docs.column_names)
+    check_document_columns(source, docs.column_names)
     return docs if max_docs is None else docs.select(range(min(max_docs, len(docs))))

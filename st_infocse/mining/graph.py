@@ -6,26 +6,19 @@ connected components and the pairs inside each cluster. Documents of equal lengt
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, get_args
+from typing import Literal
 
 import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
+
+from st_infocse.files import check_at_least, check_choice
 
 # Bound on the floats held by one stacked group of equal-length documents (~32 MB in float32).
 _MAX_GROUP_ELEMENTS = 1 << 23
 
 # Edge scores: "cosine" (scale-invariant) or "dot", the raw inner product of paper 002 eq. 2.
 Similarity = Literal["cosine", "dot"]
-SIMILARITIES: tuple[str, ...] = get_args(Similarity)
-
-
-def check_similarity(similarity: str) -> str:
-    """``similarity`` if it is one of :data:`SIMILARITIES`, else a ``ValueError`` naming them."""
-    if similarity not in SIMILARITIES:
-        choices = " or ".join(repr(c) for c in SIMILARITIES)
-        raise ValueError(f"similarity must be {choices}, got {similarity!r}")
-    return similarity
 
 
 def _prepare(embeddings: np.ndarray, similarity: str) -> np.ndarray:
@@ -80,9 +73,8 @@ def cluster_documents(
         >>> labels.tolist(), first.tolist()
         ([0, 0, 1, 1, 0, 0], [0, 0, 2, 2, 4, 4])
     """
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    check_similarity(similarity)
+    check_at_least("k", k)
+    check_choice("similarity", similarity, Similarity)
     lengths = np.asarray(list(lengths), dtype=np.int64)
     if (lengths < 1).any():
         raise ValueError("every document needs at least one sentence")
@@ -131,7 +123,7 @@ def cluster_sentences(
         [0, 1, 0, 1]
     """
     embeddings = np.asarray(embeddings)
-    check_similarity(similarity)
+    check_choice("similarity", similarity, Similarity)
     if len(embeddings) == 0:
         return np.zeros(0, dtype=np.int64)
     labels, _ = cluster_documents(embeddings, [len(embeddings)], k, threshold, tie_tolerance, similarity)

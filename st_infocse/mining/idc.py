@@ -23,8 +23,9 @@ from datasets import Dataset, Features, Value, concatenate_datasets, load_from_d
 from tqdm.auto import tqdm
 
 from st_infocse.evaluation import encode_unique
-from st_infocse.files import check_choice
-from st_infocse.mining.graph import Similarity, check_similarity, cluster_documents, cluster_pairs
+from st_infocse.files import check_at_least, check_choice
+from st_infocse.mining.documents import check_document_columns
+from st_infocse.mining.graph import Similarity, cluster_documents, cluster_pairs
 from st_infocse.mining.report import MiningReport, skip_counts
 from st_infocse.mining.sentences import PreparedDocument, Skipped, prepare_documents
 from st_infocse.training import precision as training_precision
@@ -85,11 +86,7 @@ def _select_input_columns(documents: Any, keys: tuple[str, str, str]) -> Any:
     column_names = getattr(documents, "column_names", None)
     if not (isinstance(column_names, list) and hasattr(documents, "select_columns")):
         return documents
-    sentences_key, text_key, _ = keys
-    if sentences_key not in column_names and text_key not in column_names:
-        raise ValueError(
-            f"the documents dataset has neither a {sentences_key!r} nor a {text_key!r} column (columns: {column_names})"
-        )
+    check_document_columns("the dataset", column_names, *keys[:2])
     return documents.select_columns([c for c in keys if c in column_names])
 
 
@@ -129,17 +126,16 @@ def _reads_documents(builder: Callable[..., MinedPairs]) -> Callable[..., MinedP
 
 
 def _mine(
-    documents: Iterable[Any], model: Any, method: str, reading: dict[str, Any], *, k: int = 1,
-    threshold: float | None = None, tie_tolerance: float = 0.0, similarity: str | None = None,
-    max_pairs_per_cluster: int | None = None, seed: int = 0, batch_size: int = 1, pool: Any = None,
-    encode_kwargs: dict[str, Any] | None = None, precision: Precision = "fp32",
+    documents: Iterable[Any], model: Any, method: str, reading: dict[str, Any], *, k: int | None = None,
+    threshold: float | None = None, tie_tolerance: float | None = None, similarity: Similarity | None = None,
+    max_pairs_per_cluster: int | None = None, seed: int | None = None, batch_size: int | None = None,
+    pool: Any = None, encode_kwargs: dict[str, Any] | None = None, precision: Precision | None = None,
 ) -> MinedPairs:
-    if max_pairs_per_cluster is not None and max_pairs_per_cluster < 1:
-        raise ValueError(f"max_pairs_per_cluster must be >= 1 or None, got {max_pairs_per_cluster}")
+    # IDC's settings come from mine_pairs, whose defaults apply; the builders from structure alone read none of them
+    check_at_least("max_pairs_per_cluster", max_pairs_per_cluster)
     shard_sentences, output_dir = reading.pop("shard_sentences"), reading.pop("output_dir")
     show_progress_bar = reading.pop("show_progress_bar")
-    if shard_sentences < 1:
-        raise ValueError(f"shard_sentences must be >= 1, got {shard_sentences}")
+    check_at_least("shard_sentences", shard_sentences)
     overridden = sorted(set(encode_kwargs or {}) & set(_ENCODE_SETTINGS))
     if overridden:
         raise ValueError(
@@ -152,7 +148,7 @@ def _mine(
     if method == "idc":
         if model is None:
             raise ValueError("IDC mining needs a model with an encode() method")
-        check_similarity(similarity)
+        check_choice("similarity", similarity, Similarity)
         if precision == "bf16" and pool is not None:  # autocast is this process's; the pool's workers encode in fp32
             raise ValueError("precision='bf16' encodes in this process: pass no pool (or precision='fp32')")
         autocast, precision = encoding_precision(model, precision)

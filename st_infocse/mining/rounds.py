@@ -27,7 +27,7 @@ from torch import nn
 
 from st_infocse.evaluation import PairedChange, paired_changes, primary_unit_key, unit_scores
 from st_infocse.files import InputError, check_at_least, check_choice, check_range
-from st_infocse.mining.graph import check_similarity
+from st_infocse.mining.graph import Similarity
 from st_infocse.mining.idc import READING_ARGUMENTS, adjacent_pairs, mine_pairs
 from st_infocse.mining.round_results import RoundsResult, RoundStats, holm_over_rounds
 from st_infocse.mining.sampler import DocumentAwareBatchSampler
@@ -213,7 +213,7 @@ def train_idc_rounds(
     mining_kwargs = {"seed": seed, **(mining_kwargs or {})}
     # Checked before any round: when the first round pairs adjacent sentences, a bad value would surface only after
     # it has trained.
-    check_similarity(mining_kwargs.get("similarity", "cosine"))
+    check_choice("similarity", mining_kwargs.get("similarity", "cosine"), Similarity)
     if isinstance(annotator, str):  # mines at its own length, with its own modules
         try:
             annotator = load_model(annotator, trust_remote_code=trust_remote_code).model

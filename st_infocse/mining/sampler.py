@@ -129,9 +129,6 @@ class DocumentAwareSamplerFactory(functools.partial):
     """:class:`DocumentAwareBatchSampler` with fixed document ids (see ``for_pairs``), printed short, as training
     arguments are printed and logged."""
 
-    @property
-    def doc_ids(self) -> list[Any]:
-        return self.keywords["doc_ids"]
-
     def __repr__(self) -> str:
-        return f"DocumentAwareBatchSampler.for_pairs(<{len(self.doc_ids)} rows, {len(set(self.doc_ids))} documents>)"
+        doc_ids = self.keywords["doc_ids"]
+        return f"DocumentAwareBatchSampler.for_pairs(<{len(doc_ids)} rows, {len(set(doc_ids))} documents>)"

@@ -1,7 +1,7 @@
 """BERT-style masking for tokenized batches: per-token (:class:`TokenMasker`) and whole-word with a fixed budget per
 sequence (:class:`WholeWordMasker`, Condenser's procedure). Both run on the batch's device with shapes fixed by the
 batch's, so masking a GPU batch reads nothing back to the host, and both follow the 80/10/10 replacement of
-``transformers.DataCollatorForLanguageModeling`` (:func:`replace_chosen`)."""
+``transformers.DataCollatorForLanguageModeling``."""
 
 from __future__ import annotations
 
@@ -17,32 +17,6 @@ from st_infocse.files import check_range
 # (XLM-R, ALBERT, T5) mark the pieces that start one.
 CONTINUATION_PREFIX = "##"
 WORD_START_PREFIXES = ("\u0120", "\u2581")  # "Ġ", "▁"
-
-
-def replace_chosen(ids: torch.Tensor, chosen: torch.Tensor, mask_token_id: int, vocab_size: int,
-                   mask_replace_prob: float, random_replace_prob: float,
-                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(masked_ids, labels)`` for the ``chosen`` positions of ``ids``: ``mask_replace_prob`` of them become the
-    mask token, ``random_replace_prob`` a random token, the rest stay; ``labels`` is -100 elsewhere.
-
-    The draws are ``DataCollatorForLanguageModeling.torch_mask_tokens``'s replacement draws, with the same shapes
-    and in the same order, on ``ids``' device; ``torch.where`` takes the place of its boolean-index assignments,
-    which would count the positions on the host.
-    """
-    device, shape = ids.device, ids.shape
-
-    def coin(probability: float) -> torch.Tensor:
-        # torch.full's default dtype, as the collator's, keeps the CPU stream identical to it.
-        return torch.bernoulli(torch.full(shape, probability, device=device), generator=generator).bool()
-
-    labels = ids.masked_fill(~chosen, -100)
-    as_mask = coin(mask_replace_prob) & chosen
-    masked = torch.where(as_mask, mask_token_id, ids)
-    if mask_replace_prob == 1 or random_replace_prob == 0:
-        return masked, labels
-    as_random = coin(random_replace_prob / (1 - mask_replace_prob)) & chosen & ~as_mask
-    random_ids = torch.randint(vocab_size, shape, dtype=torch.long, device=device, generator=generator)
-    return torch.where(as_random, random_ids, masked), labels
 
 
 def with_ids(features: dict[str, Any], input_ids: torch.Tensor) -> dict[str, Any]:
@@ -87,8 +61,27 @@ class _Masker:
 
     def replace(self, ids: torch.Tensor, chosen: torch.Tensor, generator: torch.Generator | None
                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        return replace_chosen(ids, chosen, self.mask_token_id, self.vocab_size, self.mask_replace_prob,
-                              self.random_replace_prob, generator)
+        """``(masked_ids, labels)`` for the ``chosen`` positions of ``ids``: ``mask_replace_prob`` of them become the
+        mask token, ``random_replace_prob`` a random token, the rest stay; ``labels`` is -100 elsewhere.
+
+        The draws are ``DataCollatorForLanguageModeling.torch_mask_tokens``'s replacement draws, with the same shapes
+        and in the same order, on ``ids``' device; ``torch.where`` takes the place of its boolean-index assignments,
+        which would count the positions on the host.
+        """
+        device, shape = ids.device, ids.shape
+
+        def coin(probability: float) -> torch.Tensor:
+            # torch.full's default dtype, as the collator's, keeps the CPU stream identical to it.
+            return torch.bernoulli(torch.full(shape, probability, device=device), generator=generator).bool()
+
+        labels = ids.masked_fill(~chosen, -100)
+        as_mask = coin(self.mask_replace_prob) & chosen
+        masked = torch.where(as_mask, self.mask_token_id, ids)
+        if self.mask_replace_prob == 1 or self.random_replace_prob == 0:
+            return masked, labels
+        as_random = coin(self.random_replace_prob / (1 - self.mask_replace_prob)) & chosen & ~as_mask
+        random_ids = torch.randint(self.vocab_size, shape, dtype=torch.long, device=device, generator=generator)
+        return torch.where(as_random, random_ids, masked), labels
 
 
 class TokenMasker(_Masker):
@@ -156,7 +149,7 @@ class WholeWordMasker(_Masker):
     candidates) are shuffled; the budget is ``max(1, round(mask_rate * n))`` with ``n`` the sequence's tokens other
     than padding and the ones the tokenizer adds around the text ([CLS], [SEP], <s>, </s>); words are taken in
     the shuffled order while they fit, and a word that would overshoot the budget is skipped. Of the chosen tokens
-    80% become the mask token, 10% a random token and 10% stay unchanged, decided per token (:func:`replace_chosen`).
+    80% become the mask token, 10% a random token and 10% stay unchanged, decided per token, as :class:`TokenMasker` does.
 
     Word boundaries come from the vocabulary (:func:`word_boundary_rule`); a tokenizer that follows no known rule
     falls back to one word per token (with a warning), keeping Condenser's budget and replacement. Everything runs on

@@ -10,6 +10,7 @@ import pytest
 
 from st_infocse import losses
 from st_infocse.losses.registry import (
+    BOUNDS,
     OBJECTIVES,
     PRESETS,
     STAGE1,
@@ -111,3 +112,19 @@ def test_the_registry_imports_no_torch():
     code = "import sys, st_infocse.losses.registry; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("loss_class", sorted(
+    {entry.loss_class() for entry in (*OBJECTIVES.values(), STAGE1) if entry.loss} | {losses.ConditionalMLMLoss},
+    key=lambda cls: cls.__name__), ids=lambda cls: cls.__name__)
+def test_every_loss_refuses_a_value_outside_the_bounds_the_command_line_checks(make_model, loss_class):
+    # BOUNDS is what the command line checks before the model loads; the loss itself must hold the same range, so a
+    # Python user is refused too. mask_rate of InforMin's MLM term needs the term on to apply.
+    model = make_model()
+    parameters = inspect.signature(loss_class.__init__).parameters
+    for name in sorted(set(parameters) & set(BOUNDS)):
+        low, _, low_included, _ = BOUNDS[name]
+        outside = low - 1 if low_included else low
+        extra = {"mlm_weight": 0.1} if name == "mask_rate" and "mlm_weight" in parameters else {}
+        with pytest.raises(ValueError, match=rf"(?<!\w){re.escape(name)}(?!\w)"):
+            loss_class(model, **{name: outside}, **extra)
