@@ -16,8 +16,9 @@ differences. The test is the same randomization, over which model each pair's si
 changed nothing, the two models' similarities of a pair were as likely to be swapped, so the change is compared with
 the changes of ``SPEARMAN_RESAMPLES`` random swaps (``scipy.stats.permutation_test``, ``permutation_type="samples"``;
 every swap when there are fewer). What is swapped is each model's rank of the pair among the pairs, which its
-Spearman correlation is made of, so that two models whose similarities lie on different scales can be swapped. The interval is that test inverted under a shift: every ``d`` for which the change
-minus ``d`` would not be rejected against the swapped changes. Interval, p and verdict agree as they do over queries.
+Spearman correlation is made of, so that two models whose similarities lie on different scales can be swapped. The
+interval is that test inverted under a shift: every ``d`` for which the change minus ``d`` would not be rejected
+against the swapped changes. Interval, p and verdict agree as they do over queries.
 
 What it does not cover: the variance over training seeds (another run of the same recipe), and queries of another
 kind than the ones measured. A change chosen because it was the best of several on these queries is also biased
@@ -242,12 +243,10 @@ def paired_spearman_change(gold: Sequence[float], before: Sequence[float], after
         >>> round(change.delta, 2), change.verdict
         (11.43, 'within noise')
     """
-    from scipy.stats import permutation_test
+    from scipy.stats import permutation_test, rankdata
 
     if not len(gold) == len(before) == len(after):
         raise ValueError("gold, before and after must score the same pairs")
-    from scipy.stats import rankdata
-
     gold_ranks = rankdata(np.asarray(gold, dtype=float))
     # Each model's similarities by their ranks, which leave its Spearman as it is: the two models' scales differ
     # (one's cosines may all lie near 1), and a swap between scales would scramble both orders, whatever the change.

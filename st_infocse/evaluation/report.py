@@ -18,11 +18,10 @@ from typing import Any
 
 from ._deps import require
 from ._format import cell, markdown_table
+from .loaders import PathLike
 from .results import EvaluationResult
 from .retrieval import BEIRResult
 from .sts import STSB_DEV_METRIC, STSResult
-
-PathLike = str | Path
 
 
 def environment() -> dict[str, str]:
