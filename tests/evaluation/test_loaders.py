@@ -19,6 +19,7 @@ from st_infocse.evaluation import (
     load_sts_hf,
 )
 from st_infocse.evaluation.loaders import canonical_sts_name, canonical_transfer_name
+from st_infocse.files import FileFormatError
 
 # ---------------------------------------------------------------------------------------------------- SentEval STS
 
@@ -76,7 +77,7 @@ def test_senteval_sts_missing_task_folder(ev, tmp_path):
 def test_senteval_invalid_utf8_names_line(ev, tmp_path):
     folder = _sts12(ev, tmp_path)
     (folder / "STS.input.MSRpar.txt").write_bytes(b"a\tb\nc\xff\td\n")
-    with pytest.raises(DataFormatError, match=r"STS\.input\.MSRpar\.txt, line 2: not valid utf-8"):
+    with pytest.raises(FileFormatError, match=r"STS\.input\.MSRpar\.txt, line 2: not UTF-8"):
         load_senteval_sts(tmp_path, "STS12")
 
 
@@ -193,7 +194,7 @@ def test_sts_file_formats(ev, tmp_path):
             r"line 3: missing",
         ),
         (['{"sentence1": "a", "sentence2": "b", "score": NaN}'], r"line 1: score nan is not a finite number"),
-        (['{"sentence1": "a", "sentence2": "b", "score": 1}', "{oops"], r"line 2: invalid JSON"),
+        (['{"sentence1": "a", "sentence2": "b", "score": 1}', "{oops"], r"line 2: not valid JSON"),
         (["[1, 2, 3]"], r"pairs\.jsonl: missing column\(s\) sentence1, sentence2, score \(found: text\)"),
         (['{"sentence1": 3, "sentence2": "b", "score": 1}'], r"line 1: sentence1 must be a string"),
         ([], r"pairs\.jsonl: file is empty"),
@@ -202,7 +203,7 @@ def test_sts_file_formats(ev, tmp_path):
 )
 def test_sts_jsonl_errors(ev, tmp_path, lines, message):
     path = ev.write_lines(tmp_path / "pairs.jsonl", lines)
-    with pytest.raises(DataFormatError, match=message) as info:
+    with pytest.raises(FileFormatError, match=message) as info:
         load_sts_file(path)
     assert str(path) in str(info.value)
 
