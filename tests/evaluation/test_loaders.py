@@ -467,7 +467,7 @@ def test_transfer_loaders(ev, tmp_path):
         [3],
     )
     mrpc = load_senteval_transfer(tmp_path, "MRPC")
-    assert mrpc.is_pair_task and mrpc.train == [("a b", "b a"), ("c", "d")] and mrpc.test_labels == [1]
+    assert mrpc.train == [("a b", "b a"), ("c", "d")] and mrpc.test_labels == [1]
 
 
 def test_transfer_loader_errors(ev, tmp_path):

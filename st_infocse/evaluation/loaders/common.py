@@ -115,10 +115,6 @@ class TransferData:
     dev: list[Any] | None = None
     dev_labels: list[int] | None = None
 
-    @property
-    def is_pair_task(self) -> bool:
-        return bool(self.train) and isinstance(self.train[0], tuple)
-
 
 def canonical_sts_name(name: str) -> str:
     """Map ``"stsb"``, ``"STSBenchmark"``, ``"SICKRelatedness"``... to the table names in :data:`STS_TASKS`; any
