@@ -112,10 +112,9 @@ def _common_folder(paths: Sequence[str]) -> str:
 def _score(pairs: STSPairs, model: Any, batch_size: int, show_progress_bar: bool | None) -> STSTaskResult:
     """One task scored by :class:`~st_infocse.evaluation.PairScoredSimilarityEvaluator` (cosine), the subsets'
     Spearman from the same similarities."""
-    evaluator = PairScoredSimilarityEvaluator(
+    evaluator = PairScoredSimilarityEvaluator(  # main_similarity alone: the evaluator computes that similarity only
         list(pairs.sentences1), list(pairs.sentences2), [float(x) for x in pairs.scores], batch_size=batch_size,
-        main_similarity="cosine", similarity_fn_names=["cosine"], name=pairs.name,
-        show_progress_bar=bool(show_progress_bar),
+        main_similarity="cosine", name=pairs.name, show_progress_bar=bool(show_progress_bar),
     )
     # a collapsed model's constant similarities give NaN ("collapsed" in the table), not scipy's warning
     with warnings.catch_warnings():

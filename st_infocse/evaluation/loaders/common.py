@@ -177,18 +177,15 @@ def mteb_task(task: Any, kind: str) -> Any:
     """The mteb task (by name or as given) with its data loaded; the global random states are kept (mteb seeds
     Python's, NumPy's and torch's when it builds or loads a task)."""
     mteb = require("mteb", f"Loading {kind} data from mteb")
-    if isinstance(task, str):
-        with global_random_state_kept():
-            task = mteb.get_task(task)
-    if getattr(task, "data_loaded", False):
-        return task
-    try:
-        with global_random_state_kept():
-            task.load_data()
-    except Exception as exc:  # hub errors come in many types; the message is what matters
-        raise RuntimeError(
-            f"could not load mteb task {task.metadata.name} from the Hugging Face hub ({type(exc).__name__}: {exc}). "
-            "Offline? Pass a local folder as the source instead (a SentEval data/downstream folder for STS, "
-            "a BEIR folder for retrieval)."
-        ) from exc
+    with global_random_state_kept():
+        task = mteb.get_task(task) if isinstance(task, str) else task
+        try:
+            if not getattr(task, "data_loaded", False):
+                task.load_data()
+        except Exception as exc:  # hub errors come in many types; the message is what matters
+            raise RuntimeError(
+                f"could not load mteb task {task.metadata.name} from the Hugging Face hub ({type(exc).__name__}: "
+                f"{exc}). Offline? Pass a local folder as the source instead (a SentEval data/downstream folder for "
+                "STS, a BEIR folder for retrieval)."
+            ) from exc
     return task
