@@ -22,29 +22,25 @@ class PairScoredSimilarityEvaluator(EmbeddingSimilarityEvaluator):
     _both_sides: tuple[dict[str, int], Any] | None = None
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict:
-        self._embedded: list[np.ndarray] = []
         self._both_sides = None
         try:
             metrics = super().__call__(model, output_path, epoch, steps)
-            if len(self._embedded) == 2 and not self.precision:  # sentences1, then sentences2
+            if self._both_sides is not None and not self.precision:  # with precision, it scores other (quantized) rows
                 from sentence_transformers.util import pairwise_cos_sim
 
-                # the function the evaluator's Spearman is computed from, so the ranks are the same
-                cosine = pairwise_cos_sim(*self._embedded).detach().cpu().numpy()
-                self.similarities = tuple(float(x) for x in cosine)
+                # the function and rows the evaluator's Spearman is computed from, so the ranks are the same
+                sides = (self.embed_inputs(model, sentences) for sentences in (self.sentences1, self.sentences2))
+                self.similarities = tuple(float(x) for x in pairwise_cos_sim(*sides).detach().cpu().numpy())
         finally:
-            self._embedded, self._both_sides = [], None
+            self._both_sides = None
         return metrics
 
     def embed_inputs(self, model: Any, sentences: Any, **kwargs: Any) -> np.ndarray:
         if self._both_sides is None:  # the evaluation's first call: every distinct sentence of both sides at once
             distinct = list(dict.fromkeys([*self.sentences1, *self.sentences2]))
-            embedded = super().embed_inputs(model, distinct, **kwargs)
-            self._both_sides = {sentence: i for i, sentence in enumerate(distinct)}, embedded
+            self._both_sides = {s: i for i, s in enumerate(distinct)}, super().embed_inputs(model, distinct, **kwargs)
         index, embedded = self._both_sides
-        embeddings = embedded[[index[sentence] for sentence in sentences]]
-        self._embedded.append(embeddings)
-        return embeddings
+        return embedded[[index[sentence] for sentence in sentences]]
 
     def units(self) -> dict[str, UnitScores]:
         if self.similarities is None or self.primary_metric != f"{self.name}_spearman_cosine":
