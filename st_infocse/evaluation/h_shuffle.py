@@ -92,8 +92,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
             raise ValueError(f"sentences must be non-empty strings; {len(blank)} are not (first at index {blank[0]})")
         if len(sentences) < 2:
             raise ValueError("need at least 2 sentences: the shuffled score borrows another sentence's embedding")
-        if batch_size < 2:
-            raise ValueError("batch_size must be at least 2: the embedding is shuffled within each batch")
+        check_at_least("batch_size", batch_size, 2)  # the embedding is shuffled within each batch
         check_at_least("max_seq_length", max_seq_length)  # None: the model's
         if isinstance(decoder, str | os.PathLike):
             decoder = AuxiliaryDecoder.from_pretrained(decoder)
