@@ -17,7 +17,6 @@ logger = logging.getLogger(__name__)
 
 
 def _beir_jsonl(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, dict[str, Any]]]:
-    DataFormatError.unless_any(any(line.strip() for line in data_lines(path)), path)
     for number, row in json_objects(path):
         missing = [key for key in required if key not in row or row[key] is None]
         if missing:
@@ -46,7 +45,9 @@ def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = N
         if doc_id in corpus:
             raise DataFormatError(corpus_path, number, f"duplicate _id {doc_id!r}")
         corpus[doc_id] = {"title": str(row.get("title") or ""), "text": str(row["text"])}
-    all_queries = {str(row["_id"]): str(row["text"]) for _, row in _beir_jsonl(queries_path, ("_id", "text"))}
+    DataFormatError.unless_any(corpus, corpus_path)
+    all_queries = DataFormatError.unless_any(
+        {str(row["_id"]): str(row["text"]) for _, row in _beir_jsonl(queries_path, ("_id", "text"))}, queries_path)
     qrels: dict[str, dict[str, int]] = {}
     for number, line in enumerate(data_lines(qrels_path), start=1):
         if not line.strip():
