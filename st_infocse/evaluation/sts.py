@@ -155,15 +155,12 @@ def evaluate_sts_suite(model: Any, source: PathLike | Mapping[str, PathLike | ST
     """
     loaded = []
     for task in tasks:
-        name = canonical_sts_name(task)
+        name, item = canonical_sts_name(task), source
         if isinstance(source, Mapping):
             if name not in source and task not in source:
                 raise KeyError(f"no source given for task {task!r} (have: {', '.join(source)})")
             item = source[name] if name in source else source[task]
-            pairs = replace(load_sts(item, task=name), name=name)
-        else:
-            pairs = load_sts(source if source == "mteb" else Path(source), task=name)
-        loaded.append(pairs)
+        loaded.append(replace(load_sts(item, task=name), name=name))  # named as the table names it, whatever the file
     return evaluate_sts(model, loaded, batch_size, show_progress_bar, model_label)
 
 
