@@ -49,30 +49,28 @@ class PairScoredSimilarityEvaluator(EmbeddingSimilarityEvaluator):
         return {self.primary_metric: UnitScores("pairs", gold=gold, similarities=self.similarities)}
 
 
+def _inner(evaluator: Any) -> list[Any]:
+    """The evaluators inside ``evaluator``: a ``SequentialEvaluator``'s, or the one a wrapper holds as ``inner``."""
+    inner = getattr(evaluator, "evaluators", None) or [getattr(evaluator, "inner", None)]
+    return [one for one in inner if one is not None and one is not evaluator]
+
+
 def unit_scores(evaluator: Any) -> dict[str, UnitScores]:
     """The unit scores of an evaluator's last call by metric name (as the evaluator returns it, no ``eval_``), from any
-    evaluator with ``units()``, inside a ``SequentialEvaluator`` or a wrapper holding ``inner`` or ``evaluator`` too."""
+    evaluator with ``units()``, inside a ``SequentialEvaluator`` or a wrapper holding ``inner`` too."""
     if evaluator is None:
         return {}
     if hasattr(evaluator, "units") and callable(evaluator.units):
         return evaluator.units()
-    out: dict[str, UnitScores] = {}
-    for inner in getattr(evaluator, "evaluators", None) or []:
-        out |= unit_scores(inner)
-    for name in ("inner", "evaluator"):
-        wrapped = getattr(evaluator, name, None)
-        if wrapped is not None and wrapped is not evaluator:
-            out |= unit_scores(wrapped)
-    return out
+    return {key: units for inner in _inner(evaluator) for key, units in unit_scores(inner).items()}
 
 
 def primary_unit_key(evaluator: Any) -> str | None:
     """The metric of :func:`unit_scores` that an evaluator's primary score is: its ``primary_metric``, or for a
     ``SequentialEvaluator`` (whose default main score is its last evaluator's) the last evaluator's; None when that
     metric keeps no unit scores."""
-    units = unit_scores(evaluator)
     primary = getattr(evaluator, "primary_metric", None)
-    if primary in units:
+    if primary in unit_scores(evaluator):
         return primary
-    inner = getattr(evaluator, "evaluators", None) or [getattr(evaluator, "inner", None)]
-    return primary_unit_key(inner[-1]) if inner[-1] is not None and inner[-1] is not evaluator else None
+    inner = _inner(evaluator)
+    return primary_unit_key(inner[-1]) if inner else None
