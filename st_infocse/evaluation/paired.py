@@ -40,11 +40,10 @@ GAIN, NOISE, LOSS = "a gain", "within noise", "a loss"
 RESAMPLES = 10_000  # over queries
 SPEARMAN_RESAMPLES = 2_000  # over pairs: each resample ranks every pair twice, so fewer
 CONFIDENCE = 0.95
-#: The number of units (queries, pairs) from which a verdict is read as measured rather than approximate. Resampling
-#: real per-query nDCG@10 changes of a trained model as users with n queries would see them (400 draws per n), the
-#: interval covered the true change 94-96% of the time and each false verdict rate stayed near its 2.5% from about
-#: 100 queries on; below that the interval was too narrow for skewed changes (most queries unchanged, a few moving
-#: by tens of points) and a skewed net-zero change was called a loss in up to one draw in ten.
+#: The number of units (queries, pairs) from which a verdict is read as measured rather than approximate: resampling
+#: real per-query nDCG@10 changes of a trained model at n queries, the interval kept its 95% coverage and each false
+#: verdict rate its 2.5% from about this many on; below, the interval is too narrow for skewed changes (most queries
+#: unchanged, a few moving by tens of points), which can then be called a gain or a loss when they net to zero.
 RELIABLE_FROM = 100
 _ALPHA = 1 - CONFIDENCE
 _BATCH_VALUES = 4_000_000  # values per batch of sign flips handed to scipy: bounds memory on long query lists

@@ -7,7 +7,7 @@ then one fit on it and one score on the test split. MRPC features are ``[|u - v|
 
 Like SentEval's scikit-learn path, ``LogisticRegression`` is fitted on the raw features, but over a wider C
 grid (2^-8 ... 2^6 instead of 2^-2 ... 2^3): scaling the features by s acts like multiplying C by s^2, so the
-best C depends on the embeddings' norm (unit-norm all-MiniLM-L6-v2: 2^-2 to 2^0 on MR and MRPC), and a narrow
+best C depends on the embeddings' norm (unit-norm embeddings choose C near 2^-2 to 2^0), and a narrow
 grid often picks its own edge. ``standardize=True`` adds a ``StandardScaler`` fitted on the training part. The
 papers used SentEval's PyTorch classifier (Adam, early stopping), so expect numbers close to, not equal to, theirs.
 """
@@ -102,7 +102,7 @@ def classify(data: TransferData, train_x: np.ndarray, test_x: np.ndarray | None 
         raise ValueError(f"{data.name}: test features missing")
     if data.test is not None and data.dev is not None and dev_x is None:
         raise ValueError(f"{data.name}: dev features missing")
-    # these fits are small: a multi-threaded BLAS only adds contention (8x slower on a busy 2-core machine)
+    # these fits are small: a multi-threaded BLAS only adds contention
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         if data.test is None:
             outer = model_selection.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
