@@ -24,7 +24,7 @@ import numpy as np
 
 from ._deps import require
 from .encoding import encode_unique, model_name
-from .loaders import TRANSFER_TASKS, PathLike, TransferData, canonical_transfer_name, load_senteval_transfer
+from .loaders import TRANSFER_TASKS, PathLike, TransferData, load_senteval_transfer
 from .results import TaskTableResult
 
 #: The C values searched: 2^-8, 2^-6, ..., 2^6 (SentEval's scikit-learn grid, 2^-2 ... 2^3, widened).
@@ -139,7 +139,7 @@ def evaluate_transfer(model: Any, source: PathLike | Sequence[TransferData] | Ma
     if isinstance(source, Mapping):
         loaded = list(source.values())
     elif isinstance(source, (str, Path)):
-        loaded = [load_senteval_transfer(source, canonical_transfer_name(t)) for t in tasks]
+        loaded = [load_senteval_transfer(source, task) for task in tasks]  # it maps aliases ("sst-2")
     else:
         loaded = list(source)
     start = time.perf_counter()
