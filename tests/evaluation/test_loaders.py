@@ -416,10 +416,10 @@ def test_beir_folder_counts_unknown_judged_documents_in_a_warning_or_refuses_the
     folder = ev.write_beir(tmp_path / "toy", {"d1": "a"}, {"q1": "b"}, [("q1", "d1", 1), ("q1", "d9", 1)])
     assert load_beir_folder(folder).qrels == {"q1": {"d1": 1, "d9": 1}}
     assert [r.getMessage() for r in caplog.records] == [
-        f"{folder / 'qrels' / 'test.tsv'}: 1 judged document id(s) are not in corpus.jsonl"
+        f"{folder / 'qrels' / 'test.tsv'}: names 1 document id not in corpus.jsonl ('d9')"
     ]
     caplog.clear()
-    with pytest.raises(DataFormatError, match=r"test\.tsv names 1 document id not in corpus\.jsonl \('d9'\)$"):
+    with pytest.raises(DataFormatError, match=r"test\.tsv: names 1 document id not in corpus\.jsonl \('d9'\)$"):
         load_beir_folder(folder, refuse_unknown=True)
     assert not caplog.records
 
