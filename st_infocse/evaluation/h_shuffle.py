@@ -154,7 +154,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
 
     def _score_batch(self, model: Any, decoder: AuxiliaryDecoder, masker: TokenMasker, batch: list[str], length: int,
                      device: torch.device, sums: dict[str, float]) -> None:
-        features = batch_to_device(model.preprocess(batch, max_length=length), device)  # max_length: over the model's
+        features = batch_to_device(model.preprocess(batch, max_length=length), device)  # the evaluator's max_length
         h = model(dict(features))["sentence_embedding"]
         masked, labels = masker(features["input_ids"], features["attention_mask"])
         token_types = features.get("token_type_ids")
