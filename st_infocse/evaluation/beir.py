@@ -67,7 +67,7 @@ def _load_retrieval(name: str, source: PathLike, split: str | None) -> list[tupl
     if isinstance(source, str) and source == "mteb":
         if info.name == "cqadupstack":
             return [(f, load_mteb_retrieval(f"cqadupstack/{f}", split or info.split)) for f in CQADUPSTACK_FORUMS]
-        return [("", replace(load_mteb_retrieval(info.mteb_name or name, split or info.split), name=info.name))]
+        return [("", replace(load_mteb_retrieval(name, split or info.split), name=info.name))]  # mapped to mteb's
     parts, split = beir_parts(name, source, split, info.split)
     return [(part, load_beir_folder(folder, split, name=f"{info.name}/{part}" if part else info.name))
             for part, folder in parts.items()]

@@ -93,7 +93,8 @@ class Comparison:
                 row |= {"p_holm": adjusted.p, "verdict_holm": adjusted.verdict}
             rows.append(row)
         multiple = {"rule": "holm", "family": self.judged} if self.judged > 1 else None
-        return {"before": self.before, "after": self.after, "scale": SCALE_X100, "multiple_rows": multiple, "rows": rows}
+        return {"before": self.before, "after": self.after, "scale": SCALE_X100, "multiple_rows": multiple,
+                "rows": rows}
 
 
 def compare_results(before: dict[str, Any], after: dict[str, Any], seed: int = 0) -> Comparison:

@@ -14,13 +14,11 @@ PROGRESS_BAR_MIN_TEXTS = 1000
 
 
 def encode_unique(model: Any, texts: Sequence[str], batch_size: int = 64, show_progress_bar: bool | None = None,
-                  kind: str | None = None, longest_first: bool = False, **encode_kwargs: Any) -> np.ndarray:
+                  longest_first: bool = False, **encode_kwargs: Any) -> np.ndarray:
     """A float32 row per entry of ``texts`` from one ``model.encode`` call over their distinct values, which pads
     least (``encode`` sorts its input by length) and shows one progress bar (by default from 1,000 texts).
 
     Args:
-        kind: ``"query"`` or ``"document"`` to use ``model.encode_query``/``encode_document`` (which apply the
-            model's query/document prompts, as mteb does) when the model has them.
         longest_first: Hand ``encode`` the texts sorted longest first (mining does): a multi-process pool
             (``pool=`` in ``encode_kwargs``) splits its input into chunks before sorting, and sorted chunks pad
             little. Off, ``encode`` gets them in first-appearance order; the order changes a few embeddings in their
@@ -41,10 +39,9 @@ def encode_unique(model: Any, texts: Sequence[str], batch_size: int = 64, show_p
     if show_progress_bar is None:
         show_progress_bar = len(unique) >= PROGRESS_BAR_MIN_TEXTS
     by_length = np.argsort([-len(t) for t in unique], kind="stable") if longest_first else np.arange(len(unique))
-    encode = getattr(model, f"encode_{kind}", None) if kind else None
-    encoded = np.asarray((encode or model.encode)([unique[i] for i in by_length], batch_size=batch_size,
-                                                  show_progress_bar=show_progress_bar, convert_to_numpy=True,
-                                                  **encode_kwargs), dtype=np.float32)
+    encoded = np.asarray(model.encode([unique[i] for i in by_length], batch_size=batch_size,
+                                      show_progress_bar=show_progress_bar, convert_to_numpy=True, **encode_kwargs),
+                         dtype=np.float32)
     if encoded.ndim != 2 or encoded.shape[0] != len(unique):
         raise ValueError(f"model.encode returned shape {encoded.shape} for {len(unique)} distinct texts")
     embeddings = np.empty_like(encoded)

@@ -79,7 +79,8 @@ def evaluate_alignment_uniformity(model: Any, source: PathLike | STSPairs, posit
     if not positives:
         raise ValueError(f"{pairs.source}: no pair scores above {positive_above}")
     sentences = list(dict.fromkeys([*pairs.sentences1, *pairs.sentences2]))
-    embeddings = torch.from_numpy(encode_unique(model, sentences, batch_size, show_progress_bar, normalize_embeddings=True))
+    embeddings = torch.from_numpy(encode_unique(model, sentences, batch_size, show_progress_bar,
+                                                normalize_embeddings=True))
     index = {s: i for i, s in enumerate(sentences)}
     x = embeddings[[index[pairs.sentences1[i]] for i in positives]]
     y = embeddings[[index[pairs.sentences2[i]] for i in positives]]

@@ -92,8 +92,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
             raise ValueError(f"sentences must be non-empty strings; {len(blank)} are not (first at index {blank[0]})")
         if len(sentences) < 2:
             raise ValueError("need at least 2 sentences: the shuffled score borrows another sentence's embedding")
-        if batch_size < 2:
-            raise ValueError("batch_size must be at least 2: the embedding is shuffled within each batch")
+        check_at_least("batch_size", batch_size, 2)  # the embedding is shuffled within each batch
         check_at_least("max_seq_length", max_seq_length)  # None: the model's
         if isinstance(decoder, str | os.PathLike):
             decoder = AuxiliaryDecoder.from_pretrained(decoder)
@@ -155,7 +154,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
 
     def _score_batch(self, model: Any, decoder: AuxiliaryDecoder, masker: TokenMasker, batch: list[str], length: int,
                      device: torch.device, sums: dict[str, float]) -> None:
-        features = batch_to_device(model.preprocess(batch, max_length=length), device)  # max_length: over the model's
+        features = batch_to_device(model.preprocess(batch, max_length=length), device)  # the evaluator's max_length
         h = model(dict(features))["sentence_embedding"]
         masked, labels = masker(features["input_ids"], features["attention_mask"])
         token_types = features.get("token_type_ids")

@@ -16,8 +16,9 @@ differences. The test is the same randomization, over which model each pair's si
 changed nothing, the two models' similarities of a pair were as likely to be swapped, so the change is compared with
 the changes of ``SPEARMAN_RESAMPLES`` random swaps (``scipy.stats.permutation_test``, ``permutation_type="samples"``;
 every swap when there are fewer). What is swapped is each model's rank of the pair among the pairs, which its
-Spearman correlation is made of, so that two models whose similarities lie on different scales can be swapped. The interval is that test inverted under a shift: every ``d`` for which the change
-minus ``d`` would not be rejected against the swapped changes. Interval, p and verdict agree as they do over queries.
+Spearman correlation is made of, so that two models whose similarities lie on different scales can be swapped. The
+interval is that test inverted under a shift: every ``d`` for which the change minus ``d`` would not be rejected
+against the swapped changes. Interval, p and verdict agree as they do over queries.
 
 What it does not cover: the variance over training seeds (another run of the same recipe), and queries of another
 kind than the ones measured. A change chosen because it was the best of several on these queries is also biased
@@ -39,11 +40,10 @@ GAIN, NOISE, LOSS = "a gain", "within noise", "a loss"
 RESAMPLES = 10_000  # over queries
 SPEARMAN_RESAMPLES = 2_000  # over pairs: each resample ranks every pair twice, so fewer
 CONFIDENCE = 0.95
-#: The number of units (queries, pairs) from which a verdict is read as measured rather than approximate. Resampling
-#: real per-query nDCG@10 changes of a trained model as users with n queries would see them (400 draws per n), the
-#: interval covered the true change 94-96% of the time and each false verdict rate stayed near its 2.5% from about
-#: 100 queries on; below that the interval was too narrow for skewed changes (most queries unchanged, a few moving
-#: by tens of points) and a skewed net-zero change was called a loss in up to one draw in ten.
+#: The number of units (queries, pairs) from which a verdict is read as measured rather than approximate: resampling
+#: real per-query nDCG@10 changes of a trained model at n queries, the interval kept its 95% coverage and each false
+#: verdict rate its 2.5% from about this many on; below, the interval is too narrow for skewed changes (most queries
+#: unchanged, a few moving by tens of points), which can then be called a gain or a loss when they net to zero.
 RELIABLE_FROM = 100
 _ALPHA = 1 - CONFIDENCE
 _BATCH_VALUES = 4_000_000  # values per batch of sign flips handed to scipy: bounds memory on long query lists
@@ -242,12 +242,10 @@ def paired_spearman_change(gold: Sequence[float], before: Sequence[float], after
         >>> round(change.delta, 2), change.verdict
         (11.43, 'within noise')
     """
-    from scipy.stats import permutation_test
+    from scipy.stats import permutation_test, rankdata
 
     if not len(gold) == len(before) == len(after):
         raise ValueError("gold, before and after must score the same pairs")
-    from scipy.stats import rankdata
-
     gold_ranks = rankdata(np.asarray(gold, dtype=float))
     # Each model's similarities by their ranks, which leave its Spearman as it is: the two models' scales differ
     # (one's cosines may all lie near 1), and a swap between scales would scramble both orders, whatever the change.

@@ -16,13 +16,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from st_infocse.files import existing_path
+
 from ._deps import require
 from ._format import cell, markdown_table
+from .loaders import PathLike
 from .results import EvaluationResult
 from .retrieval import BEIRResult
 from .sts import STSB_DEV_METRIC, STSResult
-
-PathLike = str | Path
 
 
 def environment() -> dict[str, str]:
@@ -174,11 +175,8 @@ def _log_history(source: Any) -> list[dict[str, Any]]:
         return list(source.log_history)
     if not isinstance(source, (str, Path)):
         return list(source)
-    path = Path(source)
-    if path.is_dir():
-        path = path / "trainer_state.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: file not found (expected a trainer_state.json)")
+    path = Path(source) / "trainer_state.json" if Path(source).is_dir() else Path(source)
+    path = existing_path(path, expected="expected a trainer_state.json")
     from transformers import TrainerState
 
     try:

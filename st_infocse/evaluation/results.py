@@ -31,18 +31,15 @@ class TaskTableResult:
     seconds: float = 0.0
     score_field: ClassVar[str] = "score"
 
-    def task_score(self, task: Any) -> float:
-        return getattr(task, self.score_field)
-
     @property
     def average(self) -> float:
         """Plain mean of the tasks' scores (the papers' "Avg.")."""
-        return float(np.mean([self.task_score(t) for t in self.tasks.values()]))
+        return float(np.mean([getattr(t, self.score_field) for t in self.tasks.values()]))
 
     @property
     def scores(self) -> dict[str, float]:
         """Task -> score x100, plus ``"Avg."``."""
-        return {**{name: self.task_score(t) for name, t in self.tasks.items()}, "Avg.": self.average}
+        return {**{name: getattr(t, self.score_field) for name, t in self.tasks.items()}, "Avg.": self.average}
 
     def row(self) -> list[str]:
         """Model name, each task, the average (2 decimals; "collapsed" where no correlation exists: constant

@@ -176,9 +176,8 @@ def retrieval_evaluator(folder: PathLike, split: str | None = None, *, max_corpu
     keep = _sample_corpus(list(data.corpus), judged, max_corpus, seed)
     used = replace(data, corpus={d: doc for d, doc in data.corpus.items() if d in keep})
     evaluator = data_evaluator(used, None, False, batch_size, show_progress_bar, name=name, **_CUTOFFS)
-    sampled = len(used.corpus) < len(data.corpus)
-    return evaluator, replace(info, n_corpus_used=len(used.corpus), seed=seed if sampled else None,
-                              max_corpus=max_corpus)
+    info = replace(info, n_corpus_used=len(used.corpus), max_corpus=max_corpus)
+    return evaluator, replace(info, seed=seed) if info.sampled else info  # the seed only where it drew a sample
 
 
 def retrieval_metric_keys(evaluator_or_name: Any, similarity_fn_name: str, *, prefix: str = "eval") -> dict[str, str]:

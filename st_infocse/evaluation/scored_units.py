@@ -22,29 +22,25 @@ class PairScoredSimilarityEvaluator(EmbeddingSimilarityEvaluator):
     _both_sides: tuple[dict[str, int], Any] | None = None
 
     def __call__(self, model: Any, output_path: str | None = None, epoch: int = -1, steps: int = -1) -> dict:
-        self._embedded: list[np.ndarray] = []
         self._both_sides = None
         try:
             metrics = super().__call__(model, output_path, epoch, steps)
-            if len(self._embedded) == 2 and not self.precision:  # sentences1, then sentences2
+            if self._both_sides is not None and not self.precision:  # with precision, it scores other (quantized) rows
                 from sentence_transformers.util import pairwise_cos_sim
 
-                # the function the evaluator's Spearman is computed from, so the ranks are the same
-                cosine = pairwise_cos_sim(*self._embedded).detach().cpu().numpy()
-                self.similarities = tuple(float(x) for x in cosine)
+                # the function and rows the evaluator's Spearman is computed from, so the ranks are the same
+                sides = (self.embed_inputs(model, sentences) for sentences in (self.sentences1, self.sentences2))
+                self.similarities = tuple(float(x) for x in pairwise_cos_sim(*sides).detach().cpu().numpy())
         finally:
-            self._embedded, self._both_sides = [], None
+            self._both_sides = None
         return metrics
 
     def embed_inputs(self, model: Any, sentences: Any, **kwargs: Any) -> np.ndarray:
         if self._both_sides is None:  # the evaluation's first call: every distinct sentence of both sides at once
             distinct = list(dict.fromkeys([*self.sentences1, *self.sentences2]))
-            embedded = super().embed_inputs(model, distinct, **kwargs)
-            self._both_sides = {sentence: i for i, sentence in enumerate(distinct)}, embedded
+            self._both_sides = {s: i for i, s in enumerate(distinct)}, super().embed_inputs(model, distinct, **kwargs)
         index, embedded = self._both_sides
-        embeddings = embedded[[index[sentence] for sentence in sentences]]
-        self._embedded.append(embeddings)
-        return embeddings
+        return embedded[[index[sentence] for sentence in sentences]]
 
     def units(self) -> dict[str, UnitScores]:
         if self.similarities is None or self.primary_metric != f"{self.name}_spearman_cosine":
@@ -53,30 +49,28 @@ class PairScoredSimilarityEvaluator(EmbeddingSimilarityEvaluator):
         return {self.primary_metric: UnitScores("pairs", gold=gold, similarities=self.similarities)}
 
 
+def _inner(evaluator: Any) -> list[Any]:
+    """The evaluators inside ``evaluator``: a ``SequentialEvaluator``'s, or the one a wrapper holds as ``inner``."""
+    inner = getattr(evaluator, "evaluators", None) or [getattr(evaluator, "inner", None)]
+    return [one for one in inner if one is not None and one is not evaluator]
+
+
 def unit_scores(evaluator: Any) -> dict[str, UnitScores]:
     """The unit scores of an evaluator's last call by metric name (as the evaluator returns it, no ``eval_``), from any
-    evaluator with ``units()``, inside a ``SequentialEvaluator`` or a wrapper holding ``inner`` or ``evaluator`` too."""
+    evaluator with ``units()``, inside a ``SequentialEvaluator`` or a wrapper holding ``inner`` too."""
     if evaluator is None:
         return {}
     if hasattr(evaluator, "units") and callable(evaluator.units):
         return evaluator.units()
-    out: dict[str, UnitScores] = {}
-    for inner in getattr(evaluator, "evaluators", None) or []:
-        out |= unit_scores(inner)
-    for name in ("inner", "evaluator"):
-        wrapped = getattr(evaluator, name, None)
-        if wrapped is not None and wrapped is not evaluator:
-            out |= unit_scores(wrapped)
-    return out
+    return {key: units for inner in _inner(evaluator) for key, units in unit_scores(inner).items()}
 
 
 def primary_unit_key(evaluator: Any) -> str | None:
     """The metric of :func:`unit_scores` that an evaluator's primary score is: its ``primary_metric``, or for a
     ``SequentialEvaluator`` (whose default main score is its last evaluator's) the last evaluator's; None when that
     metric keeps no unit scores."""
-    units = unit_scores(evaluator)
     primary = getattr(evaluator, "primary_metric", None)
-    if primary in units:
+    if primary in unit_scores(evaluator):
         return primary
-    inner = getattr(evaluator, "evaluators", None) or [getattr(evaluator, "inner", None)]
-    return primary_unit_key(inner[-1]) if inner[-1] is not None and inner[-1] is not evaluator else None
+    inner = _inner(evaluator)
+    return primary_unit_key(inner[-1]) if inner else None

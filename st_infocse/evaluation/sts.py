@@ -112,10 +112,9 @@ def _common_folder(paths: Sequence[str]) -> str:
 def _score(pairs: STSPairs, model: Any, batch_size: int, show_progress_bar: bool | None) -> STSTaskResult:
     """One task scored by :class:`~st_infocse.evaluation.PairScoredSimilarityEvaluator` (cosine), the subsets'
     Spearman from the same similarities."""
-    evaluator = PairScoredSimilarityEvaluator(
+    evaluator = PairScoredSimilarityEvaluator(  # main_similarity alone: the evaluator computes that similarity only
         list(pairs.sentences1), list(pairs.sentences2), [float(x) for x in pairs.scores], batch_size=batch_size,
-        main_similarity="cosine", similarity_fn_names=["cosine"], name=pairs.name,
-        show_progress_bar=bool(show_progress_bar),
+        main_similarity="cosine", name=pairs.name, show_progress_bar=bool(show_progress_bar),
     )
     # a collapsed model's constant similarities give NaN ("collapsed" in the table), not scipy's warning
     with warnings.catch_warnings():
@@ -156,15 +155,12 @@ def evaluate_sts_suite(model: Any, source: PathLike | Mapping[str, PathLike | ST
     """
     loaded = []
     for task in tasks:
-        name = canonical_sts_name(task)
+        name, item = canonical_sts_name(task), source
         if isinstance(source, Mapping):
             if name not in source and task not in source:
                 raise KeyError(f"no source given for task {task!r} (have: {', '.join(source)})")
             item = source[name] if name in source else source[task]
-            pairs = replace(load_sts(item, task=name), name=name)
-        else:
-            pairs = load_sts(source if source == "mteb" else Path(source), task=name)
-        loaded.append(pairs)
+        loaded.append(replace(load_sts(item, task=name), name=name))  # named as the table names it, whatever the file
     return evaluate_sts(model, loaded, batch_size, show_progress_bar, model_label)
 
 

@@ -7,7 +7,7 @@ then one fit on it and one score on the test split. MRPC features are ``[|u - v|
 
 Like SentEval's scikit-learn path, ``LogisticRegression`` is fitted on the raw features, but over a wider C
 grid (2^-8 ... 2^6 instead of 2^-2 ... 2^3): scaling the features by s acts like multiplying C by s^2, so the
-best C depends on the embeddings' norm (unit-norm all-MiniLM-L6-v2: 2^-2 to 2^0 on MR and MRPC), and a narrow
+best C depends on the embeddings' norm (unit-norm embeddings choose C near 2^-2 to 2^0), and a narrow
 grid often picks its own edge. ``standardize=True`` adds a ``StandardScaler`` fitted on the training part. The
 papers used SentEval's PyTorch classifier (Adam, early stopping), so expect numbers close to, not equal to, theirs.
 """
@@ -24,7 +24,7 @@ import numpy as np
 
 from ._deps import require
 from .encoding import encode_unique, model_name
-from .loaders import TRANSFER_TASKS, PathLike, TransferData, canonical_transfer_name, load_senteval_transfer
+from .loaders import TRANSFER_TASKS, PathLike, TransferData, load_senteval_transfer
 from .results import TaskTableResult
 
 #: The C values searched: 2^-8, 2^-6, ..., 2^6 (SentEval's scikit-learn grid, 2^-2 ... 2^3, widened).
@@ -102,7 +102,7 @@ def classify(data: TransferData, train_x: np.ndarray, test_x: np.ndarray | None 
         raise ValueError(f"{data.name}: test features missing")
     if data.test is not None and data.dev is not None and dev_x is None:
         raise ValueError(f"{data.name}: dev features missing")
-    # these fits are small: a multi-threaded BLAS only adds contention (8x slower on a busy 2-core machine)
+    # these fits are small: a multi-threaded BLAS only adds contention
     with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         if data.test is None:
             outer = model_selection.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
@@ -139,7 +139,7 @@ def evaluate_transfer(model: Any, source: PathLike | Sequence[TransferData] | Ma
     if isinstance(source, Mapping):
         loaded = list(source.values())
     elif isinstance(source, (str, Path)):
-        loaded = [load_senteval_transfer(source, canonical_transfer_name(t)) for t in tasks]
+        loaded = [load_senteval_transfer(source, task) for task in tasks]  # it maps aliases ("sst-2")
     else:
         loaded = list(source)
     start = time.perf_counter()

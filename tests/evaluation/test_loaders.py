@@ -19,6 +19,7 @@ from st_infocse.evaluation import (
     load_sts_hf,
 )
 from st_infocse.evaluation.loaders import canonical_sts_name, canonical_transfer_name
+from st_infocse.files import FileFormatError
 
 # ---------------------------------------------------------------------------------------------------- SentEval STS
 
@@ -76,7 +77,7 @@ def test_senteval_sts_missing_task_folder(ev, tmp_path):
 def test_senteval_invalid_utf8_names_line(ev, tmp_path):
     folder = _sts12(ev, tmp_path)
     (folder / "STS.input.MSRpar.txt").write_bytes(b"a\tb\nc\xff\td\n")
-    with pytest.raises(DataFormatError, match=r"STS\.input\.MSRpar\.txt, line 2: not valid utf-8"):
+    with pytest.raises(FileFormatError, match=r"STS\.input\.MSRpar\.txt, line 2: not UTF-8"):
         load_senteval_sts(tmp_path, "STS12")
 
 
@@ -193,7 +194,7 @@ def test_sts_file_formats(ev, tmp_path):
             r"line 3: missing",
         ),
         (['{"sentence1": "a", "sentence2": "b", "score": NaN}'], r"line 1: score nan is not a finite number"),
-        (['{"sentence1": "a", "sentence2": "b", "score": 1}', "{oops"], r"line 2: invalid JSON"),
+        (['{"sentence1": "a", "sentence2": "b", "score": 1}', "{oops"], r"line 2: not valid JSON"),
         (["[1, 2, 3]"], r"pairs\.jsonl: missing column\(s\) sentence1, sentence2, score \(found: text\)"),
         (['{"sentence1": 3, "sentence2": "b", "score": 1}'], r"line 1: sentence1 must be a string"),
         ([], r"pairs\.jsonl: file is empty"),
@@ -202,7 +203,7 @@ def test_sts_file_formats(ev, tmp_path):
 )
 def test_sts_jsonl_errors(ev, tmp_path, lines, message):
     path = ev.write_lines(tmp_path / "pairs.jsonl", lines)
-    with pytest.raises(DataFormatError, match=message) as info:
+    with pytest.raises(FileFormatError, match=message) as info:
         load_sts_file(path)
     assert str(path) in str(info.value)
 
@@ -415,10 +416,10 @@ def test_beir_folder_counts_unknown_judged_documents_in_a_warning_or_refuses_the
     folder = ev.write_beir(tmp_path / "toy", {"d1": "a"}, {"q1": "b"}, [("q1", "d1", 1), ("q1", "d9", 1)])
     assert load_beir_folder(folder).qrels == {"q1": {"d1": 1, "d9": 1}}
     assert [r.getMessage() for r in caplog.records] == [
-        f"{folder / 'qrels' / 'test.tsv'}: 1 judged document id(s) are not in corpus.jsonl"
+        f"{folder / 'qrels' / 'test.tsv'}: names 1 document id not in corpus.jsonl ('d9')"
     ]
     caplog.clear()
-    with pytest.raises(DataFormatError, match=r"test\.tsv names 1 document id not in corpus\.jsonl \('d9'\)$"):
+    with pytest.raises(DataFormatError, match=r"test\.tsv: names 1 document id not in corpus\.jsonl \('d9'\)$"):
         load_beir_folder(folder, refuse_unknown=True)
     assert not caplog.records
 
@@ -466,7 +467,7 @@ def test_transfer_loaders(ev, tmp_path):
         [3],
     )
     mrpc = load_senteval_transfer(tmp_path, "MRPC")
-    assert mrpc.is_pair_task and mrpc.train == [("a b", "b a"), ("c", "d")] and mrpc.test_labels == [1]
+    assert mrpc.train == [("a b", "b a"), ("c", "d")] and mrpc.test_labels == [1]
 
 
 def test_transfer_loader_errors(ev, tmp_path):

@@ -142,7 +142,7 @@ def test_each_bad_folder_is_one_input_error_naming_the_file(folder, case, caplog
 
 def test_one_unknown_document_is_named_without_e_g(folder):
     _write("qrels/dev.tsv", f"{HEADER}\nq1\td1\t1\nq1\tnope\t1\n")(folder)
-    with pytest.raises(InputError, match=r"dev\.tsv names 1 document id not in corpus\.jsonl \('nope'\)$"):
+    with pytest.raises(InputError, match=r"dev\.tsv: names 1 document id not in corpus\.jsonl \('nope'\)$"):
         check_retrieval_folder(folder)
 
 

@@ -1,19 +1,19 @@
 """What every evaluation loader shares: the task tables, the containers the loaders return, and the package's line
-and JSON-lines readers worded for evaluation data. A loader raises :class:`DataFormatError` naming the file and the
-line (or row) of the first problem, so a malformed file never surfaces as a deep stack trace.
+and JSON-lines readers. A loader raises a :class:`~st_infocse.files.FileFormatError` (text that is not UTF-8 or not
+JSON, as every reader of the package words it) or a :class:`DataFormatError` naming the file and the line (or row) of
+the first problem, so a malformed file never surfaces as a deep stack trace.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from st_infocse.files import FileFormatError, InvalidJSONLineError, NotDecodableError, read_json_objects, read_lines
+from st_infocse.files import FileFormatError, existing_path, read_json_objects, read_lines
 from st_infocse.modeling.random_state import global_random_state_kept
 
 from .._deps import require
@@ -115,10 +115,6 @@ class TransferData:
     dev: list[Any] | None = None
     dev_labels: list[int] | None = None
 
-    @property
-    def is_pair_task(self) -> bool:
-        return bool(self.train) and isinstance(self.train[0], tuple)
-
 
 def canonical_sts_name(name: str) -> str:
     """Map ``"stsb"``, ``"STSBenchmark"``, ``"SICKRelatedness"``... to the table names in :data:`STS_TASKS`; any
@@ -132,30 +128,15 @@ def canonical_sts_name(name: str) -> str:
     return {re.sub(r"[^a-z0-9]", "", task.lower()): task for task in STS_TASKS}.get(key, _STS_ALIASES.get(key, name))
 
 
-@contextmanager
-def _data_errors(path: Path) -> Iterator[None]:
-    """A missing file, and the shared readers' errors worded for evaluation data as :class:`DataFormatError`."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: file not found")
-    try:
-        yield
-    except InvalidJSONLineError as exc:
-        raise DataFormatError(path, exc.line, f"invalid JSON ({exc.error.msg})") from None
-    except NotDecodableError as exc:
-        raise DataFormatError(path, exc.line, "not valid utf-8 text") from None
-
-
 def data_lines(path: Path, fallback: str | None = None) -> list[str]:
     """The file's lines (:func:`st_infocse.files.read_lines`); a final newline does not make an extra line."""
-    with _data_errors(path):
-        return [line for _, line in read_lines(path, fallback_encoding=fallback)]
+    return [line for _, line in read_lines(existing_path(path), fallback_encoding=fallback)]
 
 
 def json_objects(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
     """``(line, object)`` for each JSON object of a JSON-lines file (:func:`st_infocse.files.read_json_objects`)."""
-    with _data_errors(path):
-        for where, row in read_json_objects(path, error=DataFormatError):
-            yield int(where.split()[1]), row
+    for where, row in read_json_objects(existing_path(path), error=DataFormatError):
+        yield int(where.split()[1]), row
 
 
 def parse_score(value: Any, path: Path, line: int, unit: str = "line", column: str = "score") -> float:
@@ -196,18 +177,15 @@ def mteb_task(task: Any, kind: str) -> Any:
     """The mteb task (by name or as given) with its data loaded; the global random states are kept (mteb seeds
     Python's, NumPy's and torch's when it builds or loads a task)."""
     mteb = require("mteb", f"Loading {kind} data from mteb")
-    if isinstance(task, str):
-        with global_random_state_kept():
-            task = mteb.get_task(task)
-    if getattr(task, "data_loaded", False):
-        return task
-    try:
-        with global_random_state_kept():
-            task.load_data()
-    except Exception as exc:  # hub errors come in many types; the message is what matters
-        raise RuntimeError(
-            f"could not load mteb task {task.metadata.name} from the Hugging Face hub ({type(exc).__name__}: {exc}). "
-            "Offline? Pass a local folder as the source instead (a SentEval data/downstream folder for STS, "
-            "a BEIR folder for retrieval)."
-        ) from exc
+    with global_random_state_kept():
+        task = mteb.get_task(task) if isinstance(task, str) else task
+        try:
+            if not getattr(task, "data_loaded", False):
+                task.load_data()
+        except Exception as exc:  # hub errors come in many types; the message is what matters
+            raise RuntimeError(
+                f"could not load mteb task {task.metadata.name} from the Hugging Face hub ({type(exc).__name__}: "
+                f"{exc}). Offline? Pass a local folder as the source instead (a SentEval data/downstream folder for "
+                "STS, a BEIR folder for retrieval)."
+            ) from exc
     return task

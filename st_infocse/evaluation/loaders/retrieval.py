@@ -17,7 +17,6 @@ logger = logging.getLogger(__name__)
 
 
 def _beir_jsonl(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, dict[str, Any]]]:
-    DataFormatError.unless_any(any(line.strip() for line in data_lines(path)), path)
     for number, row in json_objects(path):
         missing = [key for key in required if key not in row or row[key] is None]
         if missing:
@@ -28,8 +27,8 @@ def _beir_jsonl(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, di
 def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = None, *,
                      refuse_unknown: bool = False) -> RetrievalData:
     """Load a BEIR folder: ``corpus.jsonl``, ``queries.jsonl`` and ``qrels/<split>.tsv``; ``name`` defaults to the
-    folder name. Judged documents missing from the corpus are counted in a warning, or with ``refuse_unknown`` (the
-    training-time evaluator) refused, the first three named.
+    folder name. Judged documents missing from the corpus are counted and the first three named in a warning, or with
+    ``refuse_unknown`` (the training-time evaluator) in the error.
 
     Read as beir's ``GenericDataLoader`` reads it (string ids, a missing title ``""``, the qrels header skipped, only
     queries with qrels kept), but not by it: it reports a bad file as a traceback without its line or not at all (a
@@ -46,7 +45,9 @@ def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = N
         if doc_id in corpus:
             raise DataFormatError(corpus_path, number, f"duplicate _id {doc_id!r}")
         corpus[doc_id] = {"title": str(row.get("title") or ""), "text": str(row["text"])}
-    all_queries = {str(row["_id"]): str(row["text"]) for _, row in _beir_jsonl(queries_path, ("_id", "text"))}
+    DataFormatError.unless_any(corpus, corpus_path)
+    all_queries = DataFormatError.unless_any(
+        {str(row["_id"]): str(row["text"]) for _, row in _beir_jsonl(queries_path, ("_id", "text"))}, queries_path)
     qrels: dict[str, dict[str, int]] = {}
     for number, line in enumerate(data_lines(qrels_path), start=1):
         if not line.strip():
@@ -64,13 +65,12 @@ def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = N
         qrels.setdefault(query_id, {})[doc_id] = score
     DataFormatError.unless_any(qrels, qrels_path, "no relevance judgements")
     unknown = list(dict.fromkeys(doc_id for rel in qrels.values() for doc_id in rel if doc_id not in corpus))
-    if unknown and refuse_unknown:
-        shown = ", ".join(repr(doc_id) for doc_id in unknown[:3])
-        ids = f"{len(unknown)} document id{'s' * (len(unknown) > 1)}"
-        raise DataFormatError(qrels_path, None, f"{qrels_path} names {ids} not in {corpus_path.name} "
-                              f"({'e.g. ' * (len(unknown) > 3)}{shown})", whole=True)
-    if unknown:
-        logger.warning("%s: %d judged document id(s) are not in %s", qrels_path, len(unknown), corpus_path.name)
+    if unknown:  # one message, refused or warned
+        message = (f"names {len(unknown)} document id{'s' * (len(unknown) > 1)} not in {corpus_path.name} "
+                   f"({'e.g. ' * (len(unknown) > 3)}{', '.join(repr(doc_id) for doc_id in unknown[:3])})")
+        if refuse_unknown:
+            raise DataFormatError(qrels_path, None, message)
+        logger.warning("%s: %s", qrels_path, message)
     queries = {qid: all_queries[qid] for qid in qrels}
     return RetrievalData(name or folder.name, corpus, queries, qrels, source=f"beir-folder:{folder}", split=split)
 
