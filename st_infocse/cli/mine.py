@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import fields
 
@@ -36,7 +35,6 @@ def cmd_mine(argv: Sequence[str]) -> int:
     loaded = model_from_args(model_args)
     model = loaded.model
     summary("Mining", {"model": f"{model_args.model} ({loaded.how})", "max length": model.max_seq_length})
-    start = time.time()
     # The miner logs its report at INFO; the command prints it once below, and keeps the miner's warnings.
     with quiet_logs(("st_infocse.mining.idc",)):
         # every flag of the section but the command's own is the miner's argument of the same name
@@ -45,5 +43,5 @@ def cmd_mine(argv: Sequence[str]) -> int:
             if item.name not in ("docs", "output_dir", "max_docs")})
     written = mined.save(mine_args.output_dir)
     print(mined.report.summary())
-    summary("Mining done", {"pairs": len(mined.pairs), "time": f"{time.time() - start:.0f} s", **written})
+    summary("Mining done", {"pairs": len(mined.pairs), "time": f"{mined.report.total_seconds:.0f} s", **written})
     return 0
