@@ -308,20 +308,34 @@ def existing_path(path: str | Path, folder: bool = False, expected: str = "") ->
     return path
 
 
-def qrels_listing(folder: Path) -> str:
-    """What a BEIR folder's ``qrels/`` holds, for a message about a split it lacks: ``"qrels/ holds dev.tsv"``."""
-    if not (folder / "qrels").is_dir():
-        return f"{folder} has no qrels/ folder"
-    splits = sorted(path.name for path in (folder / "qrels").glob("*.tsv"))
-    return f"qrels/ holds {', '.join(splits)}" if splits else "qrels/ holds no .tsv file"
+def qrels_split(folder: Path, split: str | None, candidates: Sequence[str] = ()) -> str:
+    """The qrels split read in a BEIR-layout folder, by its listing only: ``split`` where ``qrels/<split>.tsv``
+    exists, or with None the first of ``candidates`` there; else a FileNotFoundError naming what is missing and what
+    ``qrels/`` holds.
+
+    Args:
+        folder: The dataset's folder (corpus.jsonl, queries.jsonl, qrels/).
+        split: The split asked for, or None.
+        candidates: The splits tried in order when none is asked for.
+    """
+    qrels = folder / "qrels"
+    for name in [split] if split else candidates:
+        if (qrels / f"{name}.tsv").is_file():
+            return name
+    held = sorted(path.name for path in qrels.glob("*.tsv"))
+    holds = f"qrels/ holds {', '.join(held) or 'no .tsv file'}" if qrels.is_dir() else f"{folder} has no qrels/ folder"
+    if split:
+        raise FileNotFoundError(f"{qrels / f'{split}.tsv'}: file not found ({holds})")
+    tried = " nor ".join(f"qrels/{name}.tsv" for name in candidates)
+    raise FileNotFoundError(f"{folder}: neither {tried} found ({holds}); name the split to use")
 
 
 def beir_parts(name: str, source: str | Path, split: str | None, default: str = "test") -> tuple[dict[str, Path], str]:
     """The BEIR-layout folders of dataset ``name`` under ``source`` (a folder of datasets, or the dataset's own
     folder), ``{"": folder}`` or one per part (CQADupStack's forums, each with its corpus.jsonl), and the qrels split
-    read in them: ``split``, else ``default`` if the first part has ``qrels/<default>.tsv``, else ``dev`` if it has
-    that, else ``default``. Reads folder listings only; FileNotFoundError names what is missing (a part without
-    ``qrels/<split>.tsv``: with what its qrels/ holds)."""
+    read in them: ``split``, else the first of ``default``, ``dev`` and ``test`` that the first part holds
+    (:func:`qrels_split`), found in every part. Reads folder listings only; FileNotFoundError names what is
+    missing."""
     root = existing_path(Path(source).expanduser(), folder=True, expected="expected BEIR dataset folders or 'mteb'")
     folder = root / name
     if not folder.is_dir():
@@ -332,12 +346,8 @@ def beir_parts(name: str, source: str | Path, split: str | None, default: str = 
         p.name: p for p in sorted(folder.iterdir()) if (p / "corpus.jsonl").is_file()}
     if not parts:
         raise FileNotFoundError(f"{folder}: no corpus.jsonl here or in its subfolders")
-    first = next(iter(parts.values()))
-    found = [candidate for candidate in (default, "dev") if (first / "qrels" / f"{candidate}.tsv").is_file()]
-    split = split or (found or [default])[0]
-    for part in parts.values():
-        if not (part / "qrels" / f"{split}.tsv").is_file():
-            raise FileNotFoundError(f"{part / 'qrels' / f'{split}.tsv'}: file not found ({qrels_listing(part)})")
+    for part in parts.values():  # the first part chooses the split, which every part must hold
+        split = qrels_split(part, split, tuple(dict.fromkeys((default, "dev", "test"))))
     return parts, split
 
 

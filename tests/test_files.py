@@ -232,6 +232,11 @@ def test_check_sources_says_where_each_set_is_read_and_refuses_what_is_not_there
         check_sources(beir="cqa", beir_source=tmp_path / "beir", split="test")
     with pytest.raises(FileNotFoundError, match=r"^beir nfcorpus: .*no BEIR dataset 'nfcorpus'"):
         check_sources(beir=["myset", "nfcorpus"], beir_source=tmp_path / "beir")
+    (tmp_path / "beir" / "myset" / "qrels" / "dev.tsv").rename(tmp_path / "beir" / "myset" / "qrels" / "train.tsv")
+    with pytest.raises(FileNotFoundError, match=r"myset: neither qrels/test\.tsv nor qrels/dev\.tsv found \(qrels/ "
+                       r"holds train\.tsv\); name the split to use$"):
+        check_sources(beir=own)
+    assert check_sources(beir=own, split="train")[own] == ("myset", Path(own))
     with pytest.raises(InputError, match=r"^beir scifact: no such folder, and the hub is offline"):
         check_sources(beir="scifact", hub=False)
     with pytest.raises(InputError, match=r"^sts mteb reads the Hugging Face hub, which is offline"):

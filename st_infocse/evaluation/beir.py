@@ -43,7 +43,7 @@ def evaluate_beir(model: Any, datasets: str | Sequence[str] = ("scifact",), sour
             whatever ``source`` says, named by the folder.
         source: ``"mteb"`` (Hugging Face hub), a folder holding one subfolder per dataset, or one dataset's folder.
         split: The qrels split read (qrels/<split>.tsv; default: ``test``, ``dev`` for MS MARCO; in a local folder
-            without that file, ``dev``).
+            without that file, the other).
         batch_size: Encoding batch size.
         lexical: Also score BM25 and its hybrid with the model on each dataset's queries. Not for CQADupStack.
     """

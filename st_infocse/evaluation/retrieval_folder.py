@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from st_infocse.files import InputError, qrels_listing
+from st_infocse.files import InputError, qrels_split
 
 from .lexical import FUSION_DEPTH
 from .loaders import PathLike, RetrievalData, load_beir_folder
@@ -94,16 +94,10 @@ def resolve_retrieval_split(folder: PathLike, split: str | None = None) -> str:
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: folder not found (expected a BEIR dataset folder)")
-    if split is not None:
-        path = folder / "qrels" / f"{split}.tsv"
-        if not path.is_file():
-            raise InputError(f"{path}: file not found ({qrels_listing(folder)})")
-        return split
-    for candidate in DEFAULT_SPLITS:
-        if (folder / "qrels" / f"{candidate}.tsv").is_file():
-            return candidate
-    tried = " nor ".join(f"qrels/{s}.tsv" for s in DEFAULT_SPLITS)
-    raise InputError(f"{folder}: neither {tried} found ({qrels_listing(folder)}); name the split to use")
+    try:
+        return qrels_split(folder, split, DEFAULT_SPLITS)
+    except FileNotFoundError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _load_checked(folder: PathLike, split: str | None) -> tuple[RetrievalData, set[str], RetrievalFolderInfo]:
