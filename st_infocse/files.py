@@ -4,8 +4,8 @@ Training texts, documents for mining and evaluation data are all read here, so t
 truncated ``.gz`` or a malformed JSON line is reported the same way everywhere: one :class:`FileFormatError` naming
 the file and the line, never a traceback. The checks on what was read live here too (a missing, empty or unsupported
 file, a record that is not a JSON object, a missing text column, a saved dataset without a train split, what a usable
-text is), and the check of a value against its choices. Only the standard library is imported, so the command line
-can check files before torch is loaded.
+text is), the check of a value against its choices and of the sets an evaluation reads (:func:`check_sources`). Only
+the standard library is imported, so the command line can check files before torch is loaded.
 """
 
 from __future__ import annotations
@@ -308,11 +308,34 @@ def existing_path(path: str | Path, folder: bool = False, expected: str = "") ->
     return path
 
 
+def qrels_split(folder: Path, split: str | None, candidates: Sequence[str] = ()) -> str:
+    """The qrels split read in a BEIR-layout folder, by its listing only: ``split`` where ``qrels/<split>.tsv``
+    exists, or with None the first of ``candidates`` there; else a FileNotFoundError naming what is missing and what
+    ``qrels/`` holds.
+
+    Args:
+        folder: The dataset's folder (corpus.jsonl, queries.jsonl, qrels/).
+        split: The split asked for, or None.
+        candidates: The splits tried in order when none is asked for.
+    """
+    qrels = folder / "qrels"
+    for name in [split] if split else candidates:
+        if (qrels / f"{name}.tsv").is_file():
+            return name
+    held = sorted(path.name for path in qrels.glob("*.tsv"))
+    holds = f"qrels/ holds {', '.join(held) or 'no .tsv file'}" if qrels.is_dir() else f"{folder} has no qrels/ folder"
+    if split:
+        raise FileNotFoundError(f"{qrels / f'{split}.tsv'}: file not found ({holds})")
+    tried = " nor ".join(f"qrels/{name}.tsv" for name in candidates)
+    raise FileNotFoundError(f"{folder}: neither {tried} found ({holds}); name the split to use")
+
+
 def beir_parts(name: str, source: str | Path, split: str | None, default: str = "test") -> tuple[dict[str, Path], str]:
     """The BEIR-layout folders of dataset ``name`` under ``source`` (a folder of datasets, or the dataset's own
     folder), ``{"": folder}`` or one per part (CQADupStack's forums, each with its corpus.jsonl), and the qrels split
-    read in them: ``split``, else ``default`` if the first part has ``qrels/<default>.tsv``, else ``dev`` if it has
-    that, else ``default``. Reads folder listings only; FileNotFoundError names what is missing."""
+    read in them: ``split``, else the first of ``default``, ``dev`` and ``test`` that the first part holds
+    (:func:`qrels_split`), found in every part. Reads folder listings only; FileNotFoundError names what is
+    missing."""
     root = existing_path(Path(source).expanduser(), folder=True, expected="expected BEIR dataset folders or 'mteb'")
     folder = root / name
     if not folder.is_dir():
@@ -323,6 +346,44 @@ def beir_parts(name: str, source: str | Path, split: str | None, default: str = 
         p.name: p for p in sorted(folder.iterdir()) if (p / "corpus.jsonl").is_file()}
     if not parts:
         raise FileNotFoundError(f"{folder}: no corpus.jsonl here or in its subfolders")
-    first = next(iter(parts.values()))
-    found = [candidate for candidate in (default, "dev") if (first / "qrels" / f"{candidate}.tsv").is_file()]
-    return parts, split or (found or [default])[0]
+    for part in parts.values():  # the first part chooses the split, which every part must hold
+        split = qrels_split(part, split, tuple(dict.fromkeys((default, "dev", "test"))))
+    return parts, split
+
+
+def check_sources(sts: str | Path | None = None, beir: str | Sequence[str] = (), beir_source: str | Path = "mteb",
+                  split: str | None = None, transfer: str | Path | None = None,
+                  hub: bool = True) -> dict[str, tuple[str, str | Path]]:
+    """What an evaluation will read, checked by folder listings (so before any model loads): a source, BEIR dataset
+    or qrels split that is not there is a FileNotFoundError, an ``"mteb"`` source with ``hub`` False an
+    :class:`InputError`, each starting with the argument's name (``beir scifact: ...``). Returns each dataset of
+    ``beir`` as given -> its name and the source it is read from, as :func:`beir_parts` takes them.
+
+    Args:
+        sts: The STS suite's source: ``"mteb"`` (the Hugging Face hub) or a SentEval data/downstream folder.
+        beir: BEIR datasets by name, or BEIR-layout folders (read by their layout, named by the folder).
+        beir_source: ``"mteb"``, a folder holding one subfolder per dataset, or one dataset's folder.
+        split: The qrels split read in a local BEIR folder (None: as :func:`beir_parts` chooses it).
+        transfer: A SentEval data/downstream folder (the transfer tasks have no hub source).
+        hub: False where the hub is switched off (``HF_HUB_OFFLINE``), so that an ``"mteb"`` source is refused
+            before the model loads rather than after.
+    """
+    if sts == "mteb" and not hub:
+        raise InputError("sts mteb reads the Hugging Face hub, which is offline (HF_HUB_OFFLINE); give a SentEval "
+                         "data/downstream folder")
+    for argument, value in (("sts", None if sts == "mteb" else sts), ("transfer", transfer)):
+        if value is not None and not Path(value).expanduser().exists():
+            raise FileNotFoundError(f"{argument}: not found: {value}")
+    where: dict[str, tuple[str, str | Path]] = {}
+    for given in [beir] if isinstance(beir, str) else beir:
+        local = Path(given).expanduser()  # a folder given by its path: read by its layout, whatever its name
+        name, source = where[given] = (local.name, local) if local.is_dir() else (given, beir_source)
+        if source == "mteb" and not hub:
+            raise InputError(f"beir {given}: no such folder, and the hub is offline (HF_HUB_OFFLINE); give the "
+                             "dataset's folder, or a folder of datasets as beir_source")
+        if source != "mteb":
+            try:
+                beir_parts(name, source, split)
+            except FileNotFoundError as exc:
+                raise FileNotFoundError(f"beir {given}: {exc}") from None
+    return where

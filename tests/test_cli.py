@@ -923,7 +923,7 @@ def test_evaluate_reads_a_beir_folder_of_any_name_by_its_layout_and_its_dev_spli
     assert result["split"] == "dev" and result["n_queries"] == 5
     capsys.readouterr()
     assert main(["evaluate", "--model", str(workspace["model"]), "--beir", str(own), "--split", "test"]) == 2
-    assert "qrels/test.tsv not found (qrels/ holds dev.tsv; --split names the split)" in capsys.readouterr().err
+    assert f"--beir {own}: {own}/qrels/test.tsv: file not found (qrels/ holds dev.tsv)" in capsys.readouterr().err
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert main(["evaluate", "--model", str(workspace["model"]), "--beir", "myset"]) == 2
     assert "--beir myset: no such folder, and the hub is offline" in capsys.readouterr().err
@@ -1069,9 +1069,12 @@ def test_an_unknown_idc_loss_is_refused_by_the_parser_with_its_choices(workspace
 
 def test_evaluate_refuses_the_hub_offline_in_one_line(workspace, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    for flag in ("--sts", "--transfer"):
-        assert main(["evaluate", "--model", str(workspace["model"]), flag, "hub"]) == 2
-        assert f"{flag} hub reads the Hugging Face hub, which is offline" in capsys.readouterr().err
+    assert main(["evaluate", "--model", str(workspace["model"]), "--sts", "mteb"]) == 2
+    assert "--sts mteb reads the Hugging Face hub, which is offline" in capsys.readouterr().err
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")  # the transfer tasks have no hub source, online or not
+    for flag, value in (("--transfer", "mteb"), ("--sts", "hub")):
+        assert main(["evaluate", "--model", str(workspace["model"]), flag, value]) == 2
+        assert f"{flag}: not found: {value}" in capsys.readouterr().err
 
 
 # Each objective's loss flags, as the command line should take them (pretrain-aux: stage 1; "idc infocse": IDC with

@@ -19,6 +19,7 @@ from st_infocse.files import (
     NotDecodableError,
     check_choice,
     check_range,
+    check_sources,
     existing_path,
     is_text,
     out_of_range,
@@ -211,3 +212,36 @@ def test_a_missing_file_or_folder_is_one_line_naming_it_and_what_was_expected(tm
         existing_path(tmp_path / "b.txt")
     with pytest.raises(FileNotFoundError, match="file not found"):
         existing_path(tmp_path)  # a folder where a file was expected
+
+
+def test_check_sources_says_where_each_set_is_read_and_refuses_what_is_not_there(tmp_path):
+    for name, part in (("myset", ""), ("cqa", "gis"), ("cqa", "tex")):
+        qrels = tmp_path / "beir" / name / part / "qrels"
+        qrels.mkdir(parents=True)
+        (qrels.parent / "corpus.jsonl").write_text("{}\n")
+        (qrels / "dev.tsv").write_text("q\td\t1\n")
+    (tmp_path / "beir" / "cqa" / "gis" / "qrels" / "test.tsv").write_text("q\td\t1\n")
+    own = str(tmp_path / "beir" / "myset")  # a folder given by its path is named by it, whatever the source
+    assert check_sources(beir=["scifact", own], hub=True) == {"scifact": ("scifact", "mteb"),
+                                                              own: ("myset", Path(own))}
+    assert check_sources(beir="cqa", beir_source=tmp_path / "beir", split="dev") == {
+        "cqa": ("cqa", tmp_path / "beir")}
+    # every part is checked for the split, not only the first one read
+    with pytest.raises(FileNotFoundError, match=r"^beir cqa: .*tex/qrels/test\.tsv: file not found \(qrels/ holds "
+                       r"dev\.tsv\)$"):
+        check_sources(beir="cqa", beir_source=tmp_path / "beir", split="test")
+    with pytest.raises(FileNotFoundError, match=r"^beir nfcorpus: .*no BEIR dataset 'nfcorpus'"):
+        check_sources(beir=["myset", "nfcorpus"], beir_source=tmp_path / "beir")
+    (tmp_path / "beir" / "myset" / "qrels" / "dev.tsv").rename(tmp_path / "beir" / "myset" / "qrels" / "train.tsv")
+    with pytest.raises(FileNotFoundError, match=r"myset: neither qrels/test\.tsv nor qrels/dev\.tsv found \(qrels/ "
+                       r"holds train\.tsv\); name the split to use$"):
+        check_sources(beir=own)
+    assert check_sources(beir=own, split="train")[own] == ("myset", Path(own))
+    with pytest.raises(InputError, match=r"^beir scifact: no such folder, and the hub is offline"):
+        check_sources(beir="scifact", hub=False)
+    with pytest.raises(InputError, match=r"^sts mteb reads the Hugging Face hub, which is offline"):
+        check_sources(sts="mteb", hub=False)
+    check_sources(sts="mteb", transfer=tmp_path)  # the hub is STS's only, and read when it can be
+    for argument in ("sts", "transfer"):  # the transfer tasks have no hub source: "mteb" is a path there
+        with pytest.raises(FileNotFoundError, match=rf"^{argument}: not found: (mteb|{tmp_path}/x)$"):
+            check_sources(**{argument: "mteb" if argument == "transfer" else str(tmp_path / "x")})

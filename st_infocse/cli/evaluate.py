@@ -14,12 +14,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import EvaluateArguments, LexicalArguments, SavedModelArguments
+from st_infocse.cli.arguments import EvaluateArguments, LexicalArguments, SavedModelArguments, flag_error
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import check_model_source, check_output_dir, model_from_args
 from st_infocse.cli.output import summary
 from st_infocse.cli.parsing import parse_command
-from st_infocse.files import beir_parts
+from st_infocse.files import InputError, check_sources
 
 SECTIONS = (SavedModelArguments, EvaluateArguments, LexicalArguments)
 
@@ -33,29 +33,11 @@ def precheck_evaluate(model_args: SavedModelArguments, eval_args: EvaluateArgume
     if not (eval_args.sts or eval_args.beir or eval_args.transfer):
         raise CLIError("nothing to evaluate: give --sts, --beir and/or --transfer")
     offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
-    for flag, value in (("--sts", eval_args.sts), ("--transfer", eval_args.transfer)):
-        if offline and value in ("mteb", "hub"):
-            raise CLIError(f"{flag} {value} reads the Hugging Face hub, which is offline (HF_HUB_OFFLINE); give a "
-                           "SentEval data/downstream folder")
-        if value and value not in ("mteb", "hub") and not Path(value).expanduser().exists():
-            raise CLIError(f"{flag}: not found: {value}")
-    for name in eval_args.beir or []:
-        local = Path(name).expanduser()  # a folder given by its path: read by its layout, whatever its name
-        if not local.is_dir() and eval_args.beir_source in ("mteb", "hub"):
-            if offline:
-                raise CLIError(f"--beir {name}: no such folder, and the hub is offline (HF_HUB_OFFLINE); give the "
-                               "folder's path or --beir_source DIR")
-            continue
-        try:
-            parts, split = beir_parts(*((local.name, local) if local.is_dir() else (name, eval_args.beir_source)),
-                                      eval_args.split)
-        except FileNotFoundError as exc:
-            raise CLIError(f"--beir {name}: {exc}") from None
-        qrels = next(iter(parts.values())) / "qrels"
-        if not (qrels / f"{split}.tsv").is_file():
-            listed = ", ".join(sorted(p.name for p in qrels.glob("*.tsv"))) or "no .tsv file"
-            raise CLIError(f"--beir {name}: {qrels / f'{split}.tsv'} not found (qrels/ holds {listed}; --split names "
-                           "the split)")
+    try:  # the library's own checks of the sets, under the flags' names
+        check_sources(eval_args.sts, eval_args.beir or (), eval_args.beir_source, eval_args.split, eval_args.transfer,
+                      hub=not offline)
+    except (InputError, FileNotFoundError) as exc:
+        raise flag_error(exc, eval_args) from None
 
 
 def cmd_evaluate(argv: Sequence[str]) -> int:

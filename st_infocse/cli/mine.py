@@ -5,11 +5,8 @@
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Sequence
 from dataclasses import fields
-from pathlib import Path
 
 from st_infocse.cli.arguments import MineArguments, SavedModelArguments
 from st_infocse.cli.errors import CLIError
@@ -38,17 +35,13 @@ def cmd_mine(argv: Sequence[str]) -> int:
     loaded = model_from_args(model_args)
     model = loaded.model
     summary("Mining", {"model": f"{model_args.model} ({loaded.how})", "max length": model.max_seq_length})
-    start = time.time()
     # The miner logs its report at INFO; the command prints it once below, and keeps the miner's warnings.
     with quiet_logs(("st_infocse.mining.idc",)):
         # every flag of the section but the command's own is the miner's argument of the same name
         mined = mine_pairs(documents, model, show_progress_bar=True, **{
             item.name: getattr(mine_args, item.name) for item in fields(mine_args)
             if item.name not in ("docs", "output_dir", "max_docs")})
-    out = Path(mine_args.output_dir)
-    mined.pairs.save_to_disk(str(out / "pairs"))
-    (out / "report.json").write_text(json.dumps(mined.report.to_dict(), indent=2, default=str) + "\n")
+    written = mined.save(mine_args.output_dir)
     print(mined.report.summary())
-    summary("Mining done", {"pairs": len(mined.pairs), "time": f"{time.time() - start:.0f} s",
-                            "dataset": out / "pairs", "report": out / "report.json"})
+    summary("Mining done", {"pairs": len(mined.pairs), "time": f"{mined.report.total_seconds:.0f} s", **written})
     return 0

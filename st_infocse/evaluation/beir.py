@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from st_infocse.files import beir_parts
+from st_infocse.files import beir_parts, check_sources
 
 from ._deps import require
 from .beir_tasks import CQADUPSTACK_FORUMS, beir_task_info
@@ -34,7 +34,8 @@ def evaluate_beir(model: Any, datasets: str | Sequence[str] = ("scifact",), sour
                   show_progress_bar: bool | None = None, model_label: str | None = None, per_query: Sequence[str] = (),
                   lexical: LexicalSettings | None = None) -> BEIRResult:
     """BEIR zero-shot retrieval on one or more datasets, each by :func:`evaluate_retrieval` (CQADupStack per forum,
-    then averaged, as BEIR and the papers do), and their average nDCG@10.
+    then averaged, as BEIR and the papers do), and their average nDCG@10. A local dataset or qrels split that is not
+    there is one FileNotFoundError before any is scored (:func:`~st_infocse.files.check_sources`).
 
     Args:
         datasets: BEIR datasets by name, e.g. scifact nfcorpus (:data:`BEIR_PAPER_DATASETS`, mteb's names), or paths
@@ -42,16 +43,12 @@ def evaluate_beir(model: Any, datasets: str | Sequence[str] = ("scifact",), sour
             whatever ``source`` says, named by the folder.
         source: ``"mteb"`` (Hugging Face hub), a folder holding one subfolder per dataset, or one dataset's folder.
         split: The qrels split read (qrels/<split>.tsv; default: ``test``, ``dev`` for MS MARCO; in a local folder
-            without that file, ``dev``).
+            without that file, the other).
         batch_size: Encoding batch size.
         lexical: Also score BM25 and its hybrid with the model on each dataset's queries. Not for CQADupStack.
     """
-    names = [datasets] if isinstance(datasets, str) else list(datasets)
     out: dict[str, RetrievalResult] = {}
-    for given in names:
-        local = Path(given).expanduser()
-        # a BEIR folder given by its path is read by its layout, whatever its name
-        name, where = (local.name, local) if local.is_dir() else (given, source)
+    for name, where in check_sources(beir=datasets, beir_source=source, split=split).values():
         # a dataset of several parts (CQADupStack) is averaged over them, without the lexical references
         parts = {part: evaluate_retrieval(model, data, k_values, None, batch_size, show_progress_bar, per_query,
                                           None if part else lexical)

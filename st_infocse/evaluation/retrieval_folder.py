@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from st_infocse.files import InputError
+from st_infocse.files import InputError, qrels_split
 
 from .lexical import FUSION_DEPTH
 from .loaders import PathLike, RetrievalData, load_beir_folder
@@ -88,29 +88,16 @@ def _count(n: int, singular: str, plural: str | None = None) -> str:
     return f"{n:,} {singular if n == 1 else (plural or singular + 's')}"
 
 
-def _qrels_listing(folder: Path) -> str:
-    if not (folder / "qrels").is_dir():
-        return f"{folder} has no qrels/ folder"
-    splits = sorted(path.name for path in (folder / "qrels").glob("*.tsv"))
-    return f"qrels/ holds {', '.join(splits)}" if splits else "qrels/ holds no .tsv file"
-
-
 def resolve_retrieval_split(folder: PathLike, split: str | None = None) -> str:
     """``split`` itself (``"dev"`` reads ``qrels/dev.tsv``), or with None the first of :data:`DEFAULT_SPLITS` that
     exists; reads only the folder listing. A missing folder or qrels file is one :class:`InputError` naming it."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: folder not found (expected a BEIR dataset folder)")
-    if split is not None:
-        path = folder / "qrels" / f"{split}.tsv"
-        if not path.is_file():
-            raise InputError(f"{path}: file not found ({_qrels_listing(folder)})")
-        return split
-    for candidate in DEFAULT_SPLITS:
-        if (folder / "qrels" / f"{candidate}.tsv").is_file():
-            return candidate
-    tried = " nor ".join(f"qrels/{s}.tsv" for s in DEFAULT_SPLITS)
-    raise InputError(f"{folder}: neither {tried} found ({_qrels_listing(folder)}); name the split to use")
+    try:
+        return qrels_split(folder, split, DEFAULT_SPLITS)
+    except FileNotFoundError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _load_checked(folder: PathLike, split: str | None) -> tuple[RetrievalData, set[str], RetrievalFolderInfo]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -79,6 +80,18 @@ class MinedPairs(NamedTuple):
 
     pairs: Dataset
     report: MiningReport
+
+    def save(self, folder: str | Path) -> dict[str, Path]:
+        """Write the pairs as a ``datasets`` folder (``folder/pairs``, read back by ``datasets.load_from_disk``) and
+        the report as ``folder/report.json``, as ``st-infocse mine`` does; returns both paths.
+
+        Args:
+            folder: The output folder (created where missing).
+        """
+        written = {"dataset": Path(folder) / "pairs", "report": Path(folder) / "report.json"}
+        self.pairs.save_to_disk(str(written["dataset"]))
+        written["report"].write_text(json.dumps(self.report.to_dict(), indent=2, default=str) + "\n")
+        return written
 
 
 def _select_input_columns(documents: Any, keys: tuple[str, str, str]) -> Any:

@@ -125,6 +125,9 @@ def test_evaluate_beir_folders_and_cqadupstack_average(ev, tmp_path):
     assert alone.datasets["toy"].ndcg_at_10 == pytest.approx(result.datasets["toy"].ndcg_at_10)
     with pytest.raises(FileNotFoundError, match="no BEIR dataset 'nfcorpus'"):
         evaluate_beir(stub, "nfcorpus", source=tmp_path)
+    # every dataset is found before the first is scored: no model is needed to be told of the missing one
+    with pytest.raises(FileNotFoundError, match="^beir nfcorpus: .*no BEIR dataset 'nfcorpus'"):
+        evaluate_beir(None, ["toy", "nfcorpus"], source=tmp_path)
 
 
 def _metric_records(caplog) -> list[logging.LogRecord]:

@@ -194,6 +194,18 @@ def test_streaming_input_and_on_disk_output(lookup_encoder, tmp_path):
         mine_pairs(docs, lookup_encoder(TABLE), output_dir=tmp_path / "pairs")
 
 
+def test_mined_pairs_save_writes_the_dataset_and_the_report(lookup_encoder, tmp_path):
+    import json
+
+    from datasets import load_from_disk
+
+    mined = mine_pairs([["s0", "s1", "s2"], ["s3"]], lookup_encoder(TABLE), show_progress_bar=False)
+    written = mined.save(tmp_path / "out")
+    assert written == {"dataset": tmp_path / "out" / "pairs", "report": tmp_path / "out" / "report.json"}
+    assert load_from_disk(str(written["dataset"])).to_dict() == mined.pairs.to_dict()
+    assert json.loads(written["report"].read_text()) == json.loads(json.dumps(mined.report.to_dict(), default=str))
+
+
 def test_dataset_inputs_with_raw_text_and_ids(lookup_encoder):
     table = {"Cats purr.": unit(0), "Cats nap.": unit(5), "Kings rule.": unit(90), "Queens rule.": unit(95)}
     rows = {
