@@ -785,6 +785,15 @@ def test_lora_targets_that_match_no_layer_are_refused_naming_the_layers(user_mod
                                                  "target modules)")
 
 
+def test_an_auxiliary_rate_for_a_loss_without_modules_is_refused_under_its_flag(user_model, data, tmp_path, capsys):
+    # the loss's modules are known once it is built: the library's refusal, under the flag the user gave
+    flags = ("--stsb_dev", "none", "--projection", "none", "--aux_learning_rate", "1e-3")
+    assert main(_train(user_model, data, tmp_path / "run", *flags)) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith("--aux_learning_rate given, but this objective has no auxiliary modules")
+
+
 def test_lora_without_peft_or_on_idc_is_refused_before_the_model_loads(user_model, data, tmp_path, capsys,
                                                                       monkeypatch):
     import importlib.util

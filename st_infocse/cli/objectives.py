@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import DataArguments, KeepArguments, declared
+from st_infocse.cli.arguments import DataArguments, KeepArguments, declared, flag_error
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
@@ -87,8 +87,8 @@ def add_adapter(model, lora, notes: dict[str, str]) -> None:
     settings = LoRASettings(lora.lora_r, lora.lora_alpha, tuple(lora.lora_target_modules), lora.lora_dropout)
     try:
         add_lora(model, settings)
-    except ValueError as error:
-        raise CLIError(f"--lora_target_modules: {error}") from None
+    except ValueError as error:  # a target module no layer has: under --lora_target_modules
+        raise flag_error(error, lora) from None
     notes["LoRA adapter"] = settings.describe(model)
 
 
@@ -214,8 +214,8 @@ def train_idc(loaded, flags, measured, documents, start: float) -> int:
         print(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in {folder}); no model saved: "
               "run again to train")
         return 130
-    except ValueError as exc:  # the rounds name the argument that failed; the annotator's flag is --idc_annotator
-        raise (CLIError(f"--idc_{exc}") if str(exc).startswith("annotator: ") else exc) from None
+    except ValueError as exc:  # the rounds name the argument that failed (annotator: --idc_annotator)
+        raise flag_error(exc, idc, keep) from None
     summary("IDC rounds", result.round_rows())
     # the trained candidate (best round, else the last) against the start, under the evaluator's own metric names
     scores = None if result.initial_metrics is None else (

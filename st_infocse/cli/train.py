@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Sequence
 
+from st_infocse.cli.arguments import flag_error
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import for_model, run_evaluation
 from st_infocse.cli.inputs import check_earlier_run, model_from_args
@@ -73,7 +74,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         try:
             training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
         except ValueError as error:  # the library names the argument, the user gave the flag
-            raise CLIError(f"--{error}") from None
+            raise flag_error(error, flags.aux) from None
     start_summary(entry.title or f"Training {objective}", len(dataset), steps, training_args, model.max_seq_length,
                   own_length, {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
                                **({"output folder": replaced} if replaced else {}),
