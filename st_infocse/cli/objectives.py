@@ -29,7 +29,7 @@ from st_infocse.cli.objective_flags import (
     Stage1Flags,
     loss_options,
 )
-from st_infocse.cli.output import finish_run, lengths, summary
+from st_infocse.cli.output import finish_run, summary
 from st_infocse.losses.registry import STAGE1, get_objective
 from st_infocse.mining.documents import load_documents
 from st_infocse.training.builder import learning_rate_mapping
@@ -198,7 +198,7 @@ def train_idc(loaded, flags, measured, documents, start: float) -> int:
         "rounds": f"up to {idc.rounds} (mine -> train)", "model": loaded.how, **measured.notes,
         "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
         **({"weight anchor": anchor} if anchor else {}),
-        "rounds folder": folder, "max length": lengths(model.max_seq_length, loaded.own_length),
+        "rounds folder": folder, "max length": loaded.lengths(),
     })
     try:
         result = train_idc_rounds(

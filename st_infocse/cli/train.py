@@ -75,10 +75,10 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
             training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
         except ValueError as error:  # the library names the argument, the user gave the flag
             raise flag_error(error, flags.aux) from None
-    start_summary(entry.title or f"Training {objective}", len(dataset), steps, training_args, model.max_seq_length,
-                  own_length, {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
-                               **({"output folder": replaced} if replaced else {}),
-                               **({"weight anchor": anchor} if anchor else {})})
+    start_summary(entry.title or f"Training {objective}", len(dataset), steps, training_args, loaded,
+                  {**measured.notes, **({"texts cut": cut} if cut else {}),
+                   **({"output folder": replaced} if replaced else {}),
+                   **({"weight anchor": anchor} if anchor else {})})
     callbacks, ends = [], None
     if measured.evaluator is not None:
         from st_infocse.training.start_end import StartEndCallback

@@ -40,6 +40,12 @@ class LoadedModel:
     own_length: int | None
     how: str
 
+    def lengths(self) -> str:
+        """The length the model trains at (its ``max_seq_length`` now) and the one it is saved with, for a summary."""
+        training, own = self.model.max_seq_length, self.own_length
+        note = "" if own is not None else " (the model states no length of its own)"
+        return f"training max length {training}, saved model max length {training if own is None else own}{note}"
+
 
 def describe_modules(model: SentenceTransformer) -> str:
     """The model's modules in order, with the pooling mode: ``"Transformer, Pooling(mean), Normalize"``."""
