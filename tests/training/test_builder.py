@@ -40,3 +40,16 @@ def test_a_loaded_model_names_its_training_length_and_the_length_it_is_saved_wit
     assert LoadedModel(at_32, 64, "kept").lengths() == "training max length 32, saved model max length 64"
     assert LoadedModel(at_32, None, "kept").lengths() == ("training max length 32, saved model max length 32 (the "
                                                           "model states no length of its own)")
+
+
+def test_a_seeded_load_leaves_every_run_the_same_random_state_for_what_is_built_next(tiny_bert_dir):
+    import torch
+
+    from st_infocse.training.builder import load_model
+
+    def head_after_load(seed):  # a loss's module built right after the model, as the command line builds it
+        load_model(str(tiny_bert_dir), seed=seed)
+        return torch.nn.Linear(4, 4).weight
+
+    assert torch.equal(head_after_load(3), head_after_load(3))
+    assert not torch.equal(head_after_load(3), head_after_load(4))
