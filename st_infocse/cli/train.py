@@ -92,13 +92,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
             callbacks.append(references := LexicalReferenceCallback(measured.retrieval, lexical))
     if anchor:  # one copy of the start for both callbacks: the anchor shares the start-end callback's
         callbacks.append(WeightAnchorCallback(flags.keep.weight_anchor, start_weights=ends and ends.start_weights))
-    from st_infocse.training.interrupt import Interrupted
-
-    try:
-        trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
-    except Interrupted as stop:
-        print(stop)
-        return 130
+    # Ctrl-C: Interrupted, saying what was saved, which main prints before it exits with 130
+    trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
     rows = {"objective": objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}",
             "texts": len(dataset), "steps": trainer.state.global_step, "time": f"{time.time() - start:.0f} s"}
     last = next((log for log in reversed(trainer.state.log_history) if "loss" in log), None)
