@@ -706,6 +706,17 @@ def test_a_folder_holding_an_earlier_run_is_refused_unless_resumed_or_overwritte
     assert (out / "notes.txt").read_text() == "the user's own file"  # only what a run writes goes
 
 
+def test_a_decoder_warm_up_left_in_the_folder_counts_as_an_earlier_run(tmp_path):
+    from st_infocse.cli.errors import CLIError
+    from st_infocse.cli.inputs import check_earlier_run
+
+    (tmp_path / "decoder_warmup").mkdir()  # what --decoder_warmup_steps writes first (warm_up_decoder)
+    with pytest.raises(CLIError, match=r"holds an earlier run \(decoder_warmup\)"):
+        check_earlier_run(str(tmp_path), None, overwrite=False)
+    assert check_earlier_run(str(tmp_path), None, overwrite=True) == "the earlier run in it removed (decoder_warmup)"
+    assert not (tmp_path / "decoder_warmup").exists()
+
+
 # ------------------------------------------------------------------------------ BM25 beside the scores
 
 

@@ -47,7 +47,7 @@ def model_from_args(args: ModelArguments, seed: int | None = None):
 
 # What a run writes into its output folder: checkpoints, IDC rounds, stage 1's model and decoder, the summary, and a
 # saved Sentence Transformer's files and numbered module folders.
-_RUN_FILES = re.compile(r"^(checkpoint-\d+|rounds|model|decoder|decoder-warmup|run_summary\.json|modules\.json|"
+_RUN_FILES = re.compile(r"^(checkpoint-\d+|rounds|model|decoder|decoder_warmup|run_summary\.json|modules\.json|"
                         r"config(_sentence_transformers)?\.json|sentence_bert_config\.json|model\.safetensors|"
                         r"tokenizer(_config)?\.json|special_tokens_map\.json|vocab\.txt|README\.md|\d+_\w+)$")
 
