@@ -277,6 +277,18 @@ def test_incompatible_model_exits_with_code_2(workspace, tiny_bert_nomask_dir, c
     assert "no mask token" in capsys.readouterr().err
 
 
+def test_ctrl_c_in_any_command_is_one_line_and_exit_code_130(monkeypatch, capsys):
+    import st_infocse.cli.mine as cli_mine
+
+    def pressed(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_mine, "cmd_mine", pressed)  # training runs say what they saved: tests/test_cli_own_model
+    assert main(["mine", "--docs", "docs.jsonl"]) == 130
+    captured = capsys.readouterr()
+    assert captured.out == "st-infocse mine: interrupted\n" and "Traceback" not in captured.err
+
+
 def test_unknown_flag_exits_with_code_2(capsys):
     assert main(["train", "--no_such_flag", "1"]) == 2
     assert "--no_such_flag" in capsys.readouterr().err

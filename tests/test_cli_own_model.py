@@ -706,6 +706,17 @@ def test_a_folder_holding_an_earlier_run_is_refused_unless_resumed_or_overwritte
     assert (out / "notes.txt").read_text() == "the user's own file"  # only what a run writes goes
 
 
+def test_a_decoder_warm_up_left_in_the_folder_counts_as_an_earlier_run(tmp_path):
+    from st_infocse.cli.errors import CLIError
+    from st_infocse.cli.inputs import check_earlier_run
+
+    (tmp_path / "decoder_warmup").mkdir()  # what --decoder_warmup_steps writes first (warm_up_decoder)
+    with pytest.raises(CLIError, match=r"holds an earlier run \(decoder_warmup\)"):
+        check_earlier_run(str(tmp_path), None, overwrite=False)
+    assert check_earlier_run(str(tmp_path), None, overwrite=True) == "the earlier run in it removed (decoder_warmup)"
+    assert not (tmp_path / "decoder_warmup").exists()
+
+
 # ------------------------------------------------------------------------------ BM25 beside the scores
 
 
@@ -783,6 +794,15 @@ def test_lora_targets_that_match_no_layer_are_refused_naming_the_layers(user_mod
     assert err.strip().splitlines()[-1].endswith("--lora_target_modules: no linear layer of the encoder is named q, "
                                                  "v; its linear layers are named dense, key, query, value (set the "
                                                  "target modules)")
+
+
+def test_an_auxiliary_rate_for_a_loss_without_modules_is_refused_under_its_flag(user_model, data, tmp_path, capsys):
+    # the loss's modules are known once it is built: the library's refusal, under the flag the user gave
+    flags = ("--stsb_dev", "none", "--projection", "none", "--aux_learning_rate", "1e-3")
+    assert main(_train(user_model, data, tmp_path / "run", *flags)) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith("--aux_learning_rate given, but this objective has no auxiliary modules")
 
 
 def test_lora_without_peft_or_on_idc_is_refused_before_the_model_loads(user_model, data, tmp_path, capsys,

@@ -56,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         return _command(command)(rest)
+    except KeyboardInterrupt as stop:  # Ctrl-C, in any command: what a training run saved (its message), exit 130
+        print(str(stop) or f"st-infocse {command}: interrupted", flush=True)
+        return 130
     except (CLIError, FileNotFoundError, ValueError) as exc:
         # ValueError: the library's input checks raise it with a message meant for the user (InputError,
         # FileFormatError, UnsupportedModelError).

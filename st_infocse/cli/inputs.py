@@ -39,21 +39,15 @@ def check_output_dir(output_dir: str | None, flag: str = "--output_dir") -> None
 
 
 def model_from_args(args: ModelArguments, seed: int | None = None):
-    """The model the flags name (:func:`st_infocse.training.load_model`), seeded first where ``seed`` is given, so
-    that what is initialised fresh (a pooling or MLM head, the loss's modules) is the same at every run with the same
-    ``--seed``: the trainer seeds only once the loss exists."""
-    from transformers import set_seed
-
+    """The model the flags name (:func:`st_infocse.training.load_model`), seeded first where ``seed`` is given."""
     from st_infocse.training.builder import load_model
 
-    if seed is not None:
-        set_seed(seed)
-    return load_model(args.model, args.pooling, args.max_seq_length, args.trust_remote_code)
+    return load_model(args.model, args.pooling, args.max_seq_length, args.trust_remote_code, seed)
 
 
 # What a run writes into its output folder: checkpoints, IDC rounds, stage 1's model and decoder, the summary, and a
 # saved Sentence Transformer's files and numbered module folders.
-_RUN_FILES = re.compile(r"^(checkpoint-\d+|rounds|model|decoder|decoder-warmup|run_summary\.json|modules\.json|"
+_RUN_FILES = re.compile(r"^(checkpoint-\d+|rounds|model|decoder|decoder_warmup|run_summary\.json|modules\.json|"
                         r"config(_sentence_transformers)?\.json|sentence_bert_config\.json|model\.safetensors|"
                         r"tokenizer(_config)?\.json|special_tokens_map\.json|vocab\.txt|README\.md|\d+_\w+)$")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from st_infocse.cli.arguments import DataArguments, KeepArguments, declared
+from st_infocse.cli.arguments import DataArguments, KeepArguments, declared, flag_error
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.objective_flags import (
     AuxiliaryRateFlags,
@@ -29,7 +29,7 @@ from st_infocse.cli.objective_flags import (
     Stage1Flags,
     loss_options,
 )
-from st_infocse.cli.output import finish_run, lengths, summary
+from st_infocse.cli.output import finish_run, summary
 from st_infocse.losses.registry import STAGE1, get_objective
 from st_infocse.mining.documents import load_documents
 from st_infocse.training.builder import learning_rate_mapping
@@ -87,8 +87,8 @@ def add_adapter(model, lora, notes: dict[str, str]) -> None:
     settings = LoRASettings(lora.lora_r, lora.lora_alpha, tuple(lora.lora_target_modules), lora.lora_dropout)
     try:
         add_lora(model, settings)
-    except ValueError as error:
-        raise CLIError(f"--lora_target_modules: {error}") from None
+    except ValueError as error:  # a target module no layer has: under --lora_target_modules
+        raise flag_error(error, lora) from None
     notes["LoRA adapter"] = settings.describe(model)
 
 
@@ -198,7 +198,7 @@ def train_idc(loaded, flags, measured, documents, start: float) -> int:
         "rounds": f"up to {idc.rounds} (mine -> train)", "model": loaded.how, **measured.notes,
         "each round trains with": ", ".join(f"{name}={value}" for name, value in round_args.items()),
         **({"weight anchor": anchor} if anchor else {}),
-        "rounds folder": folder, "max length": lengths(model.max_seq_length, loaded.own_length),
+        "rounds folder": folder, "max length": loaded.lengths(),
     })
     try:
         result = train_idc_rounds(
@@ -211,11 +211,10 @@ def train_idc(loaded, flags, measured, documents, start: float) -> int:
         )
     except KeyboardInterrupt:  # a round's trainer stops where it is; the rounds done keep their pairs and reports
         done = sorted(p.name for p in folder.glob("round-*"))
-        print(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in {folder}); no model saved: "
-              "run again to train")
-        return 130
-    except ValueError as exc:  # the rounds name the argument that failed; the annotator's flag is --idc_annotator
-        raise (CLIError(f"--idc_{exc}") if str(exc).startswith("annotator: ") else exc) from None
+        raise KeyboardInterrupt(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in {folder}); no "
+                                "model saved: run again to train") from None
+    except ValueError as exc:  # the rounds name the argument that failed (annotator: --idc_annotator)
+        raise flag_error(exc, idc, keep) from None
     summary("IDC rounds", result.round_rows())
     # the trained candidate (best round, else the last) against the start, under the evaluator's own metric names
     scores = None if result.initial_metrics is None else (

@@ -15,19 +15,14 @@ def summary(title: str, rows: dict[str, Any]) -> None:
         print(f"  {key.ljust(width)}  {value}")
 
 
-def lengths(training_length: int | None, saved_length: int | None) -> str:
-    own = "" if saved_length is not None else " (the model states no length of its own)"
-    return f"training max length {training_length}, saved model max length {training_length if saved_length is None else saved_length}{own}"
-
-
-def start_summary(title: str, texts: int, steps: int, training_args, training_length: int | None,
-                  own_length: int | None, extra: dict[str, Any] | None = None) -> None:
-    """Print what the run will do, before it starts: ``steps`` optimizer steps on ``texts`` examples."""
+def start_summary(title: str, texts: int, steps: int, training_args, loaded, extra: dict[str, Any] | None = None) -> None:
+    """Print what the run will do, before it starts: ``steps`` optimizer steps on ``texts`` examples with the model
+    ``loaded`` (:class:`~st_infocse.training.builder.LoadedModel`: its lengths and how it was built)."""
     batch = training_args.per_device_train_batch_size
     per_step = batch * max(1, training_args.world_size) * training_args.gradient_accumulation_steps
     summary(title, {"texts": texts, "batch size": f"{batch}{f' ({per_step} per optimizer step)' if per_step > batch else ''}",
                     "optimizer steps": steps, "checkpoints": training_args.checkpoint_plan(steps),
-                    "max length": lengths(training_length, own_length), **(extra or {})})
+                    "max length": loaded.lengths(), "model": loaded.how, **(extra or {})})
 
 
 def finish_run(loaded, flags, measured, title: str, rows: dict[str, Any], record: dict[str, Any], anchor: str | None,
@@ -68,7 +63,7 @@ def finish_run(loaded, flags, measured, title: str, rows: dict[str, Any], record
     path = out / "run_summary.json"  # beside the saved model; scores as the evaluators return them, in [0, 1]
     path.write_text(json.dumps({**record, "model": loaded.how, "settings": flags.settings(), "max_seq_length": {
         "training": training_length, "saved": loaded.own_length}}, indent=2, default=str) + "\n")
-    summary(title, {**rows, "max length": lengths(training_length, loaded.own_length), "model": out,
+    summary(title, {**rows, "max length": loaded.lengths(), "model": out,
                     "run summary": path})
     for line in warnings:
         print(line)

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Sequence
 
+from st_infocse.cli.arguments import flag_error
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.evaluators import for_model, run_evaluation
 from st_infocse.cli.inputs import check_earlier_run, model_from_args
@@ -73,11 +74,11 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         try:
             training_args.learning_rate_mapping = learning_rate_mapping(loss, flags.aux_learning_rate)
         except ValueError as error:  # the library names the argument, the user gave the flag
-            raise CLIError(f"--{error}") from None
-    start_summary(entry.title or f"Training {objective}", len(dataset), steps, training_args, model.max_seq_length,
-                  own_length, {"model": loaded.how, **measured.notes, **({"texts cut": cut} if cut else {}),
-                               **({"output folder": replaced} if replaced else {}),
-                               **({"weight anchor": anchor} if anchor else {})})
+            raise flag_error(error, flags.aux) from None
+    start_summary(entry.title or f"Training {objective}", len(dataset), steps, training_args, loaded,
+                  {**measured.notes, **({"texts cut": cut} if cut else {}),
+                   **({"output folder": replaced} if replaced else {}),
+                   **({"weight anchor": anchor} if anchor else {})})
     callbacks, ends = [], None
     if measured.evaluator is not None:
         from st_infocse.training.start_end import StartEndCallback
@@ -91,13 +92,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
             callbacks.append(references := LexicalReferenceCallback(measured.retrieval, lexical))
     if anchor:  # one copy of the start for both callbacks: the anchor shares the start-end callback's
         callbacks.append(WeightAnchorCallback(flags.keep.weight_anchor, start_weights=ends and ends.start_weights))
-    from st_infocse.training.interrupt import Interrupted
-
-    try:
-        trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
-    except Interrupted as stop:
-        print(stop)
-        return 130
+    # Ctrl-C: Interrupted, saying what was saved, which main prints before it exits with 130
+    trainer = run_trainer(model, loss, dataset, training_args, measured.evaluator, callbacks)
     rows = {"objective": objective, "loss": f"{type(loss).__name__} {json.dumps(loss.get_config_dict())}",
             "texts": len(dataset), "steps": trainer.state.global_step, "time": f"{time.time() - start:.0f} s"}
     last = next((log for log in reversed(trainer.state.log_history) if "loss" in log), None)

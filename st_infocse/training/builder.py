@@ -40,6 +40,12 @@ class LoadedModel:
     own_length: int | None
     how: str
 
+    def lengths(self) -> str:
+        """The length the model trains at (its ``max_seq_length`` now) and the one it is saved with, for a summary."""
+        training, own = self.model.max_seq_length, self.own_length
+        note = "" if own is not None else " (the model states no length of its own)"
+        return f"training max length {training}, saved model max length {training if own is None else own}{note}"
+
 
 def describe_modules(model: SentenceTransformer) -> str:
     """The model's modules in order, with the pooling mode: ``"Transformer, Pooling(mean), Normalize"``."""
@@ -48,7 +54,8 @@ def describe_modules(model: SentenceTransformer) -> str:
 
 
 def load_model(
-    source: str, pooling: PoolingMode | None = None, max_seq_length: int | None = None, trust_remote_code: bool = False
+    source: str, pooling: PoolingMode | None = None, max_seq_length: int | None = None, trust_remote_code: bool = False,
+    seed: int | None = None,
 ) -> LoadedModel:
     """A SentenceTransformer from a hub id or a local folder, with ``max_seq_length`` applied; the user's model is
     theirs. The model's own length is its ``max_seq_length`` as loaded. A model that is missing or cannot be loaded,
@@ -63,6 +70,9 @@ def load_model(
             (for a plain encoder, mean pooling).
         max_seq_length: Maximum tokens per sentence (default: the model's own).
         trust_remote_code: Allow custom model code from the hub.
+        seed: Seed every random generator first (transformers' ``set_seed``), so that what is initialised fresh (a
+            pooling or MLM head, and a loss's modules built next) is the same at every run with the same seed: a
+            trainer seeds only once the loss exists.
     """
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.base.modules import Transformer
@@ -74,6 +84,10 @@ def load_model(
         raise InputError(f"model not found: {source}")
     location = str(path) if path.exists() else source
     check_choice("pooling", pooling, (None, *POOLINGS))
+    if seed is not None:
+        from transformers import set_seed
+
+        set_seed(seed)
     try:  # a saved Sentence Transformer (its modules.json), asking the hub unless cached
         saved = pooling == "model" or is_sentence_transformer_model(location)
     except Exception as exc:  # noqa: BLE001 - huggingface_hub raises many kinds; all mean "cannot tell"

@@ -100,8 +100,8 @@ def has_lora(model: nn.Module) -> bool:
 def add_lora(model: nn.Module, settings: LoRASettings | None = None) -> list[str]:
     """Put a LoRA adapter into the encoder of ``model`` and freeze every other weight of the model.
 
-    Returns the names of the adapted layers. Refused, naming what to set, when no layer matches
-    ``settings.target_modules`` or the model already carries an adapter.
+    Returns the names of the adapted layers. Refused when no layer matches ``settings.target_modules`` (a message
+    that starts with that argument's name) or the model already carries an adapter.
     """
     from torch import nn
 
@@ -114,8 +114,9 @@ def add_lora(model: nn.Module, settings: LoRASettings | None = None) -> list[str
     encoder = _encoder(model)
     leaves = {name.rsplit(".", 1)[-1] for name, module in encoder.named_modules() if isinstance(module, nn.Linear)}
     if not set(settings.target_modules) & leaves:
-        raise ValueError(f"no linear layer of the encoder is named {', '.join(settings.target_modules)}; "
-                         f"its linear layers are named {', '.join(sorted(leaves))} (set the target modules)")
+        raise ValueError(f"target_modules: no linear layer of the encoder is named "
+                         f"{', '.join(settings.target_modules)}; its linear layers are named "
+                         f"{', '.join(sorted(leaves))} (set the target modules)")
     config = peft.LoraConfig(r=settings.r, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
                              target_modules=list(settings.target_modules))
     model._trainable_before_lora = {name: p.requires_grad for name, p in model.named_parameters()}
