@@ -385,6 +385,7 @@ def test_beir_folder(ev, tmp_path):
     [
         ("corpus.jsonl", ['{"_id": "d1"}'], r"corpus\.jsonl, line 1: missing field\(s\) text"),
         ("corpus.jsonl", ['{"_id": "d1", "text": "a"}', '{"_id": "d1", "text": "b"}'], r"line 2: duplicate _id 'd1'"),
+        ("queries.jsonl", ['{"_id": "q1", "text": "a"}', '{"_id": "q1", "text": "b"}'], r"queries\.jsonl, line 2: duplicate _id 'q1'"),
         ("corpus.jsonl", [], r"corpus\.jsonl: file is empty"),
         ("queries.jsonl", ['{"text": "q"}'], r"queries\.jsonl, line 1: missing field\(s\) _id"),
         (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,18 @@ from .common import DataFormatError, PathLike, RetrievalData, data_lines, json_o
 logger = logging.getLogger(__name__)
 
 
-def _beir_jsonl(path: Path, required: tuple[str, ...]) -> Iterable[tuple[int, dict[str, Any]]]:
+def _by_id(path: Path, value: Callable[[dict[str, Any]], Any]) -> dict[str, Any]:
+    """``value`` of each row of a BEIR ``.jsonl`` file (corpus or queries) by its ``_id``, as a string; a row without
+    ``_id`` or ``text``, a repeated id (beir keeps the last silently) or a file with no row is refused by line."""
+    rows: dict[str, Any] = {}
     for number, row in json_objects(path):
-        missing = [key for key in required if key not in row or row[key] is None]
+        missing = [key for key in ("_id", "text") if key not in row or row[key] is None]
         if missing:
             raise DataFormatError(path, number, f"missing field(s) {', '.join(missing)}")
-        yield number, row
+        if (row_id := str(row["_id"])) in rows:
+            raise DataFormatError(path, number, f"duplicate _id {row_id!r}")
+        rows[row_id] = value(row)
+    return DataFormatError.unless_any(rows, path)
 
 
 def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = None, *,
@@ -39,15 +45,8 @@ def load_beir_folder(folder: PathLike, split: str = "test", name: str | None = N
     corpus_path, queries_path, qrels_path = (
         existing_path(folder / part, expected="a BEIR folder needs corpus.jsonl, queries.jsonl, qrels/")
         for part in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"))
-    corpus: dict[str, dict[str, str]] = {}
-    for number, row in _beir_jsonl(corpus_path, ("_id", "text")):
-        doc_id = str(row["_id"])
-        if doc_id in corpus:
-            raise DataFormatError(corpus_path, number, f"duplicate _id {doc_id!r}")
-        corpus[doc_id] = {"title": str(row.get("title") or ""), "text": str(row["text"])}
-    DataFormatError.unless_any(corpus, corpus_path)
-    all_queries = DataFormatError.unless_any(
-        {str(row["_id"]): str(row["text"]) for _, row in _beir_jsonl(queries_path, ("_id", "text"))}, queries_path)
+    corpus = _by_id(corpus_path, lambda row: {"title": str(row.get("title") or ""), "text": str(row["text"])})
+    all_queries = _by_id(queries_path, lambda row: str(row["text"]))
     qrels: dict[str, dict[str, int]] = {}
     for number, line in enumerate(data_lines(qrels_path), start=1):
         if not line.strip():
