@@ -1,6 +1,6 @@
 """Ctrl-C during training: the first one saves a resumable checkpoint at the step reached and ends the run, skipping
 what follows training; a second one ends it at once, without saving. transformers' own trainer checkpoints on SIGTERM
-only (``enable_jit_checkpoint``), and then finishes the run as if it had ended."""
+only (``enable_jit_checkpoint``), and then returns as if the run had ended: that stop is raised here too."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from transformers import Trainer, TrainerCallback, TrainerControl, TrainerState, TrainingArguments
+from transformers.trainer_utils import get_last_checkpoint
 
 
 class Interrupted(KeyboardInterrupt):
@@ -50,7 +51,9 @@ class InterruptCallback(TrainerCallback):
 def interruptible(trainer: Trainer) -> Iterator[None]:
     """Within the block, the first Ctrl-C saves a checkpoint at the end of the step ``trainer`` is in and raises
     :class:`Interrupted` (resume with ``trainer.train(resume_from_checkpoint=...)``); a second raises it at once,
-    with no checkpoint. The previous SIGINT handler and the trainer's callbacks are put back afterwards.
+    with no checkpoint. The previous SIGINT handler and the trainer's callbacks are put back afterwards. With
+    ``enable_jit_checkpoint``, a run that transformers stopped on SIGTERM (its checkpoint saved) also raises
+    :class:`Interrupted` when the block ends, so that a half-trained model is not taken for a finished one.
 
     Args:
         trainer: A transformers (or sentence-transformers) trainer, e.g.
@@ -73,3 +76,7 @@ def interruptible(trainer: Trainer) -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, previous)
         trainer.remove_callback(callback)
+    state = trainer.state  # transformers' SIGTERM checkpoint returns from train() as if the run had ended
+    if trainer.args.enable_jit_checkpoint and state.global_step < state.max_steps:
+        saved = get_last_checkpoint(trainer.args.output_dir)  # saved before the step it stopped in, not after
+        raise Interrupted(state.global_step, state.max_steps, saved and Path(saved), trainer.args.output_dir)

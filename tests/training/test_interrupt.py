@@ -27,12 +27,12 @@ class _Press(TrainerCallback):
                 os.kill(os.getpid(), signal.SIGINT)
 
 
-def _trainer(make_model, tmp_path, press):
+def _trainer(make_model, tmp_path, press, **settings):
     model = make_model()
     texts = random_sentences(16)
     args = SentenceTransformerTrainingArguments(output_dir=str(tmp_path / "run"), max_steps=4, save_strategy="no",
                                                 per_device_train_batch_size=4, report_to="none", use_cpu=True,
-                                                disable_tqdm=True)
+                                                disable_tqdm=True, **settings)
     dataset = Dataset.from_dict({"anchor": texts, "positive": texts[::-1]})
     return build_trainer(model, MultipleNegativesRankingLoss(model), dataset, args, callbacks=[press])
 
@@ -53,3 +53,23 @@ def test_ctrl_c_saves_a_checkpoint_once_and_none_when_pressed_twice(make_model, 
         assert "no checkpoint saved (second Ctrl-C)" in str(stopped.value)
     assert signal.getsignal(signal.SIGINT) is before  # the handler and the trainer's callbacks are put back
     assert not any(isinstance(c, InterruptCallback) for c in trainer.callback_handler.callbacks)
+
+
+class _Terminate(TrainerCallback):
+    """What transformers' SIGTERM handler does once its grace period has passed: asks its JIT callback to save."""
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == 2:
+            from transformers.trainer_jit_checkpoint import JITCheckpointCallback
+
+            jit = next(c for c in self.trainer.callback_handler.callbacks if isinstance(c, JITCheckpointCallback))
+            jit.jit_manager.is_checkpoint_requested = True
+
+
+def test_a_sigterm_checkpoint_of_transformers_is_not_taken_for_a_finished_run(make_model, tmp_path):
+    terminate = _Terminate()
+    trainer = terminate.trainer = _trainer(make_model, tmp_path, terminate, enable_jit_checkpoint=True)
+    with pytest.raises(Interrupted) as stopped, interruptible(trainer):
+        trainer.train()  # returns normally: transformers saved its checkpoint and stopped
+    assert stopped.value.step < 4 and stopped.value.checkpoint == tmp_path / "run" / "checkpoint-2"
+    assert (stopped.value.checkpoint / "optimizer.pt").is_file() and "resume with" in str(stopped.value)
