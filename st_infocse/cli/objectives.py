@@ -145,8 +145,6 @@ def pseudo_queries(flags) -> Any:
     drawn = pseudo_queries(load_documents(distill.docs), distill.distill_queries, flags.trainer.seed,
                            max_queries=distill.distill_max_queries)
     print(f"--objective distill: {drawn.summary()}")
-    if len(drawn.queries) == 0:
-        raise CLIError(f"--docs {distill.docs}: no document gave a {distill.distill_queries} pseudo-query")
     return drawn
 
 
