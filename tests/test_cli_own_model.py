@@ -551,6 +551,18 @@ def test_ict_without_a_document_of_two_sentences_says_so(user_model, tmp_path, c
     assert "no document has two sentences, so ICT has no pair to train on" in _one_line_error(capsys)
 
 
+def test_distill_without_a_document_that_gives_a_query_says_so_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    import st_infocse.cli.train as train
+
+    monkeypatch.setattr(train, "model_from_args", lambda *a: pytest.fail("the model loaded"))
+    docs = _write(tmp_path / "docs.jsonl", [json.dumps({"id": f"d{i}", "sentences": ["one sentence only."]})
+                                            for i in range(3)])
+    argv = ["train", "--objective", "distill", "--model", str(tmp_path), "--docs", str(docs), "--stsb_dev", "none",
+            "--output_dir", str(tmp_path / "run"), *FAST]
+    assert main(argv) == 2
+    assert _one_line_error(capsys).endswith("documents: none gave a held_out pseudo-query (too_few_sentences=3)")
+
+
 def test_the_adapt_recipe_needs_your_documents_and_queries_and_keeps_your_model(user_model, tiny_bert_dir, data,
                                                                                tmp_path, capsys):
     docs = _docs(tmp_path)
@@ -673,7 +685,7 @@ def test_ctrl_c_in_idcs_rounds_exits_130_with_the_rounds_mined(user_model, data,
     argv = ["train", "--objective", "idc", "--model", str(user_model), "--docs", str(docs), "--stsb_dev",
             "none", "--output_dir", str(out), "--rounds", "2", "--use_cpu", "true"]
     assert main(argv) == 130
-    assert f"interrupted in IDC's rounds (round-1 in {out / 'rounds'})" in capsys.readouterr().out
+    assert f"interrupted in IDC's rounds (round-1 in {out / 'rounds'}); no round kept or saved" in capsys.readouterr().out
     assert (out / "rounds" / "round-1").is_dir() and not (out / "model.safetensors").exists()
 
 

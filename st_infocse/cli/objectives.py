@@ -145,8 +145,6 @@ def pseudo_queries(flags) -> Any:
     drawn = pseudo_queries(load_documents(distill.docs), distill.distill_queries, flags.trainer.seed,
                            max_queries=distill.distill_max_queries)
     print(f"--objective distill: {drawn.summary()}")
-    if len(drawn.queries) == 0:
-        raise CLIError(f"--docs {distill.docs}: no document gave a {distill.distill_queries} pseudo-query")
     return drawn
 
 
@@ -209,10 +207,6 @@ def train_idc(loaded, flags, measured, documents, start: float) -> int:
             trust_remote_code=flags.model.trust_remote_code, keep_trained_if=flags.run.keep_trained_if,
             keep_start_if_better=keep.keep_start_if_better, weight_anchor=keep.weight_anchor,
         )
-    except KeyboardInterrupt:  # a round's trainer stops where it is; the rounds done keep their pairs and reports
-        done = sorted(p.name for p in folder.glob("round-*"))
-        raise KeyboardInterrupt(f"interrupted in IDC's rounds ({', '.join(done) or 'none started'} in {folder}); no "
-                                "model saved: run again to train") from None
     except ValueError as exc:  # the rounds name the argument that failed (annotator: --idc_annotator)
         raise flag_error(exc, idc, keep) from None
     summary("IDC rounds", result.round_rows())

@@ -52,7 +52,7 @@ def pseudo_queries(
     documents: Iterable[Any], query_kind: Literal["held_out", "title", "sentence"] = "held_out", seed: int = 0,
     title_key: str = "title", max_queries: int | None = None,
 ) -> PseudoQueries:
-    """One pseudo-query per document (see the module's description of ``query_kind``).
+    """One pseudo-query per document (see the module's description of ``query_kind``); refused when none gives one.
 
     Args:
         documents: As :func:`~st_infocse.mining.mine_pairs` reads them: lists of sentences, or dicts with
@@ -95,6 +95,8 @@ def pseudo_queries(
         kept = set(random.Random(seed).sample(sorted(queries), max_queries))
         queries = {q: text for q, text in queries.items() if q in kept}
         positives = {q: d for q, d in positives.items() if q in kept}
+    if not queries:  # nothing to distil on, refused before a model scores anything
+        raise ValueError(f"documents: none gave a {query_kind} pseudo-query ({skip_counts(skipped) or 'no document'})")
     return PseudoQueries(queries, corpus, positives, dict(skipped), query_kind)
 
 

@@ -169,7 +169,7 @@ def train_idc_rounds(
         document_aware_batches: Use :class:`DocumentAwareBatchSampler` so pairs of one document are
             never in-batch negatives of each other.
         output_dir: Where each round's pairs and trainer output go (``round-N/``); a temporary
-            folder when omitted.
+            folder when omitted. A Ctrl-C raises ``KeyboardInterrupt`` naming the rounds begun there.
         seed: Training seed (and mining seed unless ``mining_kwargs`` sets one).
         annotator: Another model whose mining gives round 1's pairs (paper 002 Table 3 (5): all-mpnet-base-v2's
             annotations; any backend :func:`mine_pairs` takes, or a folder or hub id that
@@ -238,58 +238,62 @@ def train_idc_rounds(
         best_state = initial_state if evaluator is not None else None  # a later best round replaces it, not its contents
         stats: list[RoundStats] = []
         stale, stopped_early = 0, False
-        for number in range(1, rounds + 1):
-            round_dir = root / f"round-{number}"
-            t0 = time.perf_counter()
-            # Pairs go to disk (memory-mapped) so a large corpus's pairs need not fit in memory.
-            pairs_dir = round_dir / "pairs"
-            if number == 1 and initial_annotation == "adjacent":
-                # the reading arguments apply to adjacent-sentence pairs too; the output folder is this round's
-                prepare = {key: mining_kwargs[key] for key in READING_ARGUMENTS if key in mining_kwargs}
-                prepare.pop("output_dir", None)
-                pairs, report = adjacent_pairs(fresh_documents(), output_dir=pairs_dir, **prepare)
-                annotation = "adjacent"
-            else:
-                miner = annotator if number == 1 and annotator is not None else model
-                pairs, report = mine_pairs(fresh_documents(), miner, **{**mining_kwargs, "output_dir": pairs_dir})
-                annotation = "idc (annotator)" if miner is not model else "idc"
-            mining_seconds = time.perf_counter() - t0
-            if report.pairs == 0:
-                raise ValueError(f"round {number}: no pairs to train on ({report.summary()})")
-            sampler = DocumentAwareBatchSampler.for_pairs(pairs) if document_aware_batches else None
-            t1 = time.perf_counter()
-            loss = train_round(model, pairs.select_columns(["anchor", "positive"]), loss_factory(model), training_args,
-                               round_dir / "trainer", seed, sampler)
-            if weight_anchor < 1:  # back toward the model as given, before the round is scored or mines
-                current = model.state_dict()
-                model.load_state_dict(toward_start(initial_state, {k: current[k] for k in initial_state},
-                                                   weight_anchor), strict=False)
-            training_seconds = time.perf_counter() - t1
-            score, metrics = score_model(evaluator, model) if evaluator is not None else (None, None)
-            improved = None
-            if score is not None:
-                round_units.append(unit_scores(evaluator))
-                improved = is_better(score, best_score, greater, min_delta)
-                if improved or best_round == 0:  # the trained candidate: the best round, else the latest
-                    trained_metrics, candidate = metrics, number
-                if improved:
-                    best_state, stale = weights_snapshot(model), 0
-                    best_score, best_round, best_metrics = score, number, metrics
+        try:
+            for number in range(1, rounds + 1):
+                round_dir = root / f"round-{number}"
+                t0 = time.perf_counter()
+                # Pairs go to disk (memory-mapped) so a large corpus's pairs need not fit in memory.
+                pairs_dir = round_dir / "pairs"
+                if number == 1 and initial_annotation == "adjacent":
+                    # the reading arguments apply to adjacent-sentence pairs too; the output folder is this round's
+                    prepare = {key: mining_kwargs[key] for key in READING_ARGUMENTS if key in mining_kwargs}
+                    prepare.pop("output_dir", None)
+                    pairs, report = adjacent_pairs(fresh_documents(), output_dir=pairs_dir, **prepare)
+                    annotation = "adjacent"
                 else:
-                    stale += 1
-            stats.append(RoundStats(
-                round=number, annotation=annotation, pairs=report.pairs, pairs_per_document=report.pairs_per_document,
-                documents_used=report.documents_used, skipped={k: v for k, v in report.skipped.items() if v},
-                train_loss=loss, score=score, improved=improved, mining_seconds=mining_seconds,
-                training_seconds=training_seconds, mining=report.to_dict()))
-            logger.info("IDC round %d (%s): %d pairs (%.2f/document), loss %s, score %s%s", number, annotation,
-                        report.pairs, report.pairs_per_document, "n/a" if loss is None else f"{loss:.4f}",
-                        "n/a" if score is None else f"{score:.4f}",
-                        "" if improved is None else (" (best)" if improved else " (no improvement)"))
-            if stale >= patience and number < rounds:
-                stopped_early = True
-                logger.info("IDC rounds: no improvement for %d round(s), stopping after round %d", stale, number)
-                break
+                    miner = annotator if number == 1 and annotator is not None else model
+                    pairs, report = mine_pairs(fresh_documents(), miner, **{**mining_kwargs, "output_dir": pairs_dir})
+                    annotation = "idc (annotator)" if miner is not model else "idc"
+                mining_seconds = time.perf_counter() - t0
+                if report.pairs == 0:
+                    raise ValueError(f"round {number}: no pairs to train on ({report.summary()})")
+                sampler = DocumentAwareBatchSampler.for_pairs(pairs) if document_aware_batches else None
+                t1 = time.perf_counter()
+                loss = train_round(model, pairs.select_columns(["anchor", "positive"]), loss_factory(model),
+                                   training_args, round_dir / "trainer", seed, sampler)
+                if weight_anchor < 1:  # back toward the model as given, before the round is scored or mines
+                    current = model.state_dict()
+                    model.load_state_dict(toward_start(initial_state, {k: current[k] for k in initial_state},
+                                                       weight_anchor), strict=False)
+                training_seconds = time.perf_counter() - t1
+                score, metrics = score_model(evaluator, model) if evaluator is not None else (None, None)
+                improved = None
+                if score is not None:
+                    round_units.append(unit_scores(evaluator))
+                    improved = is_better(score, best_score, greater, min_delta)
+                    if improved or best_round == 0:  # the trained candidate: the best round, else the latest
+                        trained_metrics, candidate = metrics, number
+                    if improved:
+                        best_state, stale = weights_snapshot(model), 0
+                        best_score, best_round, best_metrics = score, number, metrics
+                    else:
+                        stale += 1
+                stats.append(RoundStats(
+                    round=number, annotation=annotation, pairs=report.pairs, train_loss=loss, score=score,
+                    pairs_per_document=report.pairs_per_document, documents_used=report.documents_used,
+                    skipped={k: v for k, v in report.skipped.items() if v}, improved=improved,
+                    mining_seconds=mining_seconds, training_seconds=training_seconds, mining=report.to_dict()))
+                logger.info("IDC round %d (%s): %d pairs (%.2f/document), loss %s, score %s%s", number, annotation,
+                            report.pairs, report.pairs_per_document, "n/a" if loss is None else f"{loss:.4f}",
+                            "n/a" if score is None else f"{score:.4f}",
+                            "" if improved is None else (" (best)" if improved else " (no improvement)"))
+                if stale >= patience and number < rounds:
+                    stopped_early = True
+                    logger.info("IDC rounds: no improvement for %d round(s), stopping after round %d", stale, number)
+                    break
+        except KeyboardInterrupt:  # in a round, mining or training: the rounds begun keep their pairs and reports
+            done = ", ".join(sorted(p.name for p in root.glob("round-*"))) or "none started"
+            raise KeyboardInterrupt(f"interrupted in IDC's rounds ({done} in {root}); no round kept or saved") from None
         if best_state is not None and best_round == 0 and not keep_start_if_better:  # the latest round, kept
             best_round, best_score, best_metrics = len(stats), stats[-1].score, trained_metrics
         if best_state is not None and best_round != len(stats):

@@ -39,6 +39,10 @@ def test_title_and_sentence_queries():
     assert pseudo_queries(DOCS[:4], "sentence").summary() == "4 sentence pseudo-queries over 4 documents"
     with pytest.raises(ValueError, match="query_kind must be one of held_out, title, sentence"):
         pseudo_queries(DOCS, "question")
+    with pytest.raises(ValueError, match=r"^documents: none gave a title pseudo-query \(no_title=1, too_few_sentences=1\)$"):
+        pseudo_queries([DOCS[2], DOCS[4]], "title")  # before any model is asked to score
+    with pytest.raises(ValueError, match=r"^documents: none gave a held_out pseudo-query \(no document\)$"):
+        pseudo_queries([])
 
 
 def test_the_teacher_scores_are_bm25_fused_with_the_model_as_documented(make_model):

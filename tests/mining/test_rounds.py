@@ -101,6 +101,27 @@ def test_an_annotator_mines_the_first_round_and_the_trained_model_the_next(make_
                          annotator=annotator)
 
 
+
+def test_ctrl_c_in_a_round_names_the_rounds_begun_and_their_folder(make_model, topic_docs, small_training_args,
+                                                                   tmp_path, monkeypatch):
+    import st_infocse.mining.rounds as rounds
+
+    trained = rounds.train_round
+    calls = []
+
+    def pressed_in_round_2(*args, **kwargs):  # Ctrl-C while round 2 trains, round 1 done
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return trained(*args, **kwargs)
+
+    monkeypatch.setattr(rounds, "train_round", pressed_in_round_2)
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        train_idc_rounds(make_model(), topic_docs, MultipleNegativesRankingLoss, rounds=3,
+                         training_args=small_training_args, output_dir=tmp_path)
+    assert str(stopped.value) == f"interrupted in IDC's rounds (round-1, round-2 in {tmp_path}); no round kept or saved"
+    assert (tmp_path / "round-1" / "pairs").is_dir() and (tmp_path / "round-2" / "pairs").is_dir()
+
 def test_an_annotator_given_by_folder_is_loaded_and_mines_the_first_round(make_model, topic_docs,
                                                                           small_training_args, tmp_path):
     import torch
