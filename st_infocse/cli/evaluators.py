@@ -1,6 +1,5 @@
 """What a training run is measured with, read from its flags: the evaluators of
-:func:`~st_infocse.evaluation.run_evaluators.run_evaluation`, each refusal under its flag's name, scored at the
-model's own length."""
+:func:`~st_infocse.evaluation.run_evaluators.run_evaluation`, each refusal under its flag's name."""
 
 from __future__ import annotations
 
@@ -40,13 +39,3 @@ def run_evaluation(run_args: RunEvaluationArguments | None, training_args: Any, 
                            "data/downstream folder or a sentence1/sentence2/score file, or --stsb_dev none") from exc
         raise flag_error(exc, run_args) from exc
 
-
-def for_model(measured: Any, model: Any, training_args: Any, own_length: int | None) -> None:
-    """Score at the model's own length (the one it is saved with), not the training length, and name the metrics
-    as the trainer will log them for ``model`` (:meth:`~st_infocse.evaluation.run_evaluators.RunEvaluation.for_model`)."""
-    if measured.evaluator is not None and own_length is not None and own_length != model.max_seq_length:
-        from st_infocse.training.at_length import AtLengthEvaluator
-
-        measured.evaluator = AtLengthEvaluator(measured.evaluator, own_length)
-        measured.notes["evaluated at"] = f"the model's own {own_length} tokens (training at {model.max_seq_length})"
-    measured.for_model(model, training_args)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from st_infocse.cli.arguments import flag_error
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.evaluators import for_model, run_evaluation
+from st_infocse.cli.evaluators import run_evaluation
 from st_infocse.cli.inputs import check_earlier_run, model_from_args
 from st_infocse.cli.objectives import add_adapter
 from st_infocse.cli.output import finish_run, start_summary
@@ -59,8 +59,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
                                  flags.output.overwrite_output_dir)
     loaded = model_from_args(flags.model, training_args.seed)
-    model, own_length = loaded.model, loaded.own_length
-    for_model(measured, model, training_args, own_length)
+    model = loaded.model
+    measured.for_model(model, training_args, loaded.own_length)
     add_adapter(model, flags.lora, measured.notes)  # IDC's too, before round 1: every round trains it, round 2 mines with it
     start = time.time()
     if entry.run is not None:

@@ -18,6 +18,7 @@ from transformers import TrainerCallback
 from st_infocse.files import InputError
 
 from ._format import x100
+from .at_length import AtLengthEvaluator
 from .lexical import LexicalSettings
 from .paired import UnitScores, unit_change
 from .retrieval_folder import retrieval_evaluator, retrieval_metric_keys
@@ -41,14 +42,19 @@ class RunEvaluation:
     retrieval: Any = None
     retrieval_chooses: bool = False
 
-    def for_model(self, model: Any, training_args: Any) -> None:
+    def for_model(self, model: Any, training_args: Any, own_length: int | None = None) -> None:
         """Name the retrieval metrics as the trainer will log them for ``model`` (its similarity function is in the
-        key), and with ``retrieval_chooses`` let retrieval nDCG@10 choose the checkpoint in ``training_args``.
+        key), with ``retrieval_chooses`` let retrieval nDCG@10 choose the checkpoint in ``training_args``, and score
+        at the model's own length (:class:`~st_infocse.evaluation.AtLengthEvaluator`) when it trains at another.
 
         Args:
-            model: The SentenceTransformer about to be trained.
+            model: The SentenceTransformer about to be trained, at its training length.
             training_args: Its training arguments: ``metric_for_best_model`` and ``greater_is_better`` are set.
+            own_length: The length the model is saved with (``LoadedModel.own_length``); None: the training length.
         """
+        if self.evaluator is not None and own_length is not None and own_length != model.max_seq_length:
+            self.evaluator = AtLengthEvaluator(self.evaluator, own_length)
+            self.notes["evaluated at"] = f"the model's own {own_length} tokens (training at {model.max_seq_length})"
         if self.retrieval is not None:
             keys = retrieval_metric_keys(self.retrieval, model.similarity_fn_name)
             self.labels.update({keys["ndcg@10"]: "retrieval nDCG@10", keys["recall@100"]: "retrieval Recall@100"})

@@ -9,6 +9,7 @@ from sentence_transformers.sentence_transformer.evaluation import SequentialEval
 
 from st_infocse.evaluation import (
     STSB_DEV_METRIC,
+    AtLengthEvaluator,
     LexicalReferenceCallback,
     LexicalSettings,
     RetrievalEvaluator,
@@ -82,3 +83,35 @@ def test_reference_rows_set_the_start_and_the_last_evaluation_beside_bm25_and_th
     assert record["hybrid"]["ndcg@10"] == pytest.approx(0.2)
     assert record["hybrid"]["start_against_it"]["delta"] == pytest.approx(0.0)
     assert record["BM25"]["end_against_it"]["delta"] == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(("own_length", "wrapped"), [(None, False), (8, False), (30, True)])
+def test_for_model_scores_at_the_models_own_length_when_it_trains_at_another(own_length, wrapped):
+    run = run_evaluation(PAIRS)
+    inner = run.evaluator
+    run.for_model(SimpleNamespace(similarity_fn_name="cosine", max_seq_length=8),
+                  SimpleNamespace(metric_for_best_model=None), own_length)
+    assert isinstance(run.evaluator, AtLengthEvaluator) is wrapped
+    assert (run.evaluator.inner is inner and run.evaluator.max_seq_length == 30) if wrapped else run.evaluator is inner
+    assert run.notes.get("evaluated at") == ("the model's own 30 tokens (training at 8)" if wrapped else None)
+
+
+def test_at_length_evaluator_scores_at_its_length_and_puts_the_training_length_back(make_model):
+    seen = []
+
+    class Recorder:
+        primary_metric, greater_is_better = None, True
+
+        def __call__(self, model, output_path=None, epoch=-1, steps=-1):
+            seen.append(model.max_seq_length)
+            self.primary_metric = "recorded"  # named only when called, as SequentialEvaluator does
+            return {"recorded": 1.0}
+
+    model = make_model()
+    model.max_seq_length = 8
+    wrapped = AtLengthEvaluator(Recorder(), 30)
+    assert wrapped(model) == {"recorded": 1.0}
+    assert seen == [30] and model.max_seq_length == 8
+    assert wrapped.primary_metric == "recorded"
+    with pytest.raises(ValueError, match="max_seq_length must be positive"):
+        AtLengthEvaluator(Recorder(), 0)
