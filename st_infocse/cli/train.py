@@ -10,17 +10,43 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Any
 
-from st_infocse.cli.arguments import flag_error
+from st_infocse.cli.arguments import BUNDLED, RunEvaluationArguments, flag_error
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.evaluators import run_evaluation
 from st_infocse.cli.inputs import check_earlier_run, model_from_args
 from st_infocse.cli.objectives import add_adapter
 from st_infocse.cli.output import finish_run, start_summary
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
+from st_infocse.files import InputError
 from st_infocse.training.builder import learning_rate_mapping
 from st_infocse.training.texts import count_long_texts
+
+
+def run_evaluation(run_args: RunEvaluationArguments | None, training_args: Any, given: Collection[str]):
+    """The run's evaluators (:func:`~st_infocse.evaluation.run_evaluators.run_evaluation`), built before the model
+    loads, each refusal under its flag's name; ``demo`` (the pairs shipped in :mod:`st_infocse.data`) and ``none``
+    are the command line's own values of ``--stsb_dev``. With ``--eval_retrieval`` the user's own retrieval nDCG@10
+    chooses the checkpoint, unless ``--metric_for_best_model`` is given (``given``: the flags set)."""
+    from st_infocse.evaluation.run_evaluators import run_evaluation as build
+
+    if run_args is None:  # stage 1: nothing to measure
+        return build()
+    source = run_args.stsb_dev
+    if source.lower() == BUNDLED:
+        from st_infocse.data import demo_stsb_dev
+
+        dev: Any = demo_stsb_dev()
+    else:
+        dev = None if source.lower() == "none" else source if source == "hub" else Path(source).expanduser()
+    try:
+        return build(dev, run_args.eval_retrieval, split=run_args.eval_retrieval_split,
+                     max_corpus=run_args.eval_retrieval_max_corpus or None, seed=training_args.seed,
+                     retrieval_chooses="metric_for_best_model" not in given)
+    except InputError as exc:  # its message starts with the argument's name, here the flag's
+        raise flag_error(exc, run_args) from exc
 
 
 def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):

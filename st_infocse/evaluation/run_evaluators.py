@@ -24,6 +24,11 @@ from .paired import UnitScores, unit_change
 from .retrieval_folder import retrieval_evaluator, retrieval_metric_keys
 from .sts import STSB_DEV_METRIC, stsb_dev_evaluator
 
+# The hub's copy unreachable: the sources that need no network, as the command line and Python give them
+_HUB_OFFLINE = ("the Hugging Face hub (sentence-transformers/stsb); offline, use --stsb_dev demo (the 1,500 STS-B dev "
+                "pairs shipped with the package), a SentEval data/downstream folder or a sentence1/sentence2/score "
+                "file, or --stsb_dev none; in Python: st_infocse.data.demo_stsb_dev(), a path, or None")
+
 
 @dataclass
 class RunEvaluation:
@@ -82,7 +87,8 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
 
     Raises:
         InputError: Starting with the argument's name and a colon (``stsb_dev: ...``, ``eval_retrieval: ...``), so
-            that a caller can put its own name for it first.
+            that a caller can put its own name for it first; the hub's STS-B dev unreachable names what needs no
+            network.
     """
     run = RunEvaluation()
     evaluators = []
@@ -90,7 +96,8 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
         try:
             evaluators.append(stsb_dev_evaluator(stsb_dev))
         except (OSError, RuntimeError, InputError) as exc:  # RuntimeError: the hub copy could not be fetched
-            raise InputError(f"stsb_dev: cannot load STS-B dev from {stsb_dev}: {exc}".splitlines()[0]) from exc
+            where = _HUB_OFFLINE if isinstance(stsb_dev, str) and stsb_dev == "hub" else f"{stsb_dev}: {exc}"
+            raise InputError(f"stsb_dev: cannot load STS-B dev from {where}".splitlines()[0]) from exc
         run.labels[STSB_DEV_METRIC] = "STS-B dev"
     if eval_retrieval:
         try:

@@ -66,6 +66,18 @@ def test_each_source_that_fails_is_one_input_error_naming_its_argument(tmp_path,
         run_evaluation(tmp_path / "nothing-here", folder)
 
 
+def test_the_hubs_sts_b_dev_unreachable_names_the_sources_that_need_no_network(monkeypatch):
+    import datasets
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("offline")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(InputError, match=r"^stsb_dev: cannot load STS-B dev from the Hugging Face hub .*offline, use "
+                       r"--stsb_dev demo .*; in Python: st_infocse.data.demo_stsb_dev\(\), a path, or None$"):
+        run_evaluation("hub")
+
+
 def test_reference_rows_set_the_start_and_the_last_evaluation_beside_bm25_and_the_hybrid():
     queries = [f"q{i}" for i in range(8)]
     retrieval = SimpleNamespace(per_query=dict.fromkeys(queries, 0.2),
