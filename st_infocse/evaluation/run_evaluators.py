@@ -10,6 +10,7 @@ The evaluators are the library's own (:func:`~st_infocse.evaluation.stsb_dev_eva
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from st_infocse.files import InputError
 
 from ._format import x100
 from .at_length import AtLengthEvaluator
+from .bm25_language import BM25_NEEDS
 from .lexical import LexicalSettings
 from .paired import UnitScores, unit_change
 from .retrieval_folder import retrieval_evaluator, retrieval_metric_keys
@@ -39,6 +41,7 @@ class RunEvaluation:
         notes: Lines for the start-up summary.
         retrieval: The retrieval evaluator among them, if any.
         retrieval_chooses: Whether retrieval nDCG@10 chooses the checkpoint (:meth:`for_model`).
+        references: BM25's and the hybrid's reference lines beside retrieval (:class:`LexicalReferenceCallback`).
     """
 
     evaluator: Any = None
@@ -46,6 +49,7 @@ class RunEvaluation:
     notes: dict[str, str] = field(default_factory=dict)
     retrieval: Any = None
     retrieval_chooses: bool = False
+    references: LexicalReferenceCallback | None = None
 
     def for_model(self, model: Any, training_args: Any, own_length: int | None = None) -> None:
         """Name the retrieval metrics as the trainer will log them for ``model`` (its similarity function is in the
@@ -70,7 +74,8 @@ class RunEvaluation:
 
 
 def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: str | None = None,
-                   max_corpus: int | None = 10_000, seed: int = 0, retrieval_chooses: bool = True) -> RunEvaluation:
+                   max_corpus: int | None = 10_000, seed: int = 0, retrieval_chooses: bool = True,
+                   lexical: LexicalSettings | None = None) -> RunEvaluation:
     """A run's evaluators, built before the model loads: STS-B dev, the user's own retrieval folder, or both (then
     a ``SequentialEvaluator`` whose primary metric is retrieval's).
 
@@ -84,6 +89,7 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
         max_corpus: Its corpus cap: every judged document plus a ``seed`` sample of the rest (None: no cap).
         seed: The corpus sample's seed.
         retrieval_chooses: Let retrieval nDCG@10 choose the checkpoint (:meth:`RunEvaluation.for_model`).
+        lexical: BM25's settings for ``references`` beside ``eval_retrieval`` (without bm25s and PyStemmer: a note).
 
     Raises:
         InputError: Starting with the argument's name and a colon (``stsb_dev: ...``, ``eval_retrieval: ...``), so
@@ -107,6 +113,10 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
         evaluators.append(run.retrieval)  # last: with STS-B dev beside it, it is the evaluator's primary metric
         run.notes["retrieval set"] = info.describe()
         run.retrieval_chooses = retrieval_chooses
+        if lexical is not None:  # bm25s and PyStemmer are optional: missing, a note says what to install
+            installed = all(importlib.util.find_spec(module) for module in ("bm25s", "Stemmer"))
+            run.notes["BM25 beside the scores"] = lexical.describe() if installed else f"not scored: needs {BM25_NEEDS}"
+            run.references = LexicalReferenceCallback(run.retrieval, lexical) if installed else None
     if len(evaluators) > 1:
         from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 

@@ -78,6 +78,20 @@ def test_the_hubs_sts_b_dev_unreachable_names_the_sources_that_need_no_network(m
         run_evaluation("hub")
 
 
+@pytest.mark.parametrize("installed", [True, False])
+def test_bm25_beside_retrieval_is_a_callback_or_a_note_naming_what_to_install(folder, monkeypatch, installed):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    if not installed:
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bm25s" else find_spec(name, *a))
+    run = run_evaluation(None, folder, lexical=LexicalSettings(weight=0.3))
+    assert isinstance(run.references, LexicalReferenceCallback) is installed
+    assert run.notes["BM25 beside the scores"] == (LexicalSettings(weight=0.3).describe() if installed else
+                                                   "not scored: needs bm25s and PyStemmer: pip install 'st-infocse[eval]'")
+    assert run_evaluation(PAIRS, lexical=LexicalSettings()).references is None  # beside retrieval only
+
+
 def test_reference_rows_set_the_start_and_the_last_evaluation_beside_bm25_and_the_hybrid():
     queries = [f"q{i}" for i in range(8)]
     retrieval = SimpleNamespace(per_query=dict.fromkeys(queries, 0.2),
