@@ -70,7 +70,7 @@ from benchmarks.harness import (  # noqa: E402
 )
 from benchmarks.runner import log  # noqa: E402
 from st_infocse import losses  # noqa: E402
-from st_infocse.evaluation import LexicalSettings  # noqa: E402
+from st_infocse.evaluation import AtLengthEvaluator, LexicalSettings  # noqa: E402
 from st_infocse.mining import (  # noqa: E402
     DocumentAwareBatchSampler,
     distillation_loss,
@@ -78,7 +78,6 @@ from st_infocse.mining import (  # noqa: E402
     mine_pairs,
 )
 from st_infocse.training import (  # noqa: E402
-    AtLengthEvaluator,
     LoRASettings,
     add_lora,
     learning_rate_mapping,

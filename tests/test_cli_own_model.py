@@ -754,6 +754,20 @@ def test_bm25_can_be_turned_off_and_its_flags_need_a_retrieval_set(user_model, d
     assert "--hybrid_fusion: BM25 is scored beside --eval_retrieval" in _one_line_error(capsys)
 
 
+def test_bm25_true_without_bm25s_is_refused_before_the_model_loads(tmp_path, capsys, monkeypatch, data):
+    """Left at its default, BM25 missing is a note in the summary (run_evaluation's); typed, a refusal."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bm25s" else find_spec(name, *a))
+    argv = ["train", "--train_data", str(data["texts"]), "--model", "no-such-org/no-such-model", "--output_dir",
+            str(tmp_path / "run"), "--stsb_dev", "none", "--eval_retrieval", str(data["beir"])]
+    assert main([*argv, "--bm25", "true"]) == 2
+    assert "--bm25 true needs bm25s and PyStemmer: pip install 'st-infocse[eval]'" in _one_line_error(capsys)
+    assert main(argv) == 2  # not refused for BM25: the model is then loaded, and cannot be
+    assert "cannot load model 'no-such-org/no-such-model'" in _one_line_error(capsys)
+
+
 def test_the_retrieval_evaluator_scores_any_run_as_it_scores_its_own(user_model, data):
     from st_infocse.evaluation import LexicalSettings, retrieval_evaluator
 

@@ -22,7 +22,8 @@ MODULES = sorted(
     {
         *PACKAGE.glob("losses/*.py"),
         *PACKAGE.glob("modeling/*.py"),
-        *(PACKAGE / "training" / f"{name}.py" for name in ("callbacks", "trainer", "probe_decoder", "start_end", "at_length")),
+        *(PACKAGE / "training" / f"{name}.py" for name in ("callbacks", "trainer", "probe_decoder", "start_end")),
+        PACKAGE / "evaluation" / "at_length.py",
         PACKAGE / "evaluation" / "h_shuffle.py",
         PACKAGE / "evaluation" / "retrieval_folder.py",
         PACKAGE / "evaluation" / "retrieval.py",

@@ -207,7 +207,7 @@ def _check_run(run: Any) -> None:  # the folder and the file: run_evaluation; --
 _RUN, _ENDS = "st_infocse.evaluation.run_evaluators:run_evaluation", "st_infocse.training.start_end:StartEndCallback"
 
 class RunEvaluationArguments(derived("measuring the run (start -> end)", {
-    # 'demo' and 'none' are the command line's own values, read in st_infocse.cli.evaluators
+    # 'demo' and 'none' are the command line's own values, read in st_infocse.cli.train
     "stsb_dev": (_RUN, {"default": "hub", "help": "STS-B dev for checkpoint selection: 'hub', 'demo' (the 1,500 pairs "
                         "shipped with the package), a SentEval data/downstream folder, a sentence1/sentence2/score "
                         "file, or 'none'."}),

@@ -11,16 +11,49 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
-from st_infocse.cli.arguments import flag_error
+from st_infocse.cli.arguments import BUNDLED, flag_error
 from st_infocse.cli.errors import CLIError
-from st_infocse.cli.evaluators import for_model, run_evaluation
 from st_infocse.cli.inputs import check_earlier_run, model_from_args
 from st_infocse.cli.objectives import add_adapter
 from st_infocse.cli.output import finish_run, start_summary
 from st_infocse.cli.training_flags import TrainingFlags, read_training_flags
+from st_infocse.evaluation.bm25_language import BM25_NEEDS
+from st_infocse.files import InputError
 from st_infocse.training.builder import learning_rate_mapping
 from st_infocse.training.texts import count_long_texts
+
+
+def run_evaluation(flags: TrainingFlags):
+    """The run's evaluators and BM25's reference lines (:func:`~st_infocse.evaluation.run_evaluators.run_evaluation`),
+    built before the model loads, each refusal under its flag's name; ``demo`` (the pairs shipped in
+    :mod:`st_infocse.data`) and ``none`` are the command line's own values of ``--stsb_dev``. With
+    ``--eval_retrieval`` the user's own retrieval nDCG@10 chooses the checkpoint, unless ``--metric_for_best_model``
+    is given; BM25 missing is a note, unless ``--bm25 true`` is typed."""
+    from st_infocse.evaluation.run_evaluators import run_evaluation as build
+
+    run_args, lexical = flags.run, flags.lexical
+    if run_args is None:  # stage 1: nothing to measure
+        return build()
+    source = run_args.stsb_dev
+    if source.lower() == BUNDLED:
+        from st_infocse.data import demo_stsb_dev
+
+        dev: Any = demo_stsb_dev()
+    else:
+        dev = None if source.lower() == "none" else source if source == "hub" else Path(source).expanduser()
+    try:
+        measured = build(dev, run_args.eval_retrieval, split=run_args.eval_retrieval_split,
+                         max_corpus=run_args.eval_retrieval_max_corpus or None, seed=flags.trainer.seed,
+                         retrieval_chooses="metric_for_best_model" not in flags.given,
+                         lexical=lexical.settings() if lexical is not None else None)
+    except InputError as exc:  # its message starts with the argument's name, here the flag's
+        raise flag_error(exc, run_args) from exc
+    if "bm25" in flags.typed and lexical.bm25 and measured.retrieval is not None and measured.references is None:
+        raise CLIError(f"--bm25 true needs {BM25_NEEDS}")  # typed: not only the library's note that BM25 is missing
+    return measured
 
 
 def run_trainer(model, loss, dataset, training_args, evaluator, callbacks=()):
@@ -45,8 +78,7 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     if flags is None:  # --help, or --recipe list
         return 0
     training_args, objective, entry = flags.trainer, flags.objective, flags.entry
-    measured = run_evaluation(flags.run, training_args, flags.given)
-    lexical = reference_settings(flags, measured)
+    measured = run_evaluation(flags)
     data = entry.prepare(flags)
     anchor = None
     if entry.run is None:
@@ -59,8 +91,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     replaced = check_earlier_run(training_args.output_dir, training_args.resume_from_checkpoint,
                                  flags.output.overwrite_output_dir)
     loaded = model_from_args(flags.model, training_args.seed)
-    model, own_length = loaded.model, loaded.own_length
-    for_model(measured, model, training_args, own_length)
+    model = loaded.model
+    measured.for_model(model, training_args, loaded.own_length)
     add_adapter(model, flags.lora, measured.notes)  # IDC's too, before round 1: every round trains it, round 2 mines with it
     start = time.time()
     if entry.run is not None:
@@ -86,10 +118,8 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         ends = StartEndCallback(measured.evaluator, keep_start_if_better=flags.keep.keep_start_if_better, log=False,
                                 keep_trained_if=flags.run.keep_trained_if, confirm_share=flags.run.confirm_share)
         callbacks.append(ends)
-        if lexical is not None:  # after StartEndCallback: its start evaluation leaves the hits
-            from st_infocse.evaluation.run_evaluators import LexicalReferenceCallback
-
-            callbacks.append(references := LexicalReferenceCallback(measured.retrieval, lexical))
+        if measured.references is not None:  # after StartEndCallback: its start evaluation leaves the hits
+            callbacks.append(measured.references)
     if anchor:  # one copy of the start for both callbacks: the anchor shares the start-end callback's
         callbacks.append(WeightAnchorCallback(flags.keep.weight_anchor, start_weights=ends and ends.start_weights))
     # Ctrl-C: Interrupted, saying what was saved, which main prints before it exits with 130
@@ -105,28 +135,11 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
     if ends is not None:
         result = (ends.result.start, ends.result.end, ends.result.changes, ends.result.saved_line())
         record.update(start_end=ends.result.to_dict(), saved=result[3])
-        if lexical is not None:
-            reference_rows, record["lexical_references"] = references.rows()
+        if measured.references is not None:
+            reference_rows, record["lexical_references"] = measured.references.rows()
             rows.update(reference_rows)
     finish_run(loaded, flags, measured, f"{entry.title} done" if entry.title else "Training done", rows, record,
                anchor, ends is not None and ends.result.kept == "start", result, loss=loss,
                decides=ends.result.metric if ends is not None else None)
     return 0
-
-
-def reference_settings(flags: TrainingFlags, measured):
-    """BM25's settings for the reference lines beside ``--eval_retrieval`` (None without it, with ``--bm25 false``,
-    or without ``bm25s``, which a note in the start-up summary then names)."""
-    import importlib.util
-
-    if flags.lexical is None or measured.retrieval is None or not flags.lexical.bm25:
-        return None
-    if importlib.util.find_spec("bm25s") is None or importlib.util.find_spec("Stemmer") is None:
-        if "bm25" in flags.typed:
-            raise CLIError("--bm25 true needs bm25s and PyStemmer: pip install 'st-infocse[eval]'")
-        measured.notes["BM25 beside the scores"] = "not scored: pip install 'st-infocse[eval]' (bm25s, PyStemmer)"
-        return None
-    settings = flags.lexical.settings()
-    measured.notes["BM25 beside the scores"] = settings.describe()
-    return settings
 

@@ -16,6 +16,7 @@ _WHERE = {
     **dict.fromkeys(("encode_unique", "model_name"), "encoding"),
     "x100": "_format",
     "require": "_deps",
+    "AtLengthEvaluator": "at_length",
     **dict.fromkeys(("download_beir", "evaluate_beir"), "beir"),
     "check_language": "bm25_language",
     **dict.fromkeys(("BEIR_PAPER_DATASETS", "BEIRTaskInfo"), "beir_tasks"),

@@ -1,10 +1,14 @@
-"""The one check of the language BM25 tokenises in (:class:`~st_infocse.evaluation.LexicalSettings` runs it when
-built), kept apart from the BM25 code so that the command line can run it before torch and the model are imported."""
+"""What BM25 needs installed (:data:`BM25_NEEDS`) and the one check of the language it tokenises in
+(:class:`~st_infocse.evaluation.LexicalSettings` runs it when built), kept apart from the BM25 code so that the
+command line can run it before torch and the model are imported."""
 
 from __future__ import annotations
 
 import difflib
 import importlib.util
+
+#: What BM25 needs beyond the core install, and how to install it.
+BM25_NEEDS = "bm25s and PyStemmer: pip install 'st-infocse[eval]'"
 
 
 def check_language(language: str, stem: bool = True, stopwords: bool = True) -> None:
@@ -21,8 +25,7 @@ def check_language(language: str, stem: bool = True, stopwords: bool = True) -> 
     """
     if stem and importlib.util.find_spec("Stemmer") is None:
         if language != "english":
-            raise ValueError(f"language {language} cannot be checked: PyStemmer is not installed (pip install "
-                             "'st-infocse[eval]')")
+            raise ValueError(f"language {language} cannot be checked without {BM25_NEEDS}")
         return
     if stem:
         import Stemmer

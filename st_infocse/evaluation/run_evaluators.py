@@ -10,6 +10,7 @@ The evaluators are the library's own (:func:`~st_infocse.evaluation.stsb_dev_eva
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,10 +19,17 @@ from transformers import TrainerCallback
 from st_infocse.files import InputError
 
 from ._format import x100
+from .at_length import AtLengthEvaluator
+from .bm25_language import BM25_NEEDS
 from .lexical import LexicalSettings
 from .paired import UnitScores, unit_change
 from .retrieval_folder import retrieval_evaluator, retrieval_metric_keys
 from .sts import STSB_DEV_METRIC, stsb_dev_evaluator
+
+# The hub's copy unreachable: the sources that need no network, as the command line and Python give them
+_HUB_OFFLINE = ("the Hugging Face hub (sentence-transformers/stsb); offline, use --stsb_dev demo (the 1,500 STS-B dev "
+                "pairs shipped with the package), a SentEval data/downstream folder or a sentence1/sentence2/score "
+                "file, or --stsb_dev none; in Python: st_infocse.data.demo_stsb_dev(), a path, or None")
 
 
 @dataclass
@@ -33,6 +41,7 @@ class RunEvaluation:
         notes: Lines for the start-up summary.
         retrieval: The retrieval evaluator among them, if any.
         retrieval_chooses: Whether retrieval nDCG@10 chooses the checkpoint (:meth:`for_model`).
+        references: BM25's and the hybrid's reference lines beside retrieval (:class:`LexicalReferenceCallback`).
     """
 
     evaluator: Any = None
@@ -40,15 +49,21 @@ class RunEvaluation:
     notes: dict[str, str] = field(default_factory=dict)
     retrieval: Any = None
     retrieval_chooses: bool = False
+    references: LexicalReferenceCallback | None = None
 
-    def for_model(self, model: Any, training_args: Any) -> None:
+    def for_model(self, model: Any, training_args: Any, own_length: int | None = None) -> None:
         """Name the retrieval metrics as the trainer will log them for ``model`` (its similarity function is in the
-        key), and with ``retrieval_chooses`` let retrieval nDCG@10 choose the checkpoint in ``training_args``.
+        key), with ``retrieval_chooses`` let retrieval nDCG@10 choose the checkpoint in ``training_args``, and score
+        at the model's own length (:class:`~st_infocse.evaluation.AtLengthEvaluator`) when it trains at another.
 
         Args:
-            model: The SentenceTransformer about to be trained.
+            model: The SentenceTransformer about to be trained, at its training length.
             training_args: Its training arguments: ``metric_for_best_model`` and ``greater_is_better`` are set.
+            own_length: The length the model is saved with (``LoadedModel.own_length``); None: the training length.
         """
+        if self.evaluator is not None and own_length is not None and own_length != model.max_seq_length:
+            self.evaluator = AtLengthEvaluator(self.evaluator, own_length)
+            self.notes["evaluated at"] = f"the model's own {own_length} tokens (training at {model.max_seq_length})"
         if self.retrieval is not None:
             keys = retrieval_metric_keys(self.retrieval, model.similarity_fn_name)
             self.labels.update({keys["ndcg@10"]: "retrieval nDCG@10", keys["recall@100"]: "retrieval Recall@100"})
@@ -59,7 +74,8 @@ class RunEvaluation:
 
 
 def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: str | None = None,
-                   max_corpus: int | None = 10_000, seed: int = 0, retrieval_chooses: bool = True) -> RunEvaluation:
+                   max_corpus: int | None = 10_000, seed: int = 0, retrieval_chooses: bool = True,
+                   lexical: LexicalSettings | None = None) -> RunEvaluation:
     """A run's evaluators, built before the model loads: STS-B dev, the user's own retrieval folder, or both (then
     a ``SequentialEvaluator`` whose primary metric is retrieval's).
 
@@ -73,10 +89,12 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
         max_corpus: Its corpus cap: every judged document plus a ``seed`` sample of the rest (None: no cap).
         seed: The corpus sample's seed.
         retrieval_chooses: Let retrieval nDCG@10 choose the checkpoint (:meth:`RunEvaluation.for_model`).
+        lexical: BM25's settings for ``references`` beside ``eval_retrieval`` (without bm25s and PyStemmer: a note).
 
     Raises:
         InputError: Starting with the argument's name and a colon (``stsb_dev: ...``, ``eval_retrieval: ...``), so
-            that a caller can put its own name for it first.
+            that a caller can put its own name for it first; the hub's STS-B dev unreachable names what needs no
+            network.
     """
     run = RunEvaluation()
     evaluators = []
@@ -84,7 +102,8 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
         try:
             evaluators.append(stsb_dev_evaluator(stsb_dev))
         except (OSError, RuntimeError, InputError) as exc:  # RuntimeError: the hub copy could not be fetched
-            raise InputError(f"stsb_dev: cannot load STS-B dev from {stsb_dev}: {exc}".splitlines()[0]) from exc
+            where = _HUB_OFFLINE if isinstance(stsb_dev, str) and stsb_dev == "hub" else f"{stsb_dev}: {exc}"
+            raise InputError(f"stsb_dev: cannot load STS-B dev from {where}".splitlines()[0]) from exc
         run.labels[STSB_DEV_METRIC] = "STS-B dev"
     if eval_retrieval:
         try:
@@ -94,6 +113,10 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
         evaluators.append(run.retrieval)  # last: with STS-B dev beside it, it is the evaluator's primary metric
         run.notes["retrieval set"] = info.describe()
         run.retrieval_chooses = retrieval_chooses
+        if lexical is not None:  # bm25s and PyStemmer are optional: missing, a note says what to install
+            installed = all(importlib.util.find_spec(module) for module in ("bm25s", "Stemmer"))
+            run.notes["BM25 beside the scores"] = lexical.describe() if installed else f"not scored: needs {BM25_NEEDS}"
+            run.references = LexicalReferenceCallback(run.retrieval, lexical) if installed else None
     if len(evaluators) > 1:
         from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
 

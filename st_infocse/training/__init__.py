@@ -8,7 +8,6 @@ from st_infocse.lazy import lazy_exports
 _MODULES = {  # submodule -> the names it exports
     "anchor": ("WeightAnchorCallback", "evaluates_before_last_step", "fit_to_anchor", "toward_start"),
     "arguments": ("PaperTrainingArguments", "STSB_DEV_METRIC"),
-    "at_length": ("AtLengthEvaluator",),
     "builder": ("build_trainer", "learning_rate_mapping", "load_model", "own_max_length", "save_model"),
     "callbacks": ("AUXILIARY_STATE_NAME", "AuxiliaryStateCallback", "auxiliary_state_dict", "load_auxiliary_state",
         "save_auxiliary_state"),

@@ -9,6 +9,7 @@ from sentence_transformers.sentence_transformer.evaluation import SequentialEval
 
 from st_infocse.evaluation import (
     STSB_DEV_METRIC,
+    AtLengthEvaluator,
     LexicalReferenceCallback,
     LexicalSettings,
     RetrievalEvaluator,
@@ -65,6 +66,32 @@ def test_each_source_that_fails_is_one_input_error_naming_its_argument(tmp_path,
         run_evaluation(tmp_path / "nothing-here", folder)
 
 
+def test_the_hubs_sts_b_dev_unreachable_names_the_sources_that_need_no_network(monkeypatch):
+    import datasets
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("offline")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(InputError, match=r"^stsb_dev: cannot load STS-B dev from the Hugging Face hub .*offline, use "
+                       r"--stsb_dev demo .*; in Python: st_infocse.data.demo_stsb_dev\(\), a path, or None$"):
+        run_evaluation("hub")
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_bm25_beside_retrieval_is_a_callback_or_a_note_naming_what_to_install(folder, monkeypatch, installed):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    if not installed:
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "bm25s" else find_spec(name, *a))
+    run = run_evaluation(None, folder, lexical=LexicalSettings(weight=0.3))
+    assert isinstance(run.references, LexicalReferenceCallback) is installed
+    assert run.notes["BM25 beside the scores"] == (LexicalSettings(weight=0.3).describe() if installed else
+                                                   "not scored: needs bm25s and PyStemmer: pip install 'st-infocse[eval]'")
+    assert run_evaluation(PAIRS, lexical=LexicalSettings()).references is None  # beside retrieval only
+
+
 def test_reference_rows_set_the_start_and_the_last_evaluation_beside_bm25_and_the_hybrid():
     queries = [f"q{i}" for i in range(8)]
     retrieval = SimpleNamespace(per_query=dict.fromkeys(queries, 0.2),
@@ -82,3 +109,35 @@ def test_reference_rows_set_the_start_and_the_last_evaluation_beside_bm25_and_th
     assert record["hybrid"]["ndcg@10"] == pytest.approx(0.2)
     assert record["hybrid"]["start_against_it"]["delta"] == pytest.approx(0.0)
     assert record["BM25"]["end_against_it"]["delta"] == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(("own_length", "wrapped"), [(None, False), (8, False), (30, True)])
+def test_for_model_scores_at_the_models_own_length_when_it_trains_at_another(own_length, wrapped):
+    run = run_evaluation(PAIRS)
+    inner = run.evaluator
+    run.for_model(SimpleNamespace(similarity_fn_name="cosine", max_seq_length=8),
+                  SimpleNamespace(metric_for_best_model=None), own_length)
+    assert isinstance(run.evaluator, AtLengthEvaluator) is wrapped
+    assert (run.evaluator.inner is inner and run.evaluator.max_seq_length == 30) if wrapped else run.evaluator is inner
+    assert run.notes.get("evaluated at") == ("the model's own 30 tokens (training at 8)" if wrapped else None)
+
+
+def test_at_length_evaluator_scores_at_its_length_and_puts_the_training_length_back(make_model):
+    seen = []
+
+    class Recorder:
+        primary_metric, greater_is_better = None, True
+
+        def __call__(self, model, output_path=None, epoch=-1, steps=-1):
+            seen.append(model.max_seq_length)
+            self.primary_metric = "recorded"  # named only when called, as SequentialEvaluator does
+            return {"recorded": 1.0}
+
+    model = make_model()
+    model.max_seq_length = 8
+    wrapped = AtLengthEvaluator(Recorder(), 30)
+    assert wrapped(model) == {"recorded": 1.0}
+    assert seen == [30] and model.max_seq_length == 8
+    assert wrapped.primary_metric == "recorded"
+    with pytest.raises(ValueError, match="max_seq_length must be positive"):
+        AtLengthEvaluator(Recorder(), 0)

@@ -222,29 +222,6 @@ def test_the_last_step_is_evaluated_by_the_trainer_whatever_its_eval_steps(tmp_p
         assert control.should_evaluate is expected, (strategy, step)
 
 
-def test_at_length_evaluator_scores_at_its_length_and_puts_the_training_length_back(make_model):
-    from st_infocse.training import AtLengthEvaluator
-
-    seen = []
-
-    class Recorder:
-        primary_metric, greater_is_better = None, True
-
-        def __call__(self, model, output_path=None, epoch=-1, steps=-1):
-            seen.append(model.max_seq_length)
-            self.primary_metric = "recorded"  # named only when called, as SequentialEvaluator does
-            return {"recorded": 1.0}
-
-    model = make_model()
-    model.max_seq_length = 8
-    wrapped = AtLengthEvaluator(Recorder(), 30)
-    assert wrapped(model) == {"recorded": 1.0}
-    assert seen == [30] and model.max_seq_length == 8
-    assert wrapped.primary_metric == "recorded"
-    with pytest.raises(ValueError, match="max_seq_length must be positive"):
-        AtLengthEvaluator(Recorder(), 0)
-
-
 def _query_scored_evaluator(per_step: dict[int, dict[str, float]]):
     """An evaluator whose per-query scores are set per step; its primary metric is their mean, as a retrieval
     evaluator's nDCG@10 is."""

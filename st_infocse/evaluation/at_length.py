@@ -12,8 +12,8 @@ from st_infocse.files import check_range
 class AtLengthEvaluator(BaseEvaluator):
     """Run ``inner`` (any evaluator) at ``max_seq_length``, then put the training length back: training truncates to
     a short length (the papers' 32 tokens) while the saved model keeps its own, and documents are far longer, so
-    scores, the checkpoint choice and the start -> end comparison are of the model as it is saved. Typically
-    ``AtLengthEvaluator(retrieval, own_max_length(model))`` before the training length is set.
+    scores, the checkpoint choice and the start -> end comparison are of the model as it is saved
+    (:meth:`~st_infocse.evaluation.RunEvaluation.for_model` wraps a run's evaluator in it).
     """
 
     def __init__(self, inner: Any, max_seq_length: int) -> None:
