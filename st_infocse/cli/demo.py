@@ -62,7 +62,6 @@ def cmd_demo(argv: Sequence[str]) -> int:
     before/after lines read from the run's ``run_summary.json``."""
     own = FlagParser(SECTIONS, PROG)
     given, rest = own.read(argv)
-    (args,) = own.build(given)
     recipe, (_, config, typed) = read_sources(rest, PROG, recipes=True)
     if recipe is not None:
         raise CLIError("--recipe: a recipe is a paper's run on its own data; st-infocse train --recipe runs it")
@@ -75,6 +74,7 @@ def cmd_demo(argv: Sequence[str]) -> int:
               f"It runs `st-infocse train --model <the wheel's MiniLM> {shlex.join(train_argv)}` then your flags, which "
               f"win: any of `st-infocse train --objective {chosen.get('objective', ObjectiveArguments.objective)} --help`.")
         return 0
+    (args,) = own.build(given)
     wheel = None if "model" in chosen else minilm_path()
     if wheel is None and "model" not in chosen:
         raise CLIError(f"all-MiniLM-L6-v2 is not installed; run: {INSTALL_HINT}")
