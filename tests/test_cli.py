@@ -993,7 +993,7 @@ def test_input_errors_come_before_the_model_loads(workspace, argv, message, caps
         (["evaluate", "--sts", "downstream", "--hybrid_weight", "2"], "--hybrid_weight must lie in [0, 1]"),
         (["evaluate", "--sts", "downstream", "--splt", "dev"], "did you mean --split?"),
         (["mine", "--docs", "docs.jsonl", "--similarty", "dot"], "did you mean --similarity?"),
-        (["demo", "--step", "3"], "did you mean --steps?"),
+        (["demo", "--steps", "3"], "did you mean --max_steps?"),  # the demo takes train's flags
     ],
 )
 def test_every_command_names_the_flag_at_fault_before_loading(workspace, argv, message, capsys, monkeypatch):

@@ -30,9 +30,8 @@ VALUES = {
     "max_train_samples": "30", "idc_max_docs": "5", "distill_max_queries": "6", "distill_candidates": "3",
     "decoder_warmup_steps": "1", "bm25_language": "german", "max_docs": "7", "max_sentences": "6",
     "max_pairs_per_cluster": "2", "min_sentences": "3", "sts": "downstream", "transfer": "downstream",
-    "beir": "scifact", "beir_source": "beir", "split": "dev", "compare": "{model}", "eval_pairs": "5", "steps": "1",
-    "batch_size": "8", "max_length": "16", "initial_annotation": "adjacent", "pooling": "mean", "threshold": "-1",
-    "weight_anchor": "0.5",
+    "beir": "scifact", "beir_source": "beir", "split": "dev", "compare": "{model}", "eval_pairs": "5", "batch_size": "8",
+    "initial_annotation": "adjacent", "pooling": "mean", "threshold": "-1", "weight_anchor": "0.5",
 }
 # Flags given together with another flag, which they need to be seen (or allowed).
 NEEDS = {"idc_annotator": {"initial_annotation": "model"}, "text_column": {"train_data": "two-columns.jsonl"},
@@ -62,9 +61,6 @@ WHERE = {
     "text_column": lambda c: c["dataset"]["text"][0] == "line from the given file",
     "output_dir": lambda c: c["args"].output_dir if "args" in c else c["report"]["output_dir"] if "report" in c
     else Path("out-flags/report.json").is_file(),
-    "steps": lambda c: c["args"].max_steps,
-    "batch_size": lambda c: c["args"].per_device_train_batch_size if "args" in c else None,
-    "max_length": lambda c: c["model"].max_seq_length,
     "eval_pairs": lambda c: len(getattr(c["evaluator"], "inner", c["evaluator"]).scores),  # the evaluator trained with
     "sts": lambda c: c["sts"]["datasets"], "transfer": lambda c: c["transfer"]["datasets"],
     "beir": lambda c: c["beir"]["datasets"], "verbose": lambda c: c["beir_log_level"] == 20,

@@ -48,40 +48,106 @@ def test_demo_without_the_wheel_exits_2(monkeypatch, capsys, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_demo_rejects_zero_steps(capsys):
-    assert main(["demo", "--steps", "0"]) == 2
-    assert "--steps" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(("flag", "least"), [("batch_size", 1), ("max_length", 1), ("eval_pairs", 2)])
-def test_demo_refuses_numbers_it_cannot_use(flag, least, capsys, tmp_path):
-    assert main(["demo", f"--{flag}", "0", "--output_dir", str(tmp_path / "out")]) == 2
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--max_steps", "0"], "--max_steps 0 with --num_train_epochs 1 makes no optimizer step"),
+    (["--per_device_train_batch_size", "0"], "--per_device_train_batch_size must be at least 1, got 0"),
+    (["--max_seq_length", "0"], "--max_seq_length must be at least 1, got 0"),
+    (["--eval_pairs", "1"], "--eval_pairs must be at least 2 (a correlation needs two pairs), got 1"),
+    # the demo's former spellings are train's flags now: refused with the closest one
+    (["--steps", "5"], "did you mean --max_steps?"),
+    (["--recipe", "simcse-bert-base"], "--recipe: a recipe is a paper's run"),
+])
+def test_demo_refuses_what_train_refuses(argv, message, tiny_bert_headless_dir, capsys, tmp_path):
+    out = tmp_path / "out"
+    assert main(["demo", *argv, "--model", str(tiny_bert_headless_dir), "--output_dir", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"st-infocse demo: error: --{flag} must be at least {least}") and err.endswith("got 0")
-    assert not (tmp_path / "out").exists()
+    assert len(err.splitlines()) == 1 and err.startswith("st-infocse demo: error: ") and message in err, err
+    assert not out.exists()
 
 
-@pytest.mark.parametrize("objective", ["infocse", "simcse"])
-def test_demo_tiny_run(objective, tiny_bert_headless_dir, tmp_path, capsys):
+def _demo_flags(monkeypatch, argv) -> object:
+    """The flags ``st-infocse train`` reads when the demo hands it ``argv`` (nothing is loaded or trained)."""
+    import st_infocse.cli.train as cli_train
+    from st_infocse.cli.training_flags import read_training_flags as real
+
+    seen = {}
+
+    def read(argv, command):
+        seen["flags"] = real(argv, command)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cli_train, "read_training_flags", read)
+    with pytest.raises(SystemExit):
+        demo.cmd_demo(argv)
+    return seen["flags"]
+
+
+def _value(flags, name: str) -> str:
+    value = flags.settings().get(name, getattr(flags.trainer, name, None))
+    value = getattr(value, "value", value)  # the trainer's strategies are enums
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def test_every_flag_the_demo_gives_train_is_replaced_by_the_users(tiny_bert_headless_dir, tmp_path, monkeypatch):
+    """Each of the demo's train flags reaches train as the demo gives it, and a user's value of it wins (argparse
+    keeps a flag's last value, whatever its kind: choice, path, number, strategy, true/false)."""
+    mine = {"pooling": "mean", "train_data": str(tmp_path / "texts.txt"), "stsb_dev": str(tmp_path / "pairs.jsonl"),
+            "max_steps": "3", "seed": "5", "logging_steps": "2", "eval_strategy": "steps", "save_strategy": "steps",
+            "load_best_model_at_end": "true", "keep_start_if_better": "true", "output_dir": str(tmp_path / "mine"),
+            "overwrite_output_dir": "false"}
+    assert set(mine) == set(demo.TRAIN_FLAGS)
+    Path(mine["train_data"]).write_text("a sentence\nanother one\n")
+    Path(mine["stsb_dev"]).write_text('{"sentence1": "a", "sentence2": "b", "score": 1.0}\n' * 3)
+    model = ["--model", str(tiny_bert_headless_dir)]
+    flags = _demo_flags(monkeypatch, model)
+    given = {name: _value(flags, name) for name in demo.TRAIN_FLAGS}
+    assert given == {**demo.TRAIN_FLAGS, "train_data": str(st_infocse.data.sentences_file()),
+                     "logging_steps": "0.2"}, given
+    flags = _demo_flags(monkeypatch, [*model, "--objective", "simcse",
+                                      *(item for name, value in mine.items() for item in (f"--{name}", value))])
+    assert flags.objective == "simcse"  # train's first stage
+    assert {name: _value(flags, name) for name in mine} == mine
+
+
+def test_a_config_file_replaces_the_demos_flags_and_may_name_the_model(tiny_bert_headless_dir, tmp_path,
+                                                                         monkeypatch):
+    config = tmp_path / "run.yaml"
+    config.write_text(f"max_steps: 7\nmodel: {tiny_bert_headless_dir}\noutput_dir: {tmp_path / 'from-file'}\n")
+    flags = _demo_flags(monkeypatch, ["--config", str(config), "--seed", "3"])
+    assert flags.model.model == str(tiny_bert_headless_dir)  # not the wheel's
+    assert (flags.trainer.max_steps, flags.trainer.seed) == (7, 3)
+    assert flags.trainer.output_dir == str(tmp_path / "from-file")
+
+
+def test_demo_help_names_its_flag_and_points_to_trains(capsys):
+    assert main(["demo", "--objective", "simcse", "--help"]) == 0
+    printed = capsys.readouterr().out
+    assert "--eval_pairs" in printed and "--max_steps 20 --seed 0" in printed
+    assert "`st-infocse train --objective simcse --help`" in printed
+
+
+# the evaluations before and after, whatever --max_steps
+@pytest.mark.parametrize(("objective", "steps"), [("infocse", 2), ("simcse", 3)])
+def test_demo_tiny_run(objective, steps, tiny_bert_headless_dir, tmp_path, capsys):
     out = tmp_path / "demo"
     argv = [
         "--model",
         str(tiny_bert_headless_dir),
         "--objective",
         objective,
-        "--steps",
-        "2",
-        "--batch_size",
+        "--max_steps",
+        str(steps),
+        "--per_device_train_batch_size",
         "8",
         "--output_dir",
         str(out),
     ]
     assert demo.cmd_demo(argv) == 0
     printed = capsys.readouterr().out
-    assert "before training:" in printed and f"after 2 {objective} steps:" in printed
+    assert "before training:" in printed and f"after {steps} {objective} steps:" in printed
     # the change gets its interval, p and verdict over the pairs, from the per-pair scores at both ends
     lines = printed.splitlines()
-    after = next(line for line in lines if f"after 2 {objective} steps:" in line)
+    after = next(line for line in lines if f"after {steps} {objective} steps:" in line)
     change = lines[lines.index(after) + 1]
     verdict = r"(a gain|a loss|within noise)"
     assert re.search(r"^  change: [+-]\d+\.\d\d \(95% CI [+-]\d+\.\d\d to [+-]\d+\.\d\d, p [=<] \d\.\d{3}, "

@@ -37,7 +37,7 @@ def test_cli_reference_shows_each_commands_own_flags():
         "train": "--aux_gradient",
         "mine": "--max_pairs_per_cluster",
         "evaluate": "--beir_source",
-        "demo": "--steps",
+        "demo": "--eval_pairs",
         "recipes": "st-infocse recipes [NAME]",
     }
     sections = re.split(r"^## `st-infocse ", page, flags=re.M)[1:]

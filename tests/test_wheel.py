@@ -90,7 +90,7 @@ def test_recipes(installed, tmp_path):
 def test_one_step_demo(installed, tmp_path):
     output_dir = tmp_path / "demo"
     out = _run(
-        [str(installed / "st-infocse"), "demo", "--steps", "1", "--eval_pairs", "100", "--output_dir", str(output_dir)],
+        [str(installed / "st-infocse"), "demo", "--max_steps", "1", "--eval_pairs", "100", "--output_dir", str(output_dir)],
         cwd=tmp_path,
     ).stdout
     before = re.search(r"before training: (\d+\.\d\d)", out)

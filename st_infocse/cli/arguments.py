@@ -175,7 +175,7 @@ _MODEL = {"model": (f"{_LOAD}.source", {"default": "bert-base-uncased"}), "pooli
 #: The model's flags, :func:`~st_infocse.training.load_model`'s own arguments; trained at the papers' length.
 ModelArguments = derived("model", {**_MODEL, "max_seq_length": (int, flag(
     32, "Maximum tokens per sentence while training (the papers' 32); the saved model keeps the base model's own "
-    "maximum length."))}, name="ModelArguments")
+    "maximum length."))}, {"max_seq_length": (AT_LEAST_1, "")}, name="ModelArguments")
 #: For commands that use a trained model as it is: its own modules and length unless told otherwise.
 SavedModelArguments = derived("model", _MODEL, name="SavedModelArguments")
 

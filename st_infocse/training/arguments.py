@@ -44,9 +44,9 @@ class PaperTrainingArguments(SentenceTransformerTrainingArguments):
     fast_step: bool = field(default=False, metadata={"help": FAST_STEP_HELP})
 
     def __post_init__(self) -> None:
-        """Refuses, naming the flag, step counts and learning rates that would train nothing or backwards without a
-        word: transformers trains ``max_steps`` when it is 0 or more (so 0 trains nothing) and epochs only when it is
-        negative, so ``-5`` would silently mean "epochs"."""
+        """Refuses, naming the flag, step counts, batch sizes and learning rates that would train nothing or backwards
+        without a word: transformers trains ``max_steps`` when it is 0 or more (so 0 trains nothing) and epochs only
+        when it is negative, so ``-5`` would silently mean "epochs"; a batch of 0 has no step to count."""
         super().__post_init__()
         unpin_memory_without_accelerator(self)
         resume = self.resume_from_checkpoint  # what Trainer.train(resume_from_checkpoint=...) takes: True, None, a path
@@ -57,6 +57,8 @@ class PaperTrainingArguments(SentenceTransformerTrainingArguments):
         max_steps, epochs = self.max_steps, self.num_train_epochs
         if not self.learning_rate > 0:
             raise ValueError(f"--learning_rate must be positive, got {self.learning_rate:g}")
+        if self.per_device_train_batch_size < 1:
+            raise ValueError(f"--per_device_train_batch_size must be at least 1, got {self.per_device_train_batch_size}")
         if max_steps < 0 and max_steps != -1:
             raise ValueError(f"--max_steps must be a positive number of steps, or -1 to train --num_train_epochs; "
                              f"got {max_steps:g}")

@@ -55,7 +55,7 @@ def test_minilm_encodes_and_scores_stsb_dev_in_band(minilm_path):
 
 def test_demo_runs_one_training_step(minilm_path, tmp_path, capsys):
     out = tmp_path / "demo"
-    argv = ["--steps", "1", "--batch_size", "16", "--eval_pairs", "100", "--output_dir", str(out)]
+    argv = ["--max_steps", "1", "--per_device_train_batch_size", "16", "--eval_pairs", "100", "--output_dir", str(out)]
     assert demo.cmd_demo(argv) == 0
     assert "after 1 infocse steps:" in capsys.readouterr().out
 
