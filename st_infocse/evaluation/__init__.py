@@ -56,7 +56,7 @@ _WHERE = {
     **dict.fromkeys(("EvaluationResult", "TaskTableResult"), "results"),
     **dict.fromkeys((
         "BEIRResult", "RETRIEVAL_LOGGERS", "RetrievalEvaluator", "RetrievalResult", "evaluate_retrieval",
-        "per_query_metrics", "quiet_logs", "retrieval_metrics", "search",
+        "per_query_metrics", "quiet_logs", "search",
     ), "retrieval"),
     **dict.fromkeys(("PairScoredSimilarityEvaluator", "primary_unit_key", "unit_scores"), "scored_units"),
     **dict.fromkeys((

@@ -99,18 +99,6 @@ def _means(scores: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     return {metric: float(np.mean(list(by_query.values()))) for metric, by_query in scores.items()}
 
 
-def retrieval_metrics(qrels: Mapping[str, Mapping[str, int]], run: Run, k_values: Sequence[int] = DEFAULT_K_VALUES,
-                      ignore_identical_ids: bool = False) -> dict[str, float]:
-    """nDCG, MAP, recall and precision at each k: the queries' means of :func:`per_query_metrics`.
-
-    Example:
-        >>> retrieval_metrics({"q": {"d1": 1}}, {"q": {"d1": 0.9, "d2": 0.1}}, k_values=(1,))["ndcg@1"]
-        1.0
-    """
-    names = [f"{name}@{k}" for name in _BEIR_METRICS for k in k_values]
-    return _means(per_query_metrics(qrels, run, names, ignore_identical_ids))
-
-
 class RetrievalEvaluator(InformationRetrievalEvaluator):
     """sentence-transformers' ``InformationRetrievalEvaluator`` scored by pytrec_eval, keeping each query's scores.
 
