@@ -37,7 +37,7 @@ _WHERE = {
         "load_senteval_transfer", "load_sts", "load_sts_file", "load_sts_hf",
     ), "loaders"),
     **dict.fromkeys((
-        "RETRIEVAL_EVALUATOR_NAME", "RetrievalFolderInfo", "check_retrieval_folder", "resolve_retrieval_split",
+        "RETRIEVAL_EVALUATOR_NAME", "RetrievalFolderInfo", "check_retrieval_folder",
         "retrieval_evaluator",
     ), "retrieval_folder"),
     "retrieval_metric_keys": "retrieval_folder",

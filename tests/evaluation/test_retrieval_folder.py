@@ -13,7 +13,6 @@ from st_infocse.evaluation import (
     RetrievalEvaluator,
     RetrievalFolderInfo,
     check_retrieval_folder,
-    resolve_retrieval_split,
     retrieval_evaluator,
     retrieval_metric_keys,
 )
@@ -68,10 +67,9 @@ def test_check_counts_judged_queries_and_relevant_documents(folder):
 
 
 def test_split_none_means_dev_then_test(folder):
-    assert resolve_retrieval_split(folder) == "dev"
-    assert resolve_retrieval_split(str(folder), "test") == "test"
+    assert check_retrieval_folder(folder).split == "dev"
+    assert check_retrieval_folder(str(folder), "test").split == "test"
     (folder / "qrels" / "dev.tsv").unlink()
-    assert resolve_retrieval_split(folder) == "test"
     assert check_retrieval_folder(folder).split == "test"
 
 
