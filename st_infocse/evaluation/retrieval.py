@@ -24,11 +24,9 @@ from ._deps import require
 from ._format import SCALE_UNIT, markdown_table, text_table, x100
 from .beir_tasks import beir_task_info
 from .encoding import PROGRESS_BAR_MIN_TEXTS
-from .lexical import FUSION_DEPTH, LexicalSettings, reference_runs
+from .lexical import FUSION_DEPTH, LexicalSettings, Run, reference_runs
 from .loaders import RetrievalData
 from .paired import PairedChange, UnitScores, unit_change
-
-Run = dict[str, dict[str, float]]  # query id -> {document id -> score}
 
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 100, 1000)
 
