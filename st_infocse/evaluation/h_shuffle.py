@@ -13,7 +13,7 @@ import csv
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 from sentence_transformers.base.evaluation import BaseEvaluator
@@ -28,11 +28,6 @@ from st_infocse.modeling.encoder_parts import find_encoder_parts
 from st_infocse.modeling.masking import TokenMasker
 
 METRICS = ("loss", "accuracy", "loss_shuffled", "accuracy_shuffled", "information_gain", "accuracy_gap")
-
-
-class _HasDecoder(Protocol):
-    decoder: AuxiliaryDecoder
-    mask_rate: float
 
 
 def _training_mask_rate(source: Any) -> float:
@@ -82,7 +77,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
         write_csv: Append the metrics to ``conditional_mlm_evaluation_{name}_results.csv`` in ``output_path``.
     """
 
-    def __init__(self, sentences: Sequence[str], decoder: AuxiliaryDecoder | _HasDecoder | str | os.PathLike,
+    def __init__(self, sentences: Sequence[str], decoder: AuxiliaryDecoder | nn.Module | str | os.PathLike,
                  mask_rate: float | None = None, batch_size: int = 64, max_seq_length: int | None = None, seed: int = 0,
                  name: str = "", show_progress_bar: bool = False, write_csv: bool = True) -> None:
         super().__init__()
