@@ -38,10 +38,8 @@ def _training_mask_rate(source: Any) -> float:
         if isinstance(rate, float):
             return rate
     decoder = source if isinstance(source, AuxiliaryDecoder) else getattr(source, "decoder", None)
-    if isinstance(decoder, AuxiliaryDecoder):
-        depth = decoder.config.encoder_config.get(decoder.family.depth_attribute)
-        if isinstance(depth, int):
-            return PRESETS["infocse"].mask_rate(depth)
+    if isinstance(decoder, AuxiliaryDecoder):  # its encoder's config, as saved with it, holds the depth
+        return PRESETS["infocse"].mask_rate(decoder.config.encoder_config[decoder.family.depth_attribute])
     return INFOCSE_MASK_RATE
 
 
