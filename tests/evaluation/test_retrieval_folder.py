@@ -316,3 +316,4 @@ def test_the_queries_scores_average_to_the_logged_ndcg(folder, make_model):
     assert np.mean(list(per_query.values())) == pytest.approx(metrics[evaluator.primary_metric], abs=1e-9)
     units = unit_scores(evaluator)[evaluator.primary_metric]
     assert units.kind == "queries" and units.scores == per_query
+    assert unit_scores(None) == {}  # a run without an evaluator: nothing to compare unit by unit
