@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from benchmarks.harness import read_jsonl
@@ -33,7 +34,6 @@ from st_infocse.evaluation import (
     load_beir_folder,
     per_query_metrics,
     reference_runs,
-    retrieval_metrics,
 )
 from st_infocse.mining import split_sentences
 
@@ -99,11 +99,11 @@ class HeadlineTask:
         out: dict[str, float] = {}
         kept: dict[str, dict] = {}
         for prefix, results in self.runs(model).items():
-            metrics = retrieval_metrics(self.qrels, results, K_VALUES)  # the relation is symmetric: one qrels
-            out |= {f"{prefix}_{k}": v for k, v in metrics.items() if k.split("@")[0] in ("ndcg", "recall")}
+            # one evaluation gives the means and the queries kept; the relation is symmetric: one qrels
+            scores = per_query_metrics(self.qrels, results, [f"{m}@{k}" for m in ("ndcg", "recall") for k in K_VALUES])
+            out |= {f"{prefix}_{k}": float(np.mean(list(v.values()))) for k, v in scores.items()}
             if per_query:
-                queries = per_query_metrics(self.qrels, results, PER_QUERY["headline"])
-                kept |= {f"{prefix}_{k}": v for k, v in queries.items()}
+                kept |= {f"{prefix}_{k}": scores[k] for k in PER_QUERY["headline"]}
         return out, kept
 
     def lexical_references(self, model: Any, settings: LexicalSettings) -> dict[str, dict[str, float]]:

@@ -38,7 +38,7 @@ _WHERE = {
         "load_senteval_transfer", "load_sts", "load_sts_file", "load_sts_hf",
     ), "loaders"),
     **dict.fromkeys((
-        "RETRIEVAL_EVALUATOR_NAME", "RetrievalFolderInfo", "check_retrieval_folder", "resolve_retrieval_split",
+        "RETRIEVAL_EVALUATOR_NAME", "RetrievalFolderInfo", "check_retrieval_folder",
         "retrieval_evaluator",
     ), "retrieval_folder"),
     "retrieval_metric_keys": "retrieval_folder",
@@ -57,7 +57,7 @@ _WHERE = {
     **dict.fromkeys(("EvaluationResult", "TaskTableResult"), "results"),
     **dict.fromkeys((
         "BEIRResult", "RETRIEVAL_LOGGERS", "RetrievalEvaluator", "RetrievalResult", "evaluate_retrieval",
-        "per_query_metrics", "quiet_logs", "retrieval_metrics", "search",
+        "per_query_metrics", "quiet_logs", "search",
     ), "retrieval"),
     **dict.fromkeys(("PairScoredSimilarityEvaluator", "primary_unit_key", "unit_scores"), "scored_units"),
     **dict.fromkeys((

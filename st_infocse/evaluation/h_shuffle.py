@@ -13,7 +13,7 @@ import csv
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 from sentence_transformers.base.evaluation import BaseEvaluator
@@ -30,11 +30,6 @@ from st_infocse.modeling.masking import TokenMasker
 METRICS = ("loss", "accuracy", "loss_shuffled", "accuracy_shuffled", "information_gain", "accuracy_gap")
 
 
-class _HasDecoder(Protocol):
-    decoder: AuxiliaryDecoder
-    mask_rate: float
-
-
 def _training_mask_rate(source: Any) -> float:
     """The loss's own mask rate (InfoCSE and CMLM-CSE keep theirs on their conditional-MLM term); for a bare
     decoder, InfoCSE's preset for the depth of the encoder it was built from (0.40, 0.30 from 24 layers)."""
@@ -43,10 +38,8 @@ def _training_mask_rate(source: Any) -> float:
         if isinstance(rate, float):
             return rate
     decoder = source if isinstance(source, AuxiliaryDecoder) else getattr(source, "decoder", None)
-    if isinstance(decoder, AuxiliaryDecoder):
-        depth = decoder.config.encoder_config.get(decoder.family.depth_attribute)
-        if isinstance(depth, int):
-            return PRESETS["infocse"].mask_rate(depth)
+    if isinstance(decoder, AuxiliaryDecoder):  # its encoder's config, as saved with it, holds the depth
+        return PRESETS["infocse"].mask_rate(decoder.config.encoder_config[decoder.family.depth_attribute])
     return INFOCSE_MASK_RATE
 
 
@@ -82,7 +75,7 @@ class ConditionalMLMEvaluator(BaseEvaluator):
         write_csv: Append the metrics to ``conditional_mlm_evaluation_{name}_results.csv`` in ``output_path``.
     """
 
-    def __init__(self, sentences: Sequence[str], decoder: AuxiliaryDecoder | _HasDecoder | str | os.PathLike,
+    def __init__(self, sentences: Sequence[str], decoder: AuxiliaryDecoder | nn.Module | str | os.PathLike,
                  mask_rate: float | None = None, batch_size: int = 64, max_seq_length: int | None = None, seed: int = 0,
                  name: str = "", show_progress_bar: bool = False, write_csv: bool = True) -> None:
         super().__init__()

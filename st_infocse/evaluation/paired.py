@@ -76,10 +76,6 @@ class PairedChange:
         return GAIN if self.delta > 0 else LOSS
 
     @property
-    def reliable_gain(self) -> bool:
-        return self.verdict == GAIN
-
-    @property
     def p_text(self) -> str:
         """``p = 0.140``, or ``p < 0.001``."""
         return "p < 0.001" if self.p < 0.001 else f"p = {self.p:.3f}"

@@ -179,13 +179,10 @@ def _log_history(source: Any) -> list[dict[str, Any]]:
     path = existing_path(path, expected="expected a trainer_state.json")
     from transformers import TrainerState
 
-    try:
-        history = TrainerState.load_from_json(str(path)).log_history  # the trainer's own reader
+    try:  # an empty log is refused by the caller, as a log without the metric is
+        return list(TrainerState.load_from_json(str(path)).log_history)  # the trainer's own reader
     except (json.JSONDecodeError, TypeError) as exc:
         raise ValueError(f"{path}: not a trainer_state.json with a log_history ({exc})") from None
-    if not history:
-        raise ValueError(f"{path}: not a trainer_state.json with a log_history (none logged)")
-    return list(history)
 
 
 def plot_training_curve(source: Any, path: PathLike, metric: str = STSB_DEV_METRIC) -> Path:

@@ -24,11 +24,9 @@ from ._deps import require
 from ._format import SCALE_UNIT, markdown_table, text_table, x100
 from .beir_tasks import beir_task_info
 from .encoding import PROGRESS_BAR_MIN_TEXTS
-from .lexical import FUSION_DEPTH, LexicalSettings, reference_runs
+from .lexical import FUSION_DEPTH, LexicalSettings, Run, reference_runs
 from .loaders import RetrievalData
 from .paired import PairedChange, UnitScores, unit_change
-
-Run = dict[str, dict[str, float]]  # query id -> {document id -> score}
 
 DEFAULT_K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 100, 1000)
 
@@ -97,18 +95,6 @@ def per_query_metrics(qrels: Mapping[str, Mapping[str, int]], run: Run, metrics:
 
 def _means(scores: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     return {metric: float(np.mean(list(by_query.values()))) for metric, by_query in scores.items()}
-
-
-def retrieval_metrics(qrels: Mapping[str, Mapping[str, int]], run: Run, k_values: Sequence[int] = DEFAULT_K_VALUES,
-                      ignore_identical_ids: bool = False) -> dict[str, float]:
-    """nDCG, MAP, recall and precision at each k: the queries' means of :func:`per_query_metrics`.
-
-    Example:
-        >>> retrieval_metrics({"q": {"d1": 1}}, {"q": {"d1": 0.9, "d2": 0.1}}, k_values=(1,))["ndcg@1"]
-        1.0
-    """
-    names = [f"{name}@{k}" for name in _BEIR_METRICS for k in k_values]
-    return _means(per_query_metrics(qrels, run, names, ignore_identical_ids))
 
 
 class RetrievalEvaluator(InformationRetrievalEvaluator):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from st_infocse.files import InputError, qrels_split
+from st_infocse.files import InputError, existing_path, qrels_split
 
 from .lexical import FUSION_DEPTH
 from .loaders import PathLike, RetrievalData, load_beir_folder
@@ -88,26 +88,15 @@ def _count(n: int, singular: str, plural: str | None = None) -> str:
     return f"{n:,} {singular if n == 1 else (plural or singular + 's')}"
 
 
-def resolve_retrieval_split(folder: PathLike, split: str | None = None) -> str:
-    """``split`` itself (``"dev"`` reads ``qrels/dev.tsv``), or with None the first of :data:`DEFAULT_SPLITS` that
-    exists; reads only the folder listing. A missing folder or qrels file is one :class:`InputError` naming it."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise InputError(f"{folder}: folder not found (expected a BEIR dataset folder)")
-    try:
-        return qrels_split(folder, split, DEFAULT_SPLITS)
-    except FileNotFoundError as exc:
-        raise InputError(str(exc)) from None
-
-
 def _load_checked(folder: PathLike, split: str | None) -> tuple[RetrievalData, set[str], RetrievalFolderInfo]:
     """The folder's data on its judged queries, the documents judged relevant, and its info; every problem as one
     InputError."""
     folder = Path(folder)
-    split = resolve_retrieval_split(folder, split)
     try:  # a malformed file (or a judged document not in the corpus) is a DataFormatError, an InputError
+        split = qrels_split(existing_path(folder, folder=True, expected="expected a BEIR dataset folder"), split,
+                            DEFAULT_SPLITS)
         data = load_beir_folder(folder, split, refuse_unknown=True)
-    except FileNotFoundError as exc:  # a missing corpus.jsonl or queries.jsonl
+    except FileNotFoundError as exc:  # the folder, corpus.jsonl, queries.jsonl or the qrels split
         raise InputError(str(exc)) from None
     relevant = {qid: {d for d, score in rel.items() if score > 0} for qid, rel in data.qrels.items()}
     relevant = {qid: docs for qid, docs in relevant.items() if docs}
@@ -124,7 +113,7 @@ def check_retrieval_folder(folder: PathLike, split: str | None = None) -> Retrie
 
     Every problem is one :class:`InputError` naming the file: a missing folder or file, a malformed line (which it
     names), a split with no relevant document, or qrels naming ids not in ``queries.jsonl`` or ``corpus.jsonl``.
-    ``split`` None is ``dev``, else ``test`` (:func:`resolve_retrieval_split`).
+    ``split`` None is the first of :data:`DEFAULT_SPLITS` whose ``qrels/<split>.tsv`` exists: ``dev``, else ``test``.
     """
     return _load_checked(folder, split)[2]
 

@@ -57,9 +57,7 @@ def _inner(evaluator: Any) -> list[Any]:
 
 def unit_scores(evaluator: Any) -> dict[str, UnitScores]:
     """The unit scores of an evaluator's last call by metric name (as the evaluator returns it, no ``eval_``), from any
-    evaluator with ``units()``, inside a ``SequentialEvaluator`` or a wrapper holding ``inner`` too."""
-    if evaluator is None:
-        return {}
+    evaluator with ``units()``, inside a ``SequentialEvaluator`` or a wrapper holding ``inner`` too (none: ``{}``)."""
     if hasattr(evaluator, "units") and callable(evaluator.units):
         return evaluator.units()
     return {key: units for inner in _inner(evaluator) for key, units in unit_scores(inner).items()}

@@ -7,7 +7,6 @@ sets hold, so mteb's per-task ``cosine_spearman`` is the "all" number. Each task
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 import warnings
@@ -24,8 +23,6 @@ from .loaders import STS_TASKS, PathLike, STSPairs, canonical_sts_name, load_sts
 from .paired import UnitScores
 from .results import TaskTableResult
 from .scored_units import PairScoredSimilarityEvaluator
-
-logger = logging.getLogger(__name__)
 
 _STSB_DEV_NAME = "sts-dev"
 #: Key under which ``SentenceTransformerTrainer`` logs :func:`stsb_dev_evaluator`'s score (default name).

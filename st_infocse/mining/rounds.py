@@ -26,6 +26,7 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraini
 from torch import nn
 
 from st_infocse.evaluation import PairedChange, paired_changes, primary_unit_key, unit_scores
+from st_infocse.evaluation.paired import GAIN
 from st_infocse.files import InputError, check_at_least, check_choice, check_range
 from st_infocse.mining.graph import Similarity
 from st_infocse.mining.idc import READING_ARGUMENTS, adjacent_pairs, mine_pairs
@@ -309,7 +310,7 @@ def train_idc_rounds(
             stat.p_holm = adjusted[primary].p if primary in adjusted else None
         changes = judged[candidate - 1] if judged else {}
         change: PairedChange | None = changes.get(primary) if primary else None
-        if keep_trained_if == "reliable" and best_round and not (change is not None and change.reliable_gain):
+        if keep_trained_if == "reliable" and best_round and not (change is not None and change.verdict == GAIN):
             model.load_state_dict(initial_state, strict=False)
             logger.info("IDC rounds: round %d's gain is not reliable (%s); restored the model as given", best_round,
                         change.describe() if change else "no per-query scores")

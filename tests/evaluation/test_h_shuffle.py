@@ -71,6 +71,15 @@ def test_same_masks_each_call_and_modes_restored(make_model):
     assert evaluator.mask_rate == 0.3  # the loss's own rate by default
 
 
+def test_a_bare_decoder_defaults_to_infocses_preset_for_its_encoders_depth(make_model):
+    model = make_model()
+    decoder = AuxiliaryDecoder.from_encoder(model, k=2, n=1, fusion_init="fresh")
+    sentences = random_sentences(4)
+    assert ConditionalMLMEvaluator(sentences, decoder).mask_rate == 0.40  # a 4-layer encoder
+    decoder.config.encoder_config[decoder.family.depth_attribute] = 24  # as a large encoder's decoder records it
+    assert ConditionalMLMEvaluator(sentences, decoder).mask_rate == 0.30
+
+
 def test_a_decoder_that_ignores_h_shows_no_gain(make_model):
     class Blind(AuxiliaryDecoder):
         def forward(self, sentence_embedding, *args, **kwargs):

@@ -144,7 +144,9 @@ def test_a_file_that_is_not_a_trainer_state_is_refused_in_one_line(tmp_path):
     from st_infocse.evaluation import plot_training_curve
 
     (tmp_path / "a.json").write_text("[1, 2]")
-    (tmp_path / "b.json").write_text('{"global_step": 3}')
-    for name in ("a.json", "b.json"):
-        with pytest.raises(ValueError, match="not a trainer_state.json with a log_history"):
+    (tmp_path / "b.json").write_text('{"global_step": 3}')  # a trainer state that logged nothing
+    for name, words in (("a.json", "a.json: not a trainer_state.json with a log_history"),
+                        ("b.json", "no 'eval_sts-dev_spearman_cosine' entries in the training log")):
+        with pytest.raises(ValueError, match=words) as raised:
             plot_training_curve(tmp_path / name, tmp_path / "curve.png")
+        assert "\n" not in str(raised.value)

@@ -14,7 +14,7 @@ from st_infocse.evaluation import (
     evaluate_beir,
     evaluate_in_domain_retrieval,
     evaluate_retrieval,
-    retrieval_metrics,
+    per_query_metrics,
     search,
 )
 from st_infocse.evaluation.beir_tasks import _BEIR_TASKS
@@ -76,9 +76,8 @@ def test_identical_ids_follow_mteb(ev):
         qrels={"x1": {"d": 1}},
         source="hand-made",
     )
-    assert retrieval_metrics(data.qrels, search(stub, data), (10,))["ndcg@10"] == pytest.approx(
-        ONE_OVER_LOG2_3, abs=1e-5
-    )
+    ndcg = per_query_metrics(data.qrels, search(stub, data))["ndcg@10"]
+    assert ndcg == {"x1": pytest.approx(ONE_OVER_LOG2_3, abs=1e-5)}
     assert evaluate_retrieval(stub, data, k_values=(10,)).ndcg_at_10 == pytest.approx(ONE_OVER_LOG2_3, abs=1e-5)
     assert evaluate_retrieval(stub, data, k_values=(10,), ignore_identical_ids=True).ndcg_at_10 == pytest.approx(1.0)
     data.name = "arguana"  # mteb ignores identical ids on ArguAna

@@ -13,7 +13,6 @@ from st_infocse.evaluation import (
     RetrievalEvaluator,
     RetrievalFolderInfo,
     check_retrieval_folder,
-    resolve_retrieval_split,
     retrieval_evaluator,
     retrieval_metric_keys,
 )
@@ -68,10 +67,9 @@ def test_check_counts_judged_queries_and_relevant_documents(folder):
 
 
 def test_split_none_means_dev_then_test(folder):
-    assert resolve_retrieval_split(folder) == "dev"
-    assert resolve_retrieval_split(str(folder), "test") == "test"
+    assert check_retrieval_folder(folder).split == "dev"
+    assert check_retrieval_folder(str(folder), "test").split == "test"
     (folder / "qrels" / "dev.tsv").unlink()
-    assert resolve_retrieval_split(folder) == "test"
     assert check_retrieval_folder(folder).split == "test"
 
 
@@ -318,3 +316,4 @@ def test_the_queries_scores_average_to_the_logged_ndcg(folder, make_model):
     assert np.mean(list(per_query.values())) == pytest.approx(metrics[evaluator.primary_metric], abs=1e-9)
     units = unit_scores(evaluator)[evaluator.primary_metric]
     assert units.kind == "queries" and units.scores == per_query
+    assert unit_scores(None) == {}  # a run without an evaluator: nothing to compare unit by unit
