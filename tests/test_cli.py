@@ -1317,6 +1317,27 @@ class LibrarySettings:
     def __init__(self, names: tuple[str, ...] = ("query", "value"), share: float = 0.5) -> None:
         self.names, self.share = names, share
 
+    def save(self, folder: str = "out") -> None:
+        """Write the settings.
+
+        Args:
+            folder: where they go.
+        """
+
+
+def test_a_derived_section_reads_a_methods_argument_and_follows_a_base_sections_flags():
+    from dataclasses import fields
+
+    from st_infocse.cli.arguments import derived
+
+    source = f"{__name__}:LibrarySettings"
+    first = derived("first", {"share": source}, name="First")
+    section = derived("a section", {"folder": f"{source}.save.folder"}, base=first, name="Second")
+    assert [item.name for item in fields(section)] == ["share", "folder"]
+    folder = fields(section)[1]
+    assert folder.default == "out" and folder.metadata["help"] == "Where they go."  # a sentence in --help
+    assert section(share=0.3).share == 0.3 and issubclass(section, first)
+
 
 def test_a_derived_section_takes_sequences_the_class_docstring_and_the_command_lines_own_default():
     import typing

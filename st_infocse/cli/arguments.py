@@ -21,11 +21,13 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.evaluation.bm25_language import check_language
 from st_infocse.files import out_of_range
 from st_infocse.mining.documents import DOCUMENT_FORMATS
+from st_infocse.training.texts import TEXT_FORMATS
 
 WIKI1M = "hf://datasets/princeton-nlp/datasets-for-simcse/wiki1m_for_simcse.txt"
 BUNDLED = "demo"  # --train_data demo / --stsb_dev demo: the data shipped in st_infocse/data
 AT_LEAST_1, POSITIVE = (1, None, True, False), (0, None, False, False)  # the commonest bounds
-DOCS_HELP = "Documents, in any form that `st-infocse mine --docs` reads."
+DOCUMENTS = "st_infocse.mining.documents:load_documents"  # --docs (and mine's --max_docs) of every command
+DOCS_HELP = f"Documents: {DOCUMENT_FORMATS}."
 
 
 def flag(default: Any, help: str, **metadata: Any) -> Any:
@@ -114,17 +116,18 @@ def _arguments(path: str) -> dict[str, tuple[Any, str, str]]:
 
 
 def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check: Any = None, unset: bool = False,
-            name: str = "Flags", owner: str = __name__) -> type:
+            name: str = "Flags", owner: str = __name__, base: type = Checked) -> type:
     """A ``--help`` section whose flags are read from the library: each of ``flags`` maps a flag to
-    ``"module:function.argument"`` (``"module:Class.argument"`` for ``__init__``'s; ``.argument`` left out: the
-    flag's own name), optionally with ``{"help": ...}`` where the section words it itself, ``{"default": ...}``
-    where the command line's default differs from the library's, and argparse's ``metavar``; or to
-    ``(type, flag(...))`` for a flag of the command line's own. Read by griffe from the source, not imported: the type
-    and choices from the annotation (a ``Literal`` alias followed to where it is defined; a sequence of one type is
-    a flag of several values), the default from the signature and the help from the docstring's ``Args:`` entry.
-    ``unset``: every flag defaults to None, "the library's own" (``loss_defaults`` keeps each default as written),
-    and ``lambda_`` is also ``--lambda``; ``check`` runs after ``bounds`` (a library check's ValueError refused under
-    the flag it names, :func:`flag_error`); ``owner``: the module that declares the section."""
+    ``"module:function.argument"`` (``"module:Class.argument"`` for ``__init__``'s, ``"module:Class.method.argument"``
+    for a method's; ``.argument`` left out: the flag's own name), optionally with ``{"help": ...}`` where the section
+    words it itself, ``{"default": ...}`` where the command line's default differs from the library's, and argparse's
+    ``metavar``; or to ``(type, flag(...))`` for a flag of the command line's own. Read by griffe from the source, not
+    imported: the type and choices from the annotation (a ``Literal`` alias followed to where it is defined; a
+    sequence of one type is a flag of several values), the default from the signature and the help from the
+    docstring's ``Args:`` entry. ``unset``: every flag defaults to None, "the library's own" (``loss_defaults`` keeps
+    each default as written), and ``lambda_`` is also ``--lambda``; ``check`` runs after ``bounds`` (a library
+    check's ValueError refused under the flag it names, :func:`flag_error`); ``owner``: the module that declares the
+    section; ``base``: a section whose flags come first."""
     specs, own_defaults = [], {}
     for flag_, source in flags.items():
         if isinstance(source, tuple) and isinstance(source[1], Field):
@@ -132,7 +135,7 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
             continue
         source, given = (source, {}) if isinstance(source, str) else source
         where, _, function = source.partition(":")
-        function, _, argument = function.partition(".")
+        function, _, argument = function.rpartition(".") if "." in function else (function, "", "")
         annotation, default, help_text = _arguments(f"{where}.{function}")[argument or flag_]
         if not help_text and "help" not in given:  # a flag with no help would reach --help and the docs silently
             raise TypeError(f"--{flag_}: {source} has no docstring entry for {argument or flag_}; word its help")
@@ -146,6 +149,7 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
             kind = Literal[(*choices, *(("none",) if unset and "None" in parts and default != "None" else ()))]
         help_text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: m[1].rsplit(".", 1)[-1], help_text)
         help_text = help_text.replace("``", "").replace("%", "%%")  # argparse formats help with %
+        help_text = help_text[:1].upper() + help_text[1:]  # a sentence, whichever way the docstring starts
         metadata = {"help": help_text, **({"aliases": [f"--{flag_[:-1]}"]} if flag_.endswith("_") else {}), **given}
         value = (metadata.pop("default") if "default" in given else None if unset or not default
                  else ast.literal_eval(default))
@@ -163,7 +167,7 @@ def derived(title: str, flags: dict[str, Any], bounds: dict | None = None, check
                 raise flag_error(exc, self) from None
 
         namespace["__post_init__"] = __post_init__
-    section = make_dataclass(name, specs, bases=(Checked,), namespace=namespace)
+    section = make_dataclass(name, specs, bases=(base,), namespace=namespace)
     section.__module__ = owner  # make_dataclass would name the types module
     return section
 
@@ -184,10 +188,8 @@ _TEXTS = "st_infocse.training.texts:load_texts"
 
 
 class DataArguments(derived("training data", {
-    "train_data": (str, flag(
-        WIKI1M, "Training text: a .txt(.gz) file (one sentence per line), .jsonl(.gz)/.json/.csv/.tsv/.parquet, a "
-        "save_to_disk folder, an hf:// file, a hub dataset id, or 'demo' (4,096 Wikipedia sentences shipped with the "
-        "package). Missing, non-string and blank rows are dropped and counted.")),
+    "train_data": (f"{_TEXTS}.source", {"default": WIKI1M, "help": f"Training texts: {TEXT_FORMATS}; or '{BUNDLED}', "
+                                        "the 4,096 Wikipedia sentences shipped with the package."}),
     "text_column": _TEXTS, "max_train_samples": f"{_TEXTS}.max_samples", "split_sentences": _TEXTS,
 }, name="DataArguments")):
     def __post_init__(self) -> None:
@@ -247,14 +249,14 @@ class OutputArguments:
 
 _MINE, _DOCUMENTS = "st_infocse.mining.idc:mine_pairs", "st_infocse.mining.sentences:prepare_documents"
 
-#: ``st-infocse mine``'s flags, each the miner's own argument of the same name.
+#: ``st-infocse mine``'s flags: the documents read, where the pairs are saved, and the miner's own arguments.
 MineArguments = derived("mining", {
-    "docs": (str, flag(None, f"Documents: {DOCUMENT_FORMATS}; each line of a text file is split into sentences.")),
-    "output_dir": (str, flag("pairs", "Folder for the mined pairs (datasets save_to_disk) and report.json.")),
+    "docs": (f"{DOCUMENTS}.source", {"help": f"{DOCS_HELP} Each line of a text is split into sentences."}),
+    "output_dir": ("st_infocse.mining.idc:MinedPairs.save.folder", {"default": "pairs"}),
     **dict.fromkeys(("k", "threshold", "similarity"), _MINE), "min_sentences": _DOCUMENTS,
     "max_sentences": (_DOCUMENTS, {"help": "Skip documents with more sentences."}),  # a flag cannot give its None
     **dict.fromkeys(("max_pairs_per_cluster", "batch_size", "seed"), _MINE),
-    "max_docs": (int | None, flag(None, "Mine only the first N documents.")),
+    "max_docs": (DOCUMENTS, {"help": "Mine only the first N documents."}),
 }, bounds={"min_sentences": ((2, None, True, False), "(a pair needs two sentences)")}, name="MineArguments")
 
 

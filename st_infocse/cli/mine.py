@@ -13,7 +13,7 @@ from st_infocse.cli.errors import CLIError
 from st_infocse.cli.inputs import check_model_source, check_output_dir, model_from_args
 from st_infocse.cli.output import summary
 from st_infocse.cli.parsing import parse_command
-from st_infocse.mining.documents import DOCUMENT_FORMATS, check_documents, load_documents
+from st_infocse.mining.documents import DOCUMENT_FORMATS, load_documents
 
 SECTIONS = (SavedModelArguments, MineArguments)
 
@@ -25,13 +25,12 @@ def cmd_mine(argv: Sequence[str]) -> int:
     model_args, mine_args = parsed
     if not mine_args.docs:
         raise CLIError(f"--docs is required (documents: {DOCUMENT_FORMATS})")
-    check_documents(mine_args.docs)
+    documents = load_documents(mine_args.docs, mine_args.max_docs)  # checked first, before the model loads
     check_model_source(model_args.model)
     check_output_dir(mine_args.output_dir)
     from st_infocse.evaluation import quiet_logs
     from st_infocse.mining import mine_pairs
 
-    documents = load_documents(mine_args.docs, mine_args.max_docs)
     loaded = model_from_args(model_args)
     model = loaded.model
     summary("Mining", {"model": f"{model_args.model} ({loaded.how})", "max length": model.max_seq_length})

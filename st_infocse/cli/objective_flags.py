@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import Any, Literal
 
-from st_infocse.cli.arguments import AT_LEAST_1, DOCS_HELP, POSITIVE, derived, flag
+from st_infocse.cli.arguments import AT_LEAST_1, DOCS_HELP, DOCUMENTS, POSITIVE, derived, flag
 from st_infocse.cli.errors import CLIError
 from st_infocse.losses.registry import BOUNDS, STAGE1, objective_names
 from st_infocse.losses.registry import OBJECTIVES as OBJECTIVE_REGISTRY
@@ -55,10 +55,10 @@ DecoderFlags = loss_flags(OBJECTIVE_REGISTRY["cmlm"].loss, _DECODER)
 Stage1Flags = loss_flags(STAGE1.loss, ("k", "n", "fusion_init", "mask_rate", "tie_head", "masking"))
 
 
-#: IDC's pair loss with ``--idc_loss mnrl``: sentence-transformers' MultipleNegativesRankingLoss.
-MNRLFlags = derived("the pair loss (--idc_loss mnrl)", {"temperature": (float | None, flag(
-    None, "Its scale is 1 / temperature (default: the loss's scale 20, that is 1 / 0.05)."))},
-    {"temperature": (POSITIVE, "")}, name="MNRLFlags", owner=__name__)
+#: IDC's pair loss with ``--idc_loss mnrl``: sentence-transformers' MultipleNegativesRankingLoss, SimCSE's term
+#: without its head (scale 1 / temperature), so its flag is SimCSE's.
+MNRLFlags = derived("the pair loss (--idc_loss mnrl)", {"temperature": OBJECTIVE_REGISTRY["simcse"].loss},
+                    {"temperature": (BOUNDS["temperature"], "")}, unset=True, name="MNRLFlags", owner=__name__)
 
 AuxiliaryRateFlags = derived("the loss's own modules", {
     "aux_learning_rate": "st_infocse.training.builder:learning_rate_mapping"},
@@ -80,13 +80,10 @@ _QUERIES, _TEACHER = "st_infocse.mining.distillation:pseudo_queries", "st_infocs
 _LOSS = "st_infocse.mining.distillation:distillation_loss"
 
 
-def _idc_loss() -> tuple:
-    return Literal["mnrl", "infocse"], flag("mnrl", "Loss trained on the mined pairs; --idc_loss infocse takes "
-                                            "InfoCSE's loss flags (`--objective idc --idc_loss infocse --help`).")
-
-
-#: Read first, with ``--objective``: which pair loss, and so which loss flags, IDC takes.
-IDCPairLoss = derived("IDC's pair loss", {"idc_loss": _idc_loss()}, name="IDCPairLoss", owner=__name__)
+#: Read first, with ``--objective``: which pair loss, and so which loss flags, IDC takes (the first of IDC's flags).
+IDCPairLoss = derived("IDC's pair loss", {"idc_loss": (Literal["mnrl", "infocse"], flag(
+    "mnrl", "Loss trained on the mined pairs; --idc_loss infocse takes InfoCSE's loss flags (`--objective idc "
+    "--idc_loss infocse --help`)."))}, name="IDCPairLoss", owner=__name__)
 
 
 def _annotator_mines(idc: Any) -> None:
@@ -97,22 +94,21 @@ def _annotator_mines(idc: Any) -> None:
 
 #: IDC's rounds (:func:`~st_infocse.mining.train_idc_rounds`) and their mining (:func:`~st_infocse.mining.mine_pairs`).
 IDCFlags = derived("IDC's documents and rounds", {
-    "idc_loss": _idc_loss(),
-    "docs": (str | None, flag(None, f"{DOCS_HELP} Required.")),
+    "docs": (f"{DOCUMENTS}.source", {"help": f"{DOCS_HELP} Required."}),
     "rounds": _ROUNDS, "idc_k": f"{_MINE}.k", "idc_similarity": f"{_MINE}.similarity", "initial_annotation": _ROUNDS,
     "idc_precision": f"{_MINE}.precision",
     "idc_annotator": f"{_ROUNDS}.annotator",
     "idc_max_docs": (int | None, flag(None, "Mine and train on a --seed sample of this many documents (in their "
                                             "order).")),
-}, {"idc_max_docs": (AT_LEAST_1, "")}, _annotator_mines, name="IDCFlags", owner=__name__)
+}, {"idc_max_docs": (AT_LEAST_1, "")}, _annotator_mines, name="IDCFlags", owner=__name__, base=IDCPairLoss)
 
-ICTFlags = derived("ICT's documents", {"docs": (str | None, flag(
-    None, f"{DOCS_HELP} Required: each sentence and the rest of its document are a pair."))}, name="ICTFlags", owner=__name__)
+ICTFlags = derived("ICT's documents", {"docs": (f"{DOCUMENTS}.source", {"help": f"{DOCS_HELP} Required: each sentence "
+                   "and the rest of its document are a pair."})}, name="ICTFlags", owner=__name__)
 
 #: Distillation's pseudo-queries (:func:`~st_infocse.mining.pseudo_queries`), teacher and loss.
 DistillFlags = derived("hybrid-teacher distillation (the teacher: --hybrid_fusion and --bm25_* below)", {
-    "docs": (str | None, flag(None, f"{DOCS_HELP} Required: the pseudo-queries are drawn from them, and they are the "
-                                    "corpus.")),
+    "docs": (f"{DOCUMENTS}.source", {"help": f"{DOCS_HELP} Required: the pseudo-queries are drawn from them, and "
+                                               "they are the corpus."}),
     "distill_queries": f"{_QUERIES}.query_kind", "distill_loss": f"{_LOSS}.loss",
     "distill_candidates": f"{_TEACHER}.candidates",
     **dict.fromkeys(("student_temperature", "teacher_temperature"), _LOSS),
@@ -135,9 +131,8 @@ def _check_lora(lora: Any) -> None:
 
 
 _LORA = "st_infocse.training.lora:LoRASettings"
-LoRAFlags = derived("a LoRA adapter (st_infocse.training.lora; needs the lora extra: peft)", {
-    "lora_r": (int, flag(0, "Train a LoRA adapter of this rank on the encoder, every other weight of the model frozen "
-                            "(0: no adapter, all weights train). The adapter is merged into the model when it is saved.")),
+LoRAFlags = derived("a LoRA adapter (--lora_r 0: none; needs the lora extra: peft)", {
+    "lora_r": (f"{_LORA}.r", {"default": 0}),
     **{f"lora_{name}": f"{_LORA}.{name}" for name in ("alpha", "dropout")},
     "lora_target_modules": (f"{_LORA}.target_modules", {"default": DEFAULT_TARGETS}),  # a field(), not a literal
 }, {"lora_r": ((0, None, True, False), "(0: no adapter)"), "lora_dropout": ((0, 1, True, False), "")}, _check_lora,

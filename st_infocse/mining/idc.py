@@ -82,11 +82,11 @@ class MinedPairs(NamedTuple):
     report: MiningReport
 
     def save(self, folder: str | Path) -> dict[str, Path]:
-        """Write the pairs as a ``datasets`` folder (``folder/pairs``, read back by ``datasets.load_from_disk``) and
-        the report as ``folder/report.json``, as ``st-infocse mine`` does; returns both paths.
+        """Write the pairs (read back by ``datasets.load_from_disk``) and the report, as ``st-infocse mine`` does;
+        returns both paths.
 
         Args:
-            folder: The output folder (created where missing).
+            folder: Where the pairs (a ``datasets`` folder, ``pairs``) and ``report.json`` go, created where missing.
         """
         written = {"dataset": Path(folder) / "pairs", "report": Path(folder) / "report.json"}
         self.pairs.save_to_disk(str(written["dataset"]))

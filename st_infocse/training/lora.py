@@ -49,7 +49,8 @@ class LoRASettings:
     value projections.
 
     Attributes:
-        r: The adapter's rank.
+        r: The adapter's rank. It trains alone on the encoder, every other weight of the model frozen
+            (:func:`add_lora`), and is merged into the model before it is saved (:func:`merge_lora`).
         alpha: The adapter's scaling is ``alpha / r``.
         target_modules: Names of the linear layers to adapt (BERT family: query key value; MPNet: q k v).
         dropout: Dropout on the adapter's input.
