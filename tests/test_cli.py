@@ -701,6 +701,22 @@ def test_demo_missing_is_one_line(monkeypatch, capsys):
     assert "st-infocse demo: error: the demo is not part of this installation" in _one_line_error(capsys)
 
 
+def test_an_optional_package_missing_is_one_line(monkeypatch, capsys):
+    """A command that reaches an optional package not installed (the eval extra's scikit-learn for --transfer, say)
+    ends in one line saying what to install, not a traceback."""
+    import sys
+    import types
+
+    from st_infocse.evaluation._deps import require
+
+    demo = types.ModuleType("st_infocse.cli.demo")
+    demo.cmd_demo = lambda argv: require("no_such_package_here", "Transfer tasks")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "st_infocse.cli.demo", demo)
+    assert main(["demo"]) == 2
+    assert ("st-infocse demo: error: Transfer tasks needs the optional package 'no_such_package_here', which is not "
+            "installed: pip install \"st-infocse[eval]\"") in _one_line_error(capsys)
+
+
 def test_train_on_the_bundled_demo_data(tiny_bert_dir, tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["train", "--objective", "simcse", "--model", str(tiny_bert_dir), "--train_data", "demo",

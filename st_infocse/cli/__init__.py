@@ -40,7 +40,7 @@ def _command(command: str):
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("st_infocse"):
             raise CLIError(f"the {command} is not part of this installation ({exc.name} is missing)") from exc
-        raise CLIError(f"the {command} needs {exc.name}: pip install 'st-infocse[{command}]'") from exc
+        raise  # another package missing: one line in main, as an optional package the command needs later
     return getattr(module, function)
 
 
@@ -59,8 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as stop:  # Ctrl-C, in any command: what a training run saved (its message), exit 130
         print(str(stop) or f"st-infocse {command}: interrupted", flush=True)
         return 130
-    except (CLIError, FileNotFoundError, ValueError) as exc:
+    except (CLIError, FileNotFoundError, ValueError, ImportError) as exc:
         # ValueError: the library's input checks raise it with a message meant for the user (InputError,
-        # FileFormatError, UnsupportedModelError).
+        # FileFormatError, UnsupportedModelError); ImportError: an optional package missing, with what to install.
         print(f"st-infocse {command}: error: {exc}", file=sys.stderr)
         return 2
