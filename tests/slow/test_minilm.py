@@ -13,6 +13,7 @@ import pytest
 
 from st_infocse.cli import demo
 from st_infocse.data import demo_sentences, demo_stsb_dev, demo_stsb_dev_evaluator
+from st_infocse.data import minilm_path as shipped_minilm
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +26,7 @@ BAND = 0.1
 
 @pytest.fixture(scope="module")
 def minilm_path() -> Path:
-    path = demo.minilm_path()
+    path = shipped_minilm()
     if path is None:
         pytest.skip('all-MiniLM-L6-v2 wheel not installed (pip install "st-infocse[demo]")')
     return path
