@@ -275,8 +275,7 @@ def check_range(name: str, value: float | None, bounds: Bounds) -> None:
 
 def check_at_least(flag: str, value: int | None, least: int = 1) -> None:
     """A count the user gave is used as given: one that selects nothing is refused rather than ignored."""
-    if value is not None and value < least:
-        raise InputError(f"{flag} must be at least {least}, got {value}")
+    check_range(flag, value, (least, None, True, False))
 
 
 def innermost_message(exc: BaseException) -> str:
