@@ -197,7 +197,6 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
     # torch.compile cannot trace a hook's RemovableHandle: these two run eagerly around the compiled model forward.
     @torch.compiler.disable
     def _hook_lower_layer(self) -> None:
-        self._unhook_lower_layer()
         self._hook_handle = self._parts[0].layers[self.k - 1].register_forward_hook(self._keep_lower_output)
 
     @torch.compiler.disable

@@ -30,7 +30,6 @@ class ProjectionHead(nn.Module):
     def __init__(self, dim: int, kind: ProjectionKind = "mlp", init_std: float = 0.02) -> None:
         super().__init__()
         check_choice("projection", kind, ProjectionKind)
-        self.kind = kind
         if kind == "mlp":
             self.net = nn.Sequential(nn.Linear(dim, dim), nn.Tanh())
         else:
