@@ -140,7 +140,7 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         self._keep_lower_output = functools.partial(_keep_output, self._lower_outputs)
         self.tie_head = tie_head
         if tie_head:
-            embeddings = parts.word_embeddings.weight
+            embeddings = parts.hf_model.get_input_embeddings().weight
             projection = self.decoder.head.decoder
             if projection.weight.shape != embeddings.shape:
                 raise ValueError(

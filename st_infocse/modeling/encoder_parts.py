@@ -202,10 +202,6 @@ class EncoderParts:
         return self.hf_model.get_submodule(path) if path else None
 
     @property
-    def word_embeddings(self) -> nn.Embedding:
-        return self.hf_model.get_input_embeddings()
-
-    @property
     def name_or_path(self) -> str:
         return getattr(self.hf_model, "name_or_path", "") or getattr(self.config, "name_or_path", "")
 
