@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from st_infocse.files import Bounds, check_range
+from st_infocse.files import Bounds, check_choice, check_range
 from st_infocse.losses.citations import (
     CMLM_CSE_CITATION,
     GPL_CITATION,
@@ -237,10 +237,8 @@ def objective_names() -> tuple[str, ...]:
 
 def get_objective(name: str) -> Objective:
     """The objective called ``name``; a ``ValueError`` naming the known ones otherwise."""
-    try:
-        return OBJECTIVES[name]
-    except KeyError:
-        raise ValueError(f"unknown objective {name!r}; choose one of {', '.join(OBJECTIVES)}") from None
+    check_choice("objective", name, OBJECTIVES)
+    return OBJECTIVES[name]
 
 
 def flag_value(value: float) -> str:
