@@ -156,10 +156,6 @@ class Objective:
     loss: str | None
     #: BibTeX of its paper.
     citation: str
-    #: Default weight of its second term (the loss's ``lambda_``); None when it has no weighted second term.
-    lambda_: float | None = None
-    #: Default masking rate of its MLM on a 12-layer encoder; None when it masks nothing.
-    mask_rate: float | None = None
     #: Its conditional-MLM preset, for the objectives built on :class:`~st_infocse.losses.ConditionalMLMLoss`.
     preset: ConditionalMLMPreset | None = None
 
@@ -172,12 +168,10 @@ class Objective:
         return import_from_string(self.loss.replace(":", "."))
 
 
-def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str, preset: str | None = None,
-                               lambda_: bool = True) -> Objective:
+def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str, preset: str | None = None
+                               ) -> Objective:
     """An objective built on the conditional MLM, its defaults from its preset (its own, or ``preset``'s)."""
-    settings = PRESETS[preset or name]
-    return Objective(name, title, f"st_infocse.losses.{loss}", citation, settings.lambda_ if lambda_ else None,
-                     settings.mask_rate(12), settings)
+    return Objective(name, title, f"st_infocse.losses.{loss}", citation, PRESETS[preset or name])
 
 
 #: The objectives of ``st-infocse train --objective``, in the order its help lists them.
@@ -185,8 +179,7 @@ OBJECTIVES: Mapping[str, Objective] = MappingProxyType({objective.name: objectiv
     Objective("simcse", "SimCSE", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION),
     _conditional_mlm_objective("infocse", "InfoCSE", "infocse:InfoCSELoss", INFOCSE_CITATION),
     _conditional_mlm_objective("cmlm-cse", "CMLM-CSE", "cmlm_cse:CMLMCSELoss", CMLM_CSE_CITATION),
-    Objective("informin", "InforMin", "st_infocse.losses.informin:InforMinReconstructionLoss", INFORMIN_CITATION,
-              lambda_=INFORMIN_LAMBDA, mask_rate=MLM_MASK_RATE),
+    Objective("informin", "InforMin", "st_infocse.losses.informin:InforMinReconstructionLoss", INFORMIN_CITATION),
     # Mine pairs from documents with the model, train on them, repeat; --idc_loss picks the pair loss.
     Objective("idc", "IDC", None, IDC_CITATION),
     # A sentence and the rest of its document (the inverse cloze task, paper 002's strongest context baseline),
@@ -197,17 +190,16 @@ OBJECTIVES: Mapping[str, Objective] = MappingProxyType({objective.name: objectiv
     Objective("distill", "hybrid-teacher distillation", None, GPL_CITATION),
     # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss"), with InfoCSE's preset.
     _conditional_mlm_objective("cmlm", "conditional MLM", "conditional_mlm:ConditionalMLMLoss", INFOCSE_CITATION,
-                               preset="infocse", lambda_=False),
+                               preset="infocse"),
 )})
 
-#: Stage 1 of InfoCSE, ``st-infocse pretrain-aux`` (not a ``train`` objective): Condenser's pre-training with
-#: Condenser's mask rate (paper 000 §3.1).
+#: Stage 1 of InfoCSE, ``st-infocse pretrain-aux`` (not a ``train`` objective): Condenser's pre-training (paper 000
+#: §3.1), by default at Condenser's mask rate (:data:`MLM_MASK_RATE`).
 STAGE1 = Objective(
     "pretrain-aux",
     "InfoCSE stage 1",
     "st_infocse.losses.auxiliary_pretraining:AuxiliaryPretrainingLoss",
     INFOCSE_CITATION,
-    mask_rate=MLM_MASK_RATE,
 )
 
 
