@@ -201,10 +201,6 @@ class EncoderParts:
         path = self.family.output_norm_path
         return self.hf_model.get_submodule(path) if path else None
 
-    @property
-    def name_or_path(self) -> str:
-        return getattr(self.hf_model, "name_or_path", "") or getattr(self.config, "name_or_path", "")
-
 
 def find_encoder_parts(model: nn.Module) -> EncoderParts:
     """The Hugging Face encoder, tokenizer and family of a ``SentenceTransformer``; an

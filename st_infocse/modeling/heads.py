@@ -106,7 +106,7 @@ def build_mlm_head(encoder_parts, source: str | None = None) -> MLMHead:
     """An MLM head for the encoder: the checkpoint's own head where it has one, else a new one (a fresh transform,
     and a projection copied, untied, from the input word embeddings, which is what a tied head starts from)."""
     head = MLMHead.for_config(encoder_parts.config, encoder_parts.hf_model.get_input_embeddings().num_embeddings)
-    source = source if source is not None else encoder_parts.name_or_path
+    source = source if source is not None else encoder_parts.hf_model.name_or_path
     loaded = _load_checkpoint_head(source, encoder_parts.family.head) if source else None
     with torch.no_grad():
         if loaded is not None:
