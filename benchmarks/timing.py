@@ -27,7 +27,6 @@ from st_infocse.training.fast_step import (
     COMPILE_MODE,
     StaticShapePreprocess,
     compile_for_graphs,
-    mark_step_begin,
     use_fused_attention,
 )
 
@@ -89,7 +88,7 @@ class TrainingStep:
         else:
             features = self.features
         if self.graphs:
-            mark_step_begin()
+            torch.compiler.cudagraph_mark_step_begin()
         autocast = torch.autocast(self.device, dtype=torch.bfloat16) if (self.bf16 if bf16 is None else bf16) \
             else nullcontext()
         with self.scope("loss"):

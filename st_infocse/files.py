@@ -48,14 +48,6 @@ class NotDecodableError(FileFormatError):
         super().__init__(path, line, f"not UTF-8 ({error.reason} at byte {error.start}); re-encode the file as UTF-8")
 
 
-class InvalidJSONLineError(FileFormatError):
-    """A line of a JSON-lines file that is not JSON; ``error`` is the parser's."""
-
-    def __init__(self, path: str | Path, line: int, error: json.JSONDecodeError) -> None:
-        self.error = error
-        super().__init__(path, line, f"not valid JSON ({error}); expected one JSON object per line")
-
-
 def _loads(text: str) -> Any:
     """``json.loads``; a value nested too deeply for the parser is refused like any other invalid JSON."""
     try:
@@ -135,7 +127,8 @@ def read_json_records(path: str | Path) -> Iterator[tuple[str, Any]]:
             try:
                 yield f"line {number}", _loads(line)
             except ValueError as exc:
-                raise InvalidJSONLineError(path, number, exc) from None  # type: ignore[arg-type]
+                raise FileFormatError(path, number,
+                                      f"not valid JSON ({exc}); expected one JSON object per line") from None
 
 
 def read_json_objects(path: str | Path, expected: str = "a JSON object",
@@ -282,8 +275,7 @@ def check_range(name: str, value: float | None, bounds: Bounds) -> None:
 
 def check_at_least(flag: str, value: int | None, least: int = 1) -> None:
     """A count the user gave is used as given: one that selects nothing is refused rather than ignored."""
-    if value is not None and value < least:
-        raise InputError(f"{flag} must be at least {least}, got {value}")
+    check_range(flag, value, (least, None, True, False))
 
 
 def innermost_message(exc: BaseException) -> str:

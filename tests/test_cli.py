@@ -800,10 +800,11 @@ def test_explicit_zero_weights_reach_every_loss(make_model):
         assert build_loss(make_model(), objective, flags(lambda_=0.0)).lambda_ == 0.0
     assert build_loss(make_model(), "infocse", ConditionalMLMFlags(informin_weight=0.0)).informin_weight == 0.0
     # Unset, each takes the registry's default.
-    from st_infocse.losses import OBJECTIVES
+    from st_infocse.losses.registry import INFORMIN_LAMBDA, PRESETS
 
-    for objective in ("infocse", "cmlm-cse", "informin"):
-        assert build_loss(make_model(), objective).lambda_ == OBJECTIVES[objective].lambda_
+    for objective, default in (("infocse", PRESETS["infocse"].lambda_), ("cmlm-cse", PRESETS["cmlm-cse"].lambda_),
+                               ("informin", INFORMIN_LAMBDA)):
+        assert build_loss(make_model(), objective).lambda_ == default
 
 
 def test_explicit_zero_decoder_sizes_reach_the_loss(make_model):

@@ -154,8 +154,7 @@ def read_training_flags(argv: Sequence[str], command: str) -> TrainingFlags | No
     flags.typed = frozenset({*user_own, *user_trainer})
     trainer_values = {**recipe_trainer, **user_trainer}
     # with or without a recipe: --bf16 true on a CPU needs use_cpu, which transformers does not infer
-    precision, chosen_precision = settle_precision(recipe.name if recipe else "", recipe.precision if recipe else None,
-                                                   trainer_values, flags.typed)
+    precision, chosen_precision = settle_precision(recipe.precision if recipe else None, trainer_values, flags.typed)
     trainer_values.update(precision)
     flags.given |= set(precision)  # settled values are set flags: IDC's rounds pass on every flag set
     if recipe is not None:

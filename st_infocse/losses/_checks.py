@@ -71,8 +71,7 @@ class EmptyTextDetector:
     @classmethod
     def for_model(cls, model: nn.Module) -> EmptyTextDetector | None:
         """The detector for the tokenizer of the model's first module; None when it has no text tokenizer."""
-        first = model[0] if isinstance(model, nn.Sequential) and len(model) else None
-        tokenizer = getattr(first, "tokenizer", None)
+        tokenizer = getattr(model, "tokenizer", None)  # a SentenceTransformer's is its first module's
         if tokenizer is None or not hasattr(tokenizer, "all_special_ids"):
             return None
         return cls(tokenizer)

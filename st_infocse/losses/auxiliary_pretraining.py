@@ -140,7 +140,7 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
         self._keep_lower_output = functools.partial(_keep_output, self._lower_outputs)
         self.tie_head = tie_head
         if tie_head:
-            embeddings = parts.word_embeddings.weight
+            embeddings = parts.hf_model.get_input_embeddings().weight
             projection = self.decoder.head.decoder
             if projection.weight.shape != embeddings.shape:
                 raise ValueError(
@@ -197,7 +197,6 @@ class AuxiliaryPretrainingLoss(TrainingLoss):
     # torch.compile cannot trace a hook's RemovableHandle: these two run eagerly around the compiled model forward.
     @torch.compiler.disable
     def _hook_lower_layer(self) -> None:
-        self._unhook_lower_layer()
         self._hook_handle = self._parts[0].layers[self.k - 1].register_forward_hook(self._keep_lower_output)
 
     @torch.compiler.disable

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
-from st_infocse.files import Bounds, check_range
+from st_infocse.files import Bounds, check_choice, check_range
 from st_infocse.losses.citations import (
     CMLM_CSE_CITATION,
     GPL_CITATION,
@@ -149,17 +149,11 @@ class Objective:
 
     #: The ``--objective`` value.
     name: str
-    #: The name the paper gives it.
-    title: str
     #: ``"module:Class"`` of its loss, imported by :meth:`loss_class`; None where it trains pairs with a pair loss
     #: (IDC's --idc_loss; ICT's MultipleNegativesRankingLoss).
     loss: str | None
     #: BibTeX of its paper.
     citation: str
-    #: Default weight of its second term (the loss's ``lambda_``); None when it has no weighted second term.
-    lambda_: float | None = None
-    #: Default masking rate of its MLM on a 12-layer encoder; None when it masks nothing.
-    mask_rate: float | None = None
     #: Its conditional-MLM preset, for the objectives built on :class:`~st_infocse.losses.ConditionalMLMLoss`.
     preset: ConditionalMLMPreset | None = None
 
@@ -172,42 +166,35 @@ class Objective:
         return import_from_string(self.loss.replace(":", "."))
 
 
-def _conditional_mlm_objective(name: str, title: str, loss: str, citation: str, preset: str | None = None,
-                               lambda_: bool = True) -> Objective:
+def _conditional_mlm_objective(name: str, loss: str, citation: str, preset: str | None = None) -> Objective:
     """An objective built on the conditional MLM, its defaults from its preset (its own, or ``preset``'s)."""
-    settings = PRESETS[preset or name]
-    return Objective(name, title, f"st_infocse.losses.{loss}", citation, settings.lambda_ if lambda_ else None,
-                     settings.mask_rate(12), settings)
+    return Objective(name, f"st_infocse.losses.{loss}", citation, PRESETS[preset or name])
 
 
 #: The objectives of ``st-infocse train --objective``, in the order its help lists them.
 OBJECTIVES: Mapping[str, Objective] = MappingProxyType({objective.name: objective for objective in (
-    Objective("simcse", "SimCSE", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION),
-    _conditional_mlm_objective("infocse", "InfoCSE", "infocse:InfoCSELoss", INFOCSE_CITATION),
-    _conditional_mlm_objective("cmlm-cse", "CMLM-CSE", "cmlm_cse:CMLMCSELoss", CMLM_CSE_CITATION),
-    Objective("informin", "InforMin", "st_infocse.losses.informin:InforMinReconstructionLoss", INFORMIN_CITATION,
-              lambda_=INFORMIN_LAMBDA, mask_rate=MLM_MASK_RATE),
+    Objective("simcse", "st_infocse.losses.simcse:SimCSELoss", SIMCSE_CITATION),
+    _conditional_mlm_objective("infocse", "infocse:InfoCSELoss", INFOCSE_CITATION),
+    _conditional_mlm_objective("cmlm-cse", "cmlm_cse:CMLMCSELoss", CMLM_CSE_CITATION),
+    Objective("informin", "st_infocse.losses.informin:InforMinReconstructionLoss", INFORMIN_CITATION),
     # Mine pairs from documents with the model, train on them, repeat; --idc_loss picks the pair loss.
-    Objective("idc", "IDC", None, IDC_CITATION),
+    Objective("idc", None, IDC_CITATION),
     # A sentence and the rest of its document (the inverse cloze task, paper 002's strongest context baseline),
     # trained with sentence-transformers' MultipleNegativesRankingLoss.
-    Objective("ict", "ICT", None, ICT_CITATION),
+    Objective("ict", None, ICT_CITATION),
     # Pseudo-queries from documents, scored by BM25 fused with the model as given (the hybrid teacher), distilled
     # with sentence-transformers' DistillKLDivLoss or MarginMSELoss.
-    Objective("distill", "hybrid-teacher distillation", None, GPL_CITATION),
+    Objective("distill", None, GPL_CITATION),
     # The conditional MLM alone (paper 000 Table 5, "w/o contrastive loss"), with InfoCSE's preset.
-    _conditional_mlm_objective("cmlm", "conditional MLM", "conditional_mlm:ConditionalMLMLoss", INFOCSE_CITATION,
-                               preset="infocse", lambda_=False),
+    _conditional_mlm_objective("cmlm", "conditional_mlm:ConditionalMLMLoss", INFOCSE_CITATION, preset="infocse"),
 )})
 
-#: Stage 1 of InfoCSE, ``st-infocse pretrain-aux`` (not a ``train`` objective): Condenser's pre-training with
-#: Condenser's mask rate (paper 000 §3.1).
+#: Stage 1 of InfoCSE, ``st-infocse pretrain-aux`` (not a ``train`` objective): Condenser's pre-training (paper 000
+#: §3.1), by default at Condenser's mask rate (:data:`MLM_MASK_RATE`).
 STAGE1 = Objective(
     "pretrain-aux",
-    "InfoCSE stage 1",
     "st_infocse.losses.auxiliary_pretraining:AuxiliaryPretrainingLoss",
     INFOCSE_CITATION,
-    mask_rate=MLM_MASK_RATE,
 )
 
 
@@ -237,10 +224,8 @@ def objective_names() -> tuple[str, ...]:
 
 def get_objective(name: str) -> Objective:
     """The objective called ``name``; a ``ValueError`` naming the known ones otherwise."""
-    try:
-        return OBJECTIVES[name]
-    except KeyError:
-        raise ValueError(f"unknown objective {name!r}; choose one of {', '.join(OBJECTIVES)}") from None
+    check_choice("objective", name, OBJECTIVES)
+    return OBJECTIVES[name]
 
 
 def flag_value(value: float) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from st_infocse.lazy import lazy_exports
 
 _MODULES = {  # submodule -> the names it exports
-    "distillation": ("DISTILLATION_LOSSES", "DistillationReport", "PseudoQueries", "QUERY_KINDS",
+    "distillation": ("DistillationLoss", "DistillationReport", "PseudoQueries", "QueryKind",
         "distillation_loss", "hybrid_teacher_dataset", "pseudo_queries"),
     "documents": ("DOCUMENT_FORMATS", "check_documents", "load_documents"),
     "graph": ("cluster_documents", "cluster_sentences"),

@@ -23,8 +23,8 @@ from st_infocse.files import check_at_least, check_choice
 from st_infocse.mining.report import skip_counts
 from st_infocse.mining.sentences import PreparedDocument, prepare_documents
 
-QUERY_KINDS = ("held_out", "title", "sentence")
-DISTILLATION_LOSSES = ("kl", "margin_mse")
+QueryKind = Literal["held_out", "title", "sentence"]
+DistillationLoss = Literal["kl", "margin_mse"]
 
 
 @dataclass
@@ -49,7 +49,7 @@ class PseudoQueries:
 
 
 def pseudo_queries(
-    documents: Iterable[Any], query_kind: Literal["held_out", "title", "sentence"] = "held_out", seed: int = 0,
+    documents: Iterable[Any], query_kind: QueryKind = "held_out", seed: int = 0,
     title_key: str = "title", max_queries: int | None = None,
 ) -> PseudoQueries:
     """One pseudo-query per document (see the module's description of ``query_kind``); refused when none gives one.
@@ -68,7 +68,7 @@ def pseudo_queries(
         >>> len(drawn.queries), sorted(drawn.corpus) == sorted(drawn.positives.values())
         (2, True)
     """
-    check_choice("query_kind", query_kind, QUERY_KINDS)
+    check_choice("query_kind", query_kind, QueryKind)
     documents = list(documents)
     # a title read by the document's id, as prepare_documents names it (its "id", else its position)
     titles = {str(doc.get("id", index)) if isinstance(doc, dict) else str(index):
@@ -124,8 +124,8 @@ class DistillationReport:
 
 
 def hybrid_teacher_dataset(
-    model: Any, documents: Iterable[Any], query_kind: Literal["held_out", "title", "sentence"] = "held_out",
-    loss: Literal["kl", "margin_mse"] = "kl", candidates: int = 4, settings: LexicalSettings | None = None,
+    model: Any, documents: Iterable[Any], query_kind: QueryKind = "held_out",
+    loss: DistillationLoss = "kl", candidates: int = 4, settings: LexicalSettings | None = None,
     seed: int = 0, top_k: int = 100, batch_size: int = 64, max_queries: int | None = None, title_key: str = "title",
     show_progress_bar: bool | None = None, drawn: PseudoQueries | None = None,
 ) -> tuple[Any, DistillationReport]:
@@ -162,7 +162,7 @@ def hybrid_teacher_dataset(
     """
     from datasets import Dataset
 
-    check_choice("loss", loss, DISTILLATION_LOSSES)
+    check_choice("loss", loss, DistillationLoss)
     check_at_least("candidates (the query's document and one other)", candidates, 2)
     settings = settings or LexicalSettings()
     start = time.perf_counter()
@@ -203,7 +203,7 @@ def hybrid_teacher_dataset(
     return Dataset.from_list(rows), report
 
 
-def distillation_loss(model: Any, loss: Literal["kl", "margin_mse"] = "kl", student_temperature: float = 0.05,
+def distillation_loss(model: Any, loss: DistillationLoss = "kl", student_temperature: float = 0.05,
                       teacher_temperature: float = 0.1):
     """sentence-transformers' loss for a :func:`hybrid_teacher_dataset`, the student scoring with the model's own
     similarity function.
@@ -217,7 +217,7 @@ def distillation_loss(model: Any, loss: Literal["kl", "margin_mse"] = "kl", stud
     """
     from sentence_transformers.sentence_transformer.losses import DistillKLDivLoss, MarginMSELoss
 
-    check_choice("loss", loss, DISTILLATION_LOSSES)
+    check_choice("loss", loss, DistillationLoss)
     if loss == "kl":
         return DistillKLDivLoss(model, similarity_fct=model.similarity_pairwise,
                                 student_temperature=student_temperature, teacher_temperature=teacher_temperature)

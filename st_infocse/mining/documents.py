@@ -13,23 +13,16 @@ from st_infocse.files import (
     check_local_file,
     check_saved_dataset,
     file_kind,
-    is_text,
     read_json_records,
     read_lines,
 )
+from st_infocse.mining.sentences import raw_sentences
 from st_infocse.training.texts import read_dataset
 
 DOCUMENT_FORMATS = (
     ".txt(.gz) (documents separated by blank lines), .jsonl(.gz) or .json (objects with 'sentences' (list) or "
     "'text'), a save_to_disk folder or a hub dataset id"
 )
-
-
-def _document_has_text(record: Any) -> bool:
-    if isinstance(record, dict):
-        sentences, text = record.get("sentences"), record.get("text")
-        return (isinstance(sentences, list) and any(is_text(s) for s in sentences)) or is_text(text)
-    return is_text(record) or (isinstance(record, list) and any(is_text(s) for s in record))
 
 
 def check_document_columns(source: str, columns: list[str], sentences_key: str = "sentences",
@@ -57,7 +50,7 @@ def check_documents(source: str) -> None:
     records = 0
     for _, record in read_json_records(path):
         records += 1
-        if _document_has_text(record):
+        if any(sentence.strip() for sentence in raw_sentences(record)[1] or ()):
             return
     raise InputError(
         f"no usable document in {source} ({records} records): each needs a 'sentences' list or a 'text' string"

@@ -122,12 +122,8 @@ def cluster_sentences(
         >>> cluster_sentences(np.array([[1, 0], [0, 1], [1, 0.1], [0.1, 1]])).tolist()
         [0, 1, 0, 1]
     """
-    embeddings = np.asarray(embeddings)
-    check_choice("similarity", similarity, Similarity)
-    if len(embeddings) == 0:
-        return np.zeros(0, dtype=np.int64)
-    labels, _ = cluster_documents(embeddings, [len(embeddings)], k, threshold, tie_tolerance, similarity)
-    return labels
+    lengths = [len(embeddings)] if len(embeddings) else []  # no sentence: no document, rather than an empty one
+    return cluster_documents(embeddings, lengths, k, threshold, tie_tolerance, similarity)[0]
 
 
 def cluster_pairs(

@@ -33,10 +33,11 @@ class Skipped:
     detail: str = ""
 
 
-def _raw_sentences(
-    doc: Any, sentences_key: str, text_key: str, id_key: str, language: str
+def raw_sentences(
+    doc: Any, sentences_key: str = "sentences", text_key: str = "text", id_key: str = "id", language: str = "en"
 ) -> tuple[str | None, list[Any] | None, str]:
-    """(id, raw sentence list or None, why not) for one input item, splitting text when needed."""
+    """(id, raw sentence list or None, why not) for one input item, splitting text when needed: how mining reads
+    a document, and so how :func:`~st_infocse.mining.check_documents` finds a usable one."""
     doc_id = None
     if isinstance(doc, Mapping):
         raw_id = doc.get(id_key)
@@ -94,7 +95,7 @@ def prepare_documents(
 
     def prepared() -> Iterator[PreparedDocument | Skipped]:
         for position, doc in enumerate(documents):
-            doc_id, raw, detail = _raw_sentences(doc, sentences_key, text_key, id_key, language)
+            doc_id, raw, detail = raw_sentences(doc, sentences_key, text_key, id_key, language)
             doc_id = str(position) if doc_id is None else doc_id
             if raw is None:
                 yield Skipped(doc_id, "not_text", detail)

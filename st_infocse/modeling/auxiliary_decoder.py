@@ -127,10 +127,6 @@ class AuxiliaryDecoder(nn.Module):
         self.h_proj = nn.Linear(config.embedding_dim, hidden) if config.embedding_dim != hidden else None
         self.lower.requires_grad_(not config.detach)
 
-    @property
-    def encoder_config(self) -> PretrainedConfig:
-        return self.lower.config
-
     @classmethod
     def from_encoder(cls, model: nn.Module, k: int, n: int, fusion_init: FusionInit = "fresh", detach: bool = True,
                      mlm_head_source: str | None = None) -> AuxiliaryDecoder:
@@ -250,7 +246,7 @@ class AuxiliaryDecoder(nn.Module):
     def check_compatible(self, model: nn.Module) -> None:
         """Raise a clear error when this decoder cannot serve ``model`` (vocabulary, width, embedding size)."""
         parts = find_encoder_parts(model)
-        mine, theirs = self.encoder_config, parts.config
+        mine, theirs = self.lower.config, parts.config
         for attr in ("model_type", "hidden_size", "vocab_size"):
             if getattr(mine, attr, None) != getattr(theirs, attr, None):
                 raise ValueError(

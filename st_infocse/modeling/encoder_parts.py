@@ -31,23 +31,20 @@ def _last_hidden(output: Any) -> torch.Tensor:
 
 
 def run_mask_only_layers(host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor,
-                         attention_mask: torch.Tensor) -> torch.Tensor:
-    """BERT, RoBERTa, ELECTRA, DistilBERT: each layer is ``layer(hidden_states, mask)``, with the mask the model
-    itself builds (its form depends on the attention implementation in the config)."""
+                         attention_mask: torch.Tensor, *extra: torch.Tensor) -> torch.Tensor:
+    """BERT, RoBERTa, ELECTRA, DistilBERT: each layer is ``layer(hidden_states, mask, *extra)``, with the mask the
+    model itself builds (its form depends on the attention implementation in the config)."""
     mask = create_bidirectional_mask(config=host.config, inputs_embeds=hidden_states, attention_mask=attention_mask)
     for layer in layers:
-        hidden_states = _last_hidden(layer(hidden_states, mask))
+        hidden_states = _last_hidden(layer(hidden_states, mask, *extra))
     return hidden_states
 
 
 def run_mpnet_layers(host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor,
                      attention_mask: torch.Tensor) -> torch.Tensor:
     """MPNet: every layer also takes the relative-position bias, which the host's encoder computes once."""
-    mask = create_bidirectional_mask(config=host.config, inputs_embeds=hidden_states, attention_mask=attention_mask)
     position_bias = host.encoder.compute_position_bias(hidden_states)
-    for layer in layers:
-        hidden_states = _last_hidden(layer(hidden_states, mask, position_bias))
-    return hidden_states
+    return run_mask_only_layers(host, layers, hidden_states, attention_mask, position_bias)
 
 
 def run_modernbert_layers(host: PreTrainedModel, layers: Iterable[nn.Module], hidden_states: torch.Tensor,
@@ -203,14 +200,6 @@ class EncoderParts:
         """The norm applied after the last layer, for families that have one (ModernBERT's ``final_norm``)."""
         path = self.family.output_norm_path
         return self.hf_model.get_submodule(path) if path else None
-
-    @property
-    def word_embeddings(self) -> nn.Embedding:
-        return self.hf_model.get_input_embeddings()
-
-    @property
-    def name_or_path(self) -> str:
-        return getattr(self.hf_model, "name_or_path", "") or getattr(self.config, "name_or_path", "")
 
 
 def find_encoder_parts(model: nn.Module) -> EncoderParts:

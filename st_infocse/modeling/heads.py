@@ -30,7 +30,6 @@ class ProjectionHead(nn.Module):
     def __init__(self, dim: int, kind: ProjectionKind = "mlp", init_std: float = 0.02) -> None:
         super().__init__()
         check_choice("projection", kind, ProjectionKind)
-        self.kind = kind
         if kind == "mlp":
             self.net = nn.Sequential(nn.Linear(dim, dim), nn.Tanh())
         else:
@@ -106,8 +105,8 @@ class MLMHead(nn.Module):
 def build_mlm_head(encoder_parts, source: str | None = None) -> MLMHead:
     """An MLM head for the encoder: the checkpoint's own head where it has one, else a new one (a fresh transform,
     and a projection copied, untied, from the input word embeddings, which is what a tied head starts from)."""
-    head = MLMHead.for_config(encoder_parts.config, encoder_parts.word_embeddings.num_embeddings)
-    source = source if source is not None else encoder_parts.name_or_path
+    head = MLMHead.for_config(encoder_parts.config, encoder_parts.hf_model.get_input_embeddings().num_embeddings)
+    source = source if source is not None else encoder_parts.hf_model.name_or_path
     loaded = _load_checkpoint_head(source, encoder_parts.family.head) if source else None
     with torch.no_grad():
         if loaded is not None:
@@ -120,7 +119,7 @@ def build_mlm_head(encoder_parts, source: str | None = None) -> MLMHead:
                 head.decoder.bias.copy_(bias if bias is not None else torch.zeros_like(head.decoder.bias))
             logger.info("MLM head loaded from the checkpoint %s (untied copy).", source)
         else:
-            head.decoder.weight.copy_(encoder_parts.word_embeddings.weight)
+            head.decoder.weight.copy_(encoder_parts.hf_model.get_input_embeddings().weight)
             if head.decoder.bias is not None:
                 head.decoder.bias.zero_()
             logger.warning(

@@ -52,7 +52,6 @@ class _Masker:
         check_range("mask_rate", mask_rate, (0, 1, False, False))
         if mask_replace_prob + random_replace_prob > 1:
             raise ValueError("mask_replace_prob + random_replace_prob must not exceed 1")
-        self.tokenizer = tokenizer
         self.mask_rate = mask_rate
         self.mask_replace_prob = mask_replace_prob
         self.random_replace_prob = random_replace_prob

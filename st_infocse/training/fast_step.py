@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+import torch
 from transformers import TrainerCallback
 
 if TYPE_CHECKING:
@@ -86,8 +87,6 @@ def compile_for_graphs(model: nn.Module, loss: nn.Module, backend: str = "induct
                        ) -> list[str]:
     """Compile the model and each auxiliary decoder of ``loss`` in place for training (the state dicts keep their
     keys); returns the names compiled."""
-    import torch
-
     from st_infocse.modeling.auxiliary_decoder import AuxiliaryDecoder
 
     compiled = [("model", model)]
@@ -98,16 +97,10 @@ def compile_for_graphs(model: nn.Module, loss: nn.Module, backend: str = "induct
     return [name for name, _ in compiled]
 
 
-def mark_step_begin() -> None:
-    """Start a new CUDA-graph generation: the previous step's graph outputs may be overwritten from here on."""
-    import torch
-
-    torch.compiler.cudagraph_mark_step_begin()
-
-
 class FastStepCallback(TrainerCallback):
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        mark_step_begin()
+        # A new CUDA-graph generation: the previous step's graph outputs may be overwritten from here on.
+        torch.compiler.cudagraph_mark_step_begin()
 
 
 def apply_fast_step(trainer: Any, model: SentenceTransformer, loss: nn.Module, device_type: str) -> list[str]:

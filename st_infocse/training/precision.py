@@ -67,14 +67,14 @@ def choose_precision(wanted: str | None, device: str, native_bf16: bool | None) 
         return {"fp16": False, "bf16": True, "use_cpu": True}, (
             f"bf16 on cpu (the recipe's {wanted} is a GPU setting; this CPU has native bf16)")
     reason = "has no native bf16" if native_bf16 is False else "may lack native bf16 (its flags are unreadable)"
-    return {"fp16": False, "bf16": False}, f"fp32 on cpu (the recipe's {wanted} is a GPU setting; this CPU {reason})"
+    return {"fp16": False, "bf16": False}, (f"fp32 on cpu (the recipe's {wanted} is a GPU setting; this CPU {reason}, "
+                                            "where bf16 is much slower than fp32: pass --bf16 true to insist)")
 
 
-def settle_precision(recipe: str, wanted: str | None, trainer_values: dict[str, Any], typed: frozenset[str]
-                     ) -> tuple[dict, str]:
-    """The trainer flags that settle recipe ``recipe``'s precision ``wanted`` on this machine, and the line that
-    says what it is; ``trainer_values``: the trainer flags given (the recipe's, then the user's), ``typed``: the
-    user's flags, whose fp16 / bf16 win."""
+def settle_precision(wanted: str | None, trainer_values: dict[str, Any], typed: frozenset[str]) -> tuple[dict, str]:
+    """The trainer flags that settle a recipe's precision ``wanted`` on this machine, and the line that says what it
+    is (:func:`choose_precision`); ``trainer_values``: the trainer flags given (the recipe's, then the user's),
+    ``typed``: the user's flags, whose fp16 / bf16 win."""
     device = "cpu" if trainer_values.get("use_cpu") else accelerator_type()
     if {"fp16", "bf16"} & typed:
         fp16, bf16 = bool(trainer_values.get("fp16")), bool(trainer_values.get("bf16"))
@@ -84,9 +84,4 @@ def settle_precision(recipe: str, wanted: str | None, trainer_values: dict[str, 
         if bf16 and device == "cpu":
             extra["use_cpu"] = True  # transformers refuses bf16 without a GPU unless told to use the CPU
         return extra, f"{'fp16' if fp16 else 'bf16' if bf16 else 'fp32'} (as you set it)"
-    native = cpu_has_native_bf16() if device == "cpu" else None
-    if device == "cpu" and wanted and not native:
-        logger.warning("recipe %s: its %s is a GPU setting, and on a CPU without native bf16 (no avx512_bf16 / AMX) "
-                       "bf16 is much slower than fp32 per training step: training in fp32; pass --bf16 true or --fp16 "
-                       "true to insist.", recipe, wanted)
-    return choose_precision(wanted, device, native)
+    return choose_precision(wanted, device, cpu_has_native_bf16() if device == "cpu" else None)

@@ -80,7 +80,6 @@ def train_probe_decoder(
     device = next(model.parameters()).device
     with global_random_state_kept(seed, device):
         decoder = AuxiliaryDecoder.from_encoder(model, k=k, n=n, fusion_init=fusion_init, detach=True)
-        decoder.to(device)
         masker = TokenMasker(parts.tokenizer, mask_rate, seed=seed)
         trainable = [p for p in decoder.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(trainable, lr=learning_rate)

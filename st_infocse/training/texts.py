@@ -57,8 +57,7 @@ def clean_texts(dataset: Dataset, column: str = "text", deduplicate: bool = Fals
         >>> print(report)
         1 of 4 texts kept; dropped: 1 blank, 1 duplicate, 1 missing
     """
-    if column not in dataset.column_names:
-        raise ValueError(f"No column {column!r} in the dataset (columns: {dataset.column_names}).")
+    choose_column("the dataset", dataset.column_names, (), column)  # the column asked for must be there
     kept, report = clean_text_values(dataset[column], deduplicate)
     # Rebuilt rather than selected: a column that mixed types or held no string at all would keep that type.
     cleaned = _strings(kept, column)

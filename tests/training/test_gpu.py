@@ -103,7 +103,7 @@ def test_fast_step_gives_the_eager_loss_and_gradients(make_model, objective):
     """The fast step as the training switch applies it on CUDA (padded to max length, SDPA, model and decoder
     compiled with mode="reduce-overhead", CUDA graphs replayed from the third step) against the eager step, with the
     tolerances of the compiled-encoder test above; masks at fixed positions, no dropout (see test_fast_step.py)."""
-    from st_infocse.training.fast_step import COMPILE_MODE, compile_for_graphs, mark_step_begin, use_fused_attention
+    from st_infocse.training.fast_step import COMPILE_MODE, compile_for_graphs, use_fused_attention
 
     from .test_fast_step import _build, _features, _step
 
@@ -120,7 +120,7 @@ def test_fast_step_gives_the_eager_loss_and_gradients(make_model, objective):
     torch._dynamo.reset()
     compile_for_graphs(fast_model, fast_loss, backend=BACKEND, mode=COMPILE_MODE if CUDA else None)
     for _ in range(3):  # compile, warm up, record and replay the graphs
-        mark_step_begin()
+        torch.compiler.cudagraph_mark_step_begin()
         terms, grads = _step(fast_model, fast_loss, features)
     torch._dynamo.reset()
     for name, value in eager_terms.items():

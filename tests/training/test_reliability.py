@@ -17,7 +17,7 @@ def test_bad_rows_are_dropped_and_counted():
     assert (report.total, report.kept) == (6, 2)
     assert report.dropped == {"missing": 1, "blank": 2, "duplicate": 1}
     assert "2 of 6 texts kept" in str(report)
-    with pytest.raises(ValueError, match="No column 'sentence'"):
+    with pytest.raises(ValueError, match=r"no column 'sentence' in the dataset \(columns: \['text', 'id'\]\)"):
         clean_texts(data, column="sentence")
 
 
