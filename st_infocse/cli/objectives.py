@@ -49,7 +49,7 @@ class Entry:
         loss: ``(model, flags, dataset) -> loss``, after the model (and :attr:`finish`'s dataset).
         finish: ``(model, flags, data) -> dataset``, where the dataset needs the model as given.
         run: its own run in place of one trainer (IDC's rounds): ``(loaded, flags, measured, data, start)``.
-        refused_trainer_flags: trainer flags with no meaning for it, refused by name.
+        refused_flags: flags with no meaning for it, refused by name (a trainer's flag or a section's it shares).
         save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves (None: the model).
         title: the run's summary titles (empty: "Training NAME" and "Training done").
     """
@@ -61,7 +61,7 @@ class Entry:
     loss: Callable[[Any, Any, Any], Any] | None = None
     finish: Callable[[Any, Any, Any], Any] | None = None
     run: Callable[..., int] | None = None
-    refused_trainer_flags: tuple[str, ...] = ()
+    refused_flags: tuple[str, ...] = ()
     save: Callable[[Any, Any, Path, int | None], dict] | None = None
     title: str = ""
 
@@ -244,7 +244,7 @@ ENTRIES: dict[str, Entry] = {
                      finish=hybrid_teacher),
     "idc": Entry("idc", MNRLFlags, (IDCFlags, KeepArguments, LoRAFlags), lambda flags: load_documents(flags.docs),
                  pair_loss, run=train_idc,
-                 refused_trainer_flags=_ROUNDS_OWN),
+                 refused_flags=(*_ROUNDS_OWN, "confirm_share")),  # the rounds decide on all the queries
     STAGE1.name: Entry(STAGE1.name, Stage1Flags, (DataArguments, AuxiliaryRateFlags), texts, registry_loss,
                        save=save_stage1, title="Stage-1 auxiliary pre-training"),
 }
