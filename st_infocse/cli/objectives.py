@@ -32,7 +32,7 @@ from st_infocse.cli.objective_flags import (
 from st_infocse.cli.output import finish_run, summary
 from st_infocse.losses.registry import STAGE1, get_objective
 from st_infocse.mining.documents import load_documents
-from st_infocse.training.builder import learning_rate_mapping
+from st_infocse.training.builder import learning_rate_mapping, save_model
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class Entry:
         finish: ``(model, flags, data) -> dataset``, where the dataset needs the model as given.
         run: its own run in place of one trainer (IDC's rounds): ``(loaded, flags, measured, data, start)``.
         refused_flags: flags with no meaning for it, refused by name (a trainer's flag or a section's it shares).
-        save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves (None: the model).
+        save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves (default: the model, at
+            its own length).
         title: the run's summary titles (empty: "Training NAME" and "Training done").
     """
 
@@ -62,7 +63,7 @@ class Entry:
     finish: Callable[[Any, Any, Any], Any] | None = None
     run: Callable[..., int] | None = None
     refused_flags: tuple[str, ...] = ()
-    save: Callable[[Any, Any, Path, int | None], dict] | None = None
+    save: Callable[[Any, Any, Path, int | None], dict] = lambda model, loss, out, own: save_model(model, out, own) or {}
     title: str = ""
 
     @property
@@ -170,8 +171,6 @@ def distillation_loss(model, flags, dataset):
 
 def save_stage1(model, loss, out: Path, own_length: int | None) -> dict:
     """Stage 1 saves the encoder and the decoder apart, for ``train --model OUT/model --decoder OUT/decoder``."""
-    from st_infocse.training.builder import save_model
-
     save_model(model, out / "model", own_length)
     loss.save_decoder(out / "decoder")
     return {"encoder": out / "model", "decoder": out / "decoder",

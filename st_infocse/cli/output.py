@@ -35,7 +35,6 @@ def finish_run(loaded, flags, measured, title: str, rows: dict[str, Any], record
     changes, the saved line; None without an evaluator), the adapter, the anchor, the lengths and the folder; then a
     warning per metric that ended below its start (:func:`~st_infocse.training.ended_below_start`). ``decides``: the
     checkpoint metric."""
-    from st_infocse.training.builder import save_model
     from st_infocse.training.start_end import ended_below_start, start_end_rows
 
     adapter, labels = measured.notes.get("LoRA adapter"), measured.labels
@@ -44,10 +43,7 @@ def finish_run(loaded, flags, measured, title: str, rows: dict[str, Any], record
         from st_infocse.training.lora import merge_lora
 
         merge_lora(model)
-    if flags.entry.save is not None:
-        rows.update(flags.entry.save(model, loss, out, loaded.own_length))
-    else:
-        save_model(model, out, loaded.own_length)
+    rows.update(flags.entry.save(model, loss, out, loaded.own_length))
     if adapter:
         rows["LoRA adapter"] = (f"{adapter}; not in the saved model, which is the starting model (see saved)"
                                 if start_saved else f"{adapter}; merged into the saved model")
