@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from st_infocse.cli.objective_flags import (
     loss_options,
 )
 from st_infocse.cli.output import finish_run, summary
+from st_infocse.cli.parsing import FlagParser, flag_of
 from st_infocse.losses.registry import STAGE1, get_objective
 from st_infocse.mining.documents import load_documents
 from st_infocse.training.builder import learning_rate_mapping, save_model
@@ -265,14 +266,10 @@ def entry_of(objective: str, idc_loss: str = "mnrl") -> Entry:
 
 
 def takers() -> dict[str, str]:
-    """Flag (field name or alias) -> the objectives that take it, for the line that refuses it elsewhere."""
+    """Flag (each spelling the parser takes, as a name) -> the objectives that take it, for the line that refuses it."""
     taken: dict[str, list[str]] = {}
-    variants = [*ENTRIES.values(), *IDC_LOSSES.values()]
-    for entry in variants:
-        for section in entry.all:
-            for item in fields(section):
-                for flag in (item.name, *(alias[2:] for alias in item.metadata.get("aliases", []))):
-                    names = taken.setdefault(flag, [])
-                    if entry.name not in names:  # IDC once, whichever pair loss takes it
-                        names.append(entry.name)
+    for entry in [*ENTRIES.values(), *IDC_LOSSES.values()]:
+        for flag in {flag_of(option) for option in FlagParser(entry.all, "").flags}:
+            if entry.name not in taken.setdefault(flag, []):  # IDC once, whichever pair loss takes it
+                taken[flag].append(entry.name)
     return {flag: ", ".join(names) for flag, names in taken.items()}
