@@ -210,14 +210,9 @@ def train_idc(loaded, flags, measured, documents, start: float) -> int:
     except ValueError as exc:  # the rounds name the argument that failed (annotator: --idc_annotator)
         raise flag_error(exc, idc, keep) from None
     summary("IDC rounds", result.round_rows())
-    # the trained candidate (best round, else the last) against the start, under the evaluator's own metric names
-    scores = None if result.initial_metrics is None else (
-        result.initial_metrics, result.trained_metrics or {}, result.changes, result.saved_line())
-    measured.labels = {key.removeprefix("eval_"): label for key, label in measured.labels.items()}
     rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
     finish_run(loaded, flags, measured, "IDC training done", rows, {"objective": "idc", "round_arguments": round_args,
-                                                                    "rounds": result.to_dict()},
-               anchor, scores is not None and result.best_round == 0, scores)
+                                                                    "rounds": result.to_dict()}, anchor, result)
     return 0
 
 
