@@ -1048,6 +1048,14 @@ def test_a_yaml_config_gives_typed_values_and_the_command_line_wins(workspace, c
     assert "--lambda (a flag of" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("spelling", [["--no_keep_start_if_better"], ["--keep-start-if-better", "false"]])
+def test_another_objectives_flag_is_named_in_every_spelling_its_parser_takes(spelling, capsys):
+    """The complement HfArgumentParser adds to a boolean that defaults to True, and the dashed spelling, are refused
+    as the training objectives' flag before anything is read, not left to the trainer's stage."""
+    assert main(["pretrain-aux", "--model", "m", "--train_data", "missing.txt", *spelling]) == 2
+    assert f"{spelling[0]} (a flag of simcse, " in capsys.readouterr().err
+
+
 def test_a_config_value_that_is_not_a_yes_or_no_is_one_line_naming_its_flag(workspace, capsys):
     """A file's string for a true/false flag is converted as the command line's would be, and refused in one line."""
     config = workspace["root"] / "run.yaml"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,10 @@ from st_infocse.cli.objective_flags import (
     loss_options,
 )
 from st_infocse.cli.output import finish_run, summary
+from st_infocse.cli.parsing import FlagParser, flag_of
 from st_infocse.losses.registry import STAGE1, get_objective
 from st_infocse.mining.documents import load_documents
-from st_infocse.training.builder import learning_rate_mapping
+from st_infocse.training.builder import learning_rate_mapping, save_model
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,9 @@ class Entry:
         loss: ``(model, flags, dataset) -> loss``, after the model (and :attr:`finish`'s dataset).
         finish: ``(model, flags, data) -> dataset``, where the dataset needs the model as given.
         run: its own run in place of one trainer (IDC's rounds): ``(loaded, flags, measured, data, start)``.
-        refused_trainer_flags: trainer flags with no meaning for it, refused by name.
-        save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves (None: the model).
+        refused_flags: flags with no meaning for it, refused by name (a trainer's flag or a section's it shares).
+        save: ``(model, loss, output_dir, own_length) -> summary rows``, what the run saves (default: the model, at
+            its own length).
         title: the run's summary titles (empty: "Training NAME" and "Training done").
     """
 
@@ -61,8 +63,8 @@ class Entry:
     loss: Callable[[Any, Any, Any], Any] | None = None
     finish: Callable[[Any, Any, Any], Any] | None = None
     run: Callable[..., int] | None = None
-    refused_trainer_flags: tuple[str, ...] = ()
-    save: Callable[[Any, Any, Path, int | None], dict] | None = None
+    refused_flags: tuple[str, ...] = ()
+    save: Callable[[Any, Any, Path, int | None], dict] = lambda model, loss, out, own: save_model(model, out, own) or {}
     title: str = ""
 
     @property
@@ -170,8 +172,6 @@ def distillation_loss(model, flags, dataset):
 
 def save_stage1(model, loss, out: Path, own_length: int | None) -> dict:
     """Stage 1 saves the encoder and the decoder apart, for ``train --model OUT/model --decoder OUT/decoder``."""
-    from st_infocse.training.builder import save_model
-
     save_model(model, out / "model", own_length)
     loss.save_decoder(out / "decoder")
     return {"encoder": out / "model", "decoder": out / "decoder",
@@ -210,14 +210,9 @@ def train_idc(loaded, flags, measured, documents, start: float) -> int:
     except ValueError as exc:  # the rounds name the argument that failed (annotator: --idc_annotator)
         raise flag_error(exc, idc, keep) from None
     summary("IDC rounds", result.round_rows())
-    # the trained candidate (best round, else the last) against the start, under the evaluator's own metric names
-    scores = None if result.initial_metrics is None else (
-        result.initial_metrics, result.trained_metrics or {}, result.changes, result.saved_line())
-    measured.labels = {key.removeprefix("eval_"): label for key, label in measured.labels.items()}
     rows: dict[str, Any] = {"documents": len(docs), "time": f"{time.time() - start:.0f} s"}
     finish_run(loaded, flags, measured, "IDC training done", rows, {"objective": "idc", "round_arguments": round_args,
-                                                                    "rounds": result.to_dict()},
-               anchor, scores is not None and result.best_round == 0, scores)
+                                                                    "rounds": result.to_dict()}, anchor, result)
     return 0
 
 
@@ -244,7 +239,7 @@ ENTRIES: dict[str, Entry] = {
                      finish=hybrid_teacher),
     "idc": Entry("idc", MNRLFlags, (IDCFlags, KeepArguments, LoRAFlags), lambda flags: load_documents(flags.docs),
                  pair_loss, run=train_idc,
-                 refused_trainer_flags=_ROUNDS_OWN),
+                 refused_flags=(*_ROUNDS_OWN, "confirm_share")),  # the rounds decide on all the queries
     STAGE1.name: Entry(STAGE1.name, Stage1Flags, (DataArguments, AuxiliaryRateFlags), texts, registry_loss,
                        save=save_stage1, title="Stage-1 auxiliary pre-training"),
 }
@@ -266,14 +261,10 @@ def entry_of(objective: str, idc_loss: str = "mnrl") -> Entry:
 
 
 def takers() -> dict[str, str]:
-    """Flag (field name or alias) -> the objectives that take it, for the line that refuses it elsewhere."""
+    """Flag (each spelling the parser takes, as a name) -> the objectives that take it, for the line that refuses it."""
     taken: dict[str, list[str]] = {}
-    variants = [*ENTRIES.values(), *IDC_LOSSES.values()]
-    for entry in variants:
-        for section in entry.all:
-            for item in fields(section):
-                for flag in (item.name, *(alias[2:] for alias in item.metadata.get("aliases", []))):
-                    names = taken.setdefault(flag, [])
-                    if entry.name not in names:  # IDC once, whichever pair loss takes it
-                        names.append(entry.name)
+    for entry in [*ENTRIES.values(), *IDC_LOSSES.values()]:
+        for flag in {flag_of(option) for option in FlagParser(entry.all, "").flags}:
+            if entry.name not in taken.setdefault(flag, []):  # IDC once, whichever pair loss takes it
+                taken[flag].append(entry.name)
     return {flag: ", ".join(names) for flag, names in taken.items()}

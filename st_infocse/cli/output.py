@@ -26,39 +26,28 @@ def start_summary(title: str, texts: int, steps: int, training_args, loaded, ext
 
 
 def finish_run(loaded, flags, measured, title: str, rows: dict[str, Any], record: dict[str, Any], anchor: str | None,
-               start_saved: bool, scores: tuple[dict, dict, dict, str] | None, loss: Any = None,
-               decides: str | None = None) -> None:
+               result: Any = None, loss: Any = None) -> None:
     """Every training run's end (one trainer, or IDC's rounds): the adapter merged, the model saved (by
     ``flags.entry.save``), ``record`` with the run's settings written to ``run_summary.json``, and the end summary:
     ``rows``, each metric of ``measured`` (the run's :class:`~st_infocse.evaluation.RunEvaluation`, whose notes name
-    the adapter) start -> end with its interval and which model was saved (``scores``: start metrics, end metrics,
-    changes, the saved line; None without an evaluator), the adapter, the anchor, the lengths and the folder; then a
-    warning per metric that ended below its start (:func:`~st_infocse.training.ended_below_start`). ``decides``: the
-    checkpoint metric."""
-    from st_infocse.training.builder import save_model
-    from st_infocse.training.start_end import ended_below_start, start_end_rows
-
-    adapter, labels = measured.notes.get("LoRA adapter"), measured.labels
+    the adapter) start -> end with its interval and which model was saved (``result``'s ``summary``: a
+    StartEndResult's or IDC's RoundsResult's; None without an evaluator), the adapter, the anchor, the lengths and the
+    folder; then a warning per metric that ended below its start."""
+    ended, warnings, start_saved = result.summary(measured.labels) if result is not None else ({}, [], False)
+    adapter = measured.notes.get("LoRA adapter")
     model, out, training_length = loaded.model, Path(flags.trainer.output_dir), loaded.model.max_seq_length
     if adapter:
         from st_infocse.training.lora import merge_lora
 
         merge_lora(model)
-    if flags.entry.save is not None:
-        rows.update(flags.entry.save(model, loss, out, loaded.own_length))
-    else:
-        save_model(model, out, loaded.own_length)
+    rows.update(flags.entry.save(model, loss, out, loaded.own_length))
     if adapter:
         rows["LoRA adapter"] = (f"{adapter}; not in the saved model, which is the starting model (see saved)"
                                 if start_saved else f"{adapter}; merged into the saved model")
     if anchor:
         rows["weight anchor"] = anchor
-    warnings: list[str] = []
-    if scores is not None:
-        start, end, changes, saved = scores
-        rows.update({**start_end_rows(labels, start, end, changes, decides=decides), "saved": saved})
-        warnings = ended_below_start(labels, start, end, start_saved)
-    elif flags.run is not None:  # stage 1 takes no evaluator
+    rows.update(ended)
+    if not ended and flags.run is not None:  # stage 1 takes no evaluator
         rows["start -> end"] = "not measured (no evaluator: --stsb_dev none and no --eval_retrieval)"
     path = out / "run_summary.json"  # beside the saved model; scores as the evaluators return them, in [0, 1]
     path.write_text(json.dumps({**record, "model": loaded.how, "settings": flags.settings(), "max_seq_length": {

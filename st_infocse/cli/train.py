@@ -131,15 +131,12 @@ def cmd_train(argv: Sequence[str], command: str = "train") -> int:
         rows["last loss"] = ", ".join(f"{key} {value:.4f}" for key, value in last.items() if isinstance(value, float)
                                       and key not in ("learning_rate", "grad_norm", "epoch", "step"))
     record: dict = {"objective": objective, "steps": trainer.state.global_step, "loss": loss.get_config_dict()}
-    result = None
     if ends is not None:
-        result = (ends.result.start, ends.result.end, ends.result.changes, ends.result.saved_line())
-        record.update(start_end=ends.result.to_dict(), saved=result[3])
+        record.update(start_end=ends.result.to_dict(), saved=ends.result.saved_line())
         if measured.references is not None:
             reference_rows, record["lexical_references"] = measured.references.rows()
             rows.update(reference_rows)
     finish_run(loaded, flags, measured, f"{entry.title} done" if entry.title else "Training done", rows, record,
-               anchor, ends is not None and ends.result.kept == "start", result, loss=loss,
-               decides=ends.result.metric if ends is not None else None)
+               anchor, ends and ends.result, loss=loss)
     return 0
 

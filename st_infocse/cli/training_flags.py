@@ -159,7 +159,7 @@ def read_training_flags(argv: Sequence[str], command: str) -> TrainingFlags | No
     flags.given |= set(precision)  # settled values are set flags: IDC's rounds pass on every flag set
     if recipe is not None:
         recipe_summary(recipe, flags, chosen_precision)
-    refused = [f"--{name}" for name in entry.refused_trainer_flags if name in flags.given]
+    refused = [f"--{name}" for name in entry.refused_flags if name in flags.given]
     if refused:
         raise CLIError(f"{', '.join(refused)} {'does' if len(refused) == 1 else 'do'} not apply to --objective "
                        f"{objective}: its rounds train on pairs mined from --docs, evaluate after each round and keep "
@@ -211,9 +211,6 @@ def check_keep_rule(flags: TrainingFlags) -> None:
         check(flags.run.keep_trained_if, flags.keep.keep_start_if_better, flags.run.confirm_share)
     except ValueError as exc:
         raise flag_error(exc, flags.run, flags.keep) from None
-    if flags.run.confirm_share is not None and flags.idc is not None:  # so with 'reliable' (the library's check)
-        raise CLIError("--confirm_share: IDC's rounds choose their best round on all the queries; it applies to a "
-                       "run of one loss")
     from st_infocse.evaluation import STSB_DEV_METRIC
 
     metric = flags.trainer.metric_for_best_model if flags.run.keep_trained_if == "reliable" else None

@@ -8,6 +8,7 @@ from typing import Any
 from sentence_transformers import SentenceTransformer
 
 from st_infocse.evaluation.paired import PairedChange, holm
+from st_infocse.training.start_end import ended_below_start, start_end_rows
 
 
 def _fields(result: Any, *left_out: str) -> dict[str, Any]:
@@ -139,6 +140,20 @@ class RoundsResult:
                                      f"Holm-adjusted for the {self.rounds_judged} (its interval its own), and the "
                                      "verdicts and the keep rule read the adjusted p")
         return rows
+
+    def summary(self, labels: dict[str, str]) -> tuple[dict[str, str], list[str], bool]:
+        """As :meth:`~st_infocse.training.StartEndResult.summary`: the trained candidate (the best round, else the
+        last) against the start and which weights were kept (:meth:`saved_line`); no rows without an evaluator.
+
+        Args:
+            labels: Metric key (``eval_<name>`` or the evaluator's own) -> the name printed.
+        """
+        if self.initial_metrics is None:
+            return {}, [], False
+        labels = {key.removeprefix("eval_"): label for key, label in labels.items()}
+        start, end, kept_start = self.initial_metrics, self.trained_metrics or {}, self.best_round == 0
+        rows = {**start_end_rows(labels, start, end, self.changes), "saved": self.saved_line()}
+        return rows, ended_below_start(labels, start, end, kept_start), kept_start
 
     def saved_line(self) -> str:
         """Which weights were kept, in words; under ``keep_trained_if="reliable"`` it says that the gain printed is

@@ -233,6 +233,18 @@ class StartEndResult:
             out.append(f"saved: {self.saved_line()}")
         return out + ended_below_start({key: key for key in keys}, self.start, self.end, greater=self._greater)
 
+    def summary(self, labels: dict[str, str]) -> tuple[dict[str, str], list[str], bool]:
+        """A summary's rows for the metrics of ``labels``, each start -> end (:func:`start_end_rows`, the deciding
+        metric marked) then ``"saved"`` (:meth:`saved_line`); a warning per metric that ended worse than its start
+        (:func:`ended_below_start`); and whether the start is what was handed back.
+
+        Args:
+            labels: Metric key as the trainer logs it (``eval_<name>``) -> the name printed.
+        """
+        rows = {**start_end_rows(labels, self.start, self.end, self.changes, decides=self.metric),
+                "saved": self.saved_line()}
+        return rows, ended_below_start(labels, self.start, self.end, self.kept == "start"), self.kept == "start"
+
     def saved_line(self) -> str:
         """Which model was handed back and why, in one line: under ``keep_trained_if="reliable"`` the rule's reason,
         named as the command line's flags; else the checkpoint and its score, or that none beat the start."""

@@ -420,3 +420,15 @@ def test_the_rounds_saved_line_says_the_reliable_gain_decided():
     assert saved(2, "better") == "the weights of round 2"
     assert saved(0, "reliable").startswith("the starting model: no round's gain was reliable")
     assert saved(0, "better") == "the starting model: no round beat it"
+
+
+def test_the_rounds_summary_compares_the_trained_candidate_with_the_start_under_the_trainers_names():
+    from st_infocse.mining.round_results import RoundsResult
+
+    result = RoundsResult(None, [], 0.8, 0, 0.8, False, initial_metrics={"sts": 0.8}, trained_metrics={"sts": 0.7})
+    rows, warnings, start_kept = result.summary({"eval_sts": "STS-B dev"})
+    assert rows == {"STS-B dev": "80.00 -> 70.00, -10.00 (no per-query scores: the change is not judged)",
+                    "saved": "the starting model: no round beat it"} and start_kept
+    assert warnings == ["note: the trained model's STS-B dev ended below its start (80.00 -> 70.00); the starting "
+                        "model was saved"]
+    assert RoundsResult(None, [], None, 1, None, False).summary({"eval_sts": "STS-B dev"}) == ({}, [], False)

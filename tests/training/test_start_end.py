@@ -453,3 +453,16 @@ def test_one_rule_says_whether_a_score_beats_another():
     assert is_better(0.4, 0.5, greater=False) and not is_better(0.48, 0.5, greater=False, min_delta=0.05)
     assert not is_better(None, 0.5) and not is_better(0.5, None)
     assert not is_better(float("nan"), 0.5) and is_better(0.1, float("nan"))
+
+
+def test_the_summary_gives_a_runs_rows_its_warnings_and_whether_the_start_was_handed_back():
+    labels = {"eval_dev_ndcg@10": "retrieval nDCG@10", "eval_sts": "STS-B dev"}
+    result = _result("start", start={"eval_dev_ndcg@10": 0.6123, "eval_sts": 0.8},
+                     end={"eval_dev_ndcg@10": 0.6, "eval_sts": 0.81})
+    rows, warnings, start_kept = result.summary(labels)
+    assert list(rows) == ["retrieval nDCG@10", "STS-B dev", "saved"] and start_kept
+    assert rows["retrieval nDCG@10"].startswith("61.23 -> 60.00") and rows["retrieval nDCG@10"].endswith(
+        "; decides: the checkpoint metric") and rows["saved"] == result.saved_line()
+    assert warnings == ["note: the trained model's retrieval nDCG@10 ended below its start (61.23 -> 60.00); the "
+                        "starting model was saved"]
+    assert not _result("end", start={"eval_sts": 0.8}, end={"eval_sts": 0.7}).summary({"eval_sts": "STS-B dev"})[2]

@@ -112,4 +112,4 @@ def test_idc_refuses_a_share(user_model, data, tmp_path, capsys):  # noqa: F811
     argv = _idc(user_model, _docs(tmp_path), tmp_path / "run", "--eval_retrieval", str(data["beir"]),
                 "--keep_trained_if", "reliable", "--confirm_share", "0.5")
     assert main(argv) == 2
-    assert "--confirm_share: IDC's rounds choose their best round on all the queries" in _one_line_error(capsys)
+    assert "--confirm_share does not apply to --objective idc: its rounds" in _one_line_error(capsys)
