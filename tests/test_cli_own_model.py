@@ -685,7 +685,8 @@ def test_ctrl_c_in_idcs_rounds_exits_130_with_the_rounds_mined(user_model, data,
     argv = ["train", "--objective", "idc", "--model", str(user_model), "--docs", str(docs), "--stsb_dev",
             "none", "--output_dir", str(out), "--rounds", "2", "--use_cpu", "true"]
     assert main(argv) == 130
-    assert f"interrupted in IDC's rounds (round-1 in {out / 'rounds'}); no round kept or saved" in capsys.readouterr().out
+    assert (f"interrupted in IDC's round 1 of 2 (0 finished, their pairs and reports in {out / 'rounds'}); no round "
+            "kept or saved") in capsys.readouterr().out
     assert (out / "rounds" / "round-1").is_dir() and not (out / "model.safetensors").exists()
 
 

@@ -122,8 +122,9 @@ def cluster_sentences(
         >>> cluster_sentences(np.array([[1, 0], [0, 1], [1, 0.1], [0.1, 1]])).tolist()
         [0, 1, 0, 1]
     """
-    lengths = [len(embeddings)] if len(embeddings) else []  # no sentence: no document, rather than an empty one
-    return cluster_documents(embeddings, lengths, k, threshold, tie_tolerance, similarity)[0]
+    if not len(embeddings):  # no sentence: no document, rather than an empty one ([] has no width to check)
+        return cluster_documents(np.zeros((0, 0)), [], k, threshold, tie_tolerance, similarity)[0]
+    return cluster_documents(embeddings, [len(embeddings)], k, threshold, tie_tolerance, similarity)[0]
 
 
 def cluster_pairs(

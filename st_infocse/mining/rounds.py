@@ -170,7 +170,8 @@ def train_idc_rounds(
         document_aware_batches: Use :class:`DocumentAwareBatchSampler` so pairs of one document are
             never in-batch negatives of each other.
         output_dir: Where each round's pairs and trainer output go (``round-N/``); a temporary
-            folder when omitted. A Ctrl-C raises ``KeyboardInterrupt`` naming the rounds begun there.
+            folder when omitted. A Ctrl-C raises ``KeyboardInterrupt`` naming the round it stopped in, and this
+            folder, which keeps the rounds finished (a temporary one is removed).
         seed: Training seed (and mining seed unless ``mining_kwargs`` sets one).
         annotator: Another model whose mining gives round 1's pairs (paper 002 Table 3 (5): all-mpnet-base-v2's
             annotations; any backend :func:`mine_pairs` takes, or a folder or hub id that
@@ -292,9 +293,10 @@ def train_idc_rounds(
                     stopped_early = True
                     logger.info("IDC rounds: no improvement for %d round(s), stopping after round %d", stale, number)
                     break
-        except KeyboardInterrupt:  # in a round, mining or training: the rounds begun keep their pairs and reports
-            done = ", ".join(sorted(p.name for p in root.glob("round-*"))) or "none started"
-            raise KeyboardInterrupt(f"interrupted in IDC's rounds ({done} in {root}); no round kept or saved") from None
+        except KeyboardInterrupt:  # in a round, mining or training: the rounds finished keep their pairs and reports
+            kept = f", their pairs and reports in {root}" if output_dir is not None else ""  # a temporary one goes
+            raise KeyboardInterrupt(f"interrupted in IDC's round {len(stats) + 1} of {rounds} ({len(stats)} finished"
+                                    f"{kept}); no round kept or saved") from None
         if best_state is not None and best_round == 0 and not keep_start_if_better:  # the latest round, kept
             best_round, best_score, best_metrics = len(stats), stats[-1].score, trained_metrics
         if best_state is not None and best_round != len(stats):

@@ -47,6 +47,9 @@ def test_top1_clusters_on_hand_built_vectors():
     assert cluster_sentences(emb * 7.5).tolist() == [0, 0, 0, 1, 1, 1]
     assert cluster_sentences(emb[:1]).tolist() == [0]
     assert cluster_sentences(np.zeros((0, 2))).tolist() == []
+    assert cluster_sentences([]).tolist() == cluster_sentences(np.array([])).tolist() == []  # as encode([]) gives
+    with pytest.raises(ValueError, match="similarity"):  # the arguments are checked all the same
+        cluster_sentences([], similarity="euclid")
 
 
 def test_ties_are_all_kept_and_order_does_not_matter():

@@ -119,7 +119,14 @@ def test_ctrl_c_in_a_round_names_the_rounds_begun_and_their_folder(make_model, t
     with pytest.raises(KeyboardInterrupt) as stopped:
         train_idc_rounds(make_model(), topic_docs, MultipleNegativesRankingLoss, rounds=3,
                          training_args=small_training_args, output_dir=tmp_path)
-    assert str(stopped.value) == f"interrupted in IDC's rounds (round-1, round-2 in {tmp_path}); no round kept or saved"
+    assert str(stopped.value) == (f"interrupted in IDC's round 2 of 3 (1 finished, their pairs and reports in "
+                                  f"{tmp_path}); no round kept or saved")
+    assert (tmp_path / "round-1" / "pairs").is_dir()
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt) as stopped:  # no folder given: the temporary one is gone, so not named
+        train_idc_rounds(make_model(), topic_docs, MultipleNegativesRankingLoss, rounds=3,
+                         training_args=small_training_args)
+    assert str(stopped.value) == "interrupted in IDC's round 2 of 3 (1 finished); no round kept or saved"
     assert (tmp_path / "round-1" / "pairs").is_dir() and (tmp_path / "round-2" / "pairs").is_dir()
 
 def test_an_annotator_given_by_folder_is_loaded_and_mines_the_first_round(make_model, topic_docs,
