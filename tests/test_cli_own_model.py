@@ -442,7 +442,7 @@ def test_offline_hub_sts_b_dev_names_the_bundled_copy(user_model, data, tmp_path
     monkeypatch.setattr(datasets, "load_dataset", offline)
     assert main(_train(user_model, data, tmp_path / "run", "--stsb_dev", "hub")) == 2
     error = _one_line_error(capsys)
-    assert "--stsb_dev demo (the 1,500 STS-B dev pairs shipped with the package)" in error
+    assert "(ConnectionError)" in error and error.endswith("(--stsb_dev demo: the shipped pairs; none: no STS-B dev)")
 
 
 # ------------------------------------------------------------------------------ IDC rounds get every trainer flag

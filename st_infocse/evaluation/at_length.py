@@ -6,7 +6,7 @@ from typing import Any
 
 from sentence_transformers.base.evaluation import BaseEvaluator
 
-from st_infocse.files import check_range
+from st_infocse.files import check_at_least
 
 
 class AtLengthEvaluator(BaseEvaluator):
@@ -18,7 +18,7 @@ class AtLengthEvaluator(BaseEvaluator):
 
     def __init__(self, inner: Any, max_seq_length: int) -> None:
         super().__init__()
-        check_range("max_seq_length", max_seq_length, (0, None, False, False))
+        check_at_least("max_seq_length", max_seq_length)
         self.inner = inner
         self.max_seq_length = max_seq_length
         self.greater_is_better = getattr(inner, "greater_is_better", True)

@@ -59,7 +59,7 @@ def evaluate_beir(model: Any, datasets: str | Sequence[str] = ("scifact",), sour
 
 def _load_retrieval(name: str, source: PathLike, split: str | None) -> list[tuple[str, RetrievalData]]:
     """[("", data)] for a plain dataset, [(part, data), ...] for one made of several (CQADupStack); ``split`` None:
-    the dataset's own, or in a local folder without that file, ``dev``."""
+    the dataset's own, or in a local folder without that file, the other (:func:`~st_infocse.files.beir_parts`)."""
     info = beir_task_info(name)
     if isinstance(source, str) and source == "mteb":
         if info.name == "cqadupstack":

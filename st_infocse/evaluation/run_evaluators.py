@@ -26,11 +26,6 @@ from .paired import UnitScores, unit_change
 from .retrieval_folder import retrieval_evaluator, retrieval_metric_keys
 from .sts import STSB_DEV_METRIC, stsb_dev_evaluator
 
-# The hub's copy unreachable: the sources that need no network, as the command line and Python give them
-_HUB_OFFLINE = ("the Hugging Face hub (sentence-transformers/stsb); offline, use --stsb_dev demo (the 1,500 STS-B dev "
-                "pairs shipped with the package), a SentEval data/downstream folder or a sentence1/sentence2/score "
-                "file, or --stsb_dev none; in Python: st_infocse.data.demo_stsb_dev(), a path, or None")
-
 
 @dataclass
 class RunEvaluation:
@@ -102,8 +97,7 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
         try:
             evaluators.append(stsb_dev_evaluator(stsb_dev))
         except (OSError, RuntimeError, InputError) as exc:  # RuntimeError: the hub copy could not be fetched
-            where = _HUB_OFFLINE if isinstance(stsb_dev, str) and stsb_dev == "hub" else f"{stsb_dev}: {exc}"
-            raise InputError(f"stsb_dev: cannot load STS-B dev from {where}".splitlines()[0]) from exc
+            raise InputError(f"stsb_dev: cannot load STS-B dev from {stsb_dev}: {exc}".splitlines()[0]) from exc
         run.labels[STSB_DEV_METRIC] = "STS-B dev"
     if eval_retrieval:
         try:
@@ -114,7 +108,8 @@ def run_evaluation(stsb_dev: Any = None, eval_retrieval: Any = None, *, split: s
         run.notes["retrieval set"] = info.describe()
         run.retrieval_chooses = retrieval_chooses
         if lexical is not None:  # bm25s and PyStemmer are optional: missing, a note says what to install
-            installed = all(importlib.util.find_spec(module) for module in ("bm25s", "Stemmer"))
+            needed = ("bm25s", "Stemmer") if lexical.stem else ("bm25s",)  # the stemmer only where it stems
+            installed = all(importlib.util.find_spec(module) for module in needed)
             run.notes["BM25 beside the scores"] = lexical.describe() if installed else f"not scored: needs {BM25_NEEDS}"
             run.references = LexicalReferenceCallback(run.retrieval, lexical) if installed else None
     if len(evaluators) > 1:

@@ -179,8 +179,9 @@ def stsb_dev_evaluator(source: PathLike | STSPairs = "hub", name: str = _STSB_DE
             ds = datasets.load_dataset("sentence-transformers/stsb", split="validation")
         except Exception as exc:  # hub errors come in many types
             raise RuntimeError(
-                f"could not load sentence-transformers/stsb from the Hugging Face hub ({type(exc).__name__}); "
-                "offline? pass a SentEval folder or a local sentence1/sentence2/score file as the source"
+                f"could not load sentence-transformers/stsb from the Hugging Face hub ({type(exc).__name__}); offline, "
+                "pass the 1,500 pairs shipped with the package (st_infocse.data.demo_stsb_dev()), a SentEval folder or "
+                "a sentence1/sentence2/score file as the source"
             ) from exc
         pairs = STSPairs("STS-B", list(ds["sentence1"]), list(ds["sentence2"]), list(ds["score"]), "hub", "dev")
     else:

@@ -73,8 +73,9 @@ def test_the_hubs_sts_b_dev_unreachable_names_the_sources_that_need_no_network(m
         raise ConnectionError("offline")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(InputError, match=r"^stsb_dev: cannot load STS-B dev from the Hugging Face hub .*offline, use "
-                       r"--stsb_dev demo .*; in Python: st_infocse.data.demo_stsb_dev\(\), a path, or None$"):
+    with pytest.raises(InputError, match=r"^stsb_dev: cannot load STS-B dev from hub: could not load sentence-transformers"
+                       r"/stsb from the Hugging Face hub \(ConnectionError\); offline, pass the 1,500 pairs shipped with "
+                       r"the package \(st_infocse.data.demo_stsb_dev\(\)\)"):
         run_evaluation("hub")
 
 
@@ -90,6 +91,16 @@ def test_bm25_beside_retrieval_is_a_callback_or_a_note_naming_what_to_install(fo
     assert run.notes["BM25 beside the scores"] == (LexicalSettings(weight=0.3).describe() if installed else
                                                    "not scored: needs bm25s and PyStemmer: pip install 'st-infocse[eval]'")
     assert run_evaluation(PAIRS, lexical=LexicalSettings()).references is None  # beside retrieval only
+
+
+def test_bm25_without_stemming_needs_no_stemmer(folder, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "Stemmer" else find_spec(name, *a))
+    assert isinstance(run_evaluation(None, folder, lexical=LexicalSettings(stem=False)).references,
+                      LexicalReferenceCallback)
+    assert run_evaluation(None, folder, lexical=LexicalSettings()).references is None  # stemming: the stemmer needed
 
 
 def test_reference_rows_set_the_start_and_the_last_evaluation_beside_bm25_and_the_hybrid():
@@ -139,5 +150,5 @@ def test_at_length_evaluator_scores_at_its_length_and_puts_the_training_length_b
     assert wrapped(model) == {"recorded": 1.0}
     assert seen == [30] and model.max_seq_length == 8
     assert wrapped.primary_metric == "recorded"
-    with pytest.raises(ValueError, match="max_seq_length must be positive"):
+    with pytest.raises(ValueError, match="max_seq_length must be at least 1"):
         AtLengthEvaluator(Recorder(), 0)
