@@ -53,7 +53,9 @@ def interruptible(trainer: Trainer) -> Iterator[None]:
     :class:`Interrupted` (resume with ``trainer.train(resume_from_checkpoint=...)``); a second raises it at once,
     with no checkpoint. The previous SIGINT handler and the trainer's callbacks are put back afterwards. With
     ``enable_jit_checkpoint``, a run that transformers stopped on SIGTERM (its checkpoint saved) also raises
-    :class:`Interrupted` when the block ends, so that a half-trained model is not taken for a finished one.
+    :class:`Interrupted` when the block ends, so that a half-trained model is not taken for a finished one; it is
+    told apart by the run ending before ``max_steps``, so a callback that ends a run early (``EarlyStoppingCallback``)
+    is reported as that stop too when both are used.
 
     Args:
         trainer: A transformers (or sentence-transformers) trainer, e.g.

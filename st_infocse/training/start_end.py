@@ -243,7 +243,8 @@ class StartEndResult:
         """
         rows = {**start_end_rows(labels, self.start, self.end, self.changes, decides=self.metric),
                 "saved": self.saved_line()}
-        return rows, ended_below_start(labels, self.start, self.end, self.kept == "start"), self.kept == "start"
+        start_kept = self.kept == "start"  # a metric's direction as the run read it (a loss: lower is better)
+        return rows, ended_below_start(labels, self.start, self.end, start_kept, self._greater), start_kept
 
     def saved_line(self) -> str:
         """Which model was handed back and why, in one line: under ``keep_trained_if="reliable"`` the rule's reason,

@@ -466,3 +466,6 @@ def test_the_summary_gives_a_runs_rows_its_warnings_and_whether_the_start_was_ha
     assert warnings == ["note: the trained model's retrieval nDCG@10 ended below its start (61.23 -> 60.00); the "
                         "starting model was saved"]
     assert not _result("end", start={"eval_sts": 0.8}, end={"eval_sts": 0.7}).summary({"eval_sts": "STS-B dev"})[2]
+    lower = _result("end", metric="eval_loss", greater_is_better=False, start={"eval_loss": 0.5}, end={"eval_loss": 0.4})
+    assert lower.summary({"eval_loss": "loss"})[1] == []  # lower is better there: a fall is no warning
+    assert lower.summary({"eval_loss": "loss"})[1] == lower.lines()[1:]  # as the printed lines say
